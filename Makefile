@@ -1,0 +1,37 @@
+# relock developer targets. `make test` is what CI runs (through .ci/run).
+
+GO ?= go
+
+.PHONY: test redis-server bench example
+
+# The behaviour suites also run against real redis-server processes
+# (internal/redistest), because miniredis is not Redis. Without the binary
+# those tests skip locally and fail in CI, so install it when we can.
+redis-server:
+	@if command -v redis-server >/dev/null 2>&1; then \
+		echo "redis-server: $$(redis-server --version)"; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		echo "redis-server not found; installing it with apt-get"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && apt-get install -y -qq redis-server || exit 1; \
+		command -v redis-server >/dev/null 2>&1 || { echo "apt-get installed no redis-server on PATH" >&2; exit 1; }; \
+	else \
+		echo "" >&2; \
+		echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2; \
+		echo "!!! redis-server is NOT on PATH and we are not root, so it was not    !!!" >&2; \
+		echo "!!! installed. Tests against real Redis will be SKIPPED (not passed). !!!" >&2; \
+		echo "!!! Install it: sudo apt-get install redis-server (or brew install redis)" >&2; \
+		echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2; \
+		echo "" >&2; \
+		case "$${CI:-}" in true|TRUE|True|1) echo "CI=$$CI: failing instead of skipping" >&2; exit 1;; esac; \
+	fi
+
+test: redis-server
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./lock/
+
+example:
+	$(GO) run ./examples/quickstart

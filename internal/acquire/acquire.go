@@ -1,0 +1,186 @@
+package acquire
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/relock-go/relock/internal/errs"
+	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/tracing"
+)
+
+// Result is what one try returned.
+type Result struct {
+	// Acquired: the try took (or re-entered) the lock.
+	Acquired bool
+	// TTL is how long the current hold may last (PTTL of the key) when the
+	// try failed: the waiter's fallback timer if no unlock message comes.
+	// Negative means unknown.
+	TTL time.Duration
+}
+
+// Request describes one acquire.
+type Request struct {
+	Tracer   trace.Tracer
+	SpanName string
+	Attrs    []attribute.KeyValue
+
+	Hub     *notify.Hub
+	Channel string
+	// Shared waiters (readers) are woken together.
+	Shared bool
+	// Direct skips the local queue: the owner already holds the lock (a
+	// reentrant acquire must not queue behind those waiting for it).
+	Direct bool
+	// Once makes a single attempt (TryLock): contention is ErrNotAcquired.
+	Once bool
+	// Wait bounds the wait alone (0: only ctx bounds it).
+	Wait time.Duration
+	// Hold is the lease the try writes: the fallback timer of the next
+	// local waiter after this one acquires.
+	Hold time.Duration
+
+	// Try makes one attempt. ctx carries the span.
+	Try func(ctx context.Context) (Result, error)
+}
+
+// Do runs the loop in one span. It returns nil when acquired,
+// ErrNotAcquired on contention (Once) or when Wait passed, the context's
+// cause when ctx ended, or the error of a try.
+func Do(ctx context.Context, req Request) error {
+	ctx, span := req.Tracer.Start(ctx, req.SpanName,
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(req.Attrs...))
+	defer span.End()
+	start := time.Now()
+	attempts, err := loop(ctx, &req)
+	outcome := tracing.OutcomeAcquired
+	switch {
+	case err == nil:
+	case errors.Is(err, errs.ErrNotAcquired):
+		outcome = tracing.OutcomeNotAcquired
+	case ctx.Err() != nil && errors.Is(err, context.Cause(ctx)):
+		outcome = tracing.OutcomeCancelled
+	default:
+		outcome = tracing.OutcomeError
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.SetAttributes(
+		tracing.Outcome.String(outcome),
+		tracing.Attempts.Int(attempts),
+		tracing.WaitMillis.Float64(float64(time.Since(start).Microseconds())/1000),
+		tracing.Try.Bool(req.Once),
+	)
+	return err
+}
+
+var errWaitTimeout = errors.New("wait timeout")
+
+func loop(ctx context.Context, req *Request) (attempts int, err error) {
+	if req.Wait > 0 && !req.Once {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, req.Wait, errWaitTimeout)
+		defer cancel()
+	}
+	done := func() error {
+		if cause := context.Cause(ctx); errors.Is(cause, errWaitTimeout) {
+			return errs.ErrNotAcquired
+		} else if cause != nil {
+			return cause
+		}
+		return nil
+	}
+	if err := done(); err != nil {
+		return 0, err
+	}
+
+	var res Result
+	tried := false
+	if req.Once || req.Direct || !req.Hub.Waiting(req.Channel) {
+		attempts++
+		res, err = req.Try(ctx)
+		if err != nil || res.Acquired {
+			return attempts, err
+		}
+		if req.Once {
+			return attempts, errs.ErrNotAcquired
+		}
+		tried = true
+	}
+
+	w, err := req.Hub.Join(ctx, req.Channel, req.Shared)
+	if err != nil {
+		if d := done(); d != nil {
+			return attempts, d
+		}
+		return attempts, err
+	}
+	acquired := false
+	defer func() { w.Leave(acquired, req.Hold) }()
+
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	// Subscribed: the head tries again at once, since the lock may have
+	// been freed between the first try and the subscription.
+	tryNow := w.Head()
+	fallback := res.TTL
+	if !tried {
+		fallback = -1
+	}
+	for {
+		if tryNow {
+			attempts++
+			res, err = req.Try(ctx)
+			if err != nil {
+				if d := done(); d != nil {
+					return attempts, d
+				}
+				return attempts, err
+			}
+			if res.Acquired {
+				acquired = true
+				return attempts, nil
+			}
+			fallback = res.TTL
+			if fallback < 0 {
+				fallback = max(req.Hold, time.Second)
+			}
+		}
+		tryNow = false
+		var fire <-chan time.Time
+		if w.Head() && fallback >= 0 {
+			if timer == nil {
+				timer = time.NewTimer(fallback)
+			} else {
+				timer.Reset(fallback)
+			}
+			fire = timer.C
+		}
+		select {
+		case <-w.Wake():
+			kick, hint := w.Take()
+			switch {
+			case kick:
+				tryNow = true
+			case hint > 0:
+				fallback = hint // promoted behind a local holder: wait for it
+			}
+		case <-fire:
+			tryNow = true
+		case <-ctx.Done():
+			return attempts, done()
+		}
+		if tryNow && !w.Head() {
+			tryNow = false
+		}
+	}
+}

@@ -1,0 +1,27 @@
+package keys
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestNames(t *testing.T) {
+	require.Equal(t, "redisson_lock__channel:{order:1}", Prefix("redisson_lock__channel", "order:1"))
+	require.Equal(t, "redisson_lock__channel:{tag}x", Prefix("redisson_lock__channel", "{tag}x"))
+	require.Equal(t, "{order:1}:rwlock_timeout", Suffix("order:1", "rwlock_timeout"))
+	require.Equal(t, "{tag}x:s", Suffix("{tag}x", "s"))
+}
+
+func TestSlot(t *testing.T) {
+	// Reference values from the Redis Cluster specification / CLUSTER KEYSLOT.
+	require.Equal(t, 12739, Slot("123456789"))
+	require.Equal(t, 12182, Slot("foo"))
+	require.Equal(t, Slot("foo"), Slot("{foo}bar"))
+	require.Equal(t, Slot("order:1"), Slot(Prefix("redisson_lock__channel", "order:1")))
+	require.Equal(t, Slot("a{}b"), Slot("a{}b"))
+	require.NotEqual(t, Slot("{}a"), Slot("{}b"), "an empty tag hashes the whole key")
+}

@@ -1,0 +1,243 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Linger is how long an idle pub/sub connection stays open after its last
+// channel is unsubscribed, so that bursts of contention do not reconnect.
+const Linger = 100 * time.Millisecond
+
+var hubs sync.Map // redis.UniversalClient -> *Hub
+
+// For returns the hub of client, creating it on first use.
+func For(client redis.UniversalClient) *Hub {
+	if h, ok := hubs.Load(client); ok {
+		return h.(*Hub)
+	}
+	h, _ := hubs.LoadOrStore(client, newHub(client))
+	return h.(*Hub)
+}
+
+// Hub is the notification hub of one Redis client.
+type Hub struct {
+	client  redis.UniversalClient
+	cluster *redis.ClusterClient
+
+	mu     sync.Mutex
+	queues map[string]*queue // channel -> local waiters
+	shards map[string]*shard // shard node address ("" off-cluster) -> connection
+}
+
+func newHub(client redis.UniversalClient) *Hub {
+	h := &Hub{client: client, queues: map[string]*queue{}, shards: map[string]*shard{}}
+	h.cluster, _ = client.(*redis.ClusterClient)
+	return h
+}
+
+// PublishCommand is the command an unlock script publishes with: SPUBLISH
+// on a cluster (sharded pub/sub keeps the message on the lock's shard),
+// PUBLISH elsewhere, as Redisson does.
+func (h *Hub) PublishCommand() string {
+	if h.cluster != nil {
+		return "spublish"
+	}
+	return "publish"
+}
+
+// Waiting reports whether goroutines of this process wait for channel's
+// lock; a newcomer then queues behind them instead of trying at once.
+func (h *Hub) Waiting(channel string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.queues[channel]
+	return q != nil && len(q.waiters) > 0
+}
+
+// Release tells the hub that a goroutine of this process released channel's
+// lock: the head of the local queue is woken at once, without waiting for
+// the unlock message to come back from Redis.
+func (h *Hub) Release(channel string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if q := h.queues[channel]; q != nil {
+		q.wakeHead()
+	}
+}
+
+// Waiter is one goroutine's place in a lock's local queue.
+type Waiter struct {
+	h       *Hub
+	channel string
+	shared  bool
+	wake    chan struct{}
+	left    bool
+	kicked  bool          // see Take
+	hint    time.Duration // see Take
+}
+
+// Wake is signalled when the waiter should try the lock again: it became
+// the head of the queue, or an unlock message or a local release arrived
+// while it was the head.
+func (w *Waiter) Wake() <-chan struct{} { return w.wake }
+
+// Head reports whether w is first in its queue (or in the run of shared
+// waiters at the front).
+func (w *Waiter) Head() bool {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	q := w.h.queues[w.channel]
+	return q != nil && q.isHead(w)
+}
+
+// Take returns, and clears, why the waiter was woken: kick means an unlock
+// (message or local release) or the departure of a head that gave up, so
+// the lock should be tried; hint > 0 means it was promoted to head behind a
+// local goroutine that just acquired the lock, whose hold may last hint,
+// so there is nothing to try yet but a fallback timer to arm.
+func (w *Waiter) Take() (kick bool, hint time.Duration) {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	kick, hint = w.kicked, w.hint
+	w.kicked, w.hint = false, 0
+	return kick, hint
+}
+
+func (w *Waiter) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Join queues the calling goroutine for channel's lock and makes sure the
+// hub is subscribed to channel (confirmed by Redis) before it returns, so
+// that an unlock published after Join returns is not missed. shared
+// waiters (readers) are woken together when they stand at the front.
+func (h *Hub) Join(ctx context.Context, channel string, shared bool) (*Waiter, error) {
+	w := &Waiter{h: h, channel: channel, shared: shared, wake: make(chan struct{}, 1)}
+	h.mu.Lock()
+	q := h.queues[channel]
+	if q == nil {
+		q = &queue{}
+		h.queues[channel] = q
+	}
+	q.waiters = append(q.waiters, w)
+	if q.sub == nil {
+		sub, err := h.subscribeLocked(ctx, channel)
+		if err != nil {
+			h.removeLocked(w, false, 0)
+			h.mu.Unlock()
+			return nil, err
+		}
+		q.sub = sub
+	}
+	sub := q.sub
+	h.mu.Unlock()
+
+	select {
+	case <-sub.ready:
+		return w, nil
+	case <-ctx.Done():
+		w.Leave(false, 0)
+		return nil, context.Cause(ctx)
+	}
+}
+
+// Leave takes w out of its queue. acquired says w leaves because it got
+// the lock: the next waiter becomes head but is not woken (the lock is
+// held; it will be woken by the release), and hold is how long that hold
+// may last, its fallback timer. Otherwise the next head is woken to try.
+func (w *Waiter) Leave(acquired bool, hold time.Duration) {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	w.h.removeLocked(w, acquired, hold)
+}
+
+func (h *Hub) removeLocked(w *Waiter, acquired bool, hold time.Duration) {
+	if w.left {
+		return
+	}
+	w.left = true
+	q := h.queues[w.channel]
+	if q == nil {
+		return
+	}
+	wasHead := q.isHead(w)
+	for i, o := range q.waiters {
+		if o == w {
+			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
+			break
+		}
+	}
+	if len(q.waiters) == 0 {
+		delete(h.queues, w.channel)
+		if q.sub != nil {
+			h.unsubscribeLocked(q.sub)
+		}
+		return
+	}
+	if wasHead {
+		if acquired {
+			for _, n := range q.heads() {
+				n.hint = hold
+				n.signal()
+			}
+		} else {
+			q.wakeHead()
+		}
+	}
+}
+
+type queue struct {
+	waiters []*Waiter
+	sub     *subscription
+}
+
+// heads returns the waiters at the front that may go together: the first
+// one, and when it is shared, every shared waiter that follows it.
+func (q *queue) heads() []*Waiter {
+	if len(q.waiters) == 0 {
+		return nil
+	}
+	if !q.waiters[0].shared {
+		return q.waiters[:1]
+	}
+	n := 1
+	for n < len(q.waiters) && q.waiters[n].shared {
+		n++
+	}
+	return q.waiters[:n]
+}
+
+func (q *queue) isHead(w *Waiter) bool {
+	for _, h := range q.heads() {
+		if h == w {
+			return true
+		}
+	}
+	return false
+}
+
+func (q *queue) wakeHead() {
+	for _, w := range q.heads() {
+		w.kicked = true
+		w.signal()
+	}
+}
+
+// deliver handles an unlock message (or a reconnect) on channel.
+func (h *Hub) deliver(channel string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if q := h.queues[channel]; q != nil {
+		q.wakeHead()
+	}
+}
+
+var errHubClosed = errors.New("relock/notify: pub/sub connection closed")

@@ -1,0 +1,191 @@
+package notify
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// shard is the pub/sub connection to one Redis node.
+type shard struct {
+	addr   string
+	ps     *redis.PubSub
+	ssub   bool                     // sharded pub/sub (cluster)
+	chans  map[string]*channelState // subscribed channels
+	linger *time.Timer
+	closed bool
+	done   chan struct{} // closed with closed, ends the receive backoff
+}
+
+// channelState counts SUBSCRIBEs sent and confirmed for one channel, so a
+// waiter knows when Redis has processed the subscription it asked for.
+type channelState struct {
+	sent, confirmed int
+	pending         []*subscription
+}
+
+type subscription struct {
+	shard   *shard
+	channel string
+	target  int
+	ready   chan struct{}
+}
+
+func (h *Hub) shardLocked(ctx context.Context, channel string) (*shard, error) {
+	addr := ""
+	var node *redis.Client
+	if h.cluster != nil {
+		n, err := h.cluster.MasterForKey(ctx, channel)
+		if err != nil {
+			return nil, err
+		}
+		node, addr = n, n.Options().Addr
+	}
+	if s := h.shards[addr]; s != nil {
+		return s, nil
+	}
+	s := &shard{addr: addr, chans: map[string]*channelState{}, done: make(chan struct{})}
+	if node != nil {
+		s.ps, s.ssub = node.SSubscribe(ctx), true
+	} else {
+		s.ps = h.client.Subscribe(ctx)
+	}
+	h.shards[addr] = s
+	go h.receive(s)
+	return s, nil
+}
+
+func (h *Hub) subscribeLocked(ctx context.Context, channel string) (*subscription, error) {
+	s, err := h.shardLocked(ctx, channel)
+	if err != nil {
+		return nil, err
+	}
+	if s.linger != nil {
+		s.linger.Stop()
+		s.linger = nil
+	}
+	if s.ssub {
+		err = s.ps.SSubscribe(ctx, channel)
+	} else {
+		err = s.ps.Subscribe(ctx, channel)
+	}
+	st := s.chans[channel]
+	if st == nil {
+		st = &channelState{}
+		s.chans[channel] = st
+	}
+	if err != nil {
+		h.dropChannelLocked(s, channel)
+		return nil, err
+	}
+	st.sent++
+	sub := &subscription{shard: s, channel: channel, target: st.sent, ready: make(chan struct{})}
+	st.pending = append(st.pending, sub)
+	return sub, nil
+}
+
+func (h *Hub) unsubscribeLocked(sub *subscription) {
+	s := sub.shard
+	if s.closed {
+		return
+	}
+	// A write on the socket; the reply comes through receive. Errors are
+	// moot: a broken connection forgets the channel when it reconnects.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	if s.ssub {
+		_ = s.ps.SUnsubscribe(ctx, sub.channel)
+	} else {
+		_ = s.ps.Unsubscribe(ctx, sub.channel)
+	}
+	cancel()
+	h.dropChannelLocked(s, sub.channel)
+}
+
+func (h *Hub) dropChannelLocked(s *shard, channel string) {
+	if st := s.chans[channel]; st != nil {
+		for _, p := range st.pending {
+			close(p.ready) // the waiter is gone or failed; never block on it
+		}
+		delete(s.chans, channel)
+	}
+	if len(s.chans) == 0 && s.linger == nil {
+		s.linger = time.AfterFunc(Linger, func() { h.closeIdle(s) })
+	}
+}
+
+func (h *Hub) closeIdle(s *shard) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(s.chans) != 0 || s.closed || h.shards[s.addr] != s {
+		return
+	}
+	s.closed = true
+	close(s.done)
+	delete(h.shards, s.addr)
+	_ = s.ps.Close()
+}
+
+// receive reads the shard's connection until it is closed, waking the
+// waiters of each channel that gets a message.
+func (h *Hub) receive(s *shard) {
+	backoff := 10 * time.Millisecond
+	for {
+		msg, err := s.ps.Receive(context.Background())
+		if err != nil {
+			h.mu.Lock()
+			if s.closed {
+				h.mu.Unlock()
+				return
+			}
+			// Messages may have been lost while the connection was down:
+			// let every head retry, and count confirmations afresh, since
+			// go-redis subscribes all channels again on reconnect.
+			for ch, st := range s.chans {
+				st.sent, st.confirmed = 1, 0
+				for _, p := range st.pending {
+					p.target = 1
+				}
+				if q := h.queues[ch]; q != nil {
+					q.wakeHead()
+				}
+			}
+			h.mu.Unlock()
+			select {
+			case <-time.After(backoff):
+			case <-s.done:
+				return
+			}
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		backoff = 10 * time.Millisecond
+		switch m := msg.(type) {
+		case *redis.Message:
+			h.deliver(m.Channel)
+		case *redis.Subscription:
+			if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
+				h.confirm(s, m.Channel)
+			}
+		}
+	}
+}
+
+func (h *Hub) confirm(s *shard, channel string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := s.chans[channel]
+	if st == nil {
+		return
+	}
+	st.confirmed++
+	keep := st.pending[:0]
+	for _, p := range st.pending {
+		if p.target <= st.confirmed {
+			close(p.ready)
+		} else {
+			keep = append(keep, p)
+		}
+	}
+	st.pending = keep
+}

@@ -1,0 +1,120 @@
+// Package options holds the configuration every primitive takes, so that
+// lock.WithLeaseTime and its twins in rwlock, semaphore and redlock are one
+// option type and one validation.
+package options
+
+import (
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/relock-go/relock/watchdog"
+)
+
+// Defaults, as Redisson's.
+const (
+	DefaultWatchdogTimeout = 30 * time.Second
+	DefaultUnlockTimeout   = 5 * time.Second
+)
+
+// Config is what the options set.
+type Config struct {
+	LeaseTime       time.Duration // > 0: fixed lease, no renewal
+	WatchdogTimeout time.Duration
+	WaitTimeout     time.Duration
+	UnlockTimeout   time.Duration
+	TracerProvider  trace.TracerProvider
+	Watchdog        *watchdog.Watchdog
+
+	// Err is the first invalid option, reported by every call.
+	Err string
+}
+
+// Option configures a primitive.
+type Option func(*Config)
+
+// Apply returns the configuration of opts over the defaults.
+func Apply(opts []Option) Config {
+	c := Config{WatchdogTimeout: DefaultWatchdogTimeout, UnlockTimeout: DefaultUnlockTimeout}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.Watchdog == nil {
+		c.Watchdog = watchdog.Default()
+	}
+	return c
+}
+
+// Lease is the TTL an acquire writes.
+func (c *Config) Lease() time.Duration {
+	if c.LeaseTime > 0 {
+		return c.LeaseTime
+	}
+	return c.WatchdogTimeout
+}
+
+// Renewed reports whether the watchdog renews the lease.
+func (c *Config) Renewed() bool { return c.LeaseTime <= 0 }
+
+func (c *Config) invalid(format string, args ...any) {
+	if c.Err == "" {
+		c.Err = fmt.Sprintf(format, args...)
+	}
+}
+
+// WithLeaseTime: see lock.WithLeaseTime.
+func WithLeaseTime(d time.Duration) Option {
+	return func(c *Config) {
+		if d < time.Millisecond {
+			c.invalid("lease time %v must be at least 1ms", d)
+			return
+		}
+		c.LeaseTime = d
+	}
+}
+
+// WithWatchdogTimeout: see lock.WithWatchdogTimeout.
+func WithWatchdogTimeout(d time.Duration) Option {
+	return func(c *Config) {
+		if d < 3*time.Millisecond {
+			c.invalid("watchdog timeout %v must be at least 3ms", d)
+			return
+		}
+		c.WatchdogTimeout = d
+	}
+}
+
+// WithWaitTimeout: see lock.WithWaitTimeout.
+func WithWaitTimeout(d time.Duration) Option {
+	return func(c *Config) {
+		if d <= 0 {
+			c.invalid("wait timeout %v must be positive", d)
+			return
+		}
+		c.WaitTimeout = d
+	}
+}
+
+// WithUnlockTimeout: see lock.WithUnlockTimeout.
+func WithUnlockTimeout(d time.Duration) Option {
+	return func(c *Config) {
+		if d <= 0 {
+			c.invalid("unlock timeout %v must be positive", d)
+			return
+		}
+		c.UnlockTimeout = d
+	}
+}
+
+// WithTracerProvider: see lock.WithTracerProvider.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *Config) { c.TracerProvider = tp }
+}
+
+// WithWatchdog: see lock.WithWatchdog.
+func WithWatchdog(w *watchdog.Watchdog) Option {
+	return func(c *Config) { c.Watchdog = w }
+}

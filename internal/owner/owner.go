@@ -1,0 +1,51 @@
+// Package owner carries the identity of a lock owner in a context.Context.
+//
+// Go has no thread id, so the owner that Redisson spells uuid:threadId is a
+// value in the context: "<process uuid>:<sequence>". An acquire on a context
+// without an owner mints one and returns a context carrying it, so nested
+// calls that pass that context on re-enter instead of deadlocking.
+package owner
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/google/uuid"
+)
+
+type ctxKey struct{}
+
+var (
+	processID = uuid.NewString()
+	seq       atomic.Uint64
+)
+
+// ProcessID is this process's uuid, the prefix of every owner it mints.
+func ProcessID() string { return processID }
+
+// Mint returns a fresh owner id, unique across processes.
+func Mint() string {
+	return processID + ":" + strconv.FormatUint(seq.Add(1), 10)
+}
+
+// From returns the owner carried by ctx.
+func From(ctx context.Context) (string, bool) {
+	id, ok := ctx.Value(ctxKey{}).(string)
+	return id, ok && id != ""
+}
+
+// With returns a context that carries id.
+func With(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, ctxKey{}, id)
+}
+
+// Ensure returns ctx's owner, minting one (and a context carrying it) when
+// ctx has none.
+func Ensure(ctx context.Context) (context.Context, string) {
+	if id, ok := From(ctx); ok {
+		return ctx, id
+	}
+	id := Mint()
+	return With(ctx, id), id
+}

@@ -1,0 +1,134 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	clusterSlots = 16384
+	// clusterTimeout bounds the wait for the cluster to form (gossip spreads
+	// the slot map in a second or two on loopback).
+	clusterTimeout = 20 * time.Second
+)
+
+// StartCluster starts a Redis Cluster of masters redis-server nodes (no
+// replicas), the slots spread evenly across them, and returns a ClusterClient
+// on it once every node reports cluster_state:ok and knows the owner of every
+// slot. The nodes and the client are closed at t.Cleanup.
+func StartCluster(t testing.TB, masters int) (*redis.ClusterClient, []*Server) {
+	t.Helper()
+	if masters < 1 {
+		t.Fatalf("redistest: StartCluster: masters = %d, want >= 1", masters)
+		return nil, nil
+	}
+	servers := StartServers(t, masters, clusterMode())
+	if len(servers) != masters {
+		return nil, nil // StartServers has failed or skipped the test
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	if err := formCluster(ctx, servers); err != nil {
+		t.Fatalf("redistest: StartCluster: %v", err)
+		return nil, nil
+	}
+
+	addrs := make([]string, len(servers))
+	for i, s := range servers {
+		addrs[i] = s.Addr
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	t.Cleanup(func() { _ = cc.Close() })
+	return cc, servers
+}
+
+// formCluster does what `redis-cli --cluster create` does for masters only:
+// slots, distinct config epochs, MEET, then waits for convergence.
+func formCluster(ctx context.Context, servers []*Server) error {
+	admins := make([]*redis.Client, len(servers))
+	for i, s := range servers {
+		// One connection, no retries: setup commands are not idempotent
+		// (a retried ADDSLOTSRANGE fails with "already busy").
+		admins[i] = redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 1, MaxRetries: -1})
+	}
+	defer func() {
+		for _, a := range admins {
+			_ = a.Close()
+		}
+	}()
+
+	n := len(servers)
+	for i, a := range admins {
+		first := i * clusterSlots / n
+		last := (i+1)*clusterSlots/n - 1
+		if err := a.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", first, last).Err(); err != nil {
+			return fmt.Errorf("%s: CLUSTER ADDSLOTSRANGE %d %d: %w", servers[i].Addr, first, last, err)
+		}
+		// Distinct epochs up front spare the nodes the collision-resolution
+		// round they would otherwise need, as redis-cli does.
+		if err := a.Do(ctx, "CLUSTER", "SET-CONFIG-EPOCH", i+1).Err(); err != nil {
+			return fmt.Errorf("%s: CLUSTER SET-CONFIG-EPOCH: %w", servers[i].Addr, err)
+		}
+	}
+	for _, s := range servers[1:] {
+		// The bus port is not port+10000 here, so it is named explicitly.
+		if err := admins[0].Do(ctx, "CLUSTER", "MEET", "127.0.0.1", s.Port, s.BusPort).Err(); err != nil {
+			return fmt.Errorf("%s: CLUSTER MEET %s: %w", servers[0].Addr, s.Addr, err)
+		}
+	}
+
+	var lastErr error
+	for {
+		lastErr = clusterReady(ctx, admins, n)
+		if lastErr == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster not ready: %w (last check: %w)", ctx.Err(), lastErr)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// clusterReady checks that every node sees a healthy cluster of n nodes with
+// every slot served.
+func clusterReady(ctx context.Context, admins []*redis.Client, n int) error {
+	for _, a := range admins {
+		s, err := a.ClusterInfo(ctx).Result()
+		if err != nil {
+			return fmt.Errorf("%s: CLUSTER INFO: %w", a.Options().Addr, err)
+		}
+		info := parseInfo(s)
+		want := map[string]string{
+			"cluster_state":       "ok",
+			"cluster_slots_ok":    strconv.Itoa(clusterSlots),
+			"cluster_known_nodes": strconv.Itoa(n),
+			"cluster_size":        strconv.Itoa(n),
+		}
+		for k, v := range want {
+			if info[k] != v {
+				return fmt.Errorf("%s: %s:%s, want %s", a.Options().Addr, k, info[k], v)
+			}
+		}
+	}
+	return nil
+}
+
+// parseInfo parses "key:value" lines, as INFO and CLUSTER INFO reply.
+func parseInfo(s string) map[string]string {
+	m := make(map[string]string)
+	for line := range strings.SplitSeq(s, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			m[k] = v
+		}
+	}
+	return m
+}

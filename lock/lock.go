@@ -1,0 +1,460 @@
+package lock
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/errs"
+	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/options"
+	"github.com/relock-go/relock/internal/owner"
+	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/tracing"
+	"github.com/relock-go/relock/watchdog"
+)
+
+// The sentinel errors, the same values in every relock package.
+var (
+	ErrNotAcquired     = errs.ErrNotAcquired
+	ErrNotHeld         = errs.ErrNotHeld
+	ErrLockLost        = errs.ErrLockLost
+	ErrInvalidArgument = errs.ErrInvalidArgument
+)
+
+// Option configures a Mutex; rwlock, semaphore and redlock take the same.
+type Option = options.Option
+
+// WithLeaseTime gives every hold a fixed lease d and no watchdog renewal:
+// the lock frees itself d after it was taken unless unlocked sooner, and
+// the context the acquire returned ends then, with ErrLockLost.
+func WithLeaseTime(d time.Duration) Option { return options.WithLeaseTime(d) }
+
+// WithWatchdogTimeout sets the lease the watchdog keeps renewing (default
+// 30 s, renewed every third of it): how long a crashed holder blocks others.
+func WithWatchdogTimeout(d time.Duration) Option { return options.WithWatchdogTimeout(d) }
+
+// WithWaitTimeout bounds how long Lock waits (ErrNotAcquired after d),
+// without bounding the hold.
+func WithWaitTimeout(d time.Duration) Option { return options.WithWaitTimeout(d) }
+
+// WithUnlockTimeout bounds Unlock, which runs on its own timeout because
+// its context may already be done (default 5 s).
+func WithUnlockTimeout(d time.Duration) Option { return options.WithUnlockTimeout(d) }
+
+// WithTracerProvider sets where acquire spans go (default: the global
+// OpenTelemetry provider).
+func WithTracerProvider(tp trace.TracerProvider) Option { return options.WithTracerProvider(tp) }
+
+// WithWatchdog sets the watchdog that renews leases (default:
+// watchdog.Default(), shared by the process). Tests pass one with a fake
+// clock.
+func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog(w) }
+
+//go:embed lua/*.lua
+var luaFS embed.FS
+
+var (
+	acquireScript     = scripts.Load(luaFS, "lua/acquire.lua")
+	unlockScript      = scripts.Load(luaFS, "lua/unlock.lua")
+	forceUnlockScript = scripts.Load(luaFS, "lua/force_unlock.lua")
+
+	// RenewKind renews lock leases in batches; see package watchdog.
+	renewKind = &watchdog.Kind{Name: "lock", Script: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 1, ArgsPer: 1}
+)
+
+const (
+	primitive     = "lock"
+	unlockMessage = 0 // Redisson's LockPubSub.UNLOCK_MESSAGE
+)
+
+// Mutex is a reentrant lock on Redis, in Redisson's RLock layout. Its
+// methods are safe for concurrent use; ownership travels in the context,
+// not in the Mutex, so one Mutex may be shared by many goroutines.
+type Mutex struct {
+	client   redis.UniversalClient
+	name     string
+	cfg      options.Config
+	invalid  string // why New's arguments are bad; reported by every call
+	channel  string
+	tokenKey string
+	hub      *notify.Hub
+	tracer   trace.Tracer
+}
+
+// New returns the Mutex called name on client. It does not touch Redis.
+// Bad arguments (nil client, empty name, a bad option) are reported as
+// ErrInvalidArgument by every method, before anything is written.
+func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
+	m := &Mutex{client: client, name: name, cfg: options.Apply(opts)}
+	switch {
+	case client == nil:
+		m.invalid = "nil redis client"
+	case name == "":
+		m.invalid = "empty lock name"
+	case m.cfg.Err != "":
+		m.invalid = m.cfg.Err
+	}
+	if m.invalid != "" {
+		return m
+	}
+	m.channel = keys.Prefix("redisson_lock__channel", name)
+	m.tokenKey = keys.Prefix("redisson_lock_token", name)
+	m.hub = notify.For(client)
+	m.tracer = tracing.Tracer(m.cfg.TracerProvider)
+	return m
+}
+
+// Name is the lock's name: the Redis key of its hash.
+func (m *Mutex) Name() string { return m.name }
+
+func (m *Mutex) check(op string) error {
+	if m.invalid != "" {
+		return errs.Invalid(op, primitive, m.name, m.invalid)
+	}
+	return nil
+}
+
+func (m *Mutex) wrap(op string, err error) error { return errs.New(op, primitive, m.name, err) }
+
+// Lock takes the lock, waiting while another owner holds it. The returned
+// context carries the owner (a nested Lock on it re-enters), the fencing
+// token, and is done when this hold ends: cause ErrLockLost if the lease
+// was lost, context.Canceled after Unlock. ctx scopes the hold: when ctx
+// ends, renewal stops and the hold is released in the background. ctx's
+// deadline bounds the wait too; WithWaitTimeout bounds the wait alone.
+func (m *Mutex) Lock(ctx context.Context) (context.Context, error) {
+	return m.acquire(ctx, "lock", false)
+}
+
+// TryLock makes one attempt: ErrNotAcquired when another owner holds the
+// lock. On success it is as Lock.
+func (m *Mutex) TryLock(ctx context.Context) (context.Context, error) {
+	return m.acquire(ctx, "trylock", true)
+}
+
+func (m *Mutex) leaseID(ownerID string) string { return "lock\x00" + m.name + "\x00" + ownerID }
+
+func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Context, error) {
+	if err := m.check(op); err != nil {
+		return nil, err
+	}
+	if ctx == nil {
+		return nil, errs.Invalid(op, primitive, m.name, "nil context")
+	}
+	ctx, ownerID := owner.Ensure(ctx)
+	wd := m.cfg.Watchdog
+	leaseMs := m.cfg.Lease().Milliseconds()
+	existing := wd.Find(m.client, m.leaseID(ownerID))
+
+	var count, token int64
+	var sentAt time.Time
+	try := func(ctx context.Context) (acquire.Result, error) {
+		sentAt = wd.Now()
+		vals, err := acquireScript.Run(ctx, m.client, []string{m.name, m.tokenKey}, leaseMs, ownerID).Int64Slice()
+		if err != nil {
+			return acquire.Result{}, err
+		}
+		if len(vals) != 2 {
+			return acquire.Result{}, fmt.Errorf("unexpected reply %v", vals)
+		}
+		if vals[0] == 0 {
+			return acquire.Result{TTL: time.Duration(vals[1]) * time.Millisecond}, nil
+		}
+		count, token = vals[0], vals[1]
+		trace.SpanFromContext(ctx).SetAttributes(
+			tracing.Reentrant.Bool(count > 1),
+			tracing.FencingToken.Int64(token),
+		)
+		return acquire.Result{Acquired: true}, nil
+	}
+	err := acquire.Do(ctx, acquire.Request{
+		Tracer:   m.tracer,
+		SpanName: tracing.SpanAcquireLock,
+		Attrs: []attribute.KeyValue{
+			tracing.LockName.String(m.name),
+			tracing.Primitive.String(primitive),
+			tracing.Owner.String(ownerID),
+			tracing.LeaseMillis.Int64(leaseMs),
+			tracing.Watchdog.Bool(m.cfg.Renewed()),
+		},
+		Hub:     m.hub,
+		Channel: m.channel,
+		Direct:  existing != nil,
+		Once:    once,
+		Wait:    m.cfg.WaitTimeout,
+		Hold:    m.cfg.Lease(),
+		Try:     try,
+	})
+	if err != nil {
+		return nil, m.wrap(op, err)
+	}
+	return m.newHold(ctx, ownerID, count, token, sentAt), nil
+}
+
+// hold is one acquisition: one count of the owner's reentrant hold, and
+// the context that Lock returned for it.
+type hold struct {
+	m      *Mutex
+	owner  string
+	token  int64
+	lease  *watchdog.Lease
+	cancel context.CancelCauseFunc
+
+	state      atomic.Int32
+	stopAfter  func() bool
+	removeLost func()
+	lostErr    atomic.Pointer[error]
+}
+
+const (
+	live int32 = iota
+	released
+	lost
+	abandoned // its acquiring context ended; released in the background
+)
+
+type holdKey struct {
+	client redis.UniversalClient
+	name   string
+}
+
+type tokenKey struct{}
+
+// FencingToken returns the fencing token of the hold that returned ctx (or
+// of the innermost hold ctx was derived from): a number drawn from
+// Redisson RFencedLock's counter that grows with every acquisition, for a
+// store to reject writes from a holder that has since lost the lock.
+func FencingToken(ctx context.Context) (int64, bool) {
+	if ctx == nil {
+		return 0, false
+	}
+	t, ok := ctx.Value(tokenKey{}).(int64)
+	return t, ok
+}
+
+func (m *Mutex) newHold(ctx context.Context, ownerID string, count, token int64, sentAt time.Time) context.Context {
+	wd := m.cfg.Watchdog
+	id := m.leaseID(ownerID)
+	var lease *watchdog.Lease
+	if count > 1 {
+		if lease = wd.Find(m.client, id); lease != nil {
+			lease.Retain()
+			lease.Renewed(sentAt)
+		}
+	} else if stale := wd.Find(m.client, id); stale != nil {
+		// Redis had no hold of ours although we track one: it was lost
+		// (say, a restart without persistence) before the watchdog noticed.
+		stale.Lose("lock key gone")
+	}
+	if lease == nil {
+		lease = wd.Start(watchdog.Spec{
+			Kind:      renewKind,
+			Targets:   []watchdog.Target{{Client: m.client, Keys: []string{m.name}, Args: []any{ownerID}}},
+			Timeout:   m.cfg.Lease(),
+			Renew:     m.cfg.Renewed(),
+			ID:        id,
+			Name:      m.name,
+			Primitive: primitive,
+		}, sentAt)
+	}
+	h := &hold{m: m, owner: ownerID, token: token, lease: lease}
+	hctx, cancel := context.WithCancelCause(ctx)
+	h.cancel = cancel
+	hctx = context.WithValue(hctx, holdKey{m.client, m.name}, h)
+	hctx = context.WithValue(hctx, tokenKey{}, token)
+	// Only Unlock reads stopAfter and removeLost, and only Unlock's caller
+	// has hctx, so setting them here, after the callbacks are armed, is safe.
+	h.stopAfter = context.AfterFunc(ctx, func() {
+		if err := h.lease.Lost(); err != nil {
+			h.markLost(err) // ctx ended because the hold it came from was lost
+			return
+		}
+		if h.state.CompareAndSwap(live, abandoned) {
+			_ = m.release(context.WithoutCancel(ctx), h)
+		}
+	})
+	h.removeLost = lease.OnLost(h.markLost)
+	return hctx
+}
+
+func (h *hold) markLost(err error) {
+	if h.state.CompareAndSwap(live, lost) {
+		h.lostErr.Store(&err)
+		h.cancel(err)
+	}
+}
+
+// Unlock releases one count of the hold that returned ctx (or that ctx was
+// derived from); at zero the lock is freed and waiters are woken. It needs
+// only ctx's values and runs on its own timeout, so it completes even when
+// ctx is done. It returns ErrNotHeld when ctx carries no live hold of this
+// lock (never locked, or already unlocked: Redis is not touched), nil when
+// the hold had already been released because its acquiring context ended,
+// and an error matching ErrLockLost when the hold was lost.
+func (m *Mutex) Unlock(ctx context.Context) error {
+	if err := m.check("unlock"); err != nil {
+		return err
+	}
+	if ctx == nil {
+		return errs.Invalid("unlock", primitive, m.name, "nil context")
+	}
+	h, ok := ctx.Value(holdKey{m.client, m.name}).(*hold)
+	if !ok {
+		return m.wrap("unlock", ErrNotHeld)
+	}
+	if !h.state.CompareAndSwap(live, released) {
+		switch h.state.Load() {
+		case abandoned:
+			return nil
+		case lost:
+			return m.wrap("unlock", *h.lostErr.Load())
+		default:
+			return m.wrap("unlock", fmt.Errorf("%w: already unlocked", ErrNotHeld))
+		}
+	}
+	h.stopAfter()
+	h.removeLost()
+	return m.release(ctx, h)
+}
+
+// release gives one count back to Redis; the hold's state is already
+// released or abandoned. The last count stops the lease first, so no
+// renewal is sent after release returns.
+func (m *Mutex) release(ctx context.Context, h *hold) error {
+	defer h.cancel(context.Canceled)
+	last := h.lease.Unref()
+	if last {
+		h.lease.Stop()
+	}
+	res, err := m.runUnlock(ctx, h.owner)
+	if err != nil {
+		return m.wrap("unlock", err)
+	}
+	switch res {
+	case 1:
+		m.hub.Release(m.channel)
+	case -1:
+		if lerr := h.lease.Lost(); lerr != nil {
+			return m.wrap("unlock", lerr)
+		}
+		return m.wrap("unlock", fmt.Errorf("%w: the lock was no longer held in Redis", ErrLockLost))
+	}
+	return nil
+}
+
+// runUnlock runs the unlock script until it answers or the unlock timeout
+// passes, with one request id so that a retry never decrements twice.
+func (m *Mutex) runUnlock(ctx context.Context, ownerID string) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.UnlockTimeout)
+	defer cancel()
+	latch := keys.Prefix("redisson_unlock_latch", m.name) + ":" + uuid.NewString()
+	keys := []string{m.name, m.channel, latch}
+	latchMs := m.cfg.UnlockTimeout.Milliseconds() * 2
+	backoff := 5 * time.Millisecond
+	for {
+		res, err := unlockScript.Run(ctx, m.client, keys, unlockMessage, m.cfg.Lease().Milliseconds(),
+			ownerID, m.hub.PublishCommand(), latchMs).Int64()
+		if err == nil || !retryable(err) {
+			return res, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 200*time.Millisecond)
+	}
+}
+
+// retryable: the reply may be lost (network, timeout) but Redis did not
+// refuse the command.
+func retryable(err error) bool {
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		return false
+	}
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// ForceUnlock deletes the lock whoever holds it and wakes the waiters; it
+// reports whether there was a lock. The holder learns of it at its next
+// renewal (its context ends with ErrLockLost).
+func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := m.check("forceunlock"); err != nil {
+		return false, err
+	}
+	n, err := forceUnlockScript.Run(ctx, m.client, []string{m.name, m.channel}, unlockMessage, m.hub.PublishCommand()).Int64()
+	if err != nil {
+		return false, m.wrap("forceunlock", err)
+	}
+	if n == 1 {
+		m.hub.Release(m.channel)
+	}
+	return n == 1, nil
+}
+
+// HoldCount returns how many times ctx's owner holds the lock (0 if not).
+func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
+	if err := m.check("holdcount"); err != nil {
+		return 0, err
+	}
+	id, ok := owner.From(ctx)
+	if !ok {
+		return 0, nil
+	}
+	s, err := m.client.HGet(ctx, m.name, id).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, m.wrap("holdcount", err)
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, m.wrap("holdcount", fmt.Errorf("field is not a count: %q", s))
+	}
+	return n, nil
+}
+
+// IsLocked reports whether any owner holds the lock.
+func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
+	if err := m.check("islocked"); err != nil {
+		return false, err
+	}
+	n, err := m.client.Exists(ctx, m.name).Result()
+	if err != nil {
+		return false, m.wrap("islocked", err)
+	}
+	return n == 1, nil
+}
+
+// TTL returns how long the current hold lasts unless renewed: 0 when the
+// lock is free, negative when the key has no expiry.
+func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
+	if err := m.check("ttl"); err != nil {
+		return 0, err
+	}
+	ms, err := m.client.PTTL(ctx, m.name).Result()
+	if err != nil {
+		return 0, m.wrap("ttl", err)
+	}
+	switch {
+	case ms == -2*time.Nanosecond || ms == -2*time.Millisecond:
+		return 0, nil
+	case ms < 0:
+		return -1, nil
+	}
+	return ms, nil
+}

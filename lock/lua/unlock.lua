@@ -1,0 +1,32 @@
+-- Release one count of a reentrant lock (Redisson's RLock unlock), safe to
+-- retry: the first run leaves its answer in a short-lived latch key, and a
+-- retry whose first reply was lost reads it instead of decrementing again.
+--
+-- KEYS[1]  the lock hash
+-- KEYS[2]  the unlock channel, redisson_lock__channel:{<name>}
+-- KEYS[3]  the unlock latch, redisson_unlock_latch:{<name>}:<request id>
+-- ARGV[1]  the unlock message (Redisson's UNLOCK_MESSAGE, 0)
+-- ARGV[2]  lease in milliseconds, re-applied while counts remain
+-- ARGV[3]  owner id
+-- ARGV[4]  publish command: publish, or spublish on a cluster
+-- ARGV[5]  latch lifetime in milliseconds
+--
+-- Returns 1 when released (key deleted, message published), 0 when a
+-- count remains, -1 when the owner does not hold the lock.
+local done = redis.call('get', KEYS[3])
+if done ~= false then
+  return tonumber(done)
+end
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+  return -1
+end
+local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if counter > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  redis.call('set', KEYS[3], 0, 'px', ARGV[5])
+  return 0
+end
+redis.call('del', KEYS[1])
+redis.call(ARGV[4], KEYS[2], ARGV[1])
+redis.call('set', KEYS[3], 1, 'px', ARGV[5])
+return 1
