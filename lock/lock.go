@@ -315,9 +315,10 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return m.wrap("unlock", ErrNotHeld)
 	}
 	if !h.state.CompareAndSwap(live, released) {
+		if h.state.CompareAndSwap(abandoned, released) {
+			return nil // released in the background when its context ended
+		}
 		switch h.state.Load() {
-		case abandoned:
-			return nil
 		case lost:
 			return m.wrap("unlock", *h.lostErr.Load())
 		default:
