@@ -29,6 +29,10 @@ const (
 	defaultTick      = 10 * time.Millisecond
 	wheelSlots       = 512
 	defaultBatchSize = 512
+	// idleLinger keeps the goroutine a moment after the last lease ends,
+	// so that a lock taken and released in a loop does not start one each
+	// time.
+	idleLinger = 100 * time.Millisecond
 )
 
 // Option configures a Watchdog made by New.
@@ -80,6 +84,7 @@ type Watchdog struct {
 	cursor   int64 // last tick processed
 	count    int   // leases in the wheel
 	running  bool
+	wakeAt   time.Time // when the goroutine wakes next, on the clock
 	kick     chan struct{}
 	registry map[regKey]*Lease
 
@@ -394,8 +399,8 @@ func (w *Watchdog) placeLocked(l *Lease, at time.Time) {
 	if !w.running {
 		w.running = true
 		go w.run()
-	} else {
-		w.kickLocked()
+	} else if at.Before(w.wakeAt) {
+		w.kickLocked() // due before the goroutine would wake
 	}
 }
 
@@ -411,26 +416,44 @@ func (w *Watchdog) unscheduleLocked(l *Lease) {
 		delete(w.slots[l.slot], l)
 		l.inWheel = false
 		w.count--
-		if w.count == 0 && w.running {
-			w.kickLocked() // let the goroutine see the empty wheel and exit
+		// Let a goroutine asleep for long see the empty wheel (and exit
+		// after idleLinger); one that wakes within idleLinger sees it then.
+		if w.count == 0 && w.running && w.wakeAt.After(w.clock.Now().Add(idleLinger)) {
+			w.kickLocked()
 		}
 	}
 }
 
-// run is the wheel's goroutine; it exits when the wheel is empty.
+// run is the wheel's goroutine; it exits when the wheel has been empty for
+// idleLinger.
 func (w *Watchdog) run() {
 	timer := w.clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		w.mu.Lock()
 		if w.count == 0 {
-			w.running = false
+			w.wakeAt = w.clock.Now().Add(idleLinger)
 			w.mu.Unlock()
-			return
+			idle := time.NewTimer(idleLinger)
+			select {
+			case <-idle.C:
+			case <-w.kick:
+			}
+			idle.Stop()
+			w.mu.Lock()
+			if w.count == 0 {
+				w.running = false
+				w.mu.Unlock()
+				return
+			}
+			w.mu.Unlock()
+			continue
 		}
 		now := w.clock.Now()
 		batch, lost := w.advanceLocked(now)
+		empty := w.count == 0
 		sleep := w.nextWakeLocked(now)
+		w.wakeAt = now.Add(sleep)
 		w.mu.Unlock()
 
 		for _, lc := range lost {
@@ -439,8 +462,8 @@ func (w *Watchdog) run() {
 		if len(batch) > 0 {
 			w.send(batch, now)
 		}
-		if sleep < 0 {
-			continue
+		if empty {
+			continue // to the idle wait
 		}
 		timer.Reset(sleep)
 		select {

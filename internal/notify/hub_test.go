@@ -1,0 +1,674 @@
+package notify_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/redistest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const (
+	// wakeTimeout bounds every wait for a wake-up: generous, since the
+	// machine may be slow and -race slows it further.
+	wakeTimeout = 10 * time.Second
+	// settle bounds the waits for server-side state (NUMSUB, CLIENT LIST)
+	// and for the linger to pass.
+	settle = 15 * time.Second
+	poll   = 10 * time.Millisecond
+)
+
+func testContext(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// chanName is a channel named as the lock package names them.
+func chanName(t *testing.T, i int) string {
+	return fmt.Sprintf("redisson_lock__channel:{%s:%d}", t.Name(), i)
+}
+
+// join queues a waiter and makes sure it leaves at the end of the test, so
+// the hub's connection closes and no goroutine outlives the test.
+func join(t *testing.T, ctx context.Context, h *notify.Hub, channel string, shared bool) *notify.Waiter {
+	t.Helper()
+	w, err := h.Join(ctx, channel, shared)
+	require.NoError(t, err)
+	require.NotNil(t, w)
+	t.Cleanup(func() { w.Leave(false, 0) })
+	return w
+}
+
+func requireWoken(t *testing.T, w *notify.Waiter, what string) {
+	t.Helper()
+	select {
+	case <-w.Wake():
+	case <-time.After(wakeTimeout):
+		t.Fatalf("%s: not woken within %v", what, wakeTimeout)
+	}
+}
+
+// requireNotSignalled checks without blocking that w has no pending wake-up.
+// It is used right after an event whose wake-ups are all sent before the
+// call that caused them returns (Leave, Release), or after another waiter
+// woken by the same delivery was seen woken (the hub signals every head
+// of a delivery under one lock), so it is exact, not a timing guess.
+func requireNotSignalled(t *testing.T, w *notify.Waiter, what string) {
+	t.Helper()
+	select {
+	case <-w.Wake():
+		t.Fatalf("%s: woken, want not", what)
+	default:
+	}
+}
+
+func requireTake(t *testing.T, w *notify.Waiter, kick bool, hint time.Duration, what string) {
+	t.Helper()
+	gotKick, gotHint := w.Take()
+	require.Equal(t, kick, gotKick, "%s: Take kick", what)
+	require.Equal(t, hint, gotHint, "%s: Take hint", what)
+}
+
+func numSub(t *testing.T, ctx context.Context, c *redis.Client, channels ...string) map[string]int64 {
+	t.Helper()
+	n, err := c.PubSubNumSub(ctx, channels...).Result()
+	require.NoError(t, err)
+	return n
+}
+
+func requireNumSubEventually(t *testing.T, ctx context.Context, c *redis.Client, want int64, channels ...string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		n, err := c.PubSubNumSub(ctx, channels...).Result()
+		if err != nil {
+			return false
+		}
+		for _, ch := range channels {
+			if n[ch] != want {
+				return false
+			}
+		}
+		return true
+	}, settle, poll, "PUBSUB NUMSUB of %d channel(s) never became %d", len(channels), want)
+}
+
+func pubSubConns(t *testing.T, ctx context.Context, c *redis.Client) int {
+	t.Helper()
+	n, err := redistest.CountPubSubConns(ctx, c)
+	require.NoError(t, err)
+	return n
+}
+
+func requirePubSubConnsEventually(t *testing.T, ctx context.Context, c *redis.Client, want int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		n, err := redistest.CountPubSubConns(ctx, c)
+		return err == nil && n == want
+	}, settle, poll, "pub/sub connections never became %d", want)
+}
+
+// pubSubConn returns the one connection of the server in pub/sub mode.
+func pubSubConn(t *testing.T, ctx context.Context, c *redis.Client) redistest.ClientInfo {
+	t.Helper()
+	infos, err := redistest.ClientList(ctx, c)
+	require.NoError(t, err)
+	var found []redistest.ClientInfo
+	for _, ci := range infos {
+		if ci.IsPubSub() {
+			found = append(found, ci)
+		}
+	}
+	require.Len(t, found, 1, "pub/sub connections: %+v", found)
+	return found[0]
+}
+
+func requireConnClosedEventually(t *testing.T, ctx context.Context, c *redis.Client, id int64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		infos, err := redistest.ClientList(ctx, c)
+		if err != nil {
+			return false
+		}
+		for _, ci := range infos {
+			if ci.ID == id {
+				return false
+			}
+		}
+		return true
+	}, settle, poll, "connection id=%d was never closed", id)
+}
+
+// forBackends runs fn on miniredis and on a real redis-server. real is
+// the redis-server, nil on miniredis.
+func forBackends(t *testing.T, fn func(t *testing.T, env *redistest.Env)) {
+	t.Helper()
+	for _, b := range redistest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			env := b.New(t)
+			require.NotNil(t, env)
+			fn(t, env)
+		})
+	}
+}
+
+func TestOneConnectionForManyChannels(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	srv := redistest.StartServer(t)
+	client := srv.Client(t)
+	admin := srv.Client(t)
+	h := notify.For(client)
+
+	const n = 100
+	channels := make([]string, n)
+	waiters := make([]*notify.Waiter, n)
+	for i := range channels {
+		channels[i] = chanName(t, i)
+	}
+	// Joined concurrently: the hub must still open a single connection.
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range channels {
+		wg.Go(func() {
+			waiters[i], errs[i] = h.Join(ctx, channels[i], false)
+		})
+	}
+	wg.Wait()
+	for i, w := range waiters {
+		require.NoError(t, errs[i], channels[i])
+		t.Cleanup(func() { w.Leave(false, 0) })
+	}
+
+	// Join returned, so every subscription is confirmed: no waiting here.
+	assert.Equal(t, 1, pubSubConns(t, ctx, admin), "one pub/sub connection for every waiter of the client")
+	ps := pubSubConn(t, ctx, admin)
+	assert.Equal(t, n, ps.Sub, "the connection is subscribed to every channel")
+	subs := numSub(t, ctx, admin, channels...)
+	for _, ch := range channels {
+		assert.Equal(t, int64(1), subs[ch], "PUBSUB NUMSUB %s", ch)
+		assert.True(t, h.Waiting(ch), ch)
+	}
+
+	for _, w := range waiters {
+		w.Leave(false, 0)
+	}
+	for _, ch := range channels {
+		assert.False(t, h.Waiting(ch), ch)
+	}
+	requireNumSubEventually(t, ctx, admin, 0, channels...)
+	requirePubSubConnsEventually(t, ctx, admin, 0)
+	requireConnClosedEventually(t, ctx, admin, ps.ID)
+}
+
+func TestChannelsAreReferenceCounted(t *testing.T) {
+	t.Parallel()
+	forBackends(t, func(t *testing.T, env *redistest.Env) {
+		ctx := testContext(t)
+		h := notify.For(env.Client)
+		ch := chanName(t, 0)
+
+		w1 := join(t, ctx, h, ch, false)
+		w2 := join(t, ctx, h, ch, false)
+		assert.Equal(t, int64(1), numSub(t, ctx, env.Client, ch)[ch], "two waiters, one subscription")
+		var connID int64
+		if env.Server != nil {
+			ps := pubSubConn(t, ctx, env.Client)
+			assert.Equal(t, 1, ps.Sub)
+			connID = ps.ID
+		}
+
+		w1.Leave(false, 0)
+		assert.True(t, h.Waiting(ch))
+		// The UNSUBSCRIBE would have been written by the time Leave
+		// returns; a PUBLISH answered after it still reaches a subscriber.
+		assert.Equal(t, int64(1), env.Client.Publish(ctx, ch, "x").Val(), "still subscribed while a waiter is left")
+		requireWoken(t, w2, "the remaining waiter")
+
+		w2.Leave(false, 0)
+		assert.False(t, h.Waiting(ch))
+		requireNumSubEventually(t, ctx, env.Client, 0, ch)
+		if env.Server != nil {
+			requirePubSubConnsEventually(t, ctx, env.Client, 0)
+			requireConnClosedEventually(t, ctx, env.Client, connID)
+		}
+
+		// The channel can be joined again: it is subscribed afresh.
+		w3 := join(t, ctx, h, ch, false)
+		assert.Equal(t, int64(1), env.Client.Publish(ctx, ch, "x").Val())
+		requireWoken(t, w3, "a waiter of the channel joined again")
+	})
+}
+
+func TestJoinReturnsOnceSubscribed(t *testing.T) {
+	t.Parallel()
+	forBackends(t, func(t *testing.T, env *redistest.Env) {
+		ctx := testContext(t)
+		h := notify.For(env.Client)
+		publisher := redis.NewClient(&redis.Options{Addr: env.Client.Options().Addr})
+		t.Cleanup(func() { _ = publisher.Close() })
+
+		// Repeated, each time on a fresh channel (and so a fresh SUBSCRIBE),
+		// some on a connection that already exists and some not.
+		for i := range 20 {
+			ch := chanName(t, i)
+			w, err := h.Join(ctx, ch, false)
+			require.NoError(t, err)
+			// PUBLISH answers how many subscribers got the message: a
+			// subscription still in flight would make it 0.
+			n, err := publisher.Publish(ctx, ch, "unlocked").Result()
+			require.NoError(t, err)
+			assert.Equal(t, int64(1), n, "round %d: the PUBLISH right after Join reached the subscription", i)
+			requireWoken(t, w, fmt.Sprintf("round %d head", i))
+			requireTake(t, w, true, 0, "a message kicks the head")
+			w.Leave(false, 0)
+		}
+	})
+}
+
+func TestMessageWakesOnlyTheHead(t *testing.T) {
+	t.Parallel()
+	forBackends(t, func(t *testing.T, env *redistest.Env) {
+		ctx := testContext(t)
+		h := notify.For(env.Client)
+		ch := chanName(t, 0)
+
+		w1 := join(t, ctx, h, ch, false)
+		w2 := join(t, ctx, h, ch, false)
+		w3 := join(t, ctx, h, ch, false)
+		assert.True(t, w1.Head())
+		assert.False(t, w2.Head())
+		assert.False(t, w3.Head())
+
+		require.Equal(t, int64(1), env.Client.Publish(ctx, ch, "unlocked").Val())
+		requireWoken(t, w1, "head")
+		requireNotSignalled(t, w2, "second waiter after a message")
+		requireNotSignalled(t, w3, "third waiter after a message")
+		requireTake(t, w1, true, 0, "head")
+		requireTake(t, w2, false, 0, "second waiter")
+
+		// A second message still goes to the head alone.
+		require.Equal(t, int64(1), env.Client.Publish(ctx, ch, "unlocked").Val())
+		requireWoken(t, w1, "head, second message")
+		requireNotSignalled(t, w2, "second waiter after the second message")
+
+		// The head gives up: the next one is woken to try (FIFO).
+		w1.Leave(false, 0)
+		requireWoken(t, w2, "second waiter after the head left")
+		requireNotSignalled(t, w3, "third waiter after the head left")
+		requireTake(t, w2, true, 0, "the new head is kicked")
+		assert.True(t, w2.Head())
+		assert.False(t, w3.Head())
+
+		// Leave is idempotent: leaving again wakes no one.
+		w1.Leave(false, 0)
+		requireNotSignalled(t, w2, "second waiter after a repeated Leave")
+		requireNotSignalled(t, w3, "third waiter after a repeated Leave")
+	})
+}
+
+func TestLeaveOfAWaiterBehindTheHeadWakesNoOne(t *testing.T) {
+	t.Parallel()
+	_, client := redistest.Miniredis(t)
+	ctx := testContext(t)
+	h := notify.For(client)
+	ch := chanName(t, 0)
+
+	w1 := join(t, ctx, h, ch, false)
+	w2 := join(t, ctx, h, ch, false)
+	w3 := join(t, ctx, h, ch, false)
+	w2.Leave(false, 0)
+	requireNotSignalled(t, w1, "head")
+	requireNotSignalled(t, w3, "third waiter")
+	assert.True(t, w1.Head())
+	assert.False(t, w3.Head())
+
+	w1.Leave(false, 0)
+	requireWoken(t, w3, "third waiter, next after the head")
+	assert.True(t, w3.Head())
+}
+
+func TestLeaveAcquiredPromotesWithHint(t *testing.T) {
+	t.Parallel()
+	_, client := redistest.Miniredis(t)
+	ctx := testContext(t)
+	h := notify.For(client)
+	ch := chanName(t, 0)
+
+	w1 := join(t, ctx, h, ch, false)
+	w2 := join(t, ctx, h, ch, false)
+	w3 := join(t, ctx, h, ch, false)
+
+	const hold = 7 * time.Second
+	w1.Leave(true, hold)
+	requireWoken(t, w2, "the waiter promoted to head")
+	requireTake(t, w2, false, hold, "promoted behind a local holder: a hint, no kick")
+	requireTake(t, w2, false, 0, "Take clears")
+	requireNotSignalled(t, w3, "third waiter")
+	assert.True(t, w2.Head())
+	assert.True(t, h.Waiting(ch))
+
+	// The local holder releases: the new head is kicked.
+	h.Release(ch)
+	requireWoken(t, w2, "head after Release")
+	requireTake(t, w2, true, 0, "Release kicks")
+	requireNotSignalled(t, w3, "third waiter after Release")
+}
+
+func TestSharedWaitersAtTheFrontWakeTogether(t *testing.T) {
+	t.Parallel()
+	forBackends(t, func(t *testing.T, env *redistest.Env) {
+		ctx := testContext(t)
+		h := notify.For(env.Client)
+		ch := chanName(t, 0)
+
+		r1 := join(t, ctx, h, ch, true)
+		r2 := join(t, ctx, h, ch, true)
+		r3 := join(t, ctx, h, ch, true)
+		x4 := join(t, ctx, h, ch, false)
+		r5 := join(t, ctx, h, ch, true)
+		for i, w := range []*notify.Waiter{r1, r2, r3} {
+			assert.True(t, w.Head(), "reader %d in the run at the front", i+1)
+		}
+		assert.False(t, x4.Head())
+		assert.False(t, r5.Head(), "a reader behind a writer is not at the front")
+
+		require.Equal(t, int64(1), env.Client.Publish(ctx, ch, "unlocked").Val())
+		requireWoken(t, r1, "reader 1")
+		requireWoken(t, r2, "reader 2")
+		requireWoken(t, r3, "reader 3")
+		requireNotSignalled(t, x4, "writer behind the readers")
+		requireNotSignalled(t, r5, "reader behind the writer")
+		for i, w := range []*notify.Waiter{r1, r2, r3} {
+			requireTake(t, w, true, 0, fmt.Sprintf("reader %d", i+1))
+		}
+
+		// The readers go; once the last of them has left, the writer is
+		// the head, alone: the reader behind it does not go with it.
+		r1.Leave(false, 0)
+		r2.Leave(false, 0)
+		requireNotSignalled(t, x4, "writer while a reader is still at the front")
+		r3.Leave(false, 0)
+		requireWoken(t, x4, "writer, now the head")
+		requireNotSignalled(t, r5, "reader behind the writer")
+		assert.True(t, x4.Head())
+		assert.False(t, r5.Head())
+
+		require.Equal(t, int64(1), env.Client.Publish(ctx, ch, "unlocked").Val())
+		requireWoken(t, x4, "writer, message")
+		requireNotSignalled(t, r5, "reader behind the writer, message")
+	})
+}
+
+func TestExclusiveHeadIsWokenAlone(t *testing.T) {
+	t.Parallel()
+	_, client := redistest.Miniredis(t)
+	ctx := testContext(t)
+	h := notify.For(client)
+	ch := chanName(t, 0)
+
+	x1 := join(t, ctx, h, ch, false)
+	r2 := join(t, ctx, h, ch, true)
+	r3 := join(t, ctx, h, ch, true)
+	h.Release(ch)
+	requireWoken(t, x1, "writer at the head")
+	requireNotSignalled(t, r2, "reader behind the writer")
+	requireNotSignalled(t, r3, "reader behind the writer")
+
+	const hold = 3 * time.Second
+	x1.Leave(true, hold)
+	// Both readers are now at the front: both are promoted.
+	requireWoken(t, r2, "reader 2 promoted")
+	requireWoken(t, r3, "reader 3 promoted")
+	requireTake(t, r2, false, hold, "reader 2")
+	requireTake(t, r3, false, hold, "reader 3")
+}
+
+func TestReleaseWakesTheHead(t *testing.T) {
+	t.Parallel()
+	forBackends(t, func(t *testing.T, env *redistest.Env) {
+		ctx := testContext(t)
+		h := notify.For(env.Client)
+		ch := chanName(t, 0)
+
+		h.Release(ch) // nobody waits: nothing to do, nothing breaks
+		assert.False(t, h.Waiting(ch))
+
+		w1 := join(t, ctx, h, ch, false)
+		w2 := join(t, ctx, h, ch, false)
+		h.Release(ch)
+		requireWoken(t, w1, "head")
+		requireNotSignalled(t, w2, "second waiter")
+		requireTake(t, w1, true, 0, "head")
+
+		// A release of another channel wakes no one here.
+		h.Release(chanName(t, 1))
+		requireNotSignalled(t, w1, "head, other channel released")
+	})
+}
+
+func TestWaiting(t *testing.T) {
+	t.Parallel()
+	_, client := redistest.Miniredis(t)
+	ctx := testContext(t)
+	h := notify.For(client)
+	ch, other := chanName(t, 0), chanName(t, 1)
+
+	assert.False(t, h.Waiting(ch))
+	w1 := join(t, ctx, h, ch, false)
+	assert.True(t, h.Waiting(ch))
+	assert.False(t, h.Waiting(other))
+	w2 := join(t, ctx, h, ch, true)
+	w1.Leave(true, time.Second)
+	assert.True(t, h.Waiting(ch), "one waiter is left")
+	w2.Leave(false, 0)
+	assert.False(t, h.Waiting(ch))
+}
+
+func TestForReturnsOneHubPerClient(t *testing.T) {
+	t.Parallel()
+	_, c1 := redistest.Miniredis(t)
+	_, c2 := redistest.Miniredis(t)
+
+	h1 := notify.For(c1)
+	require.NotNil(t, h1)
+	assert.Same(t, h1, notify.For(c1))
+	assert.NotSame(t, h1, notify.For(c2))
+
+	// Concurrent first uses agree on one hub.
+	c3 := redis.NewClient(&redis.Options{Addr: c1.Options().Addr})
+	t.Cleanup(func() { _ = c3.Close() })
+	hubs := make([]*notify.Hub, 8)
+	var wg sync.WaitGroup
+	for i := range hubs {
+		wg.Go(func() { hubs[i] = notify.For(c3) })
+	}
+	wg.Wait()
+	for _, h := range hubs {
+		assert.Same(t, hubs[0], h)
+	}
+}
+
+func TestPublishCommand(t *testing.T) {
+	t.Parallel()
+	mr, client := redistest.Miniredis(t)
+	assert.Equal(t, "publish", notify.For(client).PublishCommand())
+
+	// A UniversalClient given one address is a plain client.
+	uc := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{mr.Addr()}})
+	t.Cleanup(func() { _ = uc.Close() })
+	assert.Equal(t, "publish", notify.For(uc).PublishCommand())
+
+	// No connection is needed to tell a cluster client.
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{mr.Addr()}})
+	t.Cleanup(func() { _ = cc.Close() })
+	assert.Equal(t, "spublish", notify.For(cc).PublishCommand())
+}
+
+func TestClusterShardedPubSub(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	cc, servers := redistest.StartCluster(t, 3)
+	require.NotNil(t, cc)
+	h := notify.For(cc)
+	require.Equal(t, "spublish", h.PublishCommand())
+
+	admins := map[string]*redis.Client{}
+	for _, s := range servers {
+		admins[s.Addr] = s.Client(t)
+	}
+	// Two channels (two locks, with hash tags) on each master.
+	const perNode = 2
+	byNode := map[string][]string{}
+	var channels []string
+	for i := 0; len(channels) < perNode*len(servers) && i < 10000; i++ {
+		ch := fmt.Sprintf("redisson_lock__channel:{order:%d}", i)
+		node, err := cc.MasterForKey(ctx, ch)
+		require.NoError(t, err)
+		addr := node.Options().Addr
+		if len(byNode[addr]) < perNode {
+			byNode[addr] = append(byNode[addr], ch)
+			channels = append(channels, ch)
+		}
+	}
+	require.Len(t, byNode, len(servers))
+	require.Len(t, channels, perNode*len(servers))
+
+	waiters := map[string]*notify.Waiter{}
+	for _, ch := range channels {
+		waiters[ch] = join(t, ctx, h, ch, false)
+	}
+
+	// One sharded pub/sub connection per master, subscribed to that
+	// master's channels only.
+	for addr, chs := range byNode {
+		admin := admins[addr]
+		require.NotNil(t, admin, addr)
+		ps := pubSubConn(t, ctx, admin)
+		assert.Equal(t, len(chs), ps.SSub, "%s: shard channels", addr)
+		assert.Zero(t, ps.Sub, "%s: no plain SUBSCRIBE on a cluster", addr)
+		n, err := admin.PubSubShardNumSub(ctx, chs...).Result()
+		require.NoError(t, err)
+		for _, ch := range chs {
+			assert.Equal(t, int64(1), n[ch], "%s: PUBSUB SHARDNUMSUB %s", addr, ch)
+		}
+	}
+
+	for _, ch := range channels {
+		w := waiters[ch]
+		// A plain PUBLISH does not reach a sharded subscriber.
+		require.Equal(t, int64(0), cc.Publish(ctx, ch, "unlocked").Val(), ch)
+		n, err := cc.SPublish(ctx, ch, "unlocked").Result()
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), n, "SPUBLISH %s reached the hub", ch)
+		requireWoken(t, w, ch)
+		requireTake(t, w, true, 0, ch)
+	}
+	// Each message woke its own channel's waiter only.
+	for _, ch := range channels {
+		requireNotSignalled(t, waiters[ch], ch)
+	}
+
+	for _, w := range waiters {
+		w.Leave(false, 0)
+	}
+	for addr, admin := range admins {
+		t.Run("closed "+addr, func(t *testing.T) {
+			requirePubSubConnsEventually(t, ctx, admin, 0)
+		})
+	}
+}
+
+func TestReconnectAfterServerRestart(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	srv := redistest.StartServer(t)
+	client := srv.Client(t)
+	admin := srv.Client(t)
+	h := notify.For(client)
+	ch := chanName(t, 0)
+
+	w1 := join(t, ctx, h, ch, false)
+	w2 := join(t, ctx, h, ch, false)
+	require.Equal(t, int64(1), numSub(t, ctx, admin, ch)[ch])
+
+	srv.Kill()
+	// Unlock messages may have been lost while the connection was down:
+	// the head is woken to try again.
+	requireWoken(t, w1, "head after the connection dropped")
+	kick, _ := w1.Take()
+	assert.True(t, kick, "the head is kicked on a reconnect")
+	requireNotSignalled(t, w2, "second waiter after the connection dropped")
+
+	srv.Restart(t)
+	// go-redis subscribes the channel again on the new connection.
+	requireNumSubEventually(t, ctx, admin, 1, ch)
+	// Drain the wake-ups of the failed reconnects, all sent before the
+	// connection that subscribed again was made.
+	select {
+	case <-w1.Wake():
+	default:
+	}
+	w1.Take()
+	requireNotSignalled(t, w2, "second waiter after the restart")
+
+	n, err := admin.Publish(ctx, ch, "unlocked").Result()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n)
+	requireWoken(t, w1, "head, message after the restart")
+	requireTake(t, w1, true, 0, "head, message after the restart")
+	requireNotSignalled(t, w2, "second waiter, message after the restart")
+
+	// New channels are subscribed and confirmed on the new connection too.
+	ch2 := chanName(t, 1)
+	w3 := join(t, ctx, h, ch2, false)
+	n, err = admin.Publish(ctx, ch2, "unlocked").Result()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n, "a channel joined after the restart is subscribed when Join returns")
+	requireWoken(t, w3, "waiter of a channel joined after the restart")
+	assert.Equal(t, 1, pubSubConns(t, ctx, admin), "still one pub/sub connection")
+
+	w1.Leave(false, 0)
+	w2.Leave(false, 0)
+	w3.Leave(false, 0)
+	requireNumSubEventually(t, ctx, admin, 0, ch, ch2)
+	requirePubSubConnsEventually(t, ctx, admin, 0)
+}
+
+func TestJoinHonoursContext(t *testing.T) {
+	t.Parallel()
+	_, client := redistest.Miniredis(t)
+	ctx := testContext(t)
+	h := notify.For(client)
+	ch := chanName(t, 0)
+
+	w1 := join(t, ctx, h, ch, false)
+	// The channel is already subscribed and confirmed, so a Join with a
+	// live context returns at once; one with an ended context may either
+	// return the waiter or the context's cause, never hang, and leaves no
+	// waiter behind when it fails.
+	cctx, cancel := context.WithCancelCause(ctx)
+	cause := fmt.Errorf("caller gave up")
+	cancel(cause)
+	w2, err := h.Join(cctx, ch, false)
+	if err != nil {
+		require.ErrorIs(t, err, cause)
+		require.Nil(t, w2)
+	} else {
+		w2.Leave(false, 0)
+	}
+	w1.Leave(false, 0)
+	assert.False(t, h.Waiting(ch), "no waiter is left behind")
+}

@@ -1,0 +1,131 @@
+package lock_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/lock"
+)
+
+// Benchmarks run against a real redis-server on loopback: miniredis would
+// measure miniredis. BenchmarkRawFloor is the floor the others are read
+// against: the two round trips a lock+unlock pair cannot avoid (SET NX PX,
+// then a compare-and-delete script), with no reentrancy, token or watchdog.
+
+func benchClient(b *testing.B) *redis.Client {
+	srv := redistest.StartServer(b)
+	return srv.Client(b, func(o *redis.Options) { o.PoolSize = 64 })
+}
+
+var cadScript = redis.NewScript(`if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`)
+
+func BenchmarkRawFloor(b *testing.B) {
+	rdb := benchClient(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if ok, err := rdb.SetNX(ctx, "raw", "me", 30*time.Second).Result(); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+		if err := cadScript.Run(ctx, rdb, []string{"raw"}, "me").Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkUncontendedLockUnlock(b *testing.B) {
+	rdb := benchClient(b)
+	ctx := context.Background()
+	mu := lock.New(rdb, "bench")
+	b.ReportAllocs()
+	for b.Loop() {
+		held, err := mu.Lock(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := mu.Unlock(held); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkReentrantLockUnlock(b *testing.B) {
+	rdb := benchClient(b)
+	ctx := context.Background()
+	mu := lock.New(rdb, "bench")
+	outer, err := mu.Lock(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		inner, err := mu.Lock(outer)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := mu.Unlock(inner); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if err := mu.Unlock(outer); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkContendedHandoff16: 16 goroutines share one lock; each op is one
+// critical section (lock, ~0 work, unlock). It reports the spread between
+// the goroutine that got the fewest sections and the one that got the most.
+func BenchmarkContendedHandoff16(b *testing.B) {
+	rdb := benchClient(b)
+	ctx := context.Background()
+	mu := lock.New(rdb, "bench")
+	const g = 16
+	var next atomic.Int64
+	var inside, overlaps atomic.Int32
+	counts := make([]int64, g)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for i := range g {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				held, err := mu.Lock(ctx)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if inside.Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				counts[i]++
+				inside.Add(-1)
+				if err := mu.Unlock(held); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	if overlaps.Load() != 0 {
+		b.Fatalf("%d overlapping critical sections", overlaps.Load())
+	}
+	lo, hi := counts[0], counts[0]
+	for _, c := range counts {
+		lo, hi = min(lo, c), max(hi, c)
+	}
+	b.ReportMetric(float64(lo), "min-sections/goroutine")
+	b.ReportMetric(float64(hi), "max-sections/goroutine")
+	_ = fmt.Sprint()
+}
