@@ -320,7 +320,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		}
 		switch h.state.Load() {
 		case lost:
-			return m.wrap("unlock", *h.lostErr.Load())
+			return m.wrap("unlock", errs.Reason(*h.lostErr.Load()))
 		default:
 			return m.wrap("unlock", fmt.Errorf("%w: already unlocked", ErrNotHeld))
 		}
@@ -348,7 +348,7 @@ func (m *Mutex) release(ctx context.Context, h *hold) error {
 		m.hub.Release(m.channel)
 	case -1:
 		if lerr := h.lease.Lost(); lerr != nil {
-			return m.wrap("unlock", lerr)
+			return m.wrap("unlock", errs.Reason(lerr))
 		}
 		return m.wrap("unlock", fmt.Errorf("%w: the lock was no longer held in Redis", ErrLockLost))
 	}

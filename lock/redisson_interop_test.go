@@ -178,6 +178,7 @@ func interopContext(t *testing.T) context.Context {
 // interopSubscribe subscribes a separate client to the lock's unlock channel,
 // as a waiting Redisson client would, and returns once Redis confirmed it.
 func interopSubscribe(t *testing.T, ctx context.Context, addr string) *redis.PubSub {
+	t.Helper()
 	ps := interopClient(t, addr).Subscribe(ctx, interopChannel)
 	t.Cleanup(func() { _ = ps.Close() }) // runs before the client's Close
 	msg, err := ps.ReceiveTimeout(ctx, 5*time.Second)
@@ -191,6 +192,7 @@ func interopSubscribe(t *testing.T, ctx context.Context, addr string) *redis.Pub
 
 // interopNextMessage waits up to 5 s for the next message on ps.
 func interopNextMessage(t *testing.T, ctx context.Context, ps *redis.PubSub) *redis.Message {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		left := time.Until(deadline)
@@ -215,6 +217,7 @@ func interopNoMessageYet(t *testing.T, ctx context.Context, c *redis.Client, ps 
 
 // interopFields returns the lock hash: holder field -> count.
 func interopFields(t *testing.T, ctx context.Context, c *redis.Client) map[string]string {
+	t.Helper()
 	fields, err := c.HGetAll(ctx, interopName).Result()
 	require.NoError(t, err)
 	return fields

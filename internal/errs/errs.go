@@ -1,6 +1,3 @@
-// Package errs declares the sentinel errors shared by every relock primitive
-// and the error type that names the operation and the lock. The public
-// packages re-export the sentinels so errors.Is works across primitives.
 package errs
 
 import (
@@ -50,4 +47,14 @@ func New(op, kind, name string, err error) error {
 // Invalid returns ErrInvalidArgument wrapped with the reason.
 func Invalid(op, kind, name, reason string) error {
 	return &Error{Op: op, Kind: kind, Name: name, Err: fmt.Errorf("%w: %s", ErrInvalidArgument, reason)}
+}
+
+// Reason strips the operation and lock from err when it is an *Error, so
+// that it can be wrapped again under another operation without repeating
+// the lock's name.
+func Reason(err error) error {
+	if e, ok := err.(*Error); ok {
+		return e.Err
+	}
+	return err
 }

@@ -1,8 +1,14 @@
 package notify_test
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -553,10 +559,12 @@ func TestClusterShardedPubSub(t *testing.T) {
 
 	// One sharded pub/sub connection per master, subscribed to that
 	// master's channels only.
+	connIDs := map[string]int64{}
 	for addr, chs := range byNode {
 		admin := admins[addr]
 		require.NotNil(t, admin, addr)
 		ps := pubSubConn(t, ctx, admin)
+		connIDs[addr] = ps.ID
 		assert.Equal(t, len(chs), ps.SSub, "%s: shard channels", addr)
 		assert.Zero(t, ps.Sub, "%s: no plain SUBSCRIBE on a cluster", addr)
 		n, err := admin.PubSubShardNumSub(ctx, chs...).Result()
@@ -585,9 +593,8 @@ func TestClusterShardedPubSub(t *testing.T) {
 		w.Leave(false, 0)
 	}
 	for addr, admin := range admins {
-		t.Run("closed "+addr, func(t *testing.T) {
-			requirePubSubConnsEventually(t, ctx, admin, 0)
-		})
+		requirePubSubConnsEventually(t, ctx, admin, 0)
+		requireConnClosedEventually(t, ctx, admin, connIDs[addr])
 	}
 }
 
@@ -647,28 +654,339 @@ func TestReconnectAfterServerRestart(t *testing.T) {
 	requirePubSubConnsEventually(t, ctx, admin, 0)
 }
 
-func TestJoinHonoursContext(t *testing.T) {
+// stallServer speaks just enough RESP for go-redis to open a pub/sub
+// connection to it, and holds back the confirmation of each SUBSCRIBE
+// until the test sends it, so a test can see what Join does while a
+// subscription is in flight.
+type stallServer struct {
+	addr   string
+	l      net.Listener
+	subs   chan stalledSub // SUBSCRIBEs received, one per channel
+	unsubs chan stalledSub // UNSUBSCRIBEs received, one per channel
+
+	mu    sync.Mutex
+	conns []net.Conn
+	wg    sync.WaitGroup
+}
+
+type stalledSub struct {
+	conn    net.Conn
+	channel string
+}
+
+func startStallServer(t *testing.T) *stallServer {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s := &stallServer{addr: l.Addr().String(), l: l, subs: make(chan stalledSub, 100), unsubs: make(chan stalledSub, 100)}
+	s.wg.Go(s.accept)
+	t.Cleanup(s.close)
+	return s
+}
+
+func (s *stallServer) accept() {
+	for {
+		c, err := s.l.Accept()
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		s.conns = append(s.conns, c)
+		s.mu.Unlock()
+		s.wg.Go(func() { s.serve(c) })
+	}
+}
+
+func (s *stallServer) serve(c net.Conn) {
+	r := bufio.NewReader(c)
+	for {
+		args, err := readCommand(r)
+		if err != nil {
+			return
+		}
+		switch strings.ToLower(args[0]) {
+		case "subscribe":
+			for _, ch := range args[1:] {
+				s.subs <- stalledSub{conn: c, channel: ch}
+			}
+		case "unsubscribe":
+			for _, ch := range args[1:] {
+				s.unsubs <- stalledSub{conn: c, channel: ch}
+			}
+		default: // HELLO and the like: go-redis falls back to RESP2
+			_, _ = io.WriteString(c, "-ERR unknown command\r\n")
+		}
+	}
+}
+
+// confirm sends the reply to a stalled SUBSCRIBE.
+func (s *stallServer) confirm(t *testing.T, sub stalledSub) {
+	t.Helper()
+	_, err := fmt.Fprintf(sub.conn, "*3\r\n$9\r\nsubscribe\r\n$%d\r\n%s\r\n:1\r\n", len(sub.channel), sub.channel)
+	require.NoError(t, err)
+}
+
+// confirmUnsubscribe sends the reply to a stalled UNSUBSCRIBE.
+func (s *stallServer) confirmUnsubscribe(t *testing.T, sub stalledSub) {
+	t.Helper()
+	_, err := fmt.Fprintf(sub.conn, "*3\r\n$11\r\nunsubscribe\r\n$%d\r\n%s\r\n:0\r\n", len(sub.channel), sub.channel)
+	require.NoError(t, err)
+}
+
+func receiveUnsub(t *testing.T, s *stallServer) stalledSub {
+	t.Helper()
+	select {
+	case sub := <-s.unsubs:
+		return sub
+	case <-time.After(wakeTimeout):
+		t.Fatal("no UNSUBSCRIBE reached the server")
+		return stalledSub{}
+	}
+}
+
+func (s *stallServer) close() {
+	_ = s.l.Close()
+	s.mu.Lock()
+	for _, c := range s.conns {
+		_ = c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// readCommand reads one RESP array of bulk strings, as clients send.
+func readCommand(r *bufio.Reader) ([]string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	if !strings.HasPrefix(line, "*") {
+		return nil, fmt.Errorf("not an array: %q", line)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(line[1:]))
+	if err != nil {
+		return nil, err
+	}
+	args := make([]string, n)
+	for i := range args {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return nil, err
+		}
+		size, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "$")))
+		if err != nil {
+			return nil, err
+		}
+		buf := make([]byte, size+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, err
+		}
+		args[i] = string(buf[:size])
+	}
+	return args, nil
+}
+
+func stallClient(t *testing.T, s *stallServer) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: s.addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func receiveSub(t *testing.T, s *stallServer) stalledSub {
+	t.Helper()
+	select {
+	case sub := <-s.subs:
+		return sub
+	case <-time.After(wakeTimeout):
+		t.Fatal("no SUBSCRIBE reached the server")
+		return stalledSub{}
+	}
+}
+
+type joined struct {
+	w   *notify.Waiter
+	err error
+}
+
+func TestJoinWaitsForTheSubscriptionConfirmation(t *testing.T) {
 	t.Parallel()
-	_, client := redistest.Miniredis(t)
 	ctx := testContext(t)
-	h := notify.For(client)
+	srv := startStallServer(t)
+	h := notify.For(stallClient(t, srv))
 	ch := chanName(t, 0)
 
-	w1 := join(t, ctx, h, ch, false)
-	// The channel is already subscribed and confirmed, so a Join with a
-	// live context returns at once; one with an ended context may either
-	// return the waiter or the context's cause, never hang, and leaves no
-	// waiter behind when it fails.
-	cctx, cancel := context.WithCancelCause(ctx)
-	cause := fmt.Errorf("caller gave up")
+	done := make(chan joined, 1)
+	go func() {
+		w, err := h.Join(ctx, ch, false)
+		done <- joined{w, err}
+	}()
+	sub := receiveSub(t, srv)
+	require.Equal(t, ch, sub.channel)
+	select {
+	case <-done:
+		t.Fatal("Join returned before Redis confirmed the subscription")
+	default:
+	}
+	assert.True(t, h.Waiting(ch), "the waiter is queued while its subscription is in flight")
+
+	srv.confirm(t, sub)
+	var j joined
+	select {
+	case j = <-done:
+	case <-time.After(wakeTimeout):
+		t.Fatal("Join did not return after the confirmation")
+	}
+	require.NoError(t, j.err)
+	assert.True(t, j.w.Head())
+	j.w.Leave(false, 0)
+	assert.False(t, h.Waiting(ch))
+}
+
+func TestJoinEndsWithItsContext(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	srv := startStallServer(t)
+	h := notify.For(stallClient(t, srv))
+	ch := chanName(t, 0)
+
+	jctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan joined, 1)
+	go func() {
+		w, err := h.Join(jctx, ch, false)
+		done <- joined{w, err}
+	}()
+	sub := receiveSub(t, srv)
+	require.Equal(t, ch, sub.channel)
+
+	cause := errors.New("caller gave up")
 	cancel(cause)
-	w2, err := h.Join(cctx, ch, false)
-	if err != nil {
-		require.ErrorIs(t, err, cause)
-		require.Nil(t, w2)
-	} else {
+	var j joined
+	select {
+	case j = <-done:
+	case <-time.After(wakeTimeout):
+		t.Fatal("Join did not return when its context ended")
+	}
+	require.ErrorIs(t, j.err, cause, "Join returns the context's cause")
+	assert.Nil(t, j.w)
+	assert.False(t, h.Waiting(ch), "the waiter that gave up is no longer queued")
+	assert.Equal(t, ch, receiveUnsub(t, srv).channel, "its channel is unsubscribed")
+}
+
+// A subscription that was abandoned while in flight (its only waiter gave
+// up, so the channel was unsubscribed) still gets its SUBSCRIBE reply from
+// Redis, ahead of the replies to the UNSUBSCRIBE and to a new SUBSCRIBE of
+// the same channel. That stale reply must not count as the confirmation of
+// the new one: Join would return before Redis has subscribed the channel
+// again, and an unlock published in between would be missed (the waiter
+// would then sleep until its TTL fallback).
+func TestJoinIgnoresTheConfirmationOfAnAbandonedSubscription(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	srv := startStallServer(t)
+	h := notify.For(stallClient(t, srv))
+	ch, other := chanName(t, 0), chanName(t, 1)
+
+	start := func(ctx context.Context, ch string) <-chan joined {
+		done := make(chan joined, 1)
+		go func() {
+			w, err := h.Join(ctx, ch, false)
+			done <- joined{w, err}
+		}()
+		return done
+	}
+	await := func(done <-chan joined, what string) joined {
+		t.Helper()
+		select {
+		case j := <-done:
+			return j
+		case <-time.After(wakeTimeout):
+			t.Fatalf("%s: Join did not return", what)
+			return joined{}
+		}
+	}
+
+	// A waiter of another lock keeps the connection busy; its confirmation
+	// serves as a marker of how far the hub has read.
+	otherDone := start(ctx, other)
+	subOther := receiveSub(t, srv)
+	require.Equal(t, other, subOther.channel)
+
+	// Waiter 1 joins and gives up before its SUBSCRIBE is answered.
+	jctx, cancel := context.WithCancel(ctx)
+	firstDone := start(jctx, ch)
+	sub1 := receiveSub(t, srv)
+	require.Equal(t, ch, sub1.channel)
+	cancel()
+	require.ErrorIs(t, await(firstDone, "abandoned waiter").err, context.Canceled)
+	unsub1 := receiveUnsub(t, srv)
+	require.Equal(t, ch, unsub1.channel)
+
+	// Waiter 2 joins the same channel: a new SUBSCRIBE goes out.
+	secondDone := start(ctx, ch)
+	sub2 := receiveSub(t, srv)
+	require.Equal(t, ch, sub2.channel)
+
+	// Redis answers in order: the abandoned SUBSCRIBE, the UNSUBSCRIBE,
+	// and (here) the other channel's SUBSCRIBE; the new SUBSCRIBE of ch is
+	// not answered yet.
+	srv.confirm(t, sub1)
+	srv.confirmUnsubscribe(t, unsub1)
+	srv.confirm(t, subOther)
+	j := await(otherDone, "marker waiter")
+	require.NoError(t, j.err)
+	t.Cleanup(func() { j.w.Leave(false, 0) })
+	// The hub has read the stale reply. A Join it released would be on its
+	// way; the grace can only hide the bug, never fail a correct hub.
+	select {
+	case j := <-secondDone:
+		if j.w != nil {
+			j.w.Leave(false, 0)
+		}
+		t.Fatal("Join returned on the confirmation of the abandoned subscription, before its own SUBSCRIBE was answered")
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	srv.confirm(t, sub2)
+	j = await(secondDone, "second waiter")
+	require.NoError(t, j.err)
+	j.w.Leave(false, 0)
+}
+
+// A Join whose SUBSCRIBE cannot be sent (the server is down) fails; the
+// channel it asked for must not stay in the connection's subscription set,
+// or go-redis subscribes it again on the next reconnect, for no waiter.
+func TestFailedJoinLeavesNoSubscriptionBehind(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	srv := redistest.StartServer(t)
+	client := srv.Client(t)
+	admin := srv.Client(t)
+	h := notify.For(client)
+	kept, failed := chanName(t, 0), chanName(t, 1)
+
+	w := join(t, ctx, h, kept, false)
+	srv.Kill()
+	// Woken once the hub's reader has seen the connection fail (go-redis
+	// dropped the connection and could not dial a new one).
+	requireWoken(t, w, "waiter after the server died")
+
+	jctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	// The hub's reader has seen the connection fail, so go-redis has no
+	// connection and cannot dial one: the SUBSCRIBE cannot be sent.
+	w2, err := h.Join(jctx, failed, false)
+	if w2 != nil {
 		w2.Leave(false, 0)
 	}
-	w1.Leave(false, 0)
-	assert.False(t, h.Waiting(ch), "no waiter is left behind")
+	require.Error(t, err, "Join with the server down")
+	assert.False(t, h.Waiting(failed))
+
+	srv.Restart(t)
+	requireNumSubEventually(t, ctx, admin, 1, kept)
+	assert.Equal(t, int64(0), numSub(t, ctx, admin, failed)[failed],
+		"the channel of the failed Join was subscribed again on reconnect")
+	w.Leave(false, 0)
+	requirePubSubConnsEventually(t, ctx, admin, 0)
 }

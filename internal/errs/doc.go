@@ -1,0 +1,4 @@
+// Package errs declares the sentinel errors shared by every relock primitive
+// and the error type that names the operation and the lock. The public
+// packages re-export the sentinels so errors.Is works across primitives.
+package errs
