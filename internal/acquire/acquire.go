@@ -104,8 +104,16 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 	if req.Once || req.Direct || !req.Hub.Waiting(req.Channel) {
 		attempts++
 		res, err = req.Try(ctx)
-		if err != nil || res.Acquired {
+		if err != nil {
+			// As after every try: an error caused by the end of ctx is
+			// that end (the wait bound, the caller's cause).
+			if d := done(); d != nil {
+				return attempts, d
+			}
 			return attempts, err
+		}
+		if res.Acquired {
+			return attempts, nil
 		}
 		if req.Once {
 			return attempts, errs.ErrNotAcquired

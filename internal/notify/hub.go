@@ -185,7 +185,11 @@ func (h *Hub) removeLocked(w *Waiter, acquired bool, hold time.Duration) {
 	if wasHead {
 		if acquired {
 			for _, n := range q.heads() {
-				n.hint = hold
+				if w.shared && n.shared {
+					n.kicked = true // a reader got in: the readers beside it may too
+				} else {
+					n.hint = hold
+				}
 				n.signal()
 			}
 		} else {

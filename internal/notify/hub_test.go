@@ -238,10 +238,13 @@ func TestChannelsAreReferenceCounted(t *testing.T) {
 
 		w1.Leave(false, 0)
 		assert.True(t, h.Waiting(ch))
-		// The UNSUBSCRIBE would have been written by the time Leave
-		// returns; a PUBLISH answered after it still reaches a subscriber.
+		requireWoken(t, w2, "the waiter that became head")
+		requireTake(t, w2, true, 0, "the waiter that became head")
+		// Had the departure unsubscribed the channel, the UNSUBSCRIBE would
+		// have been written by the time Leave returned, and this PUBLISH
+		// would reach no one.
 		assert.Equal(t, int64(1), env.Client.Publish(ctx, ch, "x").Val(), "still subscribed while a waiter is left")
-		requireWoken(t, w2, "the remaining waiter")
+		requireWoken(t, w2, "the remaining waiter, message")
 
 		w2.Leave(false, 0)
 		assert.False(t, h.Waiting(ch))
@@ -934,9 +937,9 @@ func TestJoinIgnoresTheConfirmationOfAnAbandonedSubscription(t *testing.T) {
 	srv.confirm(t, sub1)
 	srv.confirmUnsubscribe(t, unsub1)
 	srv.confirm(t, subOther)
-	j := await(otherDone, "marker waiter")
-	require.NoError(t, j.err)
-	t.Cleanup(func() { j.w.Leave(false, 0) })
+	marker := await(otherDone, "marker waiter")
+	require.NoError(t, marker.err)
+	t.Cleanup(func() { marker.w.Leave(false, 0) })
 	// The hub has read the stale reply. A Join it released would be on its
 	// way; the grace can only hide the bug, never fail a correct hub.
 	select {
@@ -949,7 +952,7 @@ func TestJoinIgnoresTheConfirmationOfAnAbandonedSubscription(t *testing.T) {
 	}
 
 	srv.confirm(t, sub2)
-	j = await(secondDone, "second waiter")
+	j := await(secondDone, "second waiter")
 	require.NoError(t, j.err)
 	j.w.Leave(false, 0)
 }

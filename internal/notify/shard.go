@@ -9,10 +9,15 @@ import (
 
 // shard is the pub/sub connection to one Redis node.
 type shard struct {
-	addr   string
-	ps     *redis.PubSub
-	ssub   bool                     // sharded pub/sub (cluster)
-	chans  map[string]*channelState // subscribed channels
+	addr  string
+	ps    *redis.PubSub
+	ssub  bool                     // sharded pub/sub (cluster)
+	chans map[string]*channelState // subscribed channels
+	// stale counts, per channel, the SUBSCRIBE replies still due for
+	// subscriptions dropped before Redis confirmed them: they come ahead
+	// of the reply to a later SUBSCRIBE of the channel and must not be
+	// taken for its confirmation.
+	stale  map[string]int
 	linger *time.Timer
 	closed bool
 	done   chan struct{} // closed with closed, ends the receive backoff
@@ -45,7 +50,7 @@ func (h *Hub) shardLocked(ctx context.Context, channel string) (*shard, error) {
 	if s := h.shards[addr]; s != nil {
 		return s, nil
 	}
-	s := &shard{addr: addr, chans: map[string]*channelState{}, done: make(chan struct{})}
+	s := &shard{addr: addr, chans: map[string]*channelState{}, stale: map[string]int{}, done: make(chan struct{})}
 	if node != nil {
 		s.ps, s.ssub = node.SSubscribe(ctx), true
 	} else {
@@ -76,6 +81,9 @@ func (h *Hub) subscribeLocked(ctx context.Context, channel string) (*subscriptio
 		s.chans[channel] = st
 	}
 	if err != nil {
+		// go-redis keeps the channel in its set even when the SUBSCRIBE
+		// could not be sent, and would subscribe it again on reconnect.
+		h.forgetLocked(s, channel)
 		h.dropChannelLocked(s, channel)
 		return nil, err
 	}
@@ -90,20 +98,28 @@ func (h *Hub) unsubscribeLocked(sub *subscription) {
 	if s.closed {
 		return
 	}
-	// A write on the socket; the reply comes through receive. Errors are
-	// moot: a broken connection forgets the channel when it reconnects.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	if s.ssub {
-		_ = s.ps.SUnsubscribe(ctx, sub.channel)
-	} else {
-		_ = s.ps.Unsubscribe(ctx, sub.channel)
-	}
-	cancel()
+	h.forgetLocked(s, sub.channel)
 	h.dropChannelLocked(s, sub.channel)
+}
+
+// forgetLocked unsubscribes channel: a write on the socket; the reply comes
+// through receive. Errors are moot: go-redis drops the channel from its set
+// first, so a broken connection forgets it when it reconnects.
+func (h *Hub) forgetLocked(s *shard, channel string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if s.ssub {
+		_ = s.ps.SUnsubscribe(ctx, channel)
+	} else {
+		_ = s.ps.Unsubscribe(ctx, channel)
+	}
 }
 
 func (h *Hub) dropChannelLocked(s *shard, channel string) {
 	if st := s.chans[channel]; st != nil {
+		if due := st.sent - st.confirmed; due > 0 {
+			s.stale[channel] += due
+		}
 		for _, p := range st.pending {
 			close(p.ready) // the waiter is gone or failed; never block on it
 		}
@@ -140,7 +156,9 @@ func (h *Hub) receive(s *shard) {
 			}
 			// Messages may have been lost while the connection was down:
 			// let every head retry, and count confirmations afresh, since
-			// go-redis subscribes all channels again on reconnect.
+			// go-redis subscribes all channels again on reconnect; the
+			// replies due on the old connection will never come.
+			clear(s.stale)
 			for ch, st := range s.chans {
 				st.sent, st.confirmed = 1, 0
 				for _, p := range st.pending {
@@ -174,6 +192,14 @@ func (h *Hub) receive(s *shard) {
 func (h *Hub) confirm(s *shard, channel string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if n := s.stale[channel]; n > 0 {
+		if n == 1 {
+			delete(s.stale, channel)
+		} else {
+			s.stale[channel] = n - 1
+		}
+		return
+	}
 	st := s.chans[channel]
 	if st == nil {
 		return

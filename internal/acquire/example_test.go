@@ -1,0 +1,74 @@
+package acquire_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/tracing"
+)
+
+// A primitive hands the loop one try (here a plain SET NX PX lock) and the
+// channel its unlock publishes to. Alice takes the lock at once; Bob's
+// TryLock fails; Bob's Lock waits until Alice's unlock wakes him.
+func Example() {
+	mr, err := miniredis.Run()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer mr.Close()
+	client := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer client.Close()
+	ctx := context.Background()
+
+	const name, channel = "order:1", "redisson_lock__channel:{order:1}"
+	hub := notify.For(client)
+	request := func(owner string, once bool) acquire.Request {
+		return acquire.Request{
+			Tracer:   noop.NewTracerProvider().Tracer("example"),
+			SpanName: tracing.SpanAcquireLock,
+			Hub:      hub,
+			Channel:  channel,
+			Once:     once,
+			Hold:     30 * time.Second,
+			Try: func(ctx context.Context) (acquire.Result, error) {
+				ok, err := client.SetNX(ctx, name, owner, 30*time.Second).Result()
+				if err != nil || ok {
+					return acquire.Result{Acquired: ok}, err
+				}
+				ttl, err := client.PTTL(ctx, name).Result()
+				return acquire.Result{TTL: ttl}, err
+			},
+		}
+	}
+
+	fmt.Println("alice lock:", acquire.Do(ctx, request("alice", false)))
+	fmt.Println("bob trylock:", acquire.Do(ctx, request("bob", true)))
+
+	done := make(chan error, 1)
+	go func() { done <- acquire.Do(ctx, request("bob", false)) }()
+	for !hub.Waiting(channel) { // Bob tried, and queued
+		time.Sleep(time.Millisecond)
+	}
+
+	// Alice unlocks: the key goes, the unlock is published for other
+	// processes, and the local queue's head is woken at once.
+	client.Del(ctx, name)
+	client.Publish(ctx, channel, "0")
+	hub.Release(channel)
+
+	fmt.Println("bob lock:", <-done)
+	fmt.Println("holder:", client.Get(ctx, name).Val())
+	// Output:
+	// alice lock: <nil>
+	// bob trylock: not acquired
+	// bob lock: <nil>
+	// holder: bob
+}
