@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -360,7 +359,7 @@ func (m *Mutex) release(ctx context.Context, h *hold) error {
 func (m *Mutex) runUnlock(ctx context.Context, ownerID string) (int64, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.UnlockTimeout)
 	defer cancel()
-	latch := keys.Prefix("redisson_unlock_latch", m.name) + ":" + uuid.NewString()
+	latch := keys.Prefix("redisson_unlock_latch", m.name) + ":" + owner.RequestID()
 	keys := []string{m.name, m.channel, latch}
 	latchMs := m.cfg.UnlockTimeout.Milliseconds() * 2
 	backoff := 5 * time.Millisecond

@@ -13,6 +13,7 @@ type ctxKey struct{}
 var (
 	processID = uuid.NewString()
 	seq       atomic.Uint64
+	reqSeq    atomic.Uint64
 )
 
 // ProcessID is this process's uuid, the prefix of every owner it mints.
@@ -21,6 +22,12 @@ func ProcessID() string { return processID }
 // Mint returns a fresh owner id, unique across processes.
 func Mint() string {
 	return processID + ":" + strconv.FormatUint(seq.Add(1), 10)
+}
+
+// RequestID returns an id unique across processes and calls, cheaper than a
+// random uuid: it names one unlock request for its idempotency latch.
+func RequestID() string {
+	return processID + ":r" + strconv.FormatUint(reqSeq.Add(1), 10)
 }
 
 // From returns the owner carried by ctx.
