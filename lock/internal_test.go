@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/owner"
 	"github.com/relock-go/relock/internal/redistest"
@@ -46,8 +47,9 @@ func TestUnlockRetryDoesNotDecrementTwice(t *testing.T) {
 			require.Greater(t, pttl, time.Duration(0), "the latch expires by itself")
 
 			// Bookkeeping: the replayed release stands for inner's.
-			inner.Value(holdKey{env.Client, "latch"}).(*hold).state.Store(released)
-			inner.Value(holdKey{env.Client, "latch"}).(*hold).lease.Unref()
+			h, ok := hold.From(inner, mu.key())
+			require.True(t, ok)
+			h.Lease.Unref()
 			require.NoError(t, mu.Unlock(held))
 			locked, _ := mu.IsLocked(ctx)
 			require.False(t, locked)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/errs"
+	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/options"
@@ -202,97 +202,25 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Cont
 	return m.newHold(ctx, ownerID, count, token, sentAt), nil
 }
 
-// hold is one acquisition: one count of the owner's reentrant hold, and
-// the context that Lock returned for it.
-type hold struct {
-	m      *Mutex
-	owner  string
-	token  int64
-	lease  *watchdog.Lease
-	cancel context.CancelCauseFunc
-
-	state      atomic.Int32
-	stopAfter  func() bool
-	removeLost func()
-	lostErr    atomic.Pointer[error]
-}
-
-const (
-	live int32 = iota
-	released
-	lost
-	abandoned // its acquiring context ended; released in the background
-)
-
-type holdKey struct {
-	client redis.UniversalClient
-	name   string
-}
-
-type tokenKey struct{}
-
 // FencingToken returns the fencing token of the hold that returned ctx (or
 // of the innermost hold ctx was derived from): a number drawn from
 // Redisson RFencedLock's counter that grows with every acquisition, for a
 // store to reject writes from a holder that has since lost the lock.
-func FencingToken(ctx context.Context) (int64, bool) {
-	if ctx == nil {
-		return 0, false
-	}
-	t, ok := ctx.Value(tokenKey{}).(int64)
-	return t, ok
-}
+func FencingToken(ctx context.Context) (int64, bool) { return hold.Token(ctx) }
+
+func (m *Mutex) key() hold.Key { return hold.Key{Client: m.client, Kind: primitive, Name: m.name} }
 
 func (m *Mutex) newHold(ctx context.Context, ownerID string, count, token int64, sentAt time.Time) context.Context {
-	wd := m.cfg.Watchdog
-	id := m.leaseID(ownerID)
-	var lease *watchdog.Lease
-	if count > 1 {
-		if lease = wd.Find(m.client, id); lease != nil {
-			lease.Retain()
-			lease.Renewed(sentAt)
-		}
-	} else if stale := wd.Find(m.client, id); stale != nil {
-		// Redis had no hold of ours although we track one: it was lost
-		// (say, a restart without persistence) before the watchdog noticed.
-		stale.Lose("lock key gone")
-	}
-	if lease == nil {
-		lease = wd.Start(watchdog.Spec{
-			Kind:      renewKind,
-			Targets:   []watchdog.Target{{Client: m.client, Keys: []string{m.name}, Args: []any{ownerID}}},
-			Timeout:   m.cfg.Lease(),
-			Renew:     m.cfg.Renewed(),
-			ID:        id,
-			Name:      m.name,
-			Primitive: primitive,
-		}, sentAt)
-	}
-	h := &hold{m: m, owner: ownerID, token: token, lease: lease}
-	hctx, cancel := context.WithCancelCause(ctx)
-	h.cancel = cancel
-	hctx = context.WithValue(hctx, holdKey{m.client, m.name}, h)
-	hctx = context.WithValue(hctx, tokenKey{}, token)
-	// Only Unlock reads stopAfter and removeLost, and only Unlock's caller
-	// has hctx, so setting them here, after the callbacks are armed, is safe.
-	h.stopAfter = context.AfterFunc(ctx, func() {
-		if err := h.lease.Lost(); err != nil {
-			h.markLost(err) // ctx ended because the hold it came from was lost
-			return
-		}
-		if h.state.CompareAndSwap(live, abandoned) {
-			_ = m.release(context.WithoutCancel(ctx), h)
-		}
-	})
-	h.removeLost = lease.OnLost(h.markLost)
-	return hctx
-}
-
-func (h *hold) markLost(err error) {
-	if h.state.CompareAndSwap(live, lost) {
-		h.lostErr.Store(&err)
-		h.cancel(err)
-	}
+	lease := hold.Lease(m.cfg.Watchdog, watchdog.Spec{
+		Kind:      renewKind,
+		Targets:   []watchdog.Target{{Client: m.client, Keys: []string{m.name}, Args: []any{ownerID}}},
+		Timeout:   m.cfg.Lease(),
+		Renew:     m.cfg.Renewed(),
+		ID:        m.leaseID(ownerID),
+		Name:      m.name,
+		Primitive: primitive,
+	}, count > 1, sentAt)
+	return hold.Start(ctx, m.key(), &hold.Hold{Owner: ownerID, Token: token, Lease: lease}, m.release)
 }
 
 // Unlock releases one count of the hold that returned ctx (or that ctx was
@@ -309,47 +237,27 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if ctx == nil {
 		return errs.Invalid("unlock", primitive, m.name, "nil context")
 	}
-	h, ok := ctx.Value(holdKey{m.client, m.name}).(*hold)
-	if !ok {
-		return m.wrap("unlock", ErrNotHeld)
-	}
-	if !h.state.CompareAndSwap(live, released) {
-		if h.state.CompareAndSwap(abandoned, released) {
-			return nil // released in the background when its context ended
-		}
-		switch h.state.Load() {
-		case lost:
-			return m.wrap("unlock", errs.Reason(*h.lostErr.Load()))
-		default:
-			return m.wrap("unlock", fmt.Errorf("%w: already unlocked", ErrNotHeld))
-		}
-	}
-	h.stopAfter()
-	h.removeLost()
-	return m.release(ctx, h)
+	return m.wrap("unlock", hold.End(ctx, m.key()))
 }
 
-// release gives one count back to Redis; the hold's state is already
-// released or abandoned. The last count stops the lease first, so no
-// renewal is sent after release returns.
-func (m *Mutex) release(ctx context.Context, h *hold) error {
-	defer h.cancel(context.Canceled)
-	last := h.lease.Unref()
-	if last {
-		h.lease.Stop()
+// release gives one count back to Redis. The last count stops the lease
+// first, so no renewal is sent after release returns.
+func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
+	if h.Lease.Unref() {
+		h.Lease.Stop()
 	}
-	res, err := m.runUnlock(ctx, h.owner)
+	res, err := m.runUnlock(ctx, h.Owner)
 	if err != nil {
-		return m.wrap("unlock", err)
+		return err
 	}
 	switch res {
 	case 1:
 		m.hub.Release(m.channel)
 	case -1:
-		if lerr := h.lease.Lost(); lerr != nil {
-			return m.wrap("unlock", errs.Reason(lerr))
+		if lerr := h.Lease.Lost(); lerr != nil {
+			return errs.Reason(lerr)
 		}
-		return m.wrap("unlock", fmt.Errorf("%w: the lock was no longer held in Redis", ErrLockLost))
+		return fmt.Errorf("%w: the lock was no longer held in Redis", ErrLockLost)
 	}
 	return nil
 }

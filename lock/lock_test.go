@@ -211,7 +211,7 @@ func TestWatchdogKeepsLockThroughFiveLeases(t *testing.T) {
 		for i := 1; i <= 15; i++ { // 15 renewals of 10 s = 5 leases of 30 s
 			require.Eventually(t, func() bool { return clk.Pending() > 0 }, 5*time.Second, time.Millisecond)
 			clk.Advance(10 * time.Second)
-			require.Eventually(t, func() bool { return wd.Stats().Renewed == int64(i) }, 5*time.Second, time.Millisecond)
+			require.Eventually(t, func() bool { return wd.Stats().Renewed == int64(i) }, 5*time.Second, time.Millisecond, "renewal %d: %+v pending %d", i, wd.Stats(), clk.Pending())
 			mr.FastForward(10 * time.Second)
 			require.True(t, mr.Exists("wd"), "after %d renewals", i)
 			require.Greater(t, mr.TTL("wd"), 15*time.Second)

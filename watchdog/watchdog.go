@@ -428,6 +428,7 @@ func (w *Watchdog) unscheduleLocked(l *Lease) {
 // idleLinger.
 func (w *Watchdog) run() {
 	timer := w.clock.NewTimer(time.Hour)
+	timer.Stop() // armed below, at each turn
 	defer timer.Stop()
 	for {
 		w.mu.Lock()
@@ -465,7 +466,7 @@ func (w *Watchdog) run() {
 		if empty {
 			continue // to the idle wait
 		}
-		timer.Reset(sleep)
+		timer.ResetAt(now.Add(sleep))
 		select {
 		case <-timer.C():
 		case <-w.kick:
@@ -538,14 +539,19 @@ func (w *Watchdog) advanceLocked(now time.Time) ([]renewal, []lostCall) {
 	return batch, lost
 }
 
-// nextWakeLocked returns how long to sleep until the next non-empty tick.
+// nextWakeLocked returns how long to sleep until the earliest event of the
+// next tick that has one due in this turn of the wheel.
 func (w *Watchdog) nextWakeLocked(now time.Time) time.Duration {
 	for i := int64(1); i <= wheelSlots; i++ {
 		t := w.cursor + i
-		if len(w.slots[t%wheelSlots]) > 0 {
-			// wake at the start of the following tick, when all of t is past
-			d := time.Duration((t+1)*int64(w.tick) - now.UnixNano())
-			return max(d, 0)
+		var first time.Time
+		for l := range w.slots[t%wheelSlots] {
+			if w.tickOf(l.eventAt) <= t && (first.IsZero() || l.eventAt.Before(first)) {
+				first = l.eventAt
+			}
+		}
+		if !first.IsZero() {
+			return max(first.Sub(now), 0)
 		}
 	}
 	return time.Duration(wheelSlots) * w.tick

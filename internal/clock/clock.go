@@ -17,6 +17,10 @@ type Timer interface {
 	C() <-chan time.Time
 	Stop() bool
 	Reset(d time.Duration)
+	// ResetAt arms the timer for the instant at, read from the same
+	// clock: unlike Reset, it cannot lose time that passed between
+	// reading Now and arming.
+	ResetAt(at time.Time)
 }
 
 // Real is the system clock.
@@ -34,6 +38,7 @@ type realTimer struct{ t *time.Timer }
 func (r realTimer) C() <-chan time.Time   { return r.t.C }
 func (r realTimer) Stop() bool            { return r.t.Stop() }
 func (r realTimer) Reset(d time.Duration) { r.t.Reset(d) }
+func (r realTimer) ResetAt(at time.Time)  { r.t.Reset(time.Until(at)) }
 
 // Fake is a manual clock for tests: time stands still until Advance.
 type Fake struct {
@@ -119,10 +124,17 @@ func (t *fakeTimer) Stop() bool {
 }
 
 func (t *fakeTimer) Reset(d time.Duration) {
+	t.f.mu.Lock()
+	at := t.f.now.Add(d)
+	t.f.mu.Unlock()
+	t.ResetAt(at)
+}
+
+func (t *fakeTimer) ResetAt(at time.Time) {
 	t.Stop()
 	t.f.mu.Lock()
-	t.at = t.f.now.Add(d)
-	if d <= 0 {
+	t.at = at
+	if !at.After(t.f.now) {
 		t.f.mu.Unlock()
 		select {
 		case t.c <- t.at:

@@ -1,0 +1,142 @@
+package hold
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/errs"
+	"github.com/relock-go/relock/watchdog"
+)
+
+// Key names one primitive (and side) in a context.
+type Key struct {
+	Client redis.UniversalClient
+	Kind   string // "lock", "rlock", "wlock", "semaphore", ...
+	Name   string
+}
+
+// ReleaseFunc gives a hold back to Redis. It runs once per hold, from
+// Unlock or in the background when the acquiring context ended.
+type ReleaseFunc func(ctx context.Context, h *Hold) error
+
+// Hold is one acquisition.
+type Hold struct {
+	Owner string
+	Token int64
+	Lease *watchdog.Lease
+	// Data is the primitive's own (a semaphore's permit id, ...).
+	Data any
+
+	release    ReleaseFunc
+	cancel     context.CancelCauseFunc
+	state      atomic.Int32
+	stopAfter  func() bool
+	removeLost func()
+	lostErr    atomic.Pointer[error]
+}
+
+const (
+	live int32 = iota
+	released
+	lost
+	abandoned // its acquiring context ended; released in the background
+)
+
+type tokenKey struct{}
+
+// Token returns the fencing token of the innermost hold ctx carries.
+func Token(ctx context.Context) (int64, bool) {
+	if ctx == nil {
+		return 0, false
+	}
+	t, ok := ctx.Value(tokenKey{}).(int64)
+	return t, ok
+}
+
+// Start returns the context of a new hold: a child of parent that carries
+// the hold under key and its token. When parent ends first, the hold is
+// released in the background; when the lease is lost, the context ends
+// with the loss.
+func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) context.Context {
+	h.release = release
+	hctx, cancel := context.WithCancelCause(parent)
+	h.cancel = cancel
+	hctx = context.WithValue(hctx, key, h)
+	hctx = context.WithValue(hctx, tokenKey{}, h.Token)
+	// Only End reads stopAfter and removeLost, and only the caller that
+	// gets hctx can reach End, so setting them after arming is safe.
+	h.stopAfter = context.AfterFunc(parent, func() {
+		if err := h.Lease.Lost(); err != nil {
+			h.markLost(err) // parent ended because the hold it came from was lost
+			return
+		}
+		if h.state.CompareAndSwap(live, abandoned) {
+			_ = h.run(context.WithoutCancel(parent))
+		}
+	})
+	h.removeLost = h.Lease.OnLost(h.markLost)
+	return hctx
+}
+
+func (h *Hold) markLost(err error) {
+	if h.state.CompareAndSwap(live, lost) {
+		h.lostErr.Store(&err)
+		h.cancel(err)
+	}
+}
+
+func (h *Hold) run(ctx context.Context) error {
+	defer h.cancel(context.Canceled)
+	return h.release(ctx, h)
+}
+
+// From returns the hold ctx carries under key.
+func From(ctx context.Context, key Key) (*Hold, bool) {
+	h, ok := ctx.Value(key).(*Hold)
+	return h, ok
+}
+
+// End releases the hold ctx carries under key, once. The error is bare
+// (the caller names the operation and the lock): ErrNotHeld when there is
+// no live hold, the loss (matching ErrLockLost) when it was lost, nil when
+// it was already released because its context ended; else what the
+// release returned.
+func End(ctx context.Context, key Key) error {
+	h, ok := From(ctx, key)
+	if !ok {
+		return errs.ErrNotHeld
+	}
+	if !h.state.CompareAndSwap(live, released) {
+		if h.state.CompareAndSwap(abandoned, released) {
+			return nil
+		}
+		if h.state.Load() == lost {
+			return errs.Reason(*h.lostErr.Load())
+		}
+		return fmt.Errorf("%w: already released", errs.ErrNotHeld)
+	}
+	h.stopAfter()
+	h.removeLost()
+	return h.run(ctx)
+}
+
+// Lease returns the watchdog lease of an acquisition: the owner's existing
+// lease, retained, when the acquisition re-entered a hold this process
+// tracks, else a new one. A fresh acquisition that finds a lease still
+// registered means Redis lost the earlier hold before the watchdog
+// noticed: that lease is declared lost.
+func Lease(wd *watchdog.Watchdog, spec watchdog.Spec, reentrant bool, sentAt time.Time) *watchdog.Lease {
+	if old := wd.Find(spec.Targets[0].Client, spec.ID); old != nil {
+		if reentrant {
+			old.Retain()
+			old.Renewed(sentAt)
+			return old
+		}
+		old.Lose("the key was gone when it was acquired again")
+	}
+	return wd.Start(spec, sentAt)
+}
