@@ -1,0 +1,30 @@
+package hold_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/watchdog"
+)
+
+func Example() {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled here
+	defer c.Close()
+	clk := watchdog.NewFakeClock(time.Unix(0, 0))
+	wd := watchdog.New(watchdog.WithClock(clk))
+	lease := wd.Start(watchdog.Spec{Targets: []watchdog.Target{{Client: c, Keys: []string{"k"}}}, Timeout: time.Minute}, clk.Now())
+
+	key := hold.Key{Client: c, Kind: "example", Name: "k"}
+	ctx := hold.Start(context.Background(), key, &hold.Hold{Token: 42, Lease: lease},
+		func(ctx context.Context, h *hold.Hold) error { h.Lease.Stop(); return nil })
+	tok, _ := hold.Token(ctx)
+	fmt.Println(tok, hold.End(ctx, key), context.Cause(ctx))
+	fmt.Println(hold.End(ctx, key))
+	// Output:
+	// 42 <nil> context canceled
+	// not held: already released
+}

@@ -1,0 +1,93 @@
+package hold
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/relock-go/relock/internal/errs"
+	"github.com/relock-go/relock/watchdog"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// A fixed lease on a fake clock never talks to Redis, so the client is
+// never dialled.
+func setup(t *testing.T) (*watchdog.Watchdog, *watchdog.FakeClock, redis.UniversalClient) {
+	clk := watchdog.NewFakeClock(time.Unix(1_700_000_000, 0))
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = c.Close() })
+	return watchdog.New(watchdog.WithClock(clk)), clk, c
+}
+
+func spec(c redis.UniversalClient, id string) watchdog.Spec {
+	return watchdog.Spec{Targets: []watchdog.Target{{Client: c, Keys: []string{"k"}}}, Timeout: time.Second, ID: id, Name: "k", Primitive: "test"}
+}
+
+func TestEndOnce(t *testing.T) {
+	wd, clk, c := setup(t)
+	key := Key{Client: c, Kind: "test", Name: "k"}
+	var releases atomic.Int32
+	lease := Lease(wd, spec(c, "a"), false, clk.Now())
+	ctx := Start(context.Background(), key, &Hold{Owner: "o", Token: 7, Lease: lease}, func(ctx context.Context, h *Hold) error {
+		releases.Add(1)
+		h.Lease.Stop()
+		return nil
+	})
+	tok, ok := Token(ctx)
+	require.True(t, ok)
+	require.EqualValues(t, 7, tok)
+	require.ErrorIs(t, End(context.Background(), key), errs.ErrNotHeld, "no hold in that context")
+	require.NoError(t, End(ctx, key))
+	require.ErrorIs(t, context.Cause(ctx), context.Canceled)
+	require.ErrorIs(t, End(ctx, key), errs.ErrNotHeld)
+	require.EqualValues(t, 1, releases.Load())
+}
+
+func TestParentEndReleasesInBackground(t *testing.T) {
+	wd, clk, c := setup(t)
+	key := Key{Client: c, Kind: "test", Name: "k"}
+	parent, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	lease := Lease(wd, spec(c, "b"), false, clk.Now())
+	ctx := Start(parent, key, &Hold{Lease: lease}, func(ctx context.Context, h *Hold) error {
+		require.NoError(t, ctx.Err(), "the release runs on a context that is not cancelled")
+		h.Lease.Stop()
+		close(done)
+		return nil
+	})
+	cancel()
+	<-done
+	require.NoError(t, End(ctx, key), "released because its context ended: nil")
+	require.ErrorIs(t, End(ctx, key), errs.ErrNotHeld)
+}
+
+func TestLostHold(t *testing.T) {
+	wd, clk, c := setup(t)
+	key := Key{Client: c, Kind: "test", Name: "k"}
+	lease := Lease(wd, spec(c, "c"), false, clk.Now())
+	inner := Lease(wd, spec(c, "c"), true, clk.Now())
+	require.Same(t, lease, inner, "a reentrant acquisition shares the lease")
+	require.Equal(t, 2, lease.Refs())
+	ctx := Start(context.Background(), key, &Hold{Lease: lease}, func(context.Context, *Hold) error {
+		t.Error("a lost hold is not released")
+		return nil
+	})
+	nested := Start(ctx, Key{Client: c, Kind: "test", Name: "k2"}, &Hold{Lease: lease}, func(context.Context, *Hold) error {
+		t.Error("a lost hold is not released")
+		return nil
+	})
+	lease.Lose("test")
+	require.ErrorIs(t, context.Cause(ctx), errs.ErrLockLost)
+	require.ErrorIs(t, End(ctx, key), errs.ErrLockLost)
+	require.ErrorIs(t, End(nested, Key{Client: c, Kind: "test", Name: "k2"}), errs.ErrLockLost,
+		"a hold whose parent ended because of the loss is lost, not abandoned")
+	fresh := Lease(wd, spec(c, "c"), false, clk.Now())
+	require.NotSame(t, lease, fresh)
+	fresh.Stop()
+}
