@@ -265,35 +265,10 @@ func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
 // runUnlock runs the unlock script until it answers or the unlock timeout
 // passes, with one request id so that a retry never decrements twice.
 func (m *Mutex) runUnlock(ctx context.Context, ownerID string) (int64, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.UnlockTimeout)
-	defer cancel()
 	latch := keys.Prefix("redisson_unlock_latch", m.name) + ":" + owner.RequestID()
-	keys := []string{m.name, m.channel, latch}
-	latchMs := m.cfg.UnlockTimeout.Milliseconds() * 2
-	backoff := 5 * time.Millisecond
-	for {
-		res, err := unlockScript.Run(ctx, m.client, keys, unlockMessage, m.cfg.Lease().Milliseconds(),
-			ownerID, m.hub.PublishCommand(), latchMs).Int64()
-		if err == nil || !retryable(err) {
-			return res, err
-		}
-		select {
-		case <-ctx.Done():
-			return 0, err
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 200*time.Millisecond)
-	}
-}
-
-// retryable: the reply may be lost (network, timeout) but Redis did not
-// refuse the command.
-func retryable(err error) bool {
-	var rerr redis.Error
-	if errors.As(err, &rerr) {
-		return false
-	}
-	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+	return unlockScript.RunRetrying(ctx, m.client, m.cfg.UnlockTimeout, []string{m.name, m.channel, latch},
+		unlockMessage, m.cfg.Lease().Milliseconds(), ownerID, m.hub.PublishCommand(),
+		m.cfg.UnlockTimeout.Milliseconds()).Int64()
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes the waiters; it

@@ -33,7 +33,8 @@ const (
 	LeaseMillis  = attribute.Key("lock.lease_ms")
 	Watchdog     = attribute.Key("lock.watchdog") // lease renewed by the watchdog
 	FencingToken = attribute.Key("lock.fencing_token")
-	Try          = attribute.Key("lock.try") // one attempt (TryLock)
+	Try          = attribute.Key("lock.try")  // one attempt (TryLock)
+	Side         = attribute.Key("lock.side") // "read" or "write" (rwlock)
 )
 
 // Outcome values.

@@ -32,6 +32,7 @@ type Hold struct {
 	Data any
 
 	release    ReleaseFunc
+	parent     context.Context
 	cancel     context.CancelCauseFunc
 	state      atomic.Int32
 	stopAfter  func() bool
@@ -63,6 +64,7 @@ func Token(ctx context.Context) (int64, bool) {
 // with the loss.
 func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) context.Context {
 	h.release = release
+	h.parent = parent
 	hctx, cancel := context.WithCancelCause(parent)
 	h.cancel = cancel
 	hctx = context.WithValue(hctx, key, h)
@@ -123,6 +125,33 @@ func End(ctx context.Context, key Key) error {
 	h.removeLost()
 	return h.run(ctx)
 }
+
+// Detach ends the hold ctx carries under key, as End does, but without
+// running its release: the caller gives the hold back to Redis itself (a
+// downgrade turns it into another hold in one script) and then calls
+// Close. Parent is the context the hold was acquired with.
+func Detach(ctx context.Context, key Key) (h *Hold, parent context.Context, err error) {
+	h, ok := From(ctx, key)
+	if !ok {
+		return nil, nil, errs.ErrNotHeld
+	}
+	if !h.state.CompareAndSwap(live, released) {
+		if h.state.Load() == lost {
+			return nil, nil, errs.Reason(*h.lostErr.Load())
+		}
+		return nil, nil, fmt.Errorf("%w: already released", errs.ErrNotHeld)
+	}
+	h.stopAfter()
+	h.removeLost()
+	return h, h.parent, nil
+}
+
+// Close ends a detached hold's context (cause context.Canceled).
+func (h *Hold) Close() { h.cancel(context.Canceled) }
+
+// Release runs a detached hold's release after all (its replacement
+// failed).
+func (h *Hold) Release(ctx context.Context) error { return h.run(ctx) }
 
 // Lease returns the watchdog lease of an acquisition: the owner's existing
 // lease, retained, when the acquisition re-entered a hold this process

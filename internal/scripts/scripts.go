@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -53,4 +54,37 @@ func (s *Script) Preload(ctx context.Context, c redis.Scripter) error {
 func IsNoScript(err error) bool {
 	var rerr redis.Error
 	return err != nil && errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "NOSCRIPT")
+}
+
+// RunRetrying runs the script like Run, on its own timeout and regardless
+// of ctx's cancellation (only ctx's values are kept), retrying while the
+// reply may have been lost in the network. Only idempotent scripts (those
+// that keep their answer in a latch key) may be run this way.
+func (s *Script) RunRetrying(ctx context.Context, c redis.Scripter, timeout time.Duration, keys []string, args ...any) *redis.Cmd {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	backoff := 5 * time.Millisecond
+	for {
+		cmd := s.rs.Run(ctx, c, keys, args...)
+		err := cmd.Err()
+		if err == nil || !retryable(err) {
+			return cmd
+		}
+		select {
+		case <-ctx.Done():
+			return cmd
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 200*time.Millisecond)
+	}
+}
+
+// retryable: the reply may be lost (network, timeout) but Redis did not
+// refuse the command.
+func retryable(err error) bool {
+	var rerr redis.Error
+	if errors.As(err, &rerr) || errors.Is(err, redis.Nil) {
+		return false
+	}
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }

@@ -1,0 +1,32 @@
+-- Turn one write acquisition into a read acquisition atomically: the owner
+-- takes a read lock (allowed to a writer) and gives back one write count;
+-- at zero writes the lock turns to read mode and waiting readers are woken.
+--
+-- KEYS[1]  the lock hash
+-- KEYS[2]  the channel, redisson_rwlock:{<name>}
+-- KEYS[3]  this owner's lease keys prefix, {<name>}:<owner>:rwlock_timeout
+-- KEYS[4]  fencing token counter, redisson_lock_token:{<name>}
+-- ARGV[1]  lease in milliseconds
+-- ARGV[2]  owner id
+-- ARGV[3]  owner id .. ':write'
+-- ARGV[4]  publish command
+--
+-- Returns {read count, token}, or {-1, 0} when the owner holds no write
+-- lock.
+local c = tonumber(redis.call('hget', KEYS[1], ARGV[3]))
+if c == nil then
+  return {-1, 0}
+end
+local ind = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+redis.call('set', KEYS[3] .. ':' .. ind, 1, 'px', ARGV[1])
+if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
+  redis.call('pexpire', KEYS[1], ARGV[1])
+end
+if c > 1 then
+  redis.call('hincrby', KEYS[1], ARGV[3], -1)
+else
+  redis.call('hdel', KEYS[1], ARGV[3])
+  redis.call('hset', KEYS[1], 'mode', 'read')
+  redis.call(ARGV[4], KEYS[2], 1)
+end
+return {ind, redis.call('incr', KEYS[4])}

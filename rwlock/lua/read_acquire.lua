@@ -1,0 +1,73 @@
+-- Take, or re-enter, a read lock in Redisson's RReadWriteLock layout.
+-- Readers whose every lease key has expired are purged first, so a crashed
+-- reader stops blocking writers when its lease ends; a writer waiting in
+-- the waiters set blocks new readers (not re-entries), as in sync.RWMutex.
+--
+-- KEYS[1]  the lock hash: mode = read|write, <owner> = read count,
+--          <owner>:write = write count
+-- KEYS[2]  this owner's lease keys prefix, {<name>}:<owner>:rwlock_timeout
+--          (one key :<i> per read acquisition, as Redisson)
+-- KEYS[3]  waiting writers, zset {<name>}:rwlock_write_waiters (score =
+--          expiry in server ms)
+-- KEYS[4]  fencing token counter, redisson_lock_token:{<name>}
+-- KEYS[5]  key prefix of the lock, {<name>}, for other readers' lease keys
+-- ARGV[1]  lease in milliseconds
+-- ARGV[2]  owner id
+-- ARGV[3]  owner id .. ':write'
+--
+-- Returns {count, token} when acquired; {0, ttl} when not, ttl being when
+-- to try again at the latest (ms).
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lease = tonumber(ARGV[1])
+
+-- purge: expired writer marks, then readers with no live lease key
+redis.call('zremrangebyscore', KEYS[3], '-inf', now)
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == 'read' then
+  local fields = redis.call('hgetall', KEYS[1])
+  for i = 1, #fields, 2 do
+    local f, c = fields[i], tonumber(fields[i + 1])
+    if f ~= 'mode' and c ~= nil then
+      local alive = false
+      for j = 1, c do
+        if redis.call('exists', KEYS[5] .. ':' .. f .. ':rwlock_timeout:' .. j) == 1 then
+          alive = true
+          break
+        end
+      end
+      if not alive then
+        redis.call('hdel', KEYS[1], f)
+      end
+    end
+  end
+  if redis.call('hlen', KEYS[1]) <= 1 then
+    redis.call('del', KEYS[1])
+    mode = false
+  end
+end
+
+local mine = redis.call('hexists', KEYS[1], ARGV[2]) == 1
+if mode == false or mode == 'read' or redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
+  if not mine and mode ~= 'write' then
+    local first = redis.call('zrange', KEYS[3], 0, 0, 'withscores')
+    if #first > 0 then
+      -- a writer waits: new readers queue behind it
+      local ttl = tonumber(first[2]) - now
+      local pttl = redis.call('pttl', KEYS[1])
+      if pttl > 0 and pttl < ttl then ttl = pttl end
+      return {0, ttl}
+    end
+  end
+  if mode == false then
+    redis.call('hset', KEYS[1], 'mode', 'read')
+  end
+  local ind = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('set', KEYS[2] .. ':' .. ind, 1, 'px', lease)
+  local pttl = redis.call('pttl', KEYS[1])
+  if pttl < lease then
+    redis.call('pexpire', KEYS[1], lease)
+  end
+  return {ind, redis.call('incr', KEYS[4])}
+end
+return {0, redis.call('pttl', KEYS[1])}

@@ -1,0 +1,54 @@
+-- Release one read acquisition (Redisson's RReadWriteLock read unlock),
+-- safe to retry through the latch. Deletes the lock and publishes when no
+-- holder is left; otherwise keeps the hash alive as long as the longest
+-- remaining reader lease.
+--
+-- KEYS[1]  the lock hash
+-- KEYS[2]  the channel, redisson_rwlock:{<name>}
+-- KEYS[3]  this owner's lease keys prefix, {<name>}:<owner>:rwlock_timeout
+-- KEYS[4]  key prefix of the lock, {<name>}
+-- KEYS[5]  the latch, redisson_unlock_latch:{<name>}:<request id>
+-- ARGV[1]  owner id
+-- ARGV[2]  publish command: publish, or spublish on a cluster
+-- ARGV[3]  latch lifetime in milliseconds
+--
+-- Returns 1 when the lock was freed (message published), 0 when holders
+-- remain, -1 when the owner holds no read lock.
+local done = redis.call('get', KEYS[5])
+if done ~= false then
+  return tonumber(done)
+end
+local c = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
+if c == nil then
+  return -1
+end
+redis.call('del', KEYS[3] .. ':' .. c)
+if c > 1 then
+  redis.call('hincrby', KEYS[1], ARGV[1], -1)
+else
+  redis.call('hdel', KEYS[1], ARGV[1])
+end
+if redis.call('hlen', KEYS[1]) <= 1 then
+  redis.call('del', KEYS[1])
+  redis.call(ARGV[2], KEYS[2], 0)
+  redis.call('set', KEYS[5], 1, 'px', ARGV[3])
+  return 1
+end
+if redis.call('hget', KEYS[1], 'mode') == 'read' then
+  local longest = 0
+  local fields = redis.call('hgetall', KEYS[1])
+  for i = 1, #fields, 2 do
+    local f, n = fields[i], tonumber(fields[i + 1])
+    if f ~= 'mode' and n ~= nil then
+      for j = 1, n do
+        local p = redis.call('pttl', KEYS[4] .. ':' .. f .. ':rwlock_timeout:' .. j)
+        if p > longest then longest = p end
+      end
+    end
+  end
+  if longest > 0 then
+    redis.call('pexpire', KEYS[1], longest)
+  end
+end
+redis.call('set', KEYS[5], 0, 'px', ARGV[3])
+return 0

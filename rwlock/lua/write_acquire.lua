@@ -1,0 +1,73 @@
+-- Take, or re-enter, a write lock in Redisson's RReadWriteLock layout. A
+-- writer that has to wait marks itself in the waiters set, which blocks new
+-- readers until it gets in, gives up, or its mark (a lease) expires.
+--
+-- KEYS[1]  the lock hash (mode, <owner> read counts, <owner>:write count)
+-- KEYS[2]  waiting writers, zset {<name>}:rwlock_write_waiters
+-- KEYS[3]  fencing token counter, redisson_lock_token:{<name>}
+-- KEYS[4]  key prefix of the lock, {<name>}, for readers' lease keys
+-- ARGV[1]  lease in milliseconds (also the life of the waiting mark)
+-- ARGV[2]  owner id .. ':write'
+-- ARGV[3]  owner id (its read hold makes this an upgrade, refused)
+-- ARGV[4]  owner id as the member of the waiters set
+--
+-- Returns {count, token} when acquired; {-1, 0} when the owner holds only
+-- a read lock (upgrade); {0, ttl} when it must wait, ttl being when to try
+-- again at the latest: the earliest reader lease end, the hash's TTL, and
+-- no more than a third of the lease, so that the mark is kept fresh.
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lease = tonumber(ARGV[1])
+
+redis.call('zremrangebyscore', KEYS[2], '-inf', now)
+local mode = redis.call('hget', KEYS[1], 'mode')
+local wake = -1 -- earliest end of a live reader's lease
+if mode == 'read' then
+  local fields = redis.call('hgetall', KEYS[1])
+  for i = 1, #fields, 2 do
+    local f, c = fields[i], tonumber(fields[i + 1])
+    if f ~= 'mode' and c ~= nil then
+      local last = -2
+      for j = 1, c do
+        local p = redis.call('pttl', KEYS[4] .. ':' .. f .. ':rwlock_timeout:' .. j)
+        if p > last then last = p end
+      end
+      if last == -2 then
+        redis.call('hdel', KEYS[1], f)
+      elseif last > 0 and (wake < 0 or last < wake) then
+        wake = last
+      end
+    end
+  end
+  if redis.call('hlen', KEYS[1]) <= 1 then
+    redis.call('del', KEYS[1])
+    mode = false
+  end
+end
+
+if mode == false then
+  redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], lease)
+  redis.call('zrem', KEYS[2], ARGV[4])
+  return {1, redis.call('incr', KEYS[3])}
+end
+if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  local c = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  if redis.call('pttl', KEYS[1]) < lease then
+    redis.call('pexpire', KEYS[1], lease)
+  end
+  return {c, redis.call('incr', KEYS[3])}
+end
+if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
+  return {-1, 0}
+end
+
+redis.call('zadd', KEYS[2], now + lease, ARGV[4])
+if redis.call('pttl', KEYS[2]) < lease then
+  redis.call('pexpire', KEYS[2], lease)
+end
+local ttl = redis.call('pttl', KEYS[1])
+if wake > 0 and (ttl < 0 or wake < ttl) then ttl = wake end
+local fresh = math.floor(lease / 3)
+if ttl < 0 or ttl > fresh then ttl = fresh end
+return {0, ttl}

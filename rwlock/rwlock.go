@@ -1,0 +1,442 @@
+package rwlock
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/errs"
+	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/options"
+	"github.com/relock-go/relock/internal/owner"
+	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/tracing"
+	"github.com/relock-go/relock/watchdog"
+)
+
+// The sentinel errors, the same values in every relock package.
+var (
+	ErrNotAcquired     = errs.ErrNotAcquired
+	ErrNotHeld         = errs.ErrNotHeld
+	ErrLockLost        = errs.ErrLockLost
+	ErrInvalidArgument = errs.ErrInvalidArgument
+	// ErrUpgradeNotSupported: an owner holding only the read lock asked for
+	// the write lock. Waiting would deadlock (the writer would wait for its
+	// own read lock), so it is refused at once.
+	ErrUpgradeNotSupported = errors.New("upgrade from read to write lock not supported")
+)
+
+// Option configures an RWMutex: the same options as package lock.
+type Option = options.Option
+
+// WithLeaseTime: see lock.WithLeaseTime.
+func WithLeaseTime(d time.Duration) Option { return options.WithLeaseTime(d) }
+
+// WithWatchdogTimeout: see lock.WithWatchdogTimeout.
+func WithWatchdogTimeout(d time.Duration) Option { return options.WithWatchdogTimeout(d) }
+
+// WithWaitTimeout: see lock.WithWaitTimeout.
+func WithWaitTimeout(d time.Duration) Option { return options.WithWaitTimeout(d) }
+
+// WithUnlockTimeout: see lock.WithUnlockTimeout.
+func WithUnlockTimeout(d time.Duration) Option { return options.WithUnlockTimeout(d) }
+
+// WithTracerProvider: see lock.WithTracerProvider.
+func WithTracerProvider(tp trace.TracerProvider) Option { return options.WithTracerProvider(tp) }
+
+// WithWatchdog: see lock.WithWatchdog.
+func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog(w) }
+
+//go:embed lua/*.lua
+var luaFS embed.FS
+
+var (
+	readAcquire  = scripts.Load(luaFS, "lua/read_acquire.lua")
+	writeAcquire = scripts.Load(luaFS, "lua/write_acquire.lua")
+	readRelease  = scripts.Load(luaFS, "lua/read_release.lua")
+	writeRelease = scripts.Load(luaFS, "lua/write_release.lua")
+	downgrade    = scripts.Load(luaFS, "lua/downgrade.lua")
+	withdraw     = scripts.Load(luaFS, "lua/withdraw.lua")
+
+	renewReadKind  = &watchdog.Kind{Name: "rwlock-read", Script: scripts.Load(luaFS, "lua/renew_read.lua"), KeysPer: 2, ArgsPer: 1}
+	renewWriteKind = &watchdog.Kind{Name: "rwlock-write", Script: scripts.Load(luaFS, "lua/renew_write.lua"), KeysPer: 1, ArgsPer: 1}
+)
+
+const primitive = "rwlock"
+
+// Side says which half of the lock a hold is.
+type side int
+
+const (
+	read side = iota
+	write
+)
+
+func (s side) String() string {
+	if s == write {
+		return "write"
+	}
+	return "read"
+}
+
+// RWMutex is a distributed reader/writer lock: many readers or one writer.
+// Both sides are reentrant per owner (the owner travels in the context, as
+// in package lock); the writer may also take the read lock, and Downgrade
+// turns its write lock into a read lock atomically. A reader asking for
+// the write lock gets ErrUpgradeNotSupported at once. A waiting writer
+// blocks new readers, as sync.RWMutex does, so writers do not starve.
+type RWMutex struct {
+	client   redis.UniversalClient
+	name     string
+	cfg      options.Config
+	invalid  string
+	channel  string
+	prefix   string // {name}, the prefix of readers' lease keys
+	waiters  string // zset of waiting writers
+	tokenKey string
+	hub      *notify.Hub
+	tracer   trace.Tracer
+}
+
+// New returns the RWMutex called name on client. It does not touch Redis;
+// bad arguments are reported as ErrInvalidArgument by every method.
+func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
+	rw := &RWMutex{client: client, name: name, cfg: options.Apply(opts)}
+	switch {
+	case client == nil:
+		rw.invalid = "nil redis client"
+	case name == "":
+		rw.invalid = "empty lock name"
+	case rw.cfg.Err != "":
+		rw.invalid = rw.cfg.Err
+	}
+	if rw.invalid != "" {
+		return rw
+	}
+	rw.channel = keys.Prefix("redisson_rwlock", name)
+	rw.prefix = keys.Suffix(name, "")
+	rw.prefix = rw.prefix[:len(rw.prefix)-1] // "{name}" (or "name" with its own tag)
+	rw.waiters = keys.Suffix(name, "rwlock_write_waiters")
+	rw.tokenKey = keys.Prefix("redisson_lock_token", name)
+	rw.hub = notify.For(client)
+	rw.tracer = tracing.Tracer(rw.cfg.TracerProvider)
+	return rw
+}
+
+// Name is the lock's name: the Redis key of its hash.
+func (rw *RWMutex) Name() string { return rw.name }
+
+func (rw *RWMutex) wrap(op string, err error) error { return errs.New(op, primitive, rw.name, err) }
+
+func (rw *RWMutex) check(op string, ctx context.Context) error {
+	if rw.invalid != "" {
+		return errs.Invalid(op, primitive, rw.name, rw.invalid)
+	}
+	if ctx == nil {
+		return errs.Invalid(op, primitive, rw.name, "nil context")
+	}
+	return nil
+}
+
+func (rw *RWMutex) key(s side) hold.Key {
+	kind := "rlock"
+	if s == write {
+		kind = "wlock"
+	}
+	return hold.Key{Client: rw.client, Kind: kind, Name: rw.name}
+}
+
+func (rw *RWMutex) leaseID(s side, ownerID string) string {
+	return s.String() + "\x00" + rw.name + "\x00" + ownerID
+}
+
+func (rw *RWMutex) timeoutPrefix(ownerID string) string {
+	return keys.Suffix(rw.name, ownerID+":rwlock_timeout")
+}
+
+// RLock takes the read lock, waiting while a writer holds it or waits for
+// it. The returned context is as lock.Mutex.Lock's.
+func (rw *RWMutex) RLock(ctx context.Context) (context.Context, error) {
+	return rw.acquire(ctx, "rlock", read, false)
+}
+
+// TryRLock makes one attempt at the read lock: ErrNotAcquired when a
+// writer holds it or waits for it.
+func (rw *RWMutex) TryRLock(ctx context.Context) (context.Context, error) {
+	return rw.acquire(ctx, "tryrlock", read, true)
+}
+
+// Lock takes the write lock, waiting while anyone else holds the lock.
+// While it waits, new readers are held back. ErrUpgradeNotSupported when
+// ctx's owner holds only the read lock.
+func (rw *RWMutex) Lock(ctx context.Context) (context.Context, error) {
+	return rw.acquire(ctx, "lock", write, false)
+}
+
+// TryLock makes one attempt at the write lock.
+func (rw *RWMutex) TryLock(ctx context.Context) (context.Context, error) {
+	return rw.acquire(ctx, "trylock", write, true)
+}
+
+// RUnlock releases the read hold that returned ctx; see lock.Mutex.Unlock
+// for the return values.
+func (rw *RWMutex) RUnlock(ctx context.Context) error {
+	if err := rw.check("runlock", ctx); err != nil {
+		return err
+	}
+	return rw.wrap("runlock", hold.End(ctx, rw.key(read)))
+}
+
+// Unlock releases the write hold that returned ctx; see lock.Mutex.Unlock
+// for the return values.
+func (rw *RWMutex) Unlock(ctx context.Context) error {
+	if err := rw.check("unlock", ctx); err != nil {
+		return err
+	}
+	return rw.wrap("unlock", hold.End(ctx, rw.key(write)))
+}
+
+// FencingToken returns the fencing token of the hold that returned ctx:
+// every acquisition, read or write, draws one from the counter the lock
+// shares with Redisson's RFencedLock of the same name.
+func FencingToken(ctx context.Context) (int64, bool) { return hold.Token(ctx) }
+
+func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (context.Context, error) {
+	if err := rw.check(op, ctx); err != nil {
+		return nil, err
+	}
+	ctx, ownerID := owner.Ensure(ctx)
+	wd := rw.cfg.Watchdog
+	lease := rw.cfg.Lease()
+	leaseMs := lease.Milliseconds()
+	holdsRead := wd.Find(rw.client, rw.leaseID(read, ownerID)) != nil
+	holdsWrite := wd.Find(rw.client, rw.leaseID(write, ownerID)) != nil
+	if s == write && holdsRead && !holdsWrite {
+		return nil, rw.wrap(op, ErrUpgradeNotSupported)
+	}
+
+	var count, token int64
+	var sentAt time.Time
+	marked := false
+	try := func(ctx context.Context) (acquire.Result, error) {
+		sentAt = wd.Now()
+		var vals []int64
+		var err error
+		if s == read {
+			vals, err = readAcquire.Run(ctx, rw.client,
+				[]string{rw.name, rw.timeoutPrefix(ownerID), rw.waiters, rw.tokenKey, rw.prefix},
+				leaseMs, ownerID, ownerID+":write").Int64Slice()
+		} else {
+			vals, err = writeAcquire.Run(ctx, rw.client,
+				[]string{rw.name, rw.waiters, rw.tokenKey, rw.prefix},
+				leaseMs, ownerID+":write", ownerID, ownerID).Int64Slice()
+		}
+		if err != nil {
+			return acquire.Result{}, err
+		}
+		if len(vals) != 2 {
+			return acquire.Result{}, fmt.Errorf("unexpected reply %v", vals)
+		}
+		switch {
+		case vals[0] == -1:
+			return acquire.Result{}, ErrUpgradeNotSupported
+		case vals[0] == 0:
+			marked = marked || s == write
+			return acquire.Result{TTL: time.Duration(vals[1]) * time.Millisecond}, nil
+		}
+		count, token = vals[0], vals[1]
+		trace.SpanFromContext(ctx).SetAttributes(
+			tracing.Reentrant.Bool(count > 1),
+			tracing.FencingToken.Int64(token),
+		)
+		return acquire.Result{Acquired: true}, nil
+	}
+	spanName := tracing.SpanAcquireReadLock
+	if s == write {
+		spanName = tracing.SpanAcquireWriteLock
+	}
+	err := acquire.Do(ctx, acquire.Request{
+		Tracer:   rw.tracer,
+		SpanName: spanName,
+		Attrs: []attribute.KeyValue{
+			tracing.LockName.String(rw.name),
+			tracing.Primitive.String(primitive),
+			tracing.Side.String(s.String()),
+			tracing.Owner.String(ownerID),
+			tracing.LeaseMillis.Int64(leaseMs),
+			tracing.Watchdog.Bool(rw.cfg.Renewed()),
+		},
+		Hub:     rw.hub,
+		Channel: rw.channel,
+		Shared:  s == read,
+		// A re-entry must not queue behind waiters that wait for this very
+		// owner; nor may the writer's own read.
+		Direct: (s == read && (holdsRead || holdsWrite)) || (s == write && holdsWrite),
+		Once:   once,
+		Wait:   rw.cfg.WaitTimeout,
+		Hold:   lease,
+		Try:    try,
+	})
+	if err != nil {
+		if marked {
+			// Gave up: take the mark back so that readers need not wait for
+			// it to expire, and wake them.
+			_ = withdraw.RunRetrying(ctx, rw.client, rw.cfg.UnlockTimeout,
+				[]string{rw.waiters, rw.channel}, ownerID, rw.hub.PublishCommand()).Err()
+		}
+		return nil, rw.wrap(op, err)
+	}
+	return rw.newHold(ctx, s, ownerID, count, token, sentAt), nil
+}
+
+func (rw *RWMutex) spec(s side, ownerID string) watchdog.Spec {
+	sp := watchdog.Spec{
+		Timeout:   rw.cfg.Lease(),
+		Renew:     rw.cfg.Renewed(),
+		ID:        rw.leaseID(s, ownerID),
+		Name:      rw.name,
+		Primitive: primitive,
+	}
+	if s == read {
+		sp.Kind = renewReadKind
+		sp.Targets = []watchdog.Target{{Client: rw.client, Keys: []string{rw.name, rw.timeoutPrefix(ownerID)}, Args: []any{ownerID}}}
+	} else {
+		sp.Kind = renewWriteKind
+		sp.Targets = []watchdog.Target{{Client: rw.client, Keys: []string{rw.name}, Args: []any{ownerID + ":write"}}}
+	}
+	return sp
+}
+
+func (rw *RWMutex) newHold(ctx context.Context, s side, ownerID string, count, token int64, sentAt time.Time) context.Context {
+	lease := hold.Lease(rw.cfg.Watchdog, rw.spec(s, ownerID), count > 1, sentAt)
+	release := rw.releaseRead
+	if s == write {
+		release = rw.releaseWrite
+	}
+	return hold.Start(ctx, rw.key(s), &hold.Hold{Owner: ownerID, Token: token, Lease: lease}, release)
+}
+
+func (rw *RWMutex) latch() string {
+	return keys.Prefix("redisson_unlock_latch", rw.name) + ":" + owner.RequestID()
+}
+
+func (rw *RWMutex) releaseRead(ctx context.Context, h *hold.Hold) error {
+	if h.Lease.Unref() {
+		h.Lease.Stop()
+	}
+	res, err := readRelease.RunRetrying(ctx, rw.client, rw.cfg.UnlockTimeout,
+		[]string{rw.name, rw.channel, rw.timeoutPrefix(h.Owner), rw.prefix, rw.latch()},
+		h.Owner, rw.hub.PublishCommand(), rw.cfg.UnlockTimeout.Milliseconds()).Int64()
+	return rw.released(h, res, err)
+}
+
+func (rw *RWMutex) releaseWrite(ctx context.Context, h *hold.Hold) error {
+	if h.Lease.Unref() {
+		h.Lease.Stop()
+	}
+	res, err := writeRelease.RunRetrying(ctx, rw.client, rw.cfg.UnlockTimeout,
+		[]string{rw.name, rw.channel, rw.latch()},
+		h.Owner+":write", rw.hub.PublishCommand(), rw.cfg.UnlockTimeout.Milliseconds()).Int64()
+	return rw.released(h, res, err)
+}
+
+func (rw *RWMutex) released(h *hold.Hold, res int64, err error) error {
+	if err != nil {
+		return err
+	}
+	switch res {
+	case 1:
+		rw.hub.Release(rw.channel)
+	case -1:
+		if lerr := h.Lease.Lost(); lerr != nil {
+			return errs.Reason(lerr)
+		}
+		return fmt.Errorf("%w: the lock was no longer held in Redis", ErrLockLost)
+	}
+	return nil
+}
+
+// Downgrade turns the write hold that returned ctx into a read hold, in
+// one script, so no other writer can get in between. It returns the read
+// hold's context (scoped like the write hold was); the write hold's
+// context ends. Waiting readers are woken when no write count remains.
+func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
+	if err := rw.check("downgrade", ctx); err != nil {
+		return nil, err
+	}
+	wh, parent, err := hold.Detach(ctx, rw.key(write))
+	if err != nil {
+		return nil, rw.wrap("downgrade", err)
+	}
+	wd := rw.cfg.Watchdog
+	sentAt := wd.Now()
+	vals, err := downgrade.Run(context.WithoutCancel(ctx), rw.client,
+		[]string{rw.name, rw.channel, rw.timeoutPrefix(wh.Owner), rw.tokenKey},
+		rw.cfg.Lease().Milliseconds(), wh.Owner, wh.Owner+":write", rw.hub.PublishCommand()).Int64Slice()
+	if err == nil && len(vals) != 2 {
+		err = fmt.Errorf("unexpected reply %v", vals)
+	}
+	if err != nil {
+		// The write hold is given up rather than left half-converted.
+		_ = wh.Release(ctx)
+		return nil, rw.wrap("downgrade", err)
+	}
+	if wh.Lease.Unref() {
+		wh.Lease.Stop()
+	}
+	wh.Close()
+	if vals[0] == -1 {
+		return nil, rw.wrap("downgrade", fmt.Errorf("%w: the write lock was no longer held in Redis", ErrLockLost))
+	}
+	rw.hub.Release(rw.channel)
+	return rw.newHold(parent, read, wh.Owner, vals[0], vals[1], sentAt), nil
+}
+
+// Side is one half of an RWMutex as a lock of its own, for APIs that take
+// a Lock/TryLock/Unlock value, such as a redlock member.
+type Side struct {
+	rw    *RWMutex
+	write bool
+}
+
+// ReadLocker returns the read side.
+func (rw *RWMutex) ReadLocker() *Side { return &Side{rw: rw} }
+
+// WriteLocker returns the write side.
+func (rw *RWMutex) WriteLocker() *Side { return &Side{rw: rw, write: true} }
+
+// Lock takes this side (RLock or Lock).
+func (s *Side) Lock(ctx context.Context) (context.Context, error) {
+	if s.write {
+		return s.rw.Lock(ctx)
+	}
+	return s.rw.RLock(ctx)
+}
+
+// TryLock tries this side once.
+func (s *Side) TryLock(ctx context.Context) (context.Context, error) {
+	if s.write {
+		return s.rw.TryLock(ctx)
+	}
+	return s.rw.TryRLock(ctx)
+}
+
+// Unlock releases this side.
+func (s *Side) Unlock(ctx context.Context) error {
+	if s.write {
+		return s.rw.Unlock(ctx)
+	}
+	return s.rw.RUnlock(ctx)
+}
+
+// Name is the lock's name.
+func (s *Side) Name() string { return s.rw.name }
