@@ -236,9 +236,13 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 				[]string{rw.name, rw.timeoutPrefix(ownerID), rw.waiters, rw.tokenKey, rw.prefix},
 				leaseMs, ownerID, ownerID+":write").Int64Slice()
 		} else {
+			member := ""
+			if acquire.Queued(ctx) {
+				member = ownerID // only the head of the local queue marks
+			}
 			vals, err = writeAcquire.Run(ctx, rw.client,
 				[]string{rw.name, rw.waiters, rw.tokenKey, rw.prefix},
-				leaseMs, ownerID+":write", ownerID, ownerID).Int64Slice()
+				leaseMs, ownerID+":write", ownerID, member).Int64Slice()
 		}
 		if err != nil {
 			return acquire.Result{}, err
@@ -250,7 +254,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 		case vals[0] == -1:
 			return acquire.Result{}, ErrUpgradeNotSupported
 		case vals[0] == 0:
-			marked = marked || s == write
+			marked = marked || (s == write && acquire.Queued(ctx))
 			return acquire.Result{TTL: time.Duration(vals[1]) * time.Millisecond}, nil
 		}
 		count, token = vals[0], vals[1]

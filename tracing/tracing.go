@@ -35,6 +35,8 @@ const (
 	FencingToken = attribute.Key("lock.fencing_token")
 	Try          = attribute.Key("lock.try")  // one attempt (TryLock)
 	Side         = attribute.Key("lock.side") // "read" or "write" (rwlock)
+	Size         = attribute.Key("semaphore.size")
+	Permits      = attribute.Key("semaphore.permits") // n of this acquire
 )
 
 // Outcome values.

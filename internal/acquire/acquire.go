@@ -44,6 +44,10 @@ type Request struct {
 	// Hold is the lease the try writes: the fallback timer of the next
 	// local waiter after this one acquires.
 	Hold time.Duration
+	// PassOn: the primitive admits several holders (a semaphore), so after
+	// this waiter acquires, the next local waiter tries at once instead of
+	// waiting for a release.
+	PassOn bool
 
 	// Try makes one attempt. ctx carries the span.
 	Try func(ctx context.Context) (Result, error)
@@ -80,6 +84,18 @@ func Do(ctx context.Context, req Request) error {
 }
 
 var errWaitTimeout = errors.New("wait timeout")
+
+type queuedKey struct{}
+
+// Queued reports whether the try that got ctx runs at the head of the
+// local queue. Only such a try may mark its waiter in Redis (a writer
+// holding back readers, a semaphore waiter taking its turn): a try made
+// before queueing could mark a goroutine that then lands behind another
+// local waiter, and the two would wait for each other.
+func Queued(ctx context.Context) bool {
+	q, _ := ctx.Value(queuedKey{}).(bool)
+	return q
+}
 
 func loop(ctx context.Context, req *Request) (attempts int, err error) {
 	if req.Wait > 0 && !req.Once {
@@ -129,7 +145,7 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 		return attempts, err
 	}
 	acquired := false
-	defer func() { w.Leave(acquired, req.Hold) }()
+	defer func() { w.Leave(acquired && !req.PassOn, req.Hold) }()
 
 	var timer *time.Timer
 	defer func() {
@@ -144,10 +160,11 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 	if !tried {
 		fallback = -1
 	}
+	queued := context.WithValue(ctx, queuedKey{}, true)
 	for {
 		if tryNow {
 			attempts++
-			res, err = req.Try(ctx)
+			res, err = req.Try(queued)
 			if err != nil {
 				if d := done(); d != nil {
 					return attempts, d

@@ -9,7 +9,10 @@
 -- ARGV[1]  lease in milliseconds (also the life of the waiting mark)
 -- ARGV[2]  owner id .. ':write'
 -- ARGV[3]  owner id (its read hold makes this an upgrade, refused)
--- ARGV[4]  owner id as the member of the waiters set
+-- ARGV[4]  owner id as the member of the waiters set, or "" for an
+--          attempt that must not mark (one made before the writer queued
+--          locally: the local queue's head is the process's one writer in
+--          line)
 --
 -- Returns {count, token} when acquired; {-1, 0} when the owner holds only
 -- a read lock (upgrade); {0, ttl} when it must wait, ttl being when to try
@@ -62,9 +65,11 @@ if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
   return {-1, 0}
 end
 
-redis.call('zadd', KEYS[2], now + lease, ARGV[4])
-if redis.call('pttl', KEYS[2]) < lease then
-  redis.call('pexpire', KEYS[2], lease)
+if ARGV[4] ~= '' then
+  redis.call('zadd', KEYS[2], now + lease, ARGV[4])
+  if redis.call('pttl', KEYS[2]) < lease then
+    redis.call('pexpire', KEYS[2], lease)
+  end
 end
 local ttl = redis.call('pttl', KEYS[1])
 if wake > 0 and (ttl < 0 or wake < ttl) then ttl = wake end

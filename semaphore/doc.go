@@ -1,0 +1,21 @@
+// Package semaphore is a distributed weighted semaphore on Redis, in the
+// manner of golang.org/x/sync/semaphore: Acquire(ctx, n) takes n of size
+// permits, waiting first come first served, so a large request is not
+// starved by a stream of small ones.
+//
+// Every acquisition is one permit id of weight n and a lease, renewed by
+// the process's watchdog (or a fixed WithLeaseTime): a process that dies
+// gives its permits back when its lease ends, reclaimed by the next script
+// that touches the semaphore, by Redis server time. The context Acquire
+// returns carries the permit and ends when it ends (ErrLockLost when its
+// lease was lost); Release on it gives exactly those n permits back.
+//
+// The size is stored in Redis by the first acquire; a Semaphore built
+// with another size for the same name gets ErrSizeMismatch, naming both,
+// from its first call that reaches Redis, and Resize changes it on
+// purpose. Keys, all in the name's cluster slot: the hash <name> (size,
+// used), the zset {<name>}:permits (permit id -> expiry), the hash
+// {<name>}:weights (permit id -> n), the waiters' zset {<name>}:waiters and
+// their marks' expiry {<name>}:waiter_expiry; releases publish on
+// redisson_sc:{<name>}.
+package semaphore

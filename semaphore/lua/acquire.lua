@@ -1,0 +1,91 @@
+-- Take n permits of a weighted semaphore whose permits are leases.
+-- Expired permits (their holder crashed or lost them) are reclaimed first,
+-- by Redis server time. Waiters are served first come first served across
+-- processes: a waiter that could not be served marks itself, and while
+-- an older mark exists no one else takes permits, so a large request is
+-- not starved by a stream of small ones (golang.org/x/sync/semaphore's
+-- manner). A mark is a lease too: it lapses if its waiter dies.
+--
+-- KEYS[1]  the semaphore hash: size, used
+-- KEYS[2]  live permits, zset {<name>}:permits (member permit id, score
+--          its expiry in server ms)
+-- KEYS[3]  permit weights, hash {<name>}:weights (permit id -> n)
+-- KEYS[4]  waiters, zset {<name>}:waiters (member waiter id, score arrival)
+-- KEYS[5]  waiter marks' expiry, hash {<name>}:waiter_expiry
+-- KEYS[6]  the channel, redisson_sc:{<name>}
+-- ARGV[1]  size as this client knows it
+-- ARGV[2]  n
+-- ARGV[3]  permit id
+-- ARGV[4]  lease in milliseconds
+-- ARGV[5]  waiter id, or "" for an attempt that must not mark (a single
+--          attempt, or one made before the waiter queued locally)
+-- ARGV[6]  publish command: publish, or spublish on a cluster
+--
+-- Returns {1, available} when acquired; {0, ttl} when it must wait (ttl:
+-- when to try at the latest: the earliest permit expiry, at most a third
+-- of the lease so the mark stays fresh); {-2, size} when Redis records
+-- another size; {-3, size} when n exceeds the recorded size.
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local n, lease = tonumber(ARGV[2]), tonumber(ARGV[4])
+
+local size = tonumber(redis.call('hget', KEYS[1], 'size'))
+if size == nil then
+  size = tonumber(ARGV[1])
+  redis.call('hset', KEYS[1], 'size', size, 'used', 0)
+elseif size ~= tonumber(ARGV[1]) then
+  return {-2, size}
+end
+if n > size then
+  return {-3, size}
+end
+
+local used = tonumber(redis.call('hget', KEYS[1], 'used')) or 0
+local expired = redis.call('zrangebyscore', KEYS[2], '-inf', now)
+for _, id in ipairs(expired) do
+  used = used - (tonumber(redis.call('hget', KEYS[3], id)) or 0)
+  redis.call('hdel', KEYS[3], id)
+  redis.call('zrem', KEYS[2], id)
+end
+if used < 0 then used = 0 end
+redis.call('hset', KEYS[1], 'used', used)
+
+local marks = redis.call('hgetall', KEYS[5])
+for i = 1, #marks, 2 do
+  if tonumber(marks[i + 1]) <= now then
+    redis.call('hdel', KEYS[5], marks[i])
+    redis.call('zrem', KEYS[4], marks[i])
+  end
+end
+
+local head = redis.call('zrange', KEYS[4], 0, 0)
+local first = #head == 0 or head[1] == ARGV[5]
+if first and used + n <= size then
+  redis.call('zadd', KEYS[2], now + lease, ARGV[3])
+  redis.call('hset', KEYS[3], ARGV[3], n)
+  redis.call('hset', KEYS[1], 'used', used + n)
+  if ARGV[5] ~= '' then
+    redis.call('zrem', KEYS[4], ARGV[5])
+    redis.call('hdel', KEYS[5], ARGV[5])
+    -- the next waiter may fit in what is left: it is waiting for a message
+    if used + n < size and redis.call('zcard', KEYS[4]) > 0 then
+      redis.call(ARGV[6], KEYS[6], 0)
+    end
+  end
+  return {1, size - used - n}
+end
+
+if ARGV[5] ~= '' then
+  if redis.call('zscore', KEYS[4], ARGV[5]) == false then
+    redis.call('zadd', KEYS[4], now, ARGV[5])
+  end
+  redis.call('hset', KEYS[5], ARGV[5], now + lease)
+end
+local ttl = math.floor(lease / 3)
+local soonest = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
+if #soonest > 0 then
+  local left = tonumber(soonest[2]) - now
+  if left < ttl then ttl = left end
+end
+if ttl < 0 then ttl = 0 end
+return {0, ttl}

@@ -1,0 +1,307 @@
+package semaphore
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/errs"
+	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/options"
+	"github.com/relock-go/relock/internal/owner"
+	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/tracing"
+	"github.com/relock-go/relock/watchdog"
+)
+
+// The sentinel errors, the same values in every relock package.
+var (
+	ErrNotAcquired     = errs.ErrNotAcquired
+	ErrNotHeld         = errs.ErrNotHeld
+	ErrLockLost        = errs.ErrLockLost
+	ErrInvalidArgument = errs.ErrInvalidArgument
+	// ErrSizeMismatch: Redis records another size for this semaphore than
+	// the Semaphore was built with (another process disagrees); see Resize.
+	ErrSizeMismatch = errors.New("semaphore size mismatch")
+)
+
+// Option configures a Semaphore: the same options as package lock.
+type Option = options.Option
+
+// WithLeaseTime gives every permit a fixed lease and no renewal.
+func WithLeaseTime(d time.Duration) Option { return options.WithLeaseTime(d) }
+
+// WithWatchdogTimeout sets the permit lease the watchdog keeps renewing.
+func WithWatchdogTimeout(d time.Duration) Option { return options.WithWatchdogTimeout(d) }
+
+// WithWaitTimeout bounds how long Acquire waits.
+func WithWaitTimeout(d time.Duration) Option { return options.WithWaitTimeout(d) }
+
+// WithUnlockTimeout bounds Release.
+func WithUnlockTimeout(d time.Duration) Option { return options.WithUnlockTimeout(d) }
+
+// WithTracerProvider sets where acquire spans go.
+func WithTracerProvider(tp trace.TracerProvider) Option { return options.WithTracerProvider(tp) }
+
+// WithWatchdog sets the watchdog that renews permits.
+func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog(w) }
+
+//go:embed lua/*.lua
+var luaFS embed.FS
+
+var (
+	acquireScript   = scripts.Load(luaFS, "lua/acquire.lua")
+	releaseScript   = scripts.Load(luaFS, "lua/release.lua")
+	availableScript = scripts.Load(luaFS, "lua/available.lua")
+	resizeScript    = scripts.Load(luaFS, "lua/resize.lua")
+	withdrawScript  = scripts.Load(luaFS, "lua/withdraw.lua")
+	renewKind       = &watchdog.Kind{Name: "semaphore", Script: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 1, ArgsPer: 1}
+)
+
+const primitive = "semaphore"
+
+// Semaphore is a distributed weighted semaphore, golang.org/x/sync's
+// manner made distributed: Acquire(ctx, n) takes n of size permits,
+// waiting first come first served; each acquisition is one permit id of
+// weight n, a lease renewed by the watchdog, so a crashed holder's permits
+// come back when its lease ends.
+type Semaphore struct {
+	client  redis.UniversalClient
+	name    string
+	size    atomic.Int64
+	cfg     options.Config
+	invalid string
+	permits string
+	weights string
+	waiters string
+	marks   string
+	channel string
+	hub     *notify.Hub
+	tracer  trace.Tracer
+}
+
+// New returns the Semaphore called name with size permits on client. It
+// does not touch Redis: the first acquire records the size there, and a
+// Semaphore of the same name built with another size gets ErrSizeMismatch
+// from its first call that reaches Redis. Bad arguments (nil client, empty
+// name, size <= 0, a bad option) are reported as ErrInvalidArgument.
+func New(client redis.UniversalClient, name string, size int64, opts ...Option) *Semaphore {
+	s := &Semaphore{client: client, name: name, cfg: options.Apply(opts)}
+	s.size.Store(size)
+	switch {
+	case client == nil:
+		s.invalid = "nil redis client"
+	case name == "":
+		s.invalid = "empty semaphore name"
+	case size <= 0:
+		s.invalid = fmt.Sprintf("size %d must be positive", size)
+	case s.cfg.Err != "":
+		s.invalid = s.cfg.Err
+	}
+	if s.invalid != "" {
+		return s
+	}
+	s.permits = keys.Suffix(name, "permits")
+	s.weights = keys.Suffix(name, "weights")
+	s.waiters = keys.Suffix(name, "waiters")
+	s.marks = keys.Suffix(name, "waiter_expiry")
+	s.channel = keys.Prefix("redisson_sc", name)
+	s.hub = notify.For(client)
+	s.tracer = tracing.Tracer(s.cfg.TracerProvider)
+	return s
+}
+
+// Name is the semaphore's name: the Redis key of its hash.
+func (s *Semaphore) Name() string { return s.name }
+
+// Size is the number of permits this Semaphore was built with.
+func (s *Semaphore) Size() int64 { return s.size.Load() }
+
+func (s *Semaphore) wrap(op string, err error) error { return errs.New(op, primitive, s.name, err) }
+
+func (s *Semaphore) check(op string, ctx context.Context) error {
+	if s.invalid != "" {
+		return errs.Invalid(op, primitive, s.name, s.invalid)
+	}
+	if ctx == nil {
+		return errs.Invalid(op, primitive, s.name, "nil context")
+	}
+	return nil
+}
+
+func (s *Semaphore) key() hold.Key { return hold.Key{Client: s.client, Kind: primitive, Name: s.name} }
+
+func (s *Semaphore) mismatch(recorded int64) error {
+	return fmt.Errorf("%w: Redis records size %d, this Semaphore was built with %d", ErrSizeMismatch, recorded, s.size.Load())
+}
+
+// Acquire takes n permits, waiting first come first served (a large
+// request is not passed by later small ones). The returned context carries
+// this acquisition's permit; Release on it gives exactly those n back. It
+// is done when the permit ends (cause ErrLockLost when its lease was
+// lost). n <= 0 or n > size is ErrInvalidArgument at once.
+func (s *Semaphore) Acquire(ctx context.Context, n int64) (context.Context, error) {
+	return s.acquire(ctx, "acquire", n, false)
+}
+
+// TryAcquire takes n permits if they are free now and nobody waits ahead:
+// ErrNotAcquired otherwise.
+func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (context.Context, error) {
+	return s.acquire(ctx, "tryacquire", n, true)
+}
+
+func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) (context.Context, error) {
+	if err := s.check(op, ctx); err != nil {
+		return nil, err
+	}
+	size := s.size.Load()
+	if n <= 0 || n > size {
+		return nil, errs.Invalid(op, primitive, s.name, fmt.Sprintf("n %d must be in 1..size %d", n, size))
+	}
+	ctx, ownerID := owner.Ensure(ctx)
+	wd := s.cfg.Watchdog
+	lease := s.cfg.Lease()
+	permitID := owner.RequestID()
+	var sentAt time.Time
+	marked := false
+	try := func(ctx context.Context) (acquire.Result, error) {
+		sentAt = wd.Now()
+		waiterID := ""
+		if acquire.Queued(ctx) {
+			waiterID = permitID // the local head takes its turn in Redis
+		}
+		vals, err := acquireScript.Run(ctx, s.client,
+			[]string{s.name, s.permits, s.weights, s.waiters, s.marks, s.channel},
+			size, n, permitID, lease.Milliseconds(), waiterID, s.hub.PublishCommand()).Int64Slice()
+		if err != nil {
+			return acquire.Result{}, err
+		}
+		if len(vals) != 2 {
+			return acquire.Result{}, fmt.Errorf("unexpected reply %v", vals)
+		}
+		switch vals[0] {
+		case 1:
+			return acquire.Result{Acquired: true}, nil
+		case 0:
+			marked = waiterID != ""
+			return acquire.Result{TTL: time.Duration(vals[1]) * time.Millisecond}, nil
+		case -2, -3:
+			return acquire.Result{}, s.mismatch(vals[1])
+		}
+		return acquire.Result{}, fmt.Errorf("unexpected reply %v", vals)
+	}
+	err := acquire.Do(ctx, acquire.Request{
+		Tracer:   s.tracer,
+		SpanName: tracing.SpanAcquireSemaphore,
+		Attrs: []attribute.KeyValue{
+			tracing.LockName.String(s.name),
+			tracing.Primitive.String(primitive),
+			tracing.Owner.String(ownerID),
+			tracing.Size.Int64(size),
+			tracing.Permits.Int64(n),
+			tracing.LeaseMillis.Int64(lease.Milliseconds()),
+			tracing.Watchdog.Bool(s.cfg.Renewed()),
+		},
+		Hub:     s.hub,
+		Channel: s.channel,
+		Once:    once,
+		Wait:    s.cfg.WaitTimeout,
+		Hold:    lease,
+		PassOn:  true,
+		Try:     try,
+	})
+	if err != nil {
+		if marked {
+			_ = withdrawScript.RunRetrying(ctx, s.client, s.cfg.UnlockTimeout,
+				[]string{s.waiters, s.marks, s.channel}, permitID, s.hub.PublishCommand()).Err()
+		}
+		return nil, s.wrap(op, err)
+	}
+	l := wd.Start(watchdog.Spec{
+		Kind:      renewKind,
+		Targets:   []watchdog.Target{{Client: s.client, Keys: []string{s.permits}, Args: []any{permitID}}},
+		Timeout:   lease,
+		Renew:     s.cfg.Renewed(),
+		Name:      s.name,
+		Primitive: primitive,
+	}, sentAt)
+	return hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Data: permitID}, s.release), nil
+}
+
+// Release gives back the permits of the acquisition that returned ctx (or
+// that ctx was derived from) and wakes waiters. A second Release of the
+// same acquisition returns ErrNotHeld; a permit whose lease was lost,
+// ErrLockLost; one already released because its acquiring context ended,
+// nil. It needs only ctx's values and runs on its own timeout.
+func (s *Semaphore) Release(ctx context.Context) error {
+	if err := s.check("release", ctx); err != nil {
+		return err
+	}
+	return s.wrap("release", hold.End(ctx, s.key()))
+}
+
+func (s *Semaphore) release(ctx context.Context, h *hold.Hold) error {
+	h.Lease.Stop()
+	latch := keys.Prefix("redisson_unlock_latch", s.name) + ":" + owner.RequestID()
+	res, err := releaseScript.RunRetrying(ctx, s.client, s.cfg.UnlockTimeout,
+		[]string{s.name, s.permits, s.weights, s.channel, latch},
+		h.Data.(string), s.hub.PublishCommand(), s.cfg.UnlockTimeout.Milliseconds()).Int64()
+	if err != nil {
+		return err
+	}
+	if res == -1 {
+		if lerr := h.Lease.Lost(); lerr != nil {
+			return errs.Reason(lerr)
+		}
+		return fmt.Errorf("%w: the permit had expired in Redis", ErrLockLost)
+	}
+	s.hub.Release(s.channel)
+	return nil
+}
+
+// Available returns how many permits are free now (expired permits
+// reclaimed first). ErrSizeMismatch when Redis records another size.
+func (s *Semaphore) Available(ctx context.Context) (int64, error) {
+	if err := s.check("available", ctx); err != nil {
+		return 0, err
+	}
+	vals, err := availableScript.Run(ctx, s.client, []string{s.name, s.permits, s.weights}, s.size.Load()).Int64Slice()
+	if err != nil {
+		return 0, s.wrap("available", err)
+	}
+	if len(vals) != 2 {
+		return 0, s.wrap("available", fmt.Errorf("unexpected reply %v", vals))
+	}
+	if vals[0] == -2 {
+		return 0, s.wrap("available", s.mismatch(vals[1]))
+	}
+	return vals[1], nil
+}
+
+// Resize records size as the semaphore's size in Redis (so that
+// Semaphores built with it agree) and wakes waiters. This Semaphore uses
+// the new size from now on. Permits held beyond a smaller size stay until
+// released.
+func (s *Semaphore) Resize(ctx context.Context, size int64) error {
+	if err := s.check("resize", ctx); err != nil {
+		return err
+	}
+	if size <= 0 {
+		return errs.Invalid("resize", primitive, s.name, fmt.Sprintf("size %d must be positive", size))
+	}
+	if err := resizeScript.Run(ctx, s.client, []string{s.name, s.channel}, size, s.hub.PublishCommand()).Err(); err != nil {
+		return s.wrap("resize", err)
+	}
+	s.size.Store(size)
+	return nil
+}
