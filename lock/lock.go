@@ -16,6 +16,7 @@ import (
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/member"
 	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/owner"
@@ -340,4 +341,45 @@ func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
 		return -1, nil
 	}
 	return ms, nil
+}
+
+// RedlockNode returns the Mutex as a member of a Redlock (package
+// redlock): the adapter drives it for one owner across all members.
+func (m *Mutex) RedlockNode() (member.Node, error) {
+	if err := m.check("redlock"); err != nil {
+		return member.Node{}, err
+	}
+	return member.Node{
+		Name: m.name,
+		Kind: primitive,
+		Addr: member.Addr(m.client),
+		Try: func(ctx context.Context, ownerID string, lease time.Duration) (bool, int64, time.Duration, error) {
+			vals, err := acquireScript.Run(ctx, m.client, []string{m.name, m.tokenKey}, lease.Milliseconds(), ownerID).Int64Slice()
+			if err != nil {
+				return false, 0, 0, err
+			}
+			if len(vals) != 2 {
+				return false, 0, 0, fmt.Errorf("unexpected reply %v", vals)
+			}
+			if vals[0] == 0 {
+				return false, 0, time.Duration(vals[1]) * time.Millisecond, nil
+			}
+			return true, vals[1], 0, nil
+		},
+		Release: func(ctx context.Context, ownerID string, timeout time.Duration) (bool, error) {
+			latch := keys.Prefix("redisson_unlock_latch", m.name) + ":" + owner.RequestID()
+			res, err := unlockScript.RunRetrying(ctx, m.client, timeout, []string{m.name, m.channel, latch},
+				unlockMessage, m.cfg.Lease().Milliseconds(), ownerID, m.hub.PublishCommand(), timeout.Milliseconds()).Int64()
+			if err != nil {
+				return false, err
+			}
+			if res == 1 {
+				m.hub.Release(m.channel)
+			}
+			return res != -1, nil
+		},
+		Renewal: func(ownerID string) watchdog.Target {
+			return watchdog.Target{Kind: renewKind, Client: m.client, Keys: []string{m.name}, Args: []any{ownerID}}
+		},
+	}, nil
 }

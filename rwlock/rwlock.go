@@ -15,6 +15,7 @@ import (
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/member"
 	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/owner"
@@ -444,3 +445,74 @@ func (s *Side) Unlock(ctx context.Context) error {
 
 // Name is the lock's name.
 func (s *Side) Name() string { return s.rw.name }
+
+// RedlockNode returns this side as a member of a Redlock (package
+// redlock). A Redlock writer does not mark itself as waiting.
+func (s *Side) RedlockNode() (member.Node, error) {
+	rw := s.rw
+	if err := rw.check("redlock", context.Background()); err != nil {
+		return member.Node{}, err
+	}
+	sd := read
+	if s.write {
+		sd = write
+	}
+	return member.Node{
+		Name: rw.name,
+		Kind: sd.String() + " lock",
+		Addr: member.Addr(rw.client),
+		Try: func(ctx context.Context, ownerID string, lease time.Duration) (bool, int64, time.Duration, error) {
+			var vals []int64
+			var err error
+			if sd == read {
+				vals, err = readAcquire.Run(ctx, rw.client,
+					[]string{rw.name, rw.timeoutPrefix(ownerID), rw.waiters, rw.tokenKey, rw.prefix},
+					lease.Milliseconds(), ownerID, ownerID+":write").Int64Slice()
+			} else {
+				vals, err = writeAcquire.Run(ctx, rw.client,
+					[]string{rw.name, rw.waiters, rw.tokenKey, rw.prefix},
+					lease.Milliseconds(), ownerID+":write", ownerID, "").Int64Slice()
+			}
+			if err != nil {
+				return false, 0, 0, err
+			}
+			switch {
+			case len(vals) != 2:
+				return false, 0, 0, fmt.Errorf("unexpected reply %v", vals)
+			case vals[0] == -1:
+				return false, 0, 0, ErrUpgradeNotSupported
+			case vals[0] == 0:
+				return false, 0, time.Duration(vals[1]) * time.Millisecond, nil
+			}
+			return true, vals[1], 0, nil
+		},
+		Release: func(ctx context.Context, ownerID string, timeout time.Duration) (bool, error) {
+			var res int64
+			var err error
+			if sd == read {
+				res, err = readRelease.RunRetrying(ctx, rw.client, timeout,
+					[]string{rw.name, rw.channel, rw.timeoutPrefix(ownerID), rw.prefix, rw.latch()},
+					ownerID, rw.hub.PublishCommand(), timeout.Milliseconds()).Int64()
+			} else {
+				res, err = writeRelease.RunRetrying(ctx, rw.client, timeout,
+					[]string{rw.name, rw.channel, rw.latch()},
+					ownerID+":write", rw.hub.PublishCommand(), timeout.Milliseconds()).Int64()
+			}
+			if err != nil {
+				return false, err
+			}
+			if res == 1 {
+				rw.hub.Release(rw.channel)
+			}
+			return res != -1, nil
+		},
+		Renewal: func(ownerID string) watchdog.Target {
+			t := rw.spec(sd, ownerID).Targets[0]
+			t.Kind = renewReadKind
+			if sd == write {
+				t.Kind = renewWriteKind
+			}
+			return t
+		},
+	}, nil
+}

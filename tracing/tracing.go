@@ -23,20 +23,24 @@ const (
 
 // Attribute keys of an acquire span.
 const (
-	LockName     = attribute.Key("lock.name")
-	Primitive    = attribute.Key("lock.primitive") // "lock", "rwlock", ...
-	Owner        = attribute.Key("lock.owner")
-	Outcome      = attribute.Key("lock.outcome") // see the Outcome values
-	Attempts     = attribute.Key("lock.attempts")
-	WaitMillis   = attribute.Key("lock.wait_ms")
-	Reentrant    = attribute.Key("lock.reentrant")
-	LeaseMillis  = attribute.Key("lock.lease_ms")
-	Watchdog     = attribute.Key("lock.watchdog") // lease renewed by the watchdog
-	FencingToken = attribute.Key("lock.fencing_token")
-	Try          = attribute.Key("lock.try")  // one attempt (TryLock)
-	Side         = attribute.Key("lock.side") // "read" or "write" (rwlock)
-	Size         = attribute.Key("semaphore.size")
-	Permits      = attribute.Key("semaphore.permits") // n of this acquire
+	LockName       = attribute.Key("lock.name")
+	Primitive      = attribute.Key("lock.primitive") // "lock", "rwlock", ...
+	Owner          = attribute.Key("lock.owner")
+	Outcome        = attribute.Key("lock.outcome") // see the Outcome values
+	Attempts       = attribute.Key("lock.attempts")
+	WaitMillis     = attribute.Key("lock.wait_ms")
+	Reentrant      = attribute.Key("lock.reentrant")
+	LeaseMillis    = attribute.Key("lock.lease_ms")
+	Watchdog       = attribute.Key("lock.watchdog") // lease renewed by the watchdog
+	FencingToken   = attribute.Key("lock.fencing_token")
+	Try            = attribute.Key("lock.try")  // one attempt (TryLock)
+	Side           = attribute.Key("lock.side") // "read" or "write" (rwlock)
+	Size           = attribute.Key("semaphore.size")
+	Permits        = attribute.Key("semaphore.permits") // n of this acquire
+	Nodes          = attribute.Key("redlock.nodes")
+	Quorum         = attribute.Key("redlock.quorum")
+	NodesWon       = attribute.Key("redlock.nodes_won")
+	ValidityMillis = attribute.Key("redlock.validity_ms")
 )
 
 // Outcome values.

@@ -149,6 +149,9 @@ type Kind struct {
 // Target is one key set of a lease on one Redis client; a Redlock lease
 // has one target per master.
 type Target struct {
+	// Kind overrides Spec.Kind for this target (a Redlock over members of
+	// different primitives).
+	Kind   *Kind
 	Client redis.UniversalClient
 	Keys   []string // Keys[0] decides the cluster slot
 	Args   []any
@@ -584,6 +587,9 @@ func (w *Watchdog) flush(c redis.UniversalClient, rs []renewal, sentAt time.Time
 	var deadline time.Time
 	for _, r := range rs {
 		g := group{kind: r.l.spec.Kind}
+		if k := r.l.spec.Targets[r.target].Kind; k != nil {
+			g.kind = k
+		}
 		if cluster {
 			g.slot = keys.Slot(r.l.spec.Targets[r.target].Keys[0])
 		}

@@ -23,6 +23,10 @@ type Config struct {
 	UnlockTimeout   time.Duration
 	TracerProvider  trace.TracerProvider
 	Watchdog        *watchdog.Watchdog
+	// Redlock: per-node timeout (default lease/10) and clock drift
+	// allowance (default lease/100 + 2 ms).
+	NodeTimeout time.Duration
+	Drift       time.Duration // < 0: the default
 
 	// Err is the first invalid option, reported by every call.
 	Err string
@@ -33,7 +37,7 @@ type Option func(*Config)
 
 // Apply returns the configuration of opts over the defaults.
 func Apply(opts []Option) Config {
-	c := Config{WatchdogTimeout: DefaultWatchdogTimeout, UnlockTimeout: DefaultUnlockTimeout}
+	c := Config{WatchdogTimeout: DefaultWatchdogTimeout, UnlockTimeout: DefaultUnlockTimeout, Drift: -1}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
@@ -114,4 +118,26 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // WithWatchdog: see lock.WithWatchdog.
 func WithWatchdog(w *watchdog.Watchdog) Option {
 	return func(c *Config) { c.Watchdog = w }
+}
+
+// WithNodeTimeout: see redlock.WithNodeTimeout.
+func WithNodeTimeout(d time.Duration) Option {
+	return func(c *Config) {
+		if d <= 0 {
+			c.invalid("node timeout %v must be positive", d)
+			return
+		}
+		c.NodeTimeout = d
+	}
+}
+
+// WithDrift: see redlock.WithDrift.
+func WithDrift(d time.Duration) Option {
+	return func(c *Config) {
+		if d < 0 {
+			c.invalid("drift %v must not be negative", d)
+			return
+		}
+		c.Drift = d
+	}
 }

@@ -1,0 +1,43 @@
+// Package member is what a primitive offers the redlock adapter: one lock
+// on one Redis, driven for an owner the adapter chooses (one owner across
+// all masters), one attempt at a time, with the watchdog target that
+// renews it. Primitives expose it through a RedlockNode method; users
+// never build one.
+package member
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/watchdog"
+)
+
+// Node is one member of a Redlock.
+type Node struct {
+	// Name is the lock's name; Kind what side of what primitive it is.
+	Name, Kind string
+	// Addr names the Redis it lives on, for errors and spans.
+	Addr string
+	// Try makes one attempt for owner with lease. When another owner holds
+	// the lock, acquired is false and ttl says for how long (or < 0).
+	Try func(ctx context.Context, owner string, lease time.Duration) (acquired bool, token int64, ttl time.Duration, err error)
+	// Release gives back one count of owner's hold, retrying within
+	// timeout (idempotent). held is false when owner held nothing there.
+	Release func(ctx context.Context, owner string, timeout time.Duration) (held bool, err error)
+	// Renewal is the watchdog target that renews owner's hold.
+	Renewal func(owner string) watchdog.Target
+}
+
+// Addr names client's server(s) for errors.
+func Addr(client redis.UniversalClient) string {
+	switch c := client.(type) {
+	case *redis.Client:
+		return c.Options().Addr
+	case *redis.ClusterClient:
+		return fmt.Sprint(c.Options().Addrs)
+	}
+	return fmt.Sprintf("%T", client)
+}

@@ -1,0 +1,34 @@
+// Package redlock holds one lock across several members: New is the
+// Redlock algorithm over independent Redis masters (held when a quorum,
+// len/2+1, is held), NewMulti the all-of multi-lock that takes several
+// resources together or none. Any relock primitive is a member:
+// *lock.Mutex, and the ReadLocker and WriteLocker sides of an
+// *rwlock.RWMutex; all members of one Lock are held by one owner.
+//
+// An acquire tries every member at once, each bounded by a node timeout
+// (lease/10 by default), and holds when the quorum was won within the
+// validity time: lease - elapsed - drift (drift = lease/100 + 2 ms). On
+// failure every member is released, those that seemed to fail too, before
+// the call returns or retries after a random delay. The watchdog renews
+// every member won and needs the quorum; losing it ends the hold's context
+// with ErrLockLost. Unlock releases every member in parallel and succeeds
+// when a quorum (for NewMulti: all) released.
+//
+// What Redlock guarantees, and what it does not. Its safety argument rests
+// on time: the holder must finish within the validity time, and the
+// masters' clocks must run at about the same rate. A process pause (a GC,
+// a stalled VM), a network delay, or a clock jump on a master can let a
+// holder believe it still holds the lock after the lease ended on the
+// masters, while another owner acquires it; Martin Kleppmann's "How to do
+// distributed locking" makes this argument, and Redis's own Redlock page
+// answers it only in part. A master restarted without persistence forgets
+// its keys, so a lock could be granted twice; restart masters only after
+// a lease has passed (delayed restarts), or run them with AOF fsync always.
+// Redisson has deprecated its RedissonRedLock for these reasons. The real
+// protection is a fencing token checked by the resource: the token of a
+// Redlock hold is the largest of the members' tokens, which grows with
+// every acquisition on each master, but since the members' counters are
+// independent it is advisory: use a single-master lock's token (or a
+// store-side check) where correctness depends on it. Use Redlock where a
+// rare double grant costs efficiency, not correctness.
+package redlock

@@ -1,0 +1,400 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/relock-go/relock/internal/errs"
+	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/member"
+	"github.com/relock-go/relock/internal/options"
+	"github.com/relock-go/relock/internal/owner"
+	"github.com/relock-go/relock/tracing"
+	"github.com/relock-go/relock/watchdog"
+)
+
+// The sentinel errors, the same values in every relock package.
+var (
+	ErrNotAcquired     = errs.ErrNotAcquired
+	ErrNotHeld         = errs.ErrNotHeld
+	ErrLockLost        = errs.ErrLockLost
+	ErrInvalidArgument = errs.ErrInvalidArgument
+)
+
+// Member is a lock on one Redis that a Redlock can drive: *lock.Mutex,
+// and the ReadLocker and WriteLocker sides of an *rwlock.RWMutex.
+type Member interface {
+	RedlockNode() (member.Node, error)
+}
+
+// Option configures a Lock: the options of package lock, plus
+// WithNodeTimeout and WithDrift.
+type Option = options.Option
+
+// WithLeaseTime: see lock.WithLeaseTime.
+func WithLeaseTime(d time.Duration) Option { return options.WithLeaseTime(d) }
+
+// WithWatchdogTimeout: see lock.WithWatchdogTimeout.
+func WithWatchdogTimeout(d time.Duration) Option { return options.WithWatchdogTimeout(d) }
+
+// WithWaitTimeout: see lock.WithWaitTimeout.
+func WithWaitTimeout(d time.Duration) Option { return options.WithWaitTimeout(d) }
+
+// WithUnlockTimeout: see lock.WithUnlockTimeout.
+func WithUnlockTimeout(d time.Duration) Option { return options.WithUnlockTimeout(d) }
+
+// WithTracerProvider: see lock.WithTracerProvider.
+func WithTracerProvider(tp trace.TracerProvider) Option { return options.WithTracerProvider(tp) }
+
+// WithWatchdog: see lock.WithWatchdog.
+func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog(w) }
+
+// WithNodeTimeout bounds each member's attempt (default lease/10), so a
+// dead master costs about that, not the client's own timeouts.
+func WithNodeTimeout(d time.Duration) Option { return options.WithNodeTimeout(d) }
+
+// WithDrift sets the clock drift allowance subtracted from the validity
+// time (default lease/100 + 2 ms).
+func WithDrift(d time.Duration) Option { return options.WithDrift(d) }
+
+// Node outcomes in a NodeError.
+const (
+	OutcomeAcquired = "acquired"
+	OutcomeHeld     = "held by another owner"
+	OutcomeTimeout  = "timeout"
+	OutcomeError    = "error"
+)
+
+// NodeError is one member's outcome in an attempt that did not reach the
+// quorum (or a release that failed). errors.Is(err, ErrNotAcquired) holds
+// for OutcomeHeld.
+type NodeError struct {
+	Index   int    // the member's position
+	Node    string // its Redis address and lock name
+	Outcome string
+	Err     error // the cause, for OutcomeTimeout and OutcomeError
+}
+
+func (e *NodeError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("member %d (%s): %s: %v", e.Index, e.Node, e.Outcome, e.Err)
+	}
+	return fmt.Sprintf("member %d (%s): %s", e.Index, e.Node, e.Outcome)
+}
+
+func (e *NodeError) Unwrap() error {
+	if e.Outcome == OutcomeHeld {
+		return ErrNotAcquired
+	}
+	return e.Err
+}
+
+// Lock is one lock over several members: New needs a quorum of them
+// (Redlock, across independent masters), NewMulti all of them (lock
+// several resources together).
+type Lock struct {
+	nodes   []member.Node
+	quorum  int
+	multi   bool
+	cfg     options.Config
+	invalid string
+	name    string
+	tracer  trace.Tracer
+}
+
+// New returns a Redlock over members, one per independent Redis master:
+// it is held when len(members)/2+1 of them are. Bad arguments (no
+// members, a nil or invalid member, a bad option) are reported as
+// ErrInvalidArgument by every method.
+func New(members []Member, opts ...Option) *Lock { return newLock(members, false, opts) }
+
+// NewMulti returns a lock held when every member is: several resources
+// (on one Redis or many) locked together, all or nothing.
+func NewMulti(members []Member, opts ...Option) *Lock { return newLock(members, true, opts) }
+
+func newLock(members []Member, multi bool, opts []Option) *Lock {
+	l := &Lock{multi: multi, cfg: options.Apply(opts)}
+	names := make([]string, 0, len(members))
+	for i, m := range members {
+		if m == nil {
+			l.invalid = fmt.Sprintf("member %d is nil", i)
+			break
+		}
+		n, err := m.RedlockNode()
+		if err != nil {
+			l.invalid = fmt.Sprintf("member %d: %v", i, errs.Reason(err))
+			break
+		}
+		l.nodes = append(l.nodes, n)
+		names = append(names, n.Name)
+	}
+	l.name = strings.Join(names, ",")
+	switch {
+	case l.invalid != "":
+	case len(members) == 0:
+		l.invalid = "no members"
+	case l.cfg.Err != "":
+		l.invalid = l.cfg.Err
+	}
+	l.quorum = len(l.nodes)/2 + 1
+	if multi {
+		l.quorum = len(l.nodes)
+	}
+	if l.cfg.NodeTimeout <= 0 {
+		l.cfg.NodeTimeout = max(l.cfg.Lease()/10, time.Millisecond)
+	}
+	if l.cfg.Drift < 0 {
+		l.cfg.Drift = l.cfg.Lease()/100 + 2*time.Millisecond
+	}
+	l.tracer = tracing.Tracer(l.cfg.TracerProvider)
+	return l
+}
+
+func (l *Lock) primitive() string {
+	if l.multi {
+		return "multilock"
+	}
+	return "redlock"
+}
+
+// Name is the members' names joined with commas.
+func (l *Lock) Name() string { return l.name }
+
+// Quorum is how many members must be held.
+func (l *Lock) Quorum() int { return l.quorum }
+
+func (l *Lock) wrap(op string, err error) error { return errs.New(op, l.primitive(), l.name, err) }
+
+func (l *Lock) check(op string, ctx context.Context) error {
+	if l.invalid != "" {
+		return errs.Invalid(op, l.primitive(), l.name, l.invalid)
+	}
+	if ctx == nil {
+		return errs.Invalid(op, l.primitive(), l.name, "nil context")
+	}
+	return nil
+}
+
+func (l *Lock) key() hold.Key {
+	return hold.Key{Kind: l.primitive(), Name: fmt.Sprintf("%p", l)}
+}
+
+// Lock takes the lock: every member is tried in parallel, each bounded by
+// the node timeout; it is held when the quorum was won within the validity
+// time (lease - elapsed - drift). Otherwise every member is released and,
+// after a random delay, it tries again, until ctx or WithWaitTimeout ends
+// the wait. The returned context is as lock.Mutex.Lock's; its fencing
+// token is the largest of the members won (advisory: see the package
+// documentation).
+func (l *Lock) Lock(ctx context.Context) (context.Context, error) {
+	return l.acquire(ctx, "lock", false)
+}
+
+// TryLock makes one round: ErrNotAcquired (joined with each member's
+// outcome) when the quorum was not won.
+func (l *Lock) TryLock(ctx context.Context) (context.Context, error) {
+	return l.acquire(ctx, "trylock", true)
+}
+
+type outcome struct {
+	acquired bool
+	token    int64
+	ttl      time.Duration
+	err      *NodeError
+}
+
+func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Context, error) {
+	if err := l.check(op, ctx); err != nil {
+		return nil, err
+	}
+	ctx, ownerID := owner.Ensure(ctx)
+	lease := l.cfg.Lease()
+	sctx, span := l.tracer.Start(ctx, tracing.SpanAcquireRedlock, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(
+			tracing.LockName.String(l.name),
+			tracing.Primitive.String(l.primitive()),
+			tracing.Owner.String(ownerID),
+			tracing.LeaseMillis.Int64(lease.Milliseconds()),
+			tracing.Watchdog.Bool(l.cfg.Renewed()),
+			tracing.Nodes.Int(len(l.nodes)),
+			tracing.Quorum.Int(l.quorum),
+			tracing.Try.Bool(once),
+		))
+	defer span.End()
+	start := time.Now()
+	wctx := sctx
+	if l.cfg.WaitTimeout > 0 && !once {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeoutCause(sctx, l.cfg.WaitTimeout, errWait)
+		defer cancel()
+	}
+
+	attempts := 0
+	var lastErr error
+	finish := func(outcome string, err error) {
+		span.SetAttributes(tracing.Outcome.String(outcome), tracing.Attempts.Int(attempts),
+			tracing.WaitMillis.Float64(float64(time.Since(start).Microseconds())/1000))
+		if outcome == tracing.OutcomeError {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+	}
+	for {
+		attempts++
+		sentAt := l.cfg.Watchdog.Now()
+		began := time.Now()
+		outs := l.tryAll(wctx, ownerID, lease)
+		elapsed := time.Since(began)
+		won, token := 0, int64(0)
+		var nodeErrs []error
+		for i, o := range outs {
+			if o.acquired {
+				won++
+				token = max(token, o.token)
+				span.AddEvent("member", trace.WithAttributes(attribute.Int("index", i), attribute.String("outcome", OutcomeAcquired)))
+				continue
+			}
+			nodeErrs = append(nodeErrs, o.err)
+			span.AddEvent("member", trace.WithAttributes(attribute.Int("index", i), attribute.String("outcome", o.err.Outcome)))
+		}
+		validity := lease - elapsed - l.cfg.Drift
+		span.SetAttributes(tracing.NodesWon.Int(won), tracing.ValidityMillis.Int64(validity.Milliseconds()))
+		if won >= l.quorum && validity > 0 {
+			targets := make([]watchdog.Target, 0, won)
+			for i, o := range outs {
+				if o.acquired {
+					targets = append(targets, l.nodes[i].Renewal(ownerID))
+				}
+			}
+			wl := l.cfg.Watchdog.Start(watchdog.Spec{
+				Kind:      targets[0].Kind,
+				Targets:   targets,
+				Quorum:    l.quorum,
+				Timeout:   lease,
+				Renew:     l.cfg.Renewed(),
+				Name:      l.name,
+				Primitive: l.primitive(),
+			}, sentAt)
+			span.SetAttributes(tracing.FencingToken.Int64(token))
+			finish(tracing.OutcomeAcquired, nil)
+			return hold.Start(ctx, l.key(), &hold.Hold{Owner: ownerID, Token: token, Lease: wl}, l.release), nil
+		}
+		// Not held: give back every member, those that seemed to fail too
+		// (their reply may have been lost after they took it).
+		_ = l.releaseAll(ctx, ownerID, l.cfg.NodeTimeout)
+		if won >= l.quorum {
+			nodeErrs = append(nodeErrs, fmt.Errorf("validity time used up: took %v of a %v lease", elapsed, lease))
+		}
+		lastErr = fmt.Errorf("%w: won %d of %d members, quorum %d: %w", ErrNotAcquired, won, len(l.nodes), l.quorum, errors.Join(nodeErrs...))
+		if once {
+			finish(tracing.OutcomeNotAcquired, lastErr)
+			return nil, l.wrap(op, lastErr)
+		}
+		// Retry after a random delay, within the wait bound.
+		delay := time.Duration(rand.Int64N(int64(max(l.cfg.NodeTimeout, 10*time.Millisecond)))) + time.Millisecond
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-wctx.Done():
+			t.Stop()
+			cause := context.Cause(wctx)
+			if errors.Is(cause, errWait) {
+				finish(tracing.OutcomeNotAcquired, lastErr)
+				return nil, l.wrap(op, lastErr)
+			}
+			finish(tracing.OutcomeCancelled, cause)
+			return nil, l.wrap(op, fmt.Errorf("%w (last attempt: %w)", cause, lastErr))
+		}
+	}
+}
+
+var errWait = errors.New("wait timeout")
+
+// tryAll makes one attempt on every member at once, each bounded by the
+// node timeout.
+func (l *Lock) tryAll(ctx context.Context, ownerID string, lease time.Duration) []outcome {
+	outs := make([]outcome, len(l.nodes))
+	var wg sync.WaitGroup
+	for i, n := range l.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nctx, cancel := context.WithTimeout(ctx, l.cfg.NodeTimeout)
+			defer cancel()
+			ok, token, ttl, err := n.Try(nctx, ownerID, lease)
+			ne := &NodeError{Index: i, Node: n.Addr + " " + n.Name}
+			switch {
+			case err == nil && ok:
+				outs[i] = outcome{acquired: true, token: token}
+				return
+			case err == nil:
+				ne.Outcome = OutcomeHeld
+			case errors.Is(err, context.DeadlineExceeded) || nctx.Err() != nil:
+				ne.Outcome, ne.Err = OutcomeTimeout, err
+			default:
+				ne.Outcome, ne.Err = OutcomeError, err
+			}
+			outs[i] = outcome{ttl: ttl, err: ne}
+		}()
+	}
+	wg.Wait()
+	return outs
+}
+
+// releaseAll releases owner's hold on every member in parallel and never
+// stops half-way; it returns the members that failed.
+func (l *Lock) releaseAll(ctx context.Context, ownerID string, timeout time.Duration) []error {
+	errsOut := make([]error, len(l.nodes))
+	var wg sync.WaitGroup
+	for i, n := range l.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := n.Release(ctx, ownerID, timeout); err != nil {
+				errsOut[i] = &NodeError{Index: i, Node: n.Addr + " " + n.Name, Outcome: OutcomeError, Err: err}
+			}
+		}()
+	}
+	wg.Wait()
+	var failed []error
+	for _, e := range errsOut {
+		if e != nil {
+			failed = append(failed, e)
+		}
+	}
+	return failed
+}
+
+// Unlock releases the hold that returned ctx on every member in parallel.
+// It returns nil when a quorum of members released (the failed ones are
+// added as events to ctx's span, if any), and otherwise an error naming
+// the failed members; a multi-lock needs every member. Other return values
+// as lock.Mutex.Unlock's.
+func (l *Lock) Unlock(ctx context.Context) error {
+	if err := l.check("unlock", ctx); err != nil {
+		return err
+	}
+	return l.wrap("unlock", hold.End(ctx, l.key()))
+}
+
+func (l *Lock) release(ctx context.Context, h *hold.Hold) error {
+	h.Lease.Stop()
+	failed := l.releaseAll(ctx, h.Owner, l.cfg.UnlockTimeout)
+	span := trace.SpanFromContext(ctx)
+	for _, f := range failed {
+		span.AddEvent("release failed", trace.WithAttributes(attribute.String("member", f.Error())))
+	}
+	if len(l.nodes)-len(failed) >= l.quorum {
+		return nil
+	}
+	return fmt.Errorf("released %d of %d members, quorum %d: %w", len(l.nodes)-len(failed), len(l.nodes), l.quorum, errors.Join(failed...))
+}
