@@ -47,9 +47,10 @@ func TestUnlockRetryDoesNotDecrementTwice(t *testing.T) {
 			require.Greater(t, pttl, time.Duration(0), "the latch expires by itself")
 
 			// Bookkeeping: the replayed release stands for inner's.
-			h, ok := hold.From(inner, mu.key())
-			require.True(t, ok)
-			h.Lease.Unref()
+			h, _, err := hold.Detach(inner, mu.key())
+			require.NoError(t, err)
+			require.False(t, h.Lease.Release(), "the outer hold keeps the lease")
+			h.Close()
 			require.NoError(t, mu.Unlock(held))
 			locked, _ := mu.IsLocked(ctx)
 			require.False(t, locked)

@@ -99,8 +99,10 @@ type Mutex struct {
 func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 	m := &Mutex{client: client, name: name, cfg: options.Apply(opts)}
 	switch {
-	case client == nil:
-		m.invalid = "nil redis client"
+	case options.CheckClient(client) != "":
+		m.invalid = options.CheckClient(client)
+	case isRing(client):
+		m.invalid = "*redis.Ring is not supported: a lock's scripts and pub/sub need one server or a Cluster"
 	case name == "":
 		m.invalid = "empty lock name"
 	case m.cfg.Err != "":
@@ -116,12 +118,27 @@ func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 	return m
 }
 
+func isRing(c redis.UniversalClient) bool { _, ok := c.(*redis.Ring); return ok }
+
 // Name is the lock's name: the Redis key of its hash.
 func (m *Mutex) Name() string { return m.name }
 
 func (m *Mutex) check(op string) error {
-	if m.invalid != "" {
+	switch {
+	case m.invalid != "":
 		return errs.Invalid(op, primitive, m.name, m.invalid)
+	case m.client == nil || m.hub == nil:
+		return errs.Invalid(op, primitive, m.name, "Mutex not made by lock.New")
+	}
+	return nil
+}
+
+func (m *Mutex) checkCtx(op string, ctx context.Context) error {
+	if err := m.check(op); err != nil {
+		return err
+	}
+	if ctx == nil {
+		return errs.Invalid(op, primitive, m.name, "nil context")
 	}
 	return nil
 }
@@ -155,8 +172,12 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Cont
 	}
 	ctx, ownerID := owner.Ensure(ctx)
 	wd := m.cfg.Watchdog
-	leaseMs := m.cfg.Lease().Milliseconds()
 	existing := wd.Find(m.client, m.leaseID(ownerID))
+	lease := m.cfg.Lease()
+	if existing != nil {
+		lease = existing.Timeout() // a re-entry keeps the hold's lease: Redis's TTL must be what the watchdog tracks
+	}
+	leaseMs := lease.Milliseconds()
 
 	var count, token int64
 	var sentAt time.Time
@@ -200,7 +221,7 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Cont
 	if err != nil {
 		return nil, m.wrap(op, err)
 	}
-	return m.newHold(ctx, ownerID, count, token, sentAt), nil
+	return m.newHold(ctx, ownerID, count, token, sentAt, lease), nil
 }
 
 // FencingToken returns the fencing token of the hold that returned ctx (or
@@ -211,15 +232,16 @@ func FencingToken(ctx context.Context) (int64, bool) { return hold.Token(ctx) }
 
 func (m *Mutex) key() hold.Key { return hold.Key{Client: m.client, Kind: primitive, Name: m.name} }
 
-func (m *Mutex) newHold(ctx context.Context, ownerID string, count, token int64, sentAt time.Time) context.Context {
+func (m *Mutex) newHold(ctx context.Context, ownerID string, count, token int64, sentAt time.Time, leaseTime time.Duration) context.Context {
 	lease := hold.Lease(m.cfg.Watchdog, watchdog.Spec{
 		Kind:      renewKind,
 		Targets:   []watchdog.Target{{Client: m.client, Keys: []string{m.name}, Args: []any{ownerID}}},
-		Timeout:   m.cfg.Lease(),
+		Timeout:   leaseTime,
 		Renew:     m.cfg.Renewed(),
 		ID:        m.leaseID(ownerID),
 		Name:      m.name,
 		Primitive: primitive,
+		Token:     token,
 	}, count > 1, sentAt)
 	return hold.Start(ctx, m.key(), &hold.Hold{Owner: ownerID, Token: token, Lease: lease}, m.release)
 }
@@ -244,10 +266,8 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // release gives one count back to Redis. The last count stops the lease
 // first, so no renewal is sent after release returns.
 func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
-	if h.Lease.Unref() {
-		h.Lease.Stop()
-	}
-	res, err := m.runUnlock(ctx, h.Owner)
+	h.Lease.Release()
+	res, err := m.runUnlock(ctx, h.Owner, h.Lease.Timeout())
 	if err != nil {
 		return err
 	}
@@ -265,18 +285,20 @@ func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
 
 // runUnlock runs the unlock script until it answers or the unlock timeout
 // passes, with one request id so that a retry never decrements twice.
-func (m *Mutex) runUnlock(ctx context.Context, ownerID string) (int64, error) {
+func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease time.Duration) (int64, error) {
 	latch := keys.Prefix("redisson_unlock_latch", m.name) + ":" + owner.RequestID()
+	// The latch outlives every retry comfortably, so a late retry still
+	// finds it instead of decrementing again.
 	return unlockScript.RunRetrying(ctx, m.client, m.cfg.UnlockTimeout, []string{m.name, m.channel, latch},
-		unlockMessage, m.cfg.Lease().Milliseconds(), ownerID, m.hub.PublishCommand(),
-		m.cfg.UnlockTimeout.Milliseconds()).Int64()
+		unlockMessage, lease.Milliseconds(), ownerID, m.hub.PublishCommand(),
+		2*m.cfg.UnlockTimeout.Milliseconds()).Int64()
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes the waiters; it
 // reports whether there was a lock. The holder learns of it at its next
 // renewal (its context ends with ErrLockLost).
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
-	if err := m.check("forceunlock"); err != nil {
+	if err := m.checkCtx("forceunlock", ctx); err != nil {
 		return false, err
 	}
 	n, err := forceUnlockScript.Run(ctx, m.client, []string{m.name, m.channel}, unlockMessage, m.hub.PublishCommand()).Int64()
@@ -291,7 +313,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 
 // HoldCount returns how many times ctx's owner holds the lock (0 if not).
 func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
-	if err := m.check("holdcount"); err != nil {
+	if err := m.checkCtx("holdcount", ctx); err != nil {
 		return 0, err
 	}
 	id, ok := owner.From(ctx)
@@ -314,7 +336,7 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 
 // IsLocked reports whether any owner holds the lock.
 func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
-	if err := m.check("islocked"); err != nil {
+	if err := m.checkCtx("islocked", ctx); err != nil {
 		return false, err
 	}
 	n, err := m.client.Exists(ctx, m.name).Result()
@@ -327,7 +349,7 @@ func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
 // TTL returns how long the current hold lasts unless renewed: 0 when the
 // lock is free, negative when the key has no expiry.
 func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
-	if err := m.check("ttl"); err != nil {
+	if err := m.checkCtx("ttl", ctx); err != nil {
 		return 0, err
 	}
 	ms, err := m.client.PTTL(ctx, m.name).Result()
@@ -369,7 +391,7 @@ func (m *Mutex) RedlockNode() (member.Node, error) {
 		Release: func(ctx context.Context, ownerID string, timeout time.Duration) (bool, error) {
 			latch := keys.Prefix("redisson_unlock_latch", m.name) + ":" + owner.RequestID()
 			res, err := unlockScript.RunRetrying(ctx, m.client, timeout, []string{m.name, m.channel, latch},
-				unlockMessage, m.cfg.Lease().Milliseconds(), ownerID, m.hub.PublishCommand(), timeout.Milliseconds()).Int64()
+				unlockMessage, m.cfg.Lease().Milliseconds(), ownerID, m.hub.PublishCommand(), 2*timeout.Milliseconds()).Int64()
 			if err != nil {
 				return false, err
 			}

@@ -113,8 +113,8 @@ type RWMutex struct {
 func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	rw := &RWMutex{client: client, name: name, cfg: options.Apply(opts)}
 	switch {
-	case client == nil:
-		rw.invalid = "nil redis client"
+	case options.CheckClient(client) != "":
+		rw.invalid = options.CheckClient(client)
 	case name == "":
 		rw.invalid = "empty lock name"
 	case rw.cfg.Err != "":
@@ -141,6 +141,9 @@ func (rw *RWMutex) wrap(op string, err error) error { return errs.New(op, primit
 func (rw *RWMutex) check(op string, ctx context.Context) error {
 	if rw.invalid != "" {
 		return errs.Invalid(op, primitive, rw.name, rw.invalid)
+	}
+	if rw.client == nil || rw.hub == nil {
+		return errs.Invalid(op, primitive, rw.name, "RWMutex not made by rwlock.New")
 	}
 	if ctx == nil {
 		return errs.Invalid(op, primitive, rw.name, "nil context")
@@ -217,10 +220,18 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 	}
 	ctx, ownerID := owner.Ensure(ctx)
 	wd := rw.cfg.Watchdog
+	readLease := wd.Find(rw.client, rw.leaseID(read, ownerID))
+	writeLease := wd.Find(rw.client, rw.leaseID(write, ownerID))
+	holdsRead, holdsWrite := readLease != nil, writeLease != nil
 	lease := rw.cfg.Lease()
+	// A re-entry keeps the hold's lease: what Redis holds must be what the
+	// watchdog tracks.
+	if s == read && readLease != nil {
+		lease = readLease.Timeout()
+	} else if s == write && writeLease != nil {
+		lease = writeLease.Timeout()
+	}
 	leaseMs := lease.Milliseconds()
-	holdsRead := wd.Find(rw.client, rw.leaseID(read, ownerID)) != nil
-	holdsWrite := wd.Find(rw.client, rw.leaseID(write, ownerID)) != nil
 	if s == write && holdsRead && !holdsWrite {
 		return nil, rw.wrap(op, ErrUpgradeNotSupported)
 	}
@@ -300,12 +311,12 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 		}
 		return nil, rw.wrap(op, err)
 	}
-	return rw.newHold(ctx, s, ownerID, count, token, sentAt), nil
+	return rw.newHold(ctx, s, ownerID, count, token, sentAt, lease), nil
 }
 
-func (rw *RWMutex) spec(s side, ownerID string) watchdog.Spec {
+func (rw *RWMutex) spec(s side, ownerID string, lease time.Duration) watchdog.Spec {
 	sp := watchdog.Spec{
-		Timeout:   rw.cfg.Lease(),
+		Timeout:   lease,
 		Renew:     rw.cfg.Renewed(),
 		ID:        rw.leaseID(s, ownerID),
 		Name:      rw.name,
@@ -321,8 +332,10 @@ func (rw *RWMutex) spec(s side, ownerID string) watchdog.Spec {
 	return sp
 }
 
-func (rw *RWMutex) newHold(ctx context.Context, s side, ownerID string, count, token int64, sentAt time.Time) context.Context {
-	lease := hold.Lease(rw.cfg.Watchdog, rw.spec(s, ownerID), count > 1, sentAt)
+func (rw *RWMutex) newHold(ctx context.Context, s side, ownerID string, count, token int64, sentAt time.Time, leaseTime time.Duration) context.Context {
+	sp := rw.spec(s, ownerID, leaseTime)
+	sp.Token = token
+	lease := hold.Lease(rw.cfg.Watchdog, sp, count > 1, sentAt)
 	release := rw.releaseRead
 	if s == write {
 		release = rw.releaseWrite
@@ -335,22 +348,18 @@ func (rw *RWMutex) latch() string {
 }
 
 func (rw *RWMutex) releaseRead(ctx context.Context, h *hold.Hold) error {
-	if h.Lease.Unref() {
-		h.Lease.Stop()
-	}
+	h.Lease.Release()
 	res, err := readRelease.RunRetrying(ctx, rw.client, rw.cfg.UnlockTimeout,
 		[]string{rw.name, rw.channel, rw.timeoutPrefix(h.Owner), rw.prefix, rw.latch()},
-		h.Owner, rw.hub.PublishCommand(), rw.cfg.UnlockTimeout.Milliseconds()).Int64()
+		h.Owner, rw.hub.PublishCommand(), 2*rw.cfg.UnlockTimeout.Milliseconds()).Int64()
 	return rw.released(h, res, err)
 }
 
 func (rw *RWMutex) releaseWrite(ctx context.Context, h *hold.Hold) error {
-	if h.Lease.Unref() {
-		h.Lease.Stop()
-	}
+	h.Lease.Release()
 	res, err := writeRelease.RunRetrying(ctx, rw.client, rw.cfg.UnlockTimeout,
 		[]string{rw.name, rw.channel, rw.latch()},
-		h.Owner+":write", rw.hub.PublishCommand(), rw.cfg.UnlockTimeout.Milliseconds()).Int64()
+		h.Owner+":write", rw.hub.PublishCommand(), 2*rw.cfg.UnlockTimeout.Milliseconds()).Int64()
 	return rw.released(h, res, err)
 }
 
@@ -395,15 +404,13 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 		_ = wh.Release(ctx)
 		return nil, rw.wrap("downgrade", err)
 	}
-	if wh.Lease.Unref() {
-		wh.Lease.Stop()
-	}
+	wh.Lease.Release()
 	wh.Close()
 	if vals[0] == -1 {
 		return nil, rw.wrap("downgrade", fmt.Errorf("%w: the write lock was no longer held in Redis", ErrLockLost))
 	}
 	rw.hub.Release(rw.channel)
-	return rw.newHold(parent, read, wh.Owner, vals[0], vals[1], sentAt), nil
+	return rw.newHold(parent, read, wh.Owner, vals[0], vals[1], sentAt, rw.cfg.Lease()), nil
 }
 
 // Side is one half of an RWMutex as a lock of its own, for APIs that take
@@ -492,11 +499,11 @@ func (s *Side) RedlockNode() (member.Node, error) {
 			if sd == read {
 				res, err = readRelease.RunRetrying(ctx, rw.client, timeout,
 					[]string{rw.name, rw.channel, rw.timeoutPrefix(ownerID), rw.prefix, rw.latch()},
-					ownerID, rw.hub.PublishCommand(), timeout.Milliseconds()).Int64()
+					ownerID, rw.hub.PublishCommand(), 2*timeout.Milliseconds()).Int64()
 			} else {
 				res, err = writeRelease.RunRetrying(ctx, rw.client, timeout,
 					[]string{rw.name, rw.channel, rw.latch()},
-					ownerID+":write", rw.hub.PublishCommand(), timeout.Milliseconds()).Int64()
+					ownerID+":write", rw.hub.PublishCommand(), 2*timeout.Milliseconds()).Int64()
 			}
 			if err != nil {
 				return false, err
@@ -507,7 +514,7 @@ func (s *Side) RedlockNode() (member.Node, error) {
 			return res != -1, nil
 		},
 		Renewal: func(ownerID string) watchdog.Target {
-			t := rw.spec(sd, ownerID).Targets[0]
+			t := rw.spec(sd, ownerID, rw.cfg.Lease()).Targets[0]
 			t.Kind = renewReadKind
 			if sd == write {
 				t.Kind = renewWriteKind

@@ -130,21 +130,27 @@ func awaitSubscribers(t testing.TB, c *redis.Client, name string, n int64) {
 		"want %d subscribed waiter connection(s)", n)
 }
 
-// onlyBookkeepingLeft checks that, all holds released, the only keys of
-// lock name are the fencing counter and unlock latches: no hash, no lease
-// keys, no waiting-writer marks.
-func onlyBookkeepingLeft(t testing.TB, c *redis.Client, name string) {
+// onlyBookkeepingLeft checks that, all holds released, the only keys left
+// are the fencing counters and unlock latches of the locks names: no hash,
+// no lease keys, no waiting-writer marks.
+func onlyBookkeepingLeft(t testing.TB, c *redis.Client, names ...string) {
 	t.Helper()
 	ks, err := c.Keys(context.Background(), "*").Result()
 	require.NoError(t, err)
-	token := "redisson_lock_token:{" + name + "}"
-	latch := "redisson_unlock_latch:{" + name + "}:"
-	if strings.Contains(name, "{") {
-		token = "redisson_lock_token:" + name
-		latch = "redisson_unlock_latch:" + name + ":"
+	ok := func(k string) bool {
+		for _, name := range names {
+			tag := "{" + name + "}"
+			if strings.Contains(name, "{") {
+				tag = name
+			}
+			if k == "redisson_lock_token:"+tag || strings.HasPrefix(k, "redisson_unlock_latch:"+tag+":") {
+				return true
+			}
+		}
+		return false
 	}
 	for _, k := range ks {
-		if k != token && !strings.HasPrefix(k, latch) {
+		if !ok(k) {
 			t.Errorf("key %q left after every hold was released (all keys: %q)", k, ks)
 		}
 	}
@@ -332,6 +338,45 @@ func TestReentrantBothSides(t *testing.T) {
 	})
 }
 
+// TestReentrantReadOnFixedLeaseKeepsLatestExpiry: an owner's read holds
+// share one lease whose end, for the holder, is the latest acquisition
+// plus the lease (a re-entry renews it). Releasing the inner hold must not
+// leave Redis with only the outer acquisition's older lease key, which
+// would end the read lock in Redis while the holder's context still says
+// it holds it: a writer would get in beside a live reader.
+func TestReentrantReadOnFixedLeaseKeepsLatestExpiry(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		const lease = 2 * time.Second
+		rw := rwlock.New(env.Client, "rfl", rwlock.WithLeaseTime(lease))
+		outer, err := rw.RLock(as(ctx, "r"))
+		require.NoError(t, err)
+		env.FastForward(lease / 2)
+		reentered := time.Now()
+		inner, err := rw.RLock(outer)
+		require.NoError(t, err)
+		require.NoError(t, rw.RUnlock(inner))
+		env.FastForward(lease/2 + 300*time.Millisecond) // past the outer acquisition's lease
+		w, err := rw.TryLock(as(ctx, "w"))
+		stillHeld := outer.Err() == nil
+		elapsed := time.Since(reentered)
+		if err == nil {
+			require.NoError(t, rw.Unlock(w))
+		}
+		if env.Mini == nil && elapsed > lease*3/4 {
+			t.Skipf("inconclusive: %v passed since the re-entry (slow machine)", elapsed)
+		}
+		require.False(t, err == nil && stillHeld,
+			"a writer got in while the reader's context still held the read lock (%v after the re-entry)", elapsed)
+		require.ErrorIs(t, err, rwlock.ErrNotAcquired)
+		if err := rw.RUnlock(outer); err != nil {
+			// On miniredis the lease may have ended on the watchdog's real
+			// clock by now.
+			require.ErrorIs(t, err, rwlock.ErrLockLost)
+		}
+	})
+}
+
 func TestNotHeld(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
@@ -366,16 +411,20 @@ func TestWriterMayTakeReadLock(t *testing.T) {
 		rw := rwlock.New(env.Client, "wr")
 		w, err := rw.Lock(as(ctx, "w"))
 		require.NoError(t, err)
-		r, err := rw.RLock(w)
+		inner, err := rw.RLock(w)
 		require.NoError(t, err, "the writer may read")
-		r2, err := rw.TryRLock(r)
+		require.Equal(t, 1, count(t, env.Client, "wr", "w"))
+		// The same owner, on a context that is not the write hold's: the
+		// read hold will not end with the write hold.
+		r, err := rw.TryRLock(as(ctx, "w"))
 		require.NoError(t, err)
 		require.Equal(t, "write", mode(t, env.Client, "wr"))
 		require.Equal(t, 1, count(t, env.Client, "wr", "w:write"))
 		require.Equal(t, 2, count(t, env.Client, "wr", "w"))
 		_, err = rw.TryRLock(ctx)
 		require.ErrorIs(t, err, rwlock.ErrNotAcquired, "others may not")
-		require.NoError(t, rw.RUnlock(r2))
+		require.NoError(t, rw.RUnlock(inner))
+		require.Equal(t, 1, count(t, env.Client, "wr", "w"))
 
 		// Unlocking the write side first leaves a read hold: readers come
 		// in, writers do not, and the owner may not take the write lock
@@ -395,6 +444,26 @@ func TestWriterMayTakeReadLock(t *testing.T) {
 		require.NoError(t, rw.RUnlock(r))
 		require.False(t, exists(t, env.Client, "wr"))
 		onlyBookkeepingLeft(t, env.Client, "wr")
+	})
+}
+
+// TestReadOnWriteHoldEndsWithIt: a read hold taken on the write hold's
+// context is scoped by it (as every hold is by the context it was acquired
+// with), so unlocking the write side releases it too, in the background.
+// Keeping a read lock past the write lock is what Downgrade is for.
+func TestReadOnWriteHoldEndsWithIt(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		rw := rwlock.New(env.Client, "scope")
+		w, err := rw.Lock(ctx)
+		require.NoError(t, err)
+		r, err := rw.RLock(w)
+		require.NoError(t, err)
+		require.NoError(t, rw.Unlock(w))
+		requireDone(t, r, "the read hold taken on the write hold")
+		require.Eventually(t, func() bool { return !exists(t, env.Client, "scope") }, settle, poll)
+		require.NoError(t, rw.RUnlock(r), "released because its context ended: nil")
+		onlyBookkeepingLeft(t, env.Client, "scope")
 	})
 }
 
@@ -469,12 +538,12 @@ func TestDowngradeOfReentrantWriteKeepsWriteMode(t *testing.T) {
 		require.Equal(t, 1, count(t, env.Client, "dg2", "w"))
 		_, err = rw.TryRLock(as(ctx, "r"))
 		require.ErrorIs(t, err, rwlock.ErrNotAcquired, "still write-locked")
-		require.NoError(t, rw.Unlock(w1))
-		require.Equal(t, "read", mode(t, env.Client, "dg2"))
-		r, err := rw.TryRLock(as(ctx, "r"))
-		require.NoError(t, err)
-		require.NoError(t, rw.RUnlock(r))
 		require.NoError(t, rw.RUnlock(d))
+		require.Equal(t, "write", mode(t, env.Client, "dg2"))
+		_, err = rw.TryRLock(as(ctx, "r"))
+		require.ErrorIs(t, err, rwlock.ErrNotAcquired, "still write-locked")
+		require.NoError(t, rw.Unlock(w1))
+		require.False(t, exists(t, env.Client, "dg2"))
 		onlyBookkeepingLeft(t, env.Client, "dg2")
 	})
 }
@@ -800,7 +869,7 @@ func TestWatchdogKeepsReadHoldThroughFiveLeases(t *testing.T) {
 		}
 		require.NoError(t, rw.RUnlock(r))
 		require.NoError(t, rwlock.New(rdb, "wdw").Unlock(w))
-		onlyBookkeepingLeft(t, rdb, "wd")
+		onlyBookkeepingLeft(t, rdb, "wd", "wdw")
 	})
 	t.Run("miniredis", func(t *testing.T) {
 		mr, rdb := redistest.Miniredis(t)
@@ -1202,13 +1271,18 @@ func TestKeysLeftAfterRelease(t *testing.T) {
 				require.NoError(t, rw.RUnlock(r1b))
 				got := await(t, wait, prompt, "writer")
 				require.NoError(t, got.err)
-				wr, err := writer.RLock(got.ctx)
+				// The writer's own read and a downgraded re-entry, on
+				// contexts of the same owner that the write hold does not
+				// scope, so that they outlive it.
+				wr, err := writer.RLock(as(ctx, "w"))
 				require.NoError(t, err)
-				w2, err := writer.Lock(got.ctx)
+				w2, err := writer.Lock(as(ctx, "w"))
 				require.NoError(t, err)
 				d, err := writer.Downgrade(w2)
 				require.NoError(t, err)
 				require.NoError(t, writer.Unlock(got.ctx))
+				require.NoError(t, wr.Err())
+				require.NoError(t, d.Err())
 				require.NoError(t, writer.RUnlock(wr))
 				require.NoError(t, writer.RUnlock(d))
 				require.False(t, exists(t, env.Client, name))

@@ -99,8 +99,8 @@ func New(client redis.UniversalClient, name string, size int64, opts ...Option) 
 	s := &Semaphore{client: client, name: name, cfg: options.Apply(opts)}
 	s.size.Store(size)
 	switch {
-	case client == nil:
-		s.invalid = "nil redis client"
+	case options.CheckClient(client) != "":
+		s.invalid = options.CheckClient(client)
 	case name == "":
 		s.invalid = "empty semaphore name"
 	case size <= 0:
@@ -132,6 +132,9 @@ func (s *Semaphore) wrap(op string, err error) error { return errs.New(op, primi
 func (s *Semaphore) check(op string, ctx context.Context) error {
 	if s.invalid != "" {
 		return errs.Invalid(op, primitive, s.name, s.invalid)
+	}
+	if s.client == nil || s.hub == nil {
+		return errs.Invalid(op, primitive, s.name, "Semaphore not made by semaphore.New")
 	}
 	if ctx == nil {
 		return errs.Invalid(op, primitive, s.name, "nil context")
@@ -255,7 +258,7 @@ func (s *Semaphore) release(ctx context.Context, h *hold.Hold) error {
 	latch := keys.Prefix("redisson_unlock_latch", s.name) + ":" + owner.RequestID()
 	res, err := releaseScript.RunRetrying(ctx, s.client, s.cfg.UnlockTimeout,
 		[]string{s.name, s.permits, s.weights, s.channel, latch},
-		h.Data.(string), s.hub.PublishCommand(), s.cfg.UnlockTimeout.Milliseconds()).Int64()
+		h.Data.(string), s.hub.PublishCommand(), 2*s.cfg.UnlockTimeout.Milliseconds()).Int64()
 	if err != nil {
 		return err
 	}

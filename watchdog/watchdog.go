@@ -78,6 +78,7 @@ type Watchdog struct {
 	clock Clock
 	tick  time.Duration
 	batch int
+	base  time.Time // tick 0: ticks count monotonic time from here, never the wall clock
 
 	mu       sync.Mutex
 	slots    [wheelSlots]map[*Lease]struct{}
@@ -108,7 +109,8 @@ func New(opts ...Option) *Watchdog {
 	for i := range w.slots {
 		w.slots[i] = map[*Lease]struct{}{}
 	}
-	w.cursor = w.tickOf(w.clock.Now())
+	w.base = w.clock.Now()
+	w.cursor = 0
 	return w
 }
 
@@ -170,6 +172,8 @@ type Spec struct {
 	// ID registers the lease for Find under (Targets[0].Client, ID); empty
 	// leaves it unregistered.
 	ID string
+	// Token is the fencing token of the acquisition (0: none); see RetainAt.
+	Token int64
 	// Name and Op label the ErrLockLost the holder gets.
 	Name, Primitive string
 }
@@ -197,6 +201,7 @@ type Lease struct {
 	onLost   map[int]func(error)
 	lostErr  error
 	eventAt  time.Time
+	token    int64 // highest fencing token of the acquisitions sharing it
 }
 
 // Start begins tracking a lease whose acquire was sent at sentAt (read
@@ -205,7 +210,7 @@ func (w *Watchdog) Start(spec Spec, sentAt time.Time) *Lease {
 	if spec.Quorum <= 0 || spec.Quorum > len(spec.Targets) {
 		spec.Quorum = len(spec.Targets)
 	}
-	l := &Lease{w: w, spec: spec, refs: 1, onLost: map[int]func(error){}}
+	l := &Lease{w: w, spec: spec, refs: 1, onLost: map[int]func(error){}, token: spec.Token}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	l.setOKLocked(sentAt)
@@ -240,11 +245,54 @@ func (w *Watchdog) retryDelay(timeout time.Duration) time.Duration {
 	return min(max(timeout/30, w.tick), time.Second)
 }
 
-// Retain adds a reference (a reentrant acquire of the same hold).
-func (l *Lease) Retain() {
-	l.w.mu.Lock()
+// RetainAt adds a reference for an acquisition of the same hold written at
+// sentAt with fencing token token, unless the lease was stopped or lost
+// (false: the caller starts a new lease). One critical section, so that it
+// cannot interleave with Release.
+func (l *Lease) RetainAt(sentAt time.Time, token int64) bool {
+	w := l.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if l.stopped || l.lost {
+		return false
+	}
 	l.refs++
-	l.w.mu.Unlock()
+	l.token = max(l.token, token)
+	if !sentAt.Before(l.lastOK) {
+		l.setOKLocked(sentAt)
+		if l.inflight == 0 {
+			w.scheduleLocked(l)
+		}
+	}
+	return true
+}
+
+// Token is the highest fencing token of the acquisitions sharing the lease.
+func (l *Lease) Token() int64 {
+	l.w.mu.Lock()
+	defer l.w.mu.Unlock()
+	return l.token
+}
+
+// Release drops a reference; the last one stops the lease in the same
+// critical section (so no RetainAt can revive it) and, as Stop, returns once
+// no renewal is in flight. It reports whether it was the last.
+func (l *Lease) Release() bool {
+	w := l.w
+	w.mu.Lock()
+	if l.refs > 0 {
+		l.refs--
+	}
+	if l.refs > 0 {
+		w.mu.Unlock()
+		return false
+	}
+	wait := w.stopLocked(l)
+	w.mu.Unlock()
+	if wait != nil {
+		<-wait
+	}
+	return true
 }
 
 // Refs is the number of references.
@@ -254,30 +302,8 @@ func (l *Lease) Refs() int {
 	return l.refs
 }
 
-// Unref drops a reference and reports whether it was the last.
-func (l *Lease) Unref() bool {
-	l.w.mu.Lock()
-	defer l.w.mu.Unlock()
-	if l.refs > 0 {
-		l.refs--
-	}
-	return l.refs == 0
-}
-
-// Renewed records that the lease was written again (a reentrant acquire
-// refreshes the TTL), sent at sentAt.
-func (l *Lease) Renewed(sentAt time.Time) {
-	w := l.w
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if l.stopped || l.lost || sentAt.Before(l.lastOK) {
-		return
-	}
-	l.setOKLocked(sentAt)
-	if l.inflight == 0 {
-		w.scheduleLocked(l)
-	}
-}
+// Timeout is the lease time the acquire wrote and renewals write.
+func (l *Lease) Timeout() time.Duration { return l.spec.Timeout }
 
 // Lost reports the error the lease was lost with, or nil.
 func (l *Lease) Lost() error {
@@ -324,21 +350,24 @@ func (l *Lease) Lose(reason string) {
 func (l *Lease) Stop() {
 	w := l.w
 	w.mu.Lock()
-	if l.stopped {
-		w.mu.Unlock()
-		return
-	}
-	l.stopped = true
-	w.unscheduleLocked(l)
-	w.unregisterLocked(l)
-	var wait chan struct{}
-	if l.inflight > 0 {
-		wait = l.idle
-	}
+	wait := w.stopLocked(l)
 	w.mu.Unlock()
 	if wait != nil {
 		<-wait
 	}
+}
+
+func (w *Watchdog) stopLocked(l *Lease) chan struct{} {
+	if l.stopped {
+		return nil
+	}
+	l.stopped = true
+	w.unscheduleLocked(l)
+	w.unregisterLocked(l)
+	if l.inflight > 0 {
+		return l.idle
+	}
+	return nil
 }
 
 func (w *Watchdog) unregisterLocked(l *Lease) {
@@ -376,7 +405,7 @@ func runLost(cbs []func(error), err error) {
 }
 
 func (w *Watchdog) tickOf(t time.Time) int64 {
-	return t.UnixNano() / int64(w.tick)
+	return int64(t.Sub(w.base) / w.tick)
 }
 
 // scheduleLocked puts l in the wheel at its next event.

@@ -38,6 +38,7 @@ type Hold struct {
 	stopAfter  func() bool
 	removeLost func()
 	lostErr    atomic.Pointer[error]
+	bgDone     chan struct{} // closed when the background release has returned
 }
 
 const (
@@ -67,6 +68,7 @@ func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) contex
 	h.parent = parent
 	hctx, cancel := context.WithCancelCause(parent)
 	h.cancel = cancel
+	h.bgDone = make(chan struct{})
 	hctx = context.WithValue(hctx, key, h)
 	hctx = context.WithValue(hctx, tokenKey{}, h.Token)
 	// Only End reads stopAfter and removeLost, and only the caller that
@@ -77,6 +79,7 @@ func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) contex
 			return
 		}
 		if h.state.CompareAndSwap(live, abandoned) {
+			defer close(h.bgDone)
 			_ = h.run(context.WithoutCancel(parent))
 		}
 	})
@@ -91,8 +94,11 @@ func (h *Hold) markLost(err error) {
 	}
 }
 
+// run ends the hold's context first (the holder must stop before the lock
+// can pass on), then gives the hold back; release runs on its own bounded
+// context, so it is not cut short when ctx is the hold's context.
 func (h *Hold) run(ctx context.Context) error {
-	defer h.cancel(context.Canceled)
+	h.cancel(context.Canceled)
 	return h.release(ctx, h)
 }
 
@@ -114,6 +120,7 @@ func End(ctx context.Context, key Key) error {
 	}
 	if !h.state.CompareAndSwap(live, released) {
 		if h.state.CompareAndSwap(abandoned, released) {
+			<-h.bgDone // as after any Unlock: released in Redis, no renewal after return
 			return nil
 		}
 		if h.state.Load() == lost {
@@ -160,12 +167,15 @@ func (h *Hold) Release(ctx context.Context) error { return h.run(ctx) }
 // noticed: that lease is declared lost.
 func Lease(wd *watchdog.Watchdog, spec watchdog.Spec, reentrant bool, sentAt time.Time) *watchdog.Lease {
 	if old := wd.Find(spec.Targets[0].Client, spec.ID); old != nil {
-		if reentrant {
-			old.Retain()
-			old.Renewed(sentAt)
-			return old
+		// The same hold in Redis: a re-entry, or a concurrent acquisition
+		// by this owner that Redis ordered after this fresh one (higher token).
+		if reentrant || (spec.Token != 0 && old.Token() > spec.Token) {
+			if old.RetainAt(sentAt, spec.Token) {
+				return old
+			}
+		} else {
+			old.Lose("the key was gone when it was acquired again")
 		}
-		old.Lose("the key was gone when it was acquired again")
 	}
 	return wd.Start(spec, sentAt)
 }

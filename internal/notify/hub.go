@@ -142,6 +142,10 @@ func (h *Hub) Join(ctx context.Context, channel string, shared bool) (*Waiter, e
 
 	select {
 	case <-sub.ready:
+		if sub.err != nil {
+			w.Leave(false, 0)
+			return nil, sub.err
+		}
 		return w, nil
 	case <-ctx.Done():
 		w.Leave(false, 0)

@@ -2,6 +2,8 @@ package notify
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,6 +37,7 @@ type subscription struct {
 	channel string
 	target  int
 	ready   chan struct{}
+	err     error // set before ready is closed when Redis refused the subscription
 }
 
 func (h *Hub) shardLocked(ctx context.Context, channel string) (*shard, error) {
@@ -148,6 +151,23 @@ func (h *Hub) receive(s *shard) {
 	backoff := 10 * time.Millisecond
 	for {
 		msg, err := s.ps.Receive(context.Background())
+		var refused redis.Error
+		if errors.As(err, &refused) && !strings.HasPrefix(refused.Error(), "READONLY") {
+			// Redis refused a (S)SUBSCRIBE (NOPERM, MOVED...): the connection
+			// is intact and nothing was resubscribed, so keep the counts, and
+			// fail the waiters that wait for a confirmation instead of
+			// leaving them to wait for ever.
+			h.mu.Lock()
+			for _, st := range s.chans {
+				for _, p := range st.pending {
+					p.err = err
+					close(p.ready)
+				}
+				st.pending = nil
+			}
+			h.mu.Unlock()
+			continue
+		}
 		if err != nil {
 			h.mu.Lock()
 			if s.closed {

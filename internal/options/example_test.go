@@ -14,5 +14,5 @@ func Example() {
 	fmt.Println(bad.Err)
 	// Output:
 	// 10s false
-	// lease time 0s must be at least 1ms
+	// lease time 0s must be at least 30ms
 }

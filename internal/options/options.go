@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock/watchdog"
@@ -66,11 +67,37 @@ func (c *Config) invalid(format string, args ...any) {
 	}
 }
 
+// MinLease is the shortest lease accepted: the watchdog tells a holder
+// its lease is lost a tick (10 ms) and 1% early, so a shorter lease would
+// be lost at birth.
+const MinLease = 30 * time.Millisecond
+
+// CheckClient returns why client cannot carry a relock primitive, or "".
+func CheckClient(client redis.UniversalClient) string {
+	switch c := client.(type) {
+	case nil:
+		return "nil redis client"
+	case *redis.Client:
+		if c == nil {
+			return "nil redis client"
+		}
+	case *redis.ClusterClient:
+		if c == nil {
+			return "nil redis client"
+		}
+	case *redis.Ring:
+		// A Ring sends a multi-key script to the shard of its first key and
+		// pub/sub to one shard: locks on the other shards would be lost.
+		return "*redis.Ring is not supported: use one server or a Redis Cluster"
+	}
+	return ""
+}
+
 // WithLeaseTime: see lock.WithLeaseTime.
 func WithLeaseTime(d time.Duration) Option {
 	return func(c *Config) {
-		if d < time.Millisecond {
-			c.invalid("lease time %v must be at least 1ms", d)
+		if d < MinLease {
+			c.invalid("lease time %v must be at least %v", d, MinLease)
 			return
 		}
 		c.LeaseTime = d
@@ -80,8 +107,8 @@ func WithLeaseTime(d time.Duration) Option {
 // WithWatchdogTimeout: see lock.WithWatchdogTimeout.
 func WithWatchdogTimeout(d time.Duration) Option {
 	return func(c *Config) {
-		if d < 3*time.Millisecond {
-			c.invalid("watchdog timeout %v must be at least 3ms", d)
+		if d < MinLease {
+			c.invalid("watchdog timeout %v must be at least %v", d, MinLease)
 			return
 		}
 		c.WatchdogTimeout = d
