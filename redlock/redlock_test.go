@@ -340,6 +340,22 @@ func TestTwoKilledStillAcquiresQuickly(t *testing.T) {
 	for _, i := range []int64{1, 3} {
 		require.Contains(t, []string{redlock.OutcomeError, redlock.OutcomeTimeout}, ev[i], "member %d", i)
 	}
+	// A competing owner is refused by the 3 live masters and cannot reach
+	// the 2 dead ones: the error has every member's outcome.
+	_, err = redlock.New(mutexes(ms.process(t), "k2"), redlock.WithNodeTimeout(200*time.Millisecond),
+		redlock.WithUnlockTimeout(200*time.Millisecond)).TryLock(ctx)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	nes := nodeErrors(err)
+	require.Equal(t, []int{0, 1, 2, 3, 4}, indexes(nes))
+	for _, ne := range nes {
+		if slices.Contains(live, ne.Index) {
+			require.Equal(t, redlock.OutcomeHeld, ne.Outcome)
+		} else {
+			require.Contains(t, []string{redlock.OutcomeError, redlock.OutcomeTimeout}, ne.Outcome)
+		}
+	}
+	require.Equal(t, ones(3), ms.existsOn(t, "k2", live...), "the holder is untouched")
+
 	start = time.Now()
 	require.NoError(t, rl.Unlock(held), "a quorum released")
 	t.Logf("unlock with 2 of 5 killed took %v (unlock timeout 500ms)", time.Since(start))
@@ -530,6 +546,14 @@ func TestValidityTimeRespected(t *testing.T) {
 
 // ---- renewal and loss -----------------------------------------------------
 
+// renewLease is the watchdog lease of the renewal tests. It is short so
+// that several leases pass quickly, but not shorter: with 300ms the hold
+// was lost in 5 of 40 runs with both cores saturated, because one
+// parallel round to 5 masters then occasionally takes 190-270ms, and a
+// lease is renewed at 1/3 and lost at lease - margin (no bug: the
+// watchdog did what it promises; the machine was too slow for the lease).
+const renewLease = time.Second
+
 func TestRenewalThroughSeveralLeases(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -548,11 +572,11 @@ func TestRenewalThroughSeveralLeases(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := ctxT(t)
 			ms := startMasters(t, 5)
-			const lease = 300 * time.Millisecond
+			const lease = renewLease
 			rl := redlock.New(tc.members(ms.process(t)), redlock.WithWatchdogTimeout(lease))
 			held, err := rl.Lock(ctx)
 			require.NoError(t, err)
-			deadline := time.Now().Add(1500 * time.Millisecond) // five leases
+			deadline := time.Now().Add(3 * lease) // about 9 renewals
 			for time.Now().Before(deadline) {
 				time.Sleep(50 * time.Millisecond)
 				require.NoError(t, held.Err(), "hold ended: %v", context.Cause(held))
@@ -589,7 +613,7 @@ func TestQuorumLossReportedThroughContext(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := ctxT(t)
 			ms := startMasters(t, 5)
-			const lease = 300 * time.Millisecond
+			const lease = renewLease
 			rl := redlock.New(mutexes(ms.process(t), "lost"), redlock.WithWatchdogTimeout(lease),
 				redlock.WithUnlockTimeout(500*time.Millisecond))
 			held, err := rl.Lock(ctx)
@@ -603,9 +627,9 @@ func TestQuorumLossReportedThroughContext(t *testing.T) {
 			time.Sleep(2 * lease)
 			require.NoError(t, held.Err(), "3 of 5 still renew")
 			tc.hurt(t, ms, 2)
-			took := waitDone(t, held, 10*time.Second)
+			took := waitDone(t, held, 20*lease)
 			t.Logf("%s: third master lost, hold context done after %v (lease %v): %v", tc.name, took, lease, context.Cause(held))
-			require.Less(t, took, 5*lease, "about a lease")
+			require.Less(t, took, 3*lease, "about a lease")
 			require.ErrorIs(t, context.Cause(held), redlock.ErrLockLost)
 
 			err = rl.Unlock(held)
@@ -614,9 +638,55 @@ func TestQuorumLossReportedThroughContext(t *testing.T) {
 			// The surviving members were not released; their lease ends.
 			require.Eventually(t, func() bool {
 				return slices.Equal(zeros(2), ms.existsOn(t, "lost", 3, 4))
-			}, 3*time.Second, 20*time.Millisecond)
+			}, 5*lease, 20*time.Millisecond)
 		})
 	}
+}
+
+// TestRenewalSurvivesOneStalledMaster: one master of five answers nothing
+// for twice the lease while the Redlock is held; four still renew, a
+// quorum, so the hold must go on.
+//
+// It FAILS today on clients with go-redis's default options (bug 4): a
+// renewal round is decided only when every target has answered, its
+// timeout is a context deadline that such a client ignores on reads, so
+// the stalled master holds the round past the loss instant and the hold
+// is declared lost although 4 of 5 renewed (and the 4 keys stay behind).
+func TestRenewalSurvivesOneStalledMaster(t *testing.T) {
+	stalledRenewal(t, nil)
+}
+
+// TestRenewalSurvivesOneStalledMasterWithContextTimeoutClient: the same on
+// clients that let the round's deadline reach the socket: it passes.
+func TestRenewalSurvivesOneStalledMasterWithContextTimeoutClient(t *testing.T) {
+	stalledRenewal(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
+}
+
+func stalledRenewal(t *testing.T, opt func(*redis.Options)) {
+	ctx := ctxT(t)
+	ms := startMasters(t, 5)
+	var cs []*redis.Client
+	if opt != nil {
+		cs = ms.process(t, opt)
+	} else {
+		cs = ms.process(t)
+	}
+	const lease = renewLease
+	rl := redlock.New(mutexes(cs, "stalled"), redlock.WithWatchdogTimeout(lease), redlock.WithUnlockTimeout(3*lease))
+	held, err := rl.Lock(ctx)
+	require.NoError(t, err)
+	ms.pause(t, 0, 2*lease)
+	deadline := time.Now().Add(2*lease + lease/2)
+	for time.Now().Before(deadline) && held.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	lost := context.Cause(held)
+	t.Logf("one of 5 masters stalled for %v, lease %v: hold ended: %v; key on the 4 others: %v",
+		2*lease, lease, lost, ms.existsOn(t, "stalled", 1, 2, 3, 4))
+	err = rl.Unlock(held)
+	require.NoError(t, lost, "4 of 5 renewed, a quorum, yet the hold was declared lost")
+	require.NoError(t, err)
+	require.Equal(t, zeros(4), ms.existsOn(t, "stalled", 1, 2, 3, 4))
 }
 
 // ---- unlock with a member down ----------------------------------------------

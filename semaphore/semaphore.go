@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -76,18 +77,22 @@ const primitive = "semaphore"
 // weight n, a lease renewed by the watchdog, so a crashed holder's permits
 // come back when its lease ends.
 type Semaphore struct {
-	client  redis.UniversalClient
-	name    string
-	size    atomic.Int64
-	cfg     options.Config
-	invalid string
-	permits string
-	weights string
-	waiters string
-	marks   string
-	channel string
-	hub     *notify.Hub
-	tracer  trace.Tracer
+	client redis.UniversalClient
+	name   string
+	size   atomic.Int64
+	// resizing is held (shared) by every script that sends the size and
+	// (exclusive) by Resize around its script and the store of the new
+	// size, so no call of this Semaphore sees Redis and s.size disagree.
+	resizing sync.RWMutex
+	cfg      options.Config
+	invalid  string
+	permits  string
+	weights  string
+	waiters  string
+	marks    string
+	channel  string
+	hub      *notify.Hub
+	tracer   trace.Tracer
 }
 
 // New returns the Semaphore called name with size permits on client. It
@@ -144,8 +149,8 @@ func (s *Semaphore) check(op string, ctx context.Context) error {
 
 func (s *Semaphore) key() hold.Key { return hold.Key{Client: s.client, Kind: primitive, Name: s.name} }
 
-func (s *Semaphore) mismatch(recorded int64) error {
-	return fmt.Errorf("%w: Redis records size %d, this Semaphore was built with %d", ErrSizeMismatch, recorded, s.size.Load())
+func (s *Semaphore) mismatch(recorded, mine int64) error {
+	return fmt.Errorf("%w: Redis records size %d, this Semaphore was built with %d", ErrSizeMismatch, recorded, mine)
 }
 
 // Acquire takes n permits, waiting first come first served (a large
@@ -178,14 +183,17 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 	var sentAt time.Time
 	marked := false
 	try := func(ctx context.Context) (acquire.Result, error) {
-		sentAt = wd.Now()
 		waiterID := ""
 		if acquire.Queued(ctx) {
 			waiterID = permitID // the local head takes its turn in Redis
 		}
+		s.resizing.RLock()
+		size := s.size.Load() // a Resize of this Semaphore during the wait counts
+		sentAt = wd.Now()
 		vals, err := acquireScript.Run(ctx, s.client,
 			[]string{s.name, s.permits, s.weights, s.waiters, s.marks, s.channel},
 			size, n, permitID, lease.Milliseconds(), waiterID, s.hub.PublishCommand()).Int64Slice()
+		s.resizing.RUnlock()
 		if err != nil {
 			return acquire.Result{}, err
 		}
@@ -198,8 +206,10 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		case 0:
 			marked = waiterID != ""
 			return acquire.Result{TTL: time.Duration(vals[1]) * time.Millisecond}, nil
-		case -2, -3:
-			return acquire.Result{}, s.mismatch(vals[1])
+		case -2:
+			return acquire.Result{}, s.mismatch(vals[1], size)
+		case -3: // resized below n during the wait
+			return acquire.Result{}, fmt.Errorf("%w: n %d exceeds size %d", ErrInvalidArgument, n, vals[1])
 		}
 		return acquire.Result{}, fmt.Errorf("unexpected reply %v", vals)
 	}
@@ -278,7 +288,10 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 	if err := s.check("available", ctx); err != nil {
 		return 0, err
 	}
-	vals, err := availableScript.Run(ctx, s.client, []string{s.name, s.permits, s.weights}, s.size.Load()).Int64Slice()
+	s.resizing.RLock()
+	size := s.size.Load()
+	vals, err := availableScript.Run(ctx, s.client, []string{s.name, s.permits, s.weights}, size).Int64Slice()
+	s.resizing.RUnlock()
 	if err != nil {
 		return 0, s.wrap("available", err)
 	}
@@ -286,7 +299,7 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 		return 0, s.wrap("available", fmt.Errorf("unexpected reply %v", vals))
 	}
 	if vals[0] == -2 {
-		return 0, s.wrap("available", s.mismatch(vals[1]))
+		return 0, s.wrap("available", s.mismatch(vals[1], size))
 	}
 	return vals[1], nil
 }
@@ -302,6 +315,8 @@ func (s *Semaphore) Resize(ctx context.Context, size int64) error {
 	if size <= 0 {
 		return errs.Invalid("resize", primitive, s.name, fmt.Sprintf("size %d must be positive", size))
 	}
+	s.resizing.Lock()
+	defer s.resizing.Unlock()
 	if err := resizeScript.Run(ctx, s.client, []string{s.name, s.channel}, size, s.hub.PublishCommand()).Err(); err != nil {
 		return s.wrap("resize", err)
 	}

@@ -48,6 +48,12 @@ for _, id in ipairs(expired) do
   redis.call('zrem', KEYS[2], id)
 end
 if used < 0 then used = 0 end
+-- used is a sum kept beside the permits; with no live permit it is 0,
+-- whatever it says (the permits zset was deleted or evicted under it)
+if redis.call('zcard', KEYS[2]) == 0 then
+  used = 0
+  redis.call('del', KEYS[3])
+end
 redis.call('hset', KEYS[1], 'used', used)
 
 local marks = redis.call('hgetall', KEYS[5])
