@@ -368,6 +368,9 @@ func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
 // RedlockNode returns the Mutex as a member of a Redlock (package
 // redlock): the adapter drives it for one owner across all members.
 func (m *Mutex) RedlockNode() (member.Node, error) {
+	if m == nil {
+		return member.Node{}, errs.Invalid("redlock", primitive, "", "nil *lock.Mutex")
+	}
 	if err := m.check("redlock"); err != nil {
 		return member.Node{}, err
 	}

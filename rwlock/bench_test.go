@@ -58,11 +58,16 @@ func BenchmarkUncontendedLockUnlock(b *testing.B) {
 // section: RLock, no work, RUnlock) while one goroutine writes in a loop
 // until the reads are done. It reports the throughput of each side and
 // fails on any overlap of a writer with anyone.
-func BenchmarkMixed16Readers1Writer(b *testing.B) {
+func BenchmarkMixed16Readers1Writer(b *testing.B) { benchMixed(b, 16, true) }
+
+// BenchmarkParallel16Readers is the same without the writer: what the
+// writer costs the readers.
+func BenchmarkParallel16Readers(b *testing.B) { benchMixed(b, 16, false) }
+
+func benchMixed(b *testing.B, readers int, writer bool) {
 	rdb := benchClient(b)
 	ctx := context.Background()
 	rw := rwlock.New(rdb, "bench")
-	const readers = 16
 	var (
 		next          atomic.Int64
 		reads, writes atomic.Int64
@@ -73,29 +78,31 @@ func BenchmarkMixed16Readers1Writer(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
-	wwg.Add(1)
-	go func() {
-		defer wwg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
+	if writer {
+		wwg.Add(1)
+		go func() {
+			defer wwg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				w, err := rw.Lock(ctx)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				occ.enterWrite()
+				occ.exitWrite()
+				if err := rw.Unlock(w); err != nil {
+					b.Error(err)
+					return
+				}
+				writes.Add(1)
 			}
-			w, err := rw.Lock(ctx)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			occ.enterWrite()
-			occ.exitWrite()
-			if err := rw.Unlock(w); err != nil {
-				b.Error(err)
-				return
-			}
-			writes.Add(1)
-		}
-	}()
+		}()
+	}
 	for range readers {
 		wg.Add(1)
 		go func() {
@@ -125,6 +132,8 @@ func BenchmarkMixed16Readers1Writer(b *testing.B) {
 		b.Fatalf("%d sections overlapped a writer", n)
 	}
 	b.ReportMetric(float64(reads.Load())/elapsed.Seconds(), "reads/s")
-	b.ReportMetric(float64(writes.Load())/elapsed.Seconds(), "writes/s")
+	if writer {
+		b.ReportMetric(float64(writes.Load())/elapsed.Seconds(), "writes/s")
+	}
 	b.ReportMetric(float64(occ.maxReaders.Load()), "max-readers-inside")
 }

@@ -456,6 +456,9 @@ func (s *Side) Name() string { return s.rw.name }
 // RedlockNode returns this side as a member of a Redlock (package
 // redlock). A Redlock writer does not mark itself as waiting.
 func (s *Side) RedlockNode() (member.Node, error) {
+	if s == nil || s.rw == nil {
+		return member.Node{}, errs.Invalid("redlock", primitive, "", "nil rwlock side")
+	}
 	rw := s.rw
 	if err := rw.check("redlock", context.Background()); err != nil {
 		return member.Node{}, err

@@ -1017,6 +1017,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 			"zero watchdog":    rwlock.New(env.Client, "a", rwlock.WithWatchdogTimeout(0)),
 			"negative wait":    rwlock.New(env.Client, "a", rwlock.WithWaitTimeout(-1)),
 			"zero unlock wait": rwlock.New(env.Client, "a", rwlock.WithUnlockTimeout(0)),
+			"zero value":       new(rwlock.RWMutex),
 		}
 		for name, rw := range cases {
 			_, err := rw.RLock(ctx)

@@ -19,6 +19,11 @@ if c == nil then
 end
 local ind = redis.call('hincrby', KEYS[1], ARGV[2], 1)
 redis.call('set', KEYS[3] .. ':' .. ind, 1, 'px', ARGV[1])
+for j = 1, ind - 1 do -- renew the owner's earlier read leases, as read_acquire
+  if redis.call('pttl', KEYS[3] .. ':' .. j) < tonumber(ARGV[1]) then
+    redis.call('pexpire', KEYS[3] .. ':' .. j, ARGV[1])
+  end
+end
 if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
   redis.call('pexpire', KEYS[1], ARGV[1])
 end

@@ -64,6 +64,14 @@ if mode == false or mode == 'read' or redis.call('hexists', KEYS[1], ARGV[3]) ==
   end
   local ind = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('set', KEYS[2] .. ':' .. ind, 1, 'px', lease)
+  -- a re-entry renews the owner's earlier lease keys too: its holds share
+  -- one lease, which now ends a lease from now, whichever key a release
+  -- deletes
+  for j = 1, ind - 1 do
+    if redis.call('pttl', KEYS[2] .. ':' .. j) < lease then
+      redis.call('pexpire', KEYS[2] .. ':' .. j, lease)
+    end
+  end
   local pttl = redis.call('pttl', KEYS[1])
   if pttl < lease then
     redis.call('pexpire', KEYS[1], lease)

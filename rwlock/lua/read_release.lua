@@ -1,5 +1,6 @@
 -- Release one read acquisition (Redisson's RReadWriteLock read unlock),
--- safe to retry through the latch. Deletes the lock and publishes when no
+-- safe to retry through the latch. Crashed readers (all lease keys
+-- expired) are purged first. Deletes the lock and publishes when no
 -- holder is left; otherwise keeps the hash alive as long as the longest
 -- remaining reader lease.
 --
@@ -28,27 +29,36 @@ if c > 1 then
 else
   redis.call('hdel', KEYS[1], ARGV[1])
 end
-if redis.call('hlen', KEYS[1]) <= 1 then
-  redis.call('del', KEYS[1])
-  redis.call(ARGV[2], KEYS[2], 0)
-  redis.call('set', KEYS[5], 1, 'px', ARGV[3])
-  return 1
-end
 if redis.call('hget', KEYS[1], 'mode') == 'read' then
+  -- purge readers whose lease keys have all expired (crashed), as the
+  -- acquire scripts do, so they do not outlive the last live reader; keep
+  -- the hash alive as long as the longest remaining reader lease
   local longest = 0
   local fields = redis.call('hgetall', KEYS[1])
   for i = 1, #fields, 2 do
     local f, n = fields[i], tonumber(fields[i + 1])
     if f ~= 'mode' and n ~= nil then
+      local last = -2
       for j = 1, n do
         local p = redis.call('pttl', KEYS[4] .. ':' .. f .. ':rwlock_timeout:' .. j)
-        if p > longest then longest = p end
+        if p > last then last = p end
+      end
+      if last == -2 then
+        redis.call('hdel', KEYS[1], f)
+      elseif last > longest then
+        longest = last
       end
     end
   end
   if longest > 0 then
     redis.call('pexpire', KEYS[1], longest)
   end
+end
+if redis.call('hlen', KEYS[1]) <= 1 then
+  redis.call('del', KEYS[1])
+  redis.call(ARGV[2], KEYS[2], 0)
+  redis.call('set', KEYS[5], 1, 'px', ARGV[3])
+  return 1
 end
 redis.call('set', KEYS[5], 0, 'px', ARGV[3])
 return 0
