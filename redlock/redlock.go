@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -319,8 +321,18 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 
 var errWait = errors.New("wait timeout")
 
+// isTimeout: the node did not answer in time (our deadline, or the
+// client's own read/dial timeout).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
 // tryAll makes one attempt on every member at once, each bounded by the
-// node timeout.
+// node timeout. go-redis bounds a call by its context only with
+// ContextTimeoutEnabled, so a stalled node is left behind rather than
+// waited for: its attempt goes on in the background and, should it still
+// take the lock, gives it back at once.
 func (l *Lock) tryAll(ctx context.Context, ownerID string, lease time.Duration) []outcome {
 	outs := make([]outcome, len(l.nodes))
 	var wg sync.WaitGroup
@@ -330,20 +342,45 @@ func (l *Lock) tryAll(ctx context.Context, ownerID string, lease time.Duration) 
 			defer wg.Done()
 			nctx, cancel := context.WithTimeout(ctx, l.cfg.NodeTimeout)
 			defer cancel()
-			ok, token, ttl, err := n.Try(nctx, ownerID, lease)
+			type result struct {
+				ok    bool
+				token int64
+				ttl   time.Duration
+				err   error
+			}
+			done := make(chan result, 1)
+			var abandoned atomic.Bool
+			go func() {
+				ok, token, ttl, err := n.Try(nctx, ownerID, lease)
+				done <- result{ok, token, ttl, err}
+				if ok && abandoned.Load() {
+					_, _ = n.Release(context.WithoutCancel(ctx), ownerID, l.cfg.UnlockTimeout)
+				}
+			}()
+			var r result
+			select {
+			case r = <-done:
+			case <-nctx.Done():
+				abandoned.Store(true)
+				select {
+				case r = <-done: // it answered just in time after all
+				default:
+					r.err = nctx.Err()
+				}
+			}
 			ne := &NodeError{Index: i, Node: n.Addr + " " + n.Name}
 			switch {
-			case err == nil && ok:
-				outs[i] = outcome{acquired: true, token: token}
+			case r.err == nil && r.ok:
+				outs[i] = outcome{acquired: true, token: r.token}
 				return
-			case err == nil:
+			case r.err == nil:
 				ne.Outcome = OutcomeHeld
-			case errors.Is(err, context.DeadlineExceeded) || nctx.Err() != nil:
-				ne.Outcome, ne.Err = OutcomeTimeout, err
+			case isTimeout(r.err) || nctx.Err() != nil:
+				ne.Outcome, ne.Err = OutcomeTimeout, r.err
 			default:
-				ne.Outcome, ne.Err = OutcomeError, err
+				ne.Outcome, ne.Err = OutcomeError, r.err
 			}
-			outs[i] = outcome{ttl: ttl, err: ne}
+			outs[i] = outcome{ttl: r.ttl, err: ne}
 		}()
 	}
 	wg.Wait()

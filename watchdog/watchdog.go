@@ -184,24 +184,30 @@ type Lease struct {
 	spec Spec
 
 	// guarded by w.mu
-	lastOK   time.Time // send time of the last successful acquire/renewal
-	renewAt  time.Time
-	lossAt   time.Time
-	slot     int
-	inWheel  bool
-	inflight int // targets whose renewal is in flight
-	okN      int
-	goneN    int
-	errN     int
-	idle     chan struct{} // closed when the in-flight round completes
-	stopped  bool
-	lost     bool
-	refs     int
-	nextCB   int
-	onLost   map[int]func(error)
-	lostErr  error
-	eventAt  time.Time
-	token    int64 // highest fencing token of the acquisitions sharing it
+	lastOK  time.Time // send time of the last successful acquire/renewal
+	renewAt time.Time
+	lossAt  time.Time
+	slot    int
+	inWheel bool
+	// A renewal round sends one script per target. It is decided as soon
+	// as the quorum renewed (or cannot), without waiting for a stalled
+	// target; results of older rounds are ignored.
+	round        int
+	open         bool // a round is under way, undecided
+	pending      int  // targets of the round not answered yet
+	undispatched int  // targets of the round not yet handed to the network
+	okN          int
+	goneN        int
+	errN         int
+	idle         chan struct{} // closed when every target of the round was dispatched
+	stopped      bool
+	lost         bool
+	refs         int
+	nextCB       int
+	onLost       map[int]func(error)
+	lostErr      error
+	eventAt      time.Time
+	token        int64 // highest fencing token of the acquisitions sharing it
 }
 
 // Start begins tracking a lease whose acquire was sent at sentAt (read
@@ -260,7 +266,7 @@ func (l *Lease) RetainAt(sentAt time.Time, token int64) bool {
 	l.token = max(l.token, token)
 	if !sentAt.Before(l.lastOK) {
 		l.setOKLocked(sentAt)
-		if l.inflight == 0 {
+		if !l.open {
 			w.scheduleLocked(l)
 		}
 	}
@@ -364,7 +370,7 @@ func (w *Watchdog) stopLocked(l *Lease) chan struct{} {
 	l.stopped = true
 	w.unscheduleLocked(l)
 	w.unregisterLocked(l)
-	if l.inflight > 0 {
+	if l.undispatched > 0 {
 		return l.idle
 	}
 	return nil
@@ -411,7 +417,7 @@ func (w *Watchdog) tickOf(t time.Time) int64 {
 // scheduleLocked puts l in the wheel at its next event.
 func (w *Watchdog) scheduleLocked(l *Lease) {
 	at := l.lossAt
-	if l.spec.Renew && l.inflight == 0 && l.renewAt.Before(at) {
+	if l.spec.Renew && !l.open && l.renewAt.Before(at) {
 		at = l.renewAt
 	}
 	w.placeLocked(l, at)
@@ -521,6 +527,7 @@ type lostCall struct {
 type renewal struct {
 	l      *Lease
 	target int
+	round  int
 }
 
 // advanceLocked processes every tick up to now.
@@ -555,12 +562,14 @@ func (w *Watchdog) advanceLocked(now time.Time) ([]renewal, []lostCall) {
 				if cbs := w.loseLocked(l, reason); cbs != nil {
 					lost = append(lost, lostCall{cbs, l.lostErr})
 				}
-			case l.spec.Renew && l.inflight == 0 && !now.Before(l.renewAt):
-				l.inflight = len(l.spec.Targets)
+			case l.spec.Renew && !l.open && !now.Before(l.renewAt):
+				l.round++
+				l.open = true
+				l.pending, l.undispatched = len(l.spec.Targets), len(l.spec.Targets)
 				l.okN, l.goneN, l.errN = 0, 0, 0
 				l.idle = make(chan struct{})
 				for i := range l.spec.Targets {
-					batch = append(batch, renewal{l, i})
+					batch = append(batch, renewal{l, i, l.round})
 				}
 				w.placeLocked(l, l.lossAt) // the loss check runs even while in flight
 			default:
@@ -661,8 +670,26 @@ func (w *Watchdog) flush(c redis.UniversalClient, rs []renewal, sentAt time.Time
 	}
 	var execErr error
 	for attempt := 0; attempt < 2; attempt++ {
+		if attempt > 0 {
+			// Sending again (the script was not loaded): not for leases
+			// stopped meanwhile, whose Stop has returned.
+			w.mu.Lock()
+			for g, grs := range groups {
+				live := grs[:0]
+				for _, r := range grs {
+					if !r.l.stopped {
+						live = append(live, r)
+					}
+				}
+				groups[g] = live
+			}
+			w.mu.Unlock()
+		}
 		pipe := c.Pipeline()
 		build(pipe)
+		if attempt == 0 {
+			w.dispatched(rs)
+		}
 		w.stats.roundTrips.Add(1)
 		w.stats.scripts.Add(int64(len(chunks)))
 		_, execErr = pipe.Exec(ctx)
@@ -694,7 +721,7 @@ func (w *Watchdog) flush(c redis.UniversalClient, rs []renewal, sentAt time.Time
 			case i < len(vals) && vals[i] == int64(1):
 				res = nil
 			}
-			if lc, ok := w.completeLocked(r.l, res, sentAt, now); ok {
+			if lc, ok := w.completeLocked(r, res, sentAt, now); ok {
 				lost = append(lost, lc)
 			}
 		}
@@ -705,10 +732,29 @@ func (w *Watchdog) flush(c redis.UniversalClient, rs []renewal, sentAt time.Time
 	}
 }
 
-// completeLocked records one target's renewal result; when the lease's
-// round is complete it decides: renewed (quorum), lost (key gone on more
-// than len-quorum targets) or retry soon.
-func (w *Watchdog) completeLocked(l *Lease, res error, sentAt, now time.Time) (lostCall, bool) {
+// dispatched records that rs are handed to the network: a Stop waiting
+// for them may return.
+func (w *Watchdog) dispatched(rs []renewal) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range rs {
+		if r.round == r.l.round && r.l.undispatched > 0 {
+			r.l.undispatched--
+			if r.l.undispatched == 0 {
+				close(r.l.idle)
+			}
+		}
+	}
+}
+
+// completeLocked records one target's renewal result and decides the
+// round as soon as it can: renewed (quorum), lost (key gone on more than
+// len-quorum targets), or, once every target answered, retry soon.
+func (w *Watchdog) completeLocked(r renewal, res error, sentAt, now time.Time) (lostCall, bool) {
+	l := r.l
+	if r.round != l.round || !l.open {
+		return lostCall{}, false // decided already, or an older round
+	}
 	switch {
 	case res == nil:
 		l.okN++
@@ -718,24 +764,24 @@ func (w *Watchdog) completeLocked(l *Lease, res error, sentAt, now time.Time) (l
 		l.errN++
 		w.stats.errors.Add(1)
 	}
-	l.inflight--
-	if l.inflight > 0 {
-		return lostCall{}, false
-	}
-	close(l.idle)
+	l.pending--
 	if l.stopped || l.lost {
+		l.open = false
 		return lostCall{}, false
 	}
 	n := len(l.spec.Targets)
 	switch {
 	case l.okN >= l.spec.Quorum:
+		l.open = false
 		w.stats.renewed.Add(1)
 		l.setOKLocked(sentAt)
 		w.scheduleLocked(l)
 	case l.goneN > n-l.spec.Quorum:
+		l.open = false
 		cbs := w.loseLocked(l, "key gone")
 		return lostCall{cbs, l.lostErr}, true
-	default:
+	case l.pending == 0:
+		l.open = false
 		retry := now.Add(w.retryDelay(l.spec.Timeout))
 		if retry.Before(l.lossAt) {
 			l.renewAt = retry
