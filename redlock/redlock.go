@@ -348,12 +348,17 @@ func (l *Lock) tryAll(ctx context.Context, ownerID string, lease time.Duration) 
 				ttl   time.Duration
 				err   error
 			}
+			// Whoever claims first decides: the attempt (its result counts)
+			// or the timeout (the attempt gives back what it took).
 			done := make(chan result, 1)
-			var abandoned atomic.Bool
+			var claimed atomic.Bool
 			go func() {
 				ok, token, ttl, err := n.Try(nctx, ownerID, lease)
-				done <- result{ok, token, ttl, err}
-				if ok && abandoned.Load() {
+				if claimed.CompareAndSwap(false, true) {
+					done <- result{ok, token, ttl, err}
+					return
+				}
+				if ok {
 					_, _ = n.Release(context.WithoutCancel(ctx), ownerID, l.cfg.UnlockTimeout)
 				}
 			}()
@@ -361,11 +366,10 @@ func (l *Lock) tryAll(ctx context.Context, ownerID string, lease time.Duration) 
 			select {
 			case r = <-done:
 			case <-nctx.Done():
-				abandoned.Store(true)
-				select {
-				case r = <-done: // it answered just in time after all
-				default:
+				if claimed.CompareAndSwap(false, true) {
 					r.err = nctx.Err()
+				} else {
+					r = <-done // it answered just in time after all
 				}
 			}
 			ne := &NodeError{Index: i, Node: n.Addr + " " + n.Name}
