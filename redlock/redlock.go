@@ -133,7 +133,8 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 		}
 		n, err := m.RedlockNode()
 		if err != nil {
-			l.invalid = fmt.Sprintf("member %d: %v", i, errs.Reason(err))
+			reason := strings.TrimPrefix(errs.Reason(err).Error(), errs.ErrInvalidArgument.Error()+": ")
+			l.invalid = fmt.Sprintf("member %d: %s", i, reason)
 			break
 		}
 		l.nodes = append(l.nodes, n)
