@@ -1,8 +1,3 @@
-// Package member is what a primitive offers the redlock adapter: one lock
-// on one Redis, driven for an owner the adapter chooses (one owner across
-// all masters), one attempt at a time, with the watchdog target that
-// renews it. Primitives expose it through a RedlockNode method; users
-// never build one.
 package member
 
 import (

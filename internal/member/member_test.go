@@ -1,0 +1,20 @@
+package member
+
+import (
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestAddr(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6390"})
+	defer c.Close()
+	require.Equal(t, "127.0.0.1:6390", Addr(c))
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:7000", "127.0.0.1:7001"}})
+	defer cc.Close()
+	require.Equal(t, "[127.0.0.1:7000 127.0.0.1:7001]", Addr(cc))
+}
