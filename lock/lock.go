@@ -183,17 +183,11 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Cont
 	var sentAt time.Time
 	try := func(ctx context.Context) (acquire.Result, error) {
 		sentAt = wd.Now()
-		vals, err := acquireScript.Run(ctx, m.client, []string{m.name, m.tokenKey}, leaseMs, ownerID).Int64Slice()
-		if err != nil {
-			return acquire.Result{}, err
+		c, tok, ttl, err := m.tryOnce(ctx, ownerID, lease)
+		if err != nil || c == 0 {
+			return acquire.Result{TTL: ttl}, err
 		}
-		if len(vals) != 2 {
-			return acquire.Result{}, fmt.Errorf("unexpected reply %v", vals)
-		}
-		if vals[0] == 0 {
-			return acquire.Result{TTL: time.Duration(vals[1]) * time.Millisecond}, nil
-		}
-		count, token = vals[0], vals[1]
+		count, token = c, tok
 		trace.SpanFromContext(ctx).SetAttributes(
 			tracing.Reentrant.Bool(count > 1),
 			tracing.FencingToken.Int64(token),
@@ -267,14 +261,11 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // first, so no renewal is sent after release returns.
 func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
 	h.Lease.Release()
-	res, err := m.runUnlock(ctx, h.Owner, h.Lease.Timeout())
+	res, err := m.runUnlock(ctx, h.Owner, h.Lease.Timeout(), m.cfg.UnlockTimeout)
 	if err != nil {
 		return err
 	}
-	switch res {
-	case 1:
-		m.hub.Release(m.channel)
-	case -1:
+	if res == -1 {
 		if lerr := h.Lease.Lost(); lerr != nil {
 			return errs.Reason(lerr)
 		}
@@ -283,15 +274,35 @@ func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
 	return nil
 }
 
-// runUnlock runs the unlock script until it answers or the unlock timeout
-// passes, with one request id so that a retry never decrements twice.
-func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease time.Duration) (int64, error) {
+// tryOnce runs the acquire script once for ownerID: the hold count after
+// it (0 when another owner holds the lock, for ttl) and the token.
+func (m *Mutex) tryOnce(ctx context.Context, ownerID string, lease time.Duration) (count, token int64, ttl time.Duration, err error) {
+	vals, err := acquireScript.Run(ctx, m.client, []string{m.name, m.tokenKey}, lease.Milliseconds(), ownerID).Int64Slice()
+	switch {
+	case err != nil:
+		return 0, 0, 0, err
+	case len(vals) != 2:
+		return 0, 0, 0, fmt.Errorf("unexpected reply %v", vals)
+	case vals[0] == 0:
+		return 0, 0, time.Duration(vals[1]) * time.Millisecond, nil
+	}
+	return vals[0], vals[1], 0, nil
+}
+
+// runUnlock runs the unlock script until it answers or timeout passes,
+// with one request id so that a retry never decrements twice: 1 released
+// (waiters are woken), 0 counts remain, -1 not held. lease is re-applied
+// while counts remain.
+func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout time.Duration) (int64, error) {
 	latch := keys.Prefix("redisson_unlock_latch", m.name) + ":" + owner.RequestID()
 	// The latch outlives every retry comfortably, so a late retry still
 	// finds it instead of decrementing again.
-	return unlockScript.RunRetrying(ctx, m.client, m.cfg.UnlockTimeout, []string{m.name, m.channel, latch},
-		unlockMessage, lease.Milliseconds(), ownerID, m.hub.PublishCommand(),
-		2*m.cfg.UnlockTimeout.Milliseconds()).Int64()
+	res, err := unlockScript.RunRetrying(ctx, m.client, timeout, []string{m.name, m.channel, latch},
+		unlockMessage, lease.Milliseconds(), ownerID, m.hub.PublishCommand(), 2*timeout.Milliseconds()).Int64()
+	if err == nil && res == 1 {
+		m.hub.Release(m.channel)
+	}
+	return res, err
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes the waiters; it
@@ -379,29 +390,12 @@ func (m *Mutex) RedlockNode() (member.Node, error) {
 		Kind: primitive,
 		Addr: member.Addr(m.client),
 		Try: func(ctx context.Context, ownerID string, lease time.Duration) (bool, int64, time.Duration, error) {
-			vals, err := acquireScript.Run(ctx, m.client, []string{m.name, m.tokenKey}, lease.Milliseconds(), ownerID).Int64Slice()
-			if err != nil {
-				return false, 0, 0, err
-			}
-			if len(vals) != 2 {
-				return false, 0, 0, fmt.Errorf("unexpected reply %v", vals)
-			}
-			if vals[0] == 0 {
-				return false, 0, time.Duration(vals[1]) * time.Millisecond, nil
-			}
-			return true, vals[1], 0, nil
+			count, token, ttl, err := m.tryOnce(ctx, ownerID, lease)
+			return count > 0, token, ttl, err
 		},
 		Release: func(ctx context.Context, ownerID string, timeout time.Duration) (bool, error) {
-			latch := keys.Prefix("redisson_unlock_latch", m.name) + ":" + owner.RequestID()
-			res, err := unlockScript.RunRetrying(ctx, m.client, timeout, []string{m.name, m.channel, latch},
-				unlockMessage, m.cfg.Lease().Milliseconds(), ownerID, m.hub.PublishCommand(), 2*timeout.Milliseconds()).Int64()
-			if err != nil {
-				return false, err
-			}
-			if res == 1 {
-				m.hub.Release(m.channel)
-			}
-			return res != -1, nil
+			res, err := m.runUnlock(ctx, ownerID, m.cfg.Lease(), timeout)
+			return res != -1, err
 		},
 		Renewal: func(ownerID string) watchdog.Target {
 			return watchdog.Target{Kind: renewKind, Client: m.client, Keys: []string{m.name}, Args: []any{ownerID}}

@@ -175,7 +175,10 @@ func TestNilInputsRefused(t *testing.T) {
 		"typed-nil client":  func() error { _, err := lock.New((*redis.Client)(nil), "n").TryLock(context.Background()); return err },
 		"zero Mutex":        func() error { _, err := zero.TryLock(context.Background()); return err },
 		"zero Mutex Unlock": func() error { return zero.Unlock(context.Background()) },
-		"tiny lease":        func() error { _, err := lock.New(rdb, "n", lock.WithLeaseTime(5*time.Millisecond)).TryLock(context.Background()); return err },
+		"tiny lease": func() error {
+			_, err := lock.New(rdb, "n", lock.WithLeaseTime(5*time.Millisecond)).TryLock(context.Background())
+			return err
+		},
 	} {
 		err := f()
 		require.True(t, errors.Is(err, lock.ErrInvalidArgument), "%s: %v", name, err)

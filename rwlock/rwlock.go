@@ -241,35 +241,16 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 	marked := false
 	try := func(ctx context.Context) (acquire.Result, error) {
 		sentAt = wd.Now()
-		var vals []int64
-		var err error
-		if s == read {
-			vals, err = readAcquire.Run(ctx, rw.client,
-				[]string{rw.name, rw.timeoutPrefix(ownerID), rw.waiters, rw.tokenKey, rw.prefix},
-				leaseMs, ownerID, ownerID+":write").Int64Slice()
-		} else {
-			member := ""
-			if acquire.Queued(ctx) {
-				member = ownerID // only the head of the local queue marks
-			}
-			vals, err = writeAcquire.Run(ctx, rw.client,
-				[]string{rw.name, rw.waiters, rw.tokenKey, rw.prefix},
-				leaseMs, ownerID+":write", ownerID, member).Int64Slice()
+		member := ""
+		if s == write && acquire.Queued(ctx) {
+			member = ownerID // only the head of the local queue marks
 		}
-		if err != nil {
-			return acquire.Result{}, err
+		c, tok, ttl, err := rw.tryOnce(ctx, s, ownerID, lease, member)
+		if err != nil || c == 0 {
+			marked = marked || member != ""
+			return acquire.Result{TTL: ttl}, err
 		}
-		if len(vals) != 2 {
-			return acquire.Result{}, fmt.Errorf("unexpected reply %v", vals)
-		}
-		switch {
-		case vals[0] == -1:
-			return acquire.Result{}, ErrUpgradeNotSupported
-		case vals[0] == 0:
-			marked = marked || (s == write && acquire.Queued(ctx))
-			return acquire.Result{TTL: time.Duration(vals[1]) * time.Millisecond}, nil
-		}
-		count, token = vals[0], vals[1]
+		count, token = c, tok
 		trace.SpanFromContext(ctx).SetAttributes(
 			tracing.Reentrant.Bool(count > 1),
 			tracing.FencingToken.Int64(token),
@@ -347,19 +328,63 @@ func (rw *RWMutex) latch() string {
 	return keys.Prefix("redisson_unlock_latch", rw.name) + ":" + owner.RequestID()
 }
 
+// tryOnce runs side s's acquire script once for ownerID: the count after
+// it (0 when it must wait, for ttl) and the token. member marks a waiting
+// writer ("" for none).
+func (rw *RWMutex) tryOnce(ctx context.Context, s side, ownerID string, lease time.Duration, member string) (count, token int64, ttl time.Duration, err error) {
+	var vals []int64
+	if s == read {
+		vals, err = readAcquire.Run(ctx, rw.client,
+			[]string{rw.name, rw.timeoutPrefix(ownerID), rw.waiters, rw.tokenKey, rw.prefix},
+			lease.Milliseconds(), ownerID, ownerID+":write").Int64Slice()
+	} else {
+		vals, err = writeAcquire.Run(ctx, rw.client,
+			[]string{rw.name, rw.waiters, rw.tokenKey, rw.prefix},
+			lease.Milliseconds(), ownerID+":write", ownerID, member).Int64Slice()
+	}
+	switch {
+	case err != nil:
+		return 0, 0, 0, err
+	case len(vals) != 2:
+		return 0, 0, 0, fmt.Errorf("unexpected reply %v", vals)
+	case vals[0] == -1:
+		return 0, 0, 0, ErrUpgradeNotSupported
+	case vals[0] == 0:
+		return 0, 0, time.Duration(vals[1]) * time.Millisecond, nil
+	}
+	return vals[0], vals[1], 0, nil
+}
+
+// runRelease runs side s's release script for ownerID until it answers or
+// timeout passes (idempotent through the latch): 1 freed (waiters are
+// woken), 0 holders remain, -1 not held.
+func (rw *RWMutex) runRelease(ctx context.Context, s side, ownerID string, timeout time.Duration) (int64, error) {
+	var res int64
+	var err error
+	if s == read {
+		res, err = readRelease.RunRetrying(ctx, rw.client, timeout,
+			[]string{rw.name, rw.channel, rw.timeoutPrefix(ownerID), rw.prefix, rw.latch()},
+			ownerID, rw.hub.PublishCommand(), 2*timeout.Milliseconds()).Int64()
+	} else {
+		res, err = writeRelease.RunRetrying(ctx, rw.client, timeout,
+			[]string{rw.name, rw.channel, rw.latch()},
+			ownerID+":write", rw.hub.PublishCommand(), 2*timeout.Milliseconds()).Int64()
+	}
+	if err == nil && res == 1 {
+		rw.hub.Release(rw.channel)
+	}
+	return res, err
+}
+
 func (rw *RWMutex) releaseRead(ctx context.Context, h *hold.Hold) error {
 	h.Lease.Release()
-	res, err := readRelease.RunRetrying(ctx, rw.client, rw.cfg.UnlockTimeout,
-		[]string{rw.name, rw.channel, rw.timeoutPrefix(h.Owner), rw.prefix, rw.latch()},
-		h.Owner, rw.hub.PublishCommand(), 2*rw.cfg.UnlockTimeout.Milliseconds()).Int64()
+	res, err := rw.runRelease(ctx, read, h.Owner, rw.cfg.UnlockTimeout)
 	return rw.released(h, res, err)
 }
 
 func (rw *RWMutex) releaseWrite(ctx context.Context, h *hold.Hold) error {
 	h.Lease.Release()
-	res, err := writeRelease.RunRetrying(ctx, rw.client, rw.cfg.UnlockTimeout,
-		[]string{rw.name, rw.channel, rw.latch()},
-		h.Owner+":write", rw.hub.PublishCommand(), 2*rw.cfg.UnlockTimeout.Milliseconds()).Int64()
+	res, err := rw.runRelease(ctx, write, h.Owner, rw.cfg.UnlockTimeout)
 	return rw.released(h, res, err)
 }
 
@@ -367,10 +392,7 @@ func (rw *RWMutex) released(h *hold.Hold, res int64, err error) error {
 	if err != nil {
 		return err
 	}
-	switch res {
-	case 1:
-		rw.hub.Release(rw.channel)
-	case -1:
+	if res == -1 {
 		if lerr := h.Lease.Lost(); lerr != nil {
 			return errs.Reason(lerr)
 		}
@@ -472,49 +494,12 @@ func (s *Side) RedlockNode() (member.Node, error) {
 		Kind: sd.String() + " lock",
 		Addr: member.Addr(rw.client),
 		Try: func(ctx context.Context, ownerID string, lease time.Duration) (bool, int64, time.Duration, error) {
-			var vals []int64
-			var err error
-			if sd == read {
-				vals, err = readAcquire.Run(ctx, rw.client,
-					[]string{rw.name, rw.timeoutPrefix(ownerID), rw.waiters, rw.tokenKey, rw.prefix},
-					lease.Milliseconds(), ownerID, ownerID+":write").Int64Slice()
-			} else {
-				vals, err = writeAcquire.Run(ctx, rw.client,
-					[]string{rw.name, rw.waiters, rw.tokenKey, rw.prefix},
-					lease.Milliseconds(), ownerID+":write", ownerID, "").Int64Slice()
-			}
-			if err != nil {
-				return false, 0, 0, err
-			}
-			switch {
-			case len(vals) != 2:
-				return false, 0, 0, fmt.Errorf("unexpected reply %v", vals)
-			case vals[0] == -1:
-				return false, 0, 0, ErrUpgradeNotSupported
-			case vals[0] == 0:
-				return false, 0, time.Duration(vals[1]) * time.Millisecond, nil
-			}
-			return true, vals[1], 0, nil
+			count, token, ttl, err := rw.tryOnce(ctx, sd, ownerID, lease, "")
+			return count > 0, token, ttl, err
 		},
 		Release: func(ctx context.Context, ownerID string, timeout time.Duration) (bool, error) {
-			var res int64
-			var err error
-			if sd == read {
-				res, err = readRelease.RunRetrying(ctx, rw.client, timeout,
-					[]string{rw.name, rw.channel, rw.timeoutPrefix(ownerID), rw.prefix, rw.latch()},
-					ownerID, rw.hub.PublishCommand(), 2*timeout.Milliseconds()).Int64()
-			} else {
-				res, err = writeRelease.RunRetrying(ctx, rw.client, timeout,
-					[]string{rw.name, rw.channel, rw.latch()},
-					ownerID+":write", rw.hub.PublishCommand(), 2*timeout.Milliseconds()).Int64()
-			}
-			if err != nil {
-				return false, err
-			}
-			if res == 1 {
-				rw.hub.Release(rw.channel)
-			}
-			return res != -1, nil
+			res, err := rw.runRelease(ctx, sd, ownerID, timeout)
+			return res != -1, err
 		},
 		Renewal: func(ownerID string) watchdog.Target {
 			t := rw.spec(sd, ownerID, rw.cfg.Lease()).Targets[0]
