@@ -2,7 +2,6 @@ package notify
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -247,5 +246,3 @@ func (h *Hub) deliver(channel string) {
 		q.wakeHead()
 	}
 }
-
-var errHubClosed = errors.New("relock/notify: pub/sub connection closed")
