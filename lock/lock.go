@@ -89,8 +89,10 @@ type Mutex struct {
 	invalid  string // why New's arguments are bad; reported by every call
 	channel  string
 	tokenKey string
-	hub      *notify.Hub
-	tracer   trace.Tracer
+	// latchPrefix + a request id names an unlock latch key.
+	latchPrefix string
+	hub         *notify.Hub
+	tracer      trace.Tracer
 }
 
 // New returns the Mutex called name on client. It does not touch Redis.
@@ -98,27 +100,17 @@ type Mutex struct {
 // ErrInvalidArgument by every method, before anything is written.
 func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 	m := &Mutex{client: client, name: name, cfg: options.Apply(opts)}
-	switch {
-	case options.CheckClient(client) != "":
-		m.invalid = options.CheckClient(client)
-	case isRing(client):
-		m.invalid = "*redis.Ring is not supported: a lock's scripts and pub/sub need one server or a Cluster"
-	case name == "":
-		m.invalid = "empty lock name"
-	case m.cfg.Err != "":
-		m.invalid = m.cfg.Err
-	}
+	m.invalid = m.cfg.Check(client, "lock", name)
 	if m.invalid != "" {
 		return m
 	}
 	m.channel = keys.Prefix("redisson_lock__channel", name)
+	m.latchPrefix = options.LatchPrefix(name)
 	m.tokenKey = keys.Prefix("redisson_lock_token", name)
 	m.hub = notify.For(client)
 	m.tracer = tracing.Tracer(m.cfg.TracerProvider)
 	return m
 }
-
-func isRing(c redis.UniversalClient) bool { _, ok := c.(*redis.Ring); return ok }
 
 // Name is the lock's name: the Redis key of its hash.
 func (m *Mutex) Name() string { return m.name }
@@ -294,7 +286,7 @@ func (m *Mutex) tryOnce(ctx context.Context, ownerID string, lease time.Duration
 // (waiters are woken), 0 counts remain, -1 not held. lease is re-applied
 // while counts remain.
 func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout time.Duration) (int64, error) {
-	latch := keys.Prefix("redisson_unlock_latch", m.name) + ":" + owner.RequestID()
+	latch := m.latchPrefix + owner.RequestID()
 	// The latch outlives every retry comfortably, so a late retry still
 	// finds it instead of decrementing again.
 	res, err := unlockScript.RunRetrying(ctx, m.client, timeout, []string{m.name, m.channel, latch},

@@ -104,26 +104,22 @@ type RWMutex struct {
 	prefix   string // {name}, the prefix of readers' lease keys
 	waiters  string // zset of waiting writers
 	tokenKey string
-	hub      *notify.Hub
-	tracer   trace.Tracer
+	// latchPrefix + a request id names an unlock latch key.
+	latchPrefix string
+	hub         *notify.Hub
+	tracer      trace.Tracer
 }
 
 // New returns the RWMutex called name on client. It does not touch Redis;
 // bad arguments are reported as ErrInvalidArgument by every method.
 func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	rw := &RWMutex{client: client, name: name, cfg: options.Apply(opts)}
-	switch {
-	case options.CheckClient(client) != "":
-		rw.invalid = options.CheckClient(client)
-	case name == "":
-		rw.invalid = "empty lock name"
-	case rw.cfg.Err != "":
-		rw.invalid = rw.cfg.Err
-	}
+	rw.invalid = rw.cfg.Check(client, "lock", name)
 	if rw.invalid != "" {
 		return rw
 	}
 	rw.channel = keys.Prefix("redisson_rwlock", name)
+	rw.latchPrefix = options.LatchPrefix(name)
 	rw.prefix = keys.Suffix(name, "")
 	rw.prefix = rw.prefix[:len(rw.prefix)-1] // "{name}" (or "name" with its own tag)
 	rw.waiters = keys.Suffix(name, "rwlock_write_waiters")
@@ -325,7 +321,7 @@ func (rw *RWMutex) newHold(ctx context.Context, s side, ownerID string, count, t
 }
 
 func (rw *RWMutex) latch() string {
-	return keys.Prefix("redisson_unlock_latch", rw.name) + ":" + owner.RequestID()
+	return rw.latchPrefix + owner.RequestID()
 }
 
 // tryOnce runs side s's acquire script once for ownerID: the count after

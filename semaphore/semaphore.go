@@ -91,8 +91,10 @@ type Semaphore struct {
 	waiters  string
 	marks    string
 	channel  string
-	hub      *notify.Hub
-	tracer   trace.Tracer
+	// latchPrefix + a request id names an unlock latch key.
+	latchPrefix string
+	hub         *notify.Hub
+	tracer      trace.Tracer
 }
 
 // New returns the Semaphore called name with size permits on client. It
@@ -103,15 +105,8 @@ type Semaphore struct {
 func New(client redis.UniversalClient, name string, size int64, opts ...Option) *Semaphore {
 	s := &Semaphore{client: client, name: name, cfg: options.Apply(opts)}
 	s.size.Store(size)
-	switch {
-	case options.CheckClient(client) != "":
-		s.invalid = options.CheckClient(client)
-	case name == "":
-		s.invalid = "empty semaphore name"
-	case size <= 0:
+	if s.invalid = s.cfg.Check(client, "semaphore", name); s.invalid == "" && size <= 0 {
 		s.invalid = fmt.Sprintf("size %d must be positive", size)
-	case s.cfg.Err != "":
-		s.invalid = s.cfg.Err
 	}
 	if s.invalid != "" {
 		return s
@@ -121,6 +116,7 @@ func New(client redis.UniversalClient, name string, size int64, opts ...Option) 
 	s.waiters = keys.Suffix(name, "waiters")
 	s.marks = keys.Suffix(name, "waiter_expiry")
 	s.channel = keys.Prefix("redisson_sc", name)
+	s.latchPrefix = options.LatchPrefix(name)
 	s.hub = notify.For(client)
 	s.tracer = tracing.Tracer(s.cfg.TracerProvider)
 	return s
@@ -265,7 +261,7 @@ func (s *Semaphore) Release(ctx context.Context) error {
 
 func (s *Semaphore) release(ctx context.Context, h *hold.Hold) error {
 	h.Lease.Stop()
-	latch := keys.Prefix("redisson_unlock_latch", s.name) + ":" + owner.RequestID()
+	latch := s.latchPrefix + owner.RequestID()
 	res, err := releaseScript.RunRetrying(ctx, s.client, s.cfg.UnlockTimeout,
 		[]string{s.name, s.permits, s.weights, s.channel, latch},
 		h.Data.(string), s.hub.PublishCommand(), 2*s.cfg.UnlockTimeout.Milliseconds()).Int64()

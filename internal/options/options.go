@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/watchdog"
 )
 
@@ -91,6 +92,24 @@ func CheckClient(client redis.UniversalClient) string {
 		return "*redis.Ring is not supported: use one server or a Redis Cluster"
 	}
 	return ""
+}
+
+// Check returns why a primitive called name (noun: "lock", "semaphore")
+// cannot be made on client with this configuration, or "" when it can.
+func (c *Config) Check(client redis.UniversalClient, noun, name string) string {
+	if reason := CheckClient(client); reason != "" {
+		return reason
+	}
+	if name == "" {
+		return "empty " + noun + " name"
+	}
+	return c.Err
+}
+
+// LatchPrefix is the prefix of name's unlock latch keys,
+// redisson_unlock_latch:{name}:, to which a request id is appended.
+func LatchPrefix(name string) string {
+	return keys.Prefix("redisson_unlock_latch", name) + ":"
 }
 
 // WithLeaseTime: see lock.WithLeaseTime.
