@@ -35,3 +35,14 @@ bench:
 
 example:
 	$(GO) run ./examples/quickstart
+
+# Side-by-side comparison with redsync, bsm/redislock and rueidislock
+# (bench/, a separate module, so the peers never enter this go.mod).
+.PHONY: bench-peers bench-allocs
+
+bench-peers:
+	cd bench && $(GO) run . $(BENCH_ARGS)
+	$(MAKE) bench-allocs
+
+bench-allocs:
+	cd bench && $(GO) test -run '^$$' -bench Uncontended -benchmem -count 5 .

@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -129,3 +130,51 @@ func BenchmarkContendedHandoff16(b *testing.B) {
 	b.ReportMetric(float64(hi), "max-sections/goroutine")
 	_ = fmt.Sprint()
 }
+
+// BenchmarkParallel64DistinctKeys: 64 goroutines, each locking and
+// unlocking its own key, against BenchmarkParallel64RawFloor in the same
+// run: what batching concurrent scripts into pipelines buys.
+func BenchmarkParallel64DistinctKeys(b *testing.B) {
+	rdb := benchClient(b)
+	var n atomic.Int64
+	b.SetParallelism(64 / max(1, runtimeProcs()))
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		mu := lock.New(rdb, fmt.Sprintf("bench-%d", n.Add(1)))
+		for pb.Next() {
+			held, err := mu.Lock(ctx)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if err := mu.Unlock(held); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+func BenchmarkParallel64RawFloor(b *testing.B) {
+	rdb := benchClient(b)
+	var n atomic.Int64
+	b.SetParallelism(64 / max(1, runtimeProcs()))
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		key := fmt.Sprintf("raw-%d", n.Add(1))
+		for pb.Next() {
+			if ok, err := rdb.SetNX(ctx, key, "me", 30*time.Second).Result(); err != nil || !ok {
+				b.Error(ok, err)
+				return
+			}
+			if err := cadScript.Run(ctx, rdb, []string{key}, "me").Err(); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+func runtimeProcs() int { return runtime.GOMAXPROCS(0) }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock/internal/acquire"
@@ -93,6 +92,13 @@ type Mutex struct {
 	latchPrefix string
 	hub         *notify.Hub
 	tracer      trace.Tracer
+	spanStart   []trace.SpanStartOption
+	// Made once, read-only: what every call would otherwise allocate.
+	nameKeys    []string // {name}
+	acquireKeys []string // {name, tokenKey}
+	leaseArg    any      // the configured lease in ms
+	publishArg  any
+	latchArg    any // latch lifetime in ms for the configured unlock timeout
 }
 
 // New returns the Mutex called name on client. It does not touch Redis.
@@ -109,6 +115,16 @@ func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 	m.tokenKey = keys.Prefix("redisson_lock_token", name)
 	m.hub = notify.For(client)
 	m.tracer = tracing.Tracer(m.cfg.TracerProvider)
+	m.nameKeys = []string{name}
+	m.acquireKeys = []string{name, m.tokenKey}
+	m.leaseArg = m.cfg.Lease().Milliseconds()
+	m.publishArg = m.hub.PublishCommand()
+	m.latchArg = latchLifetime(m.cfg.UnlockTimeout)
+	m.spanStart = acquire.SpanStart(
+		tracing.LockName.String(name),
+		tracing.Primitive.String(primitive),
+		tracing.Watchdog.Bool(m.cfg.Renewed()),
+	)
 	return m
 }
 
@@ -169,7 +185,6 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Cont
 	if existing != nil {
 		lease = existing.Timeout() // a re-entry keeps the hold's lease: Redis's TTL must be what the watchdog tracks
 	}
-	leaseMs := lease.Milliseconds()
 
 	var count, token int64
 	var sentAt time.Time
@@ -180,22 +195,17 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Cont
 			return acquire.Result{TTL: ttl}, err
 		}
 		count, token = c, tok
-		trace.SpanFromContext(ctx).SetAttributes(
-			tracing.Reentrant.Bool(count > 1),
-			tracing.FencingToken.Int64(token),
-		)
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			span.SetAttributes(tracing.Reentrant.Bool(count > 1), tracing.FencingToken.Int64(token))
+		}
 		return acquire.Result{Acquired: true}, nil
 	}
 	err := acquire.Do(ctx, acquire.Request{
 		Tracer:   m.tracer,
 		SpanName: tracing.SpanAcquireLock,
-		Attrs: []attribute.KeyValue{
-			tracing.LockName.String(m.name),
-			tracing.Primitive.String(primitive),
-			tracing.Owner.String(ownerID),
-			tracing.LeaseMillis.Int64(leaseMs),
-			tracing.Watchdog.Bool(m.cfg.Renewed()),
-		},
+		Start:    m.spanStart,
+		Owner:    ownerID,
+		Lease:    lease,
 		Hub:     m.hub,
 		Channel: m.channel,
 		Direct:  existing != nil,
@@ -221,7 +231,7 @@ func (m *Mutex) key() hold.Key { return hold.Key{Client: m.client, Kind: primiti
 func (m *Mutex) newHold(ctx context.Context, ownerID string, count, token int64, sentAt time.Time, leaseTime time.Duration) context.Context {
 	lease := hold.Lease(m.cfg.Watchdog, watchdog.Spec{
 		Kind:      renewKind,
-		Targets:   []watchdog.Target{{Client: m.client, Keys: []string{m.name}, Args: []any{ownerID}}},
+		Targets:   []watchdog.Target{{Client: m.client, Keys: m.nameKeys, Args: []any{ownerID}}},
 		Timeout:   leaseTime,
 		Renew:     m.cfg.Renewed(),
 		ID:        m.leaseID(ownerID),
@@ -269,7 +279,7 @@ func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
 // tryOnce runs the acquire script once for ownerID: the hold count after
 // it (0 when another owner holds the lock, for ttl) and the token.
 func (m *Mutex) tryOnce(ctx context.Context, ownerID string, lease time.Duration) (count, token int64, ttl time.Duration, err error) {
-	vals, err := acquireScript.Run(ctx, m.client, []string{m.name, m.tokenKey}, lease.Milliseconds(), ownerID).Int64Slice()
+	vals, err := acquireScript.Run(ctx, m.client, m.acquireKeys, m.msArg(lease), ownerID).Int64Slice()
 	switch {
 	case err != nil:
 		return 0, 0, 0, err
@@ -286,16 +296,32 @@ func (m *Mutex) tryOnce(ctx context.Context, ownerID string, lease time.Duration
 // (waiters are woken), 0 counts remain, -1 not held. lease is re-applied
 // while counts remain.
 func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout time.Duration) (int64, error) {
-	latch := m.latchPrefix + owner.RequestID()
-	// The latch outlives every retry comfortably, so a late retry still
-	// finds it instead of decrementing again.
+	latch := owner.RequestKey(m.latchPrefix)
+	latchArg := m.latchArg
+	if timeout != m.cfg.UnlockTimeout {
+		latchArg = latchLifetime(timeout)
+	}
 	res, err := unlockScript.RunRetrying(ctx, m.client, timeout, []string{m.name, m.channel, latch},
-		unlockMessage, lease.Milliseconds(), ownerID, m.hub.PublishCommand(), 2*timeout.Milliseconds()).Int64()
+		unlockMessage, m.msArg(lease), ownerID, m.publishArg, latchArg).Int64()
 	if err == nil && res == 1 {
 		m.hub.Release(m.channel)
 	}
 	return res, err
 }
+
+// msArg is lease in milliseconds as a script argument, boxed once for the
+// configured lease.
+func (m *Mutex) msArg(lease time.Duration) any {
+	if lease == m.cfg.Lease() {
+		return m.leaseArg
+	}
+	return lease.Milliseconds()
+}
+
+// latchLifetime is how long an unlock latch lives (ms): it outlives every
+// retry comfortably, so a late retry still finds it instead of
+// decrementing again.
+func latchLifetime(unlockTimeout time.Duration) int64 { return 2 * unlockTimeout.Milliseconds() }
 
 // ForceUnlock deletes the lock whoever holds it and wakes the waiters; it
 // reports whether there was a lock. The holder learns of it at its next

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock/internal/acquire"
@@ -108,6 +107,7 @@ type RWMutex struct {
 	latchPrefix string
 	hub         *notify.Hub
 	tracer      trace.Tracer
+	spanStart   [2][]trace.SpanStartOption // by side
 }
 
 // New returns the RWMutex called name on client. It does not touch Redis;
@@ -126,6 +126,14 @@ func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	rw.tokenKey = keys.Prefix("redisson_lock_token", name)
 	rw.hub = notify.For(client)
 	rw.tracer = tracing.Tracer(rw.cfg.TracerProvider)
+	for _, s := range []side{read, write} {
+		rw.spanStart[s] = acquire.SpanStart(
+			tracing.LockName.String(name),
+			tracing.Primitive.String(primitive),
+			tracing.Side.String(s.String()),
+			tracing.Watchdog.Bool(rw.cfg.Renewed()),
+		)
+	}
 	return rw
 }
 
@@ -227,7 +235,6 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 	} else if s == write && writeLease != nil {
 		lease = writeLease.Timeout()
 	}
-	leaseMs := lease.Milliseconds()
 	if s == write && holdsRead && !holdsWrite {
 		return nil, rw.wrap(op, ErrUpgradeNotSupported)
 	}
@@ -260,14 +267,9 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 	err := acquire.Do(ctx, acquire.Request{
 		Tracer:   rw.tracer,
 		SpanName: spanName,
-		Attrs: []attribute.KeyValue{
-			tracing.LockName.String(rw.name),
-			tracing.Primitive.String(primitive),
-			tracing.Side.String(s.String()),
-			tracing.Owner.String(ownerID),
-			tracing.LeaseMillis.Int64(leaseMs),
-			tracing.Watchdog.Bool(rw.cfg.Renewed()),
-		},
+		Start:    rw.spanStart[s],
+		Owner:    ownerID,
+		Lease:    lease,
 		Hub:     rw.hub,
 		Channel: rw.channel,
 		Shared:  s == read,
@@ -321,7 +323,7 @@ func (rw *RWMutex) newHold(ctx context.Context, s side, ownerID string, count, t
 }
 
 func (rw *RWMutex) latch() string {
-	return rw.latchPrefix + owner.RequestID()
+	return owner.RequestKey(rw.latchPrefix)
 }
 
 // tryOnce runs side s's acquire script once for ownerID: the count after

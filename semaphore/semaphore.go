@@ -95,6 +95,7 @@ type Semaphore struct {
 	latchPrefix string
 	hub         *notify.Hub
 	tracer      trace.Tracer
+	spanStart   []trace.SpanStartOption
 }
 
 // New returns the Semaphore called name with size permits on client. It
@@ -119,6 +120,11 @@ func New(client redis.UniversalClient, name string, size int64, opts ...Option) 
 	s.latchPrefix = options.LatchPrefix(name)
 	s.hub = notify.For(client)
 	s.tracer = tracing.Tracer(s.cfg.TracerProvider)
+	s.spanStart = acquire.SpanStart(
+		tracing.LockName.String(name),
+		tracing.Primitive.String(primitive),
+		tracing.Watchdog.Bool(s.cfg.Renewed()),
+	)
 	return s
 }
 
@@ -212,15 +218,10 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 	err := acquire.Do(ctx, acquire.Request{
 		Tracer:   s.tracer,
 		SpanName: tracing.SpanAcquireSemaphore,
-		Attrs: []attribute.KeyValue{
-			tracing.LockName.String(s.name),
-			tracing.Primitive.String(primitive),
-			tracing.Owner.String(ownerID),
-			tracing.Size.Int64(size),
-			tracing.Permits.Int64(n),
-			tracing.LeaseMillis.Int64(lease.Milliseconds()),
-			tracing.Watchdog.Bool(s.cfg.Renewed()),
-		},
+		Start:    s.spanStart,
+		Owner:    ownerID,
+		Lease:    lease,
+		Attrs:    []attribute.KeyValue{tracing.Size.Int64(size), tracing.Permits.Int64(n)},
 		Hub:     s.hub,
 		Channel: s.channel,
 		Once:    once,
@@ -261,7 +262,7 @@ func (s *Semaphore) Release(ctx context.Context) error {
 
 func (s *Semaphore) release(ctx context.Context, h *hold.Hold) error {
 	h.Lease.Stop()
-	latch := s.latchPrefix + owner.RequestID()
+	latch := owner.RequestKey(s.latchPrefix)
 	res, err := releaseScript.RunRetrying(ctx, s.client, s.cfg.UnlockTimeout,
 		[]string{s.name, s.permits, s.weights, s.channel, latch},
 		h.Data.(string), s.hub.PublishCommand(), 2*s.cfg.UnlockTimeout.Milliseconds()).Int64()

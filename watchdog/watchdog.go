@@ -204,7 +204,7 @@ type Lease struct {
 	lost         bool
 	refs         int
 	nextCB       int
-	onLost       map[int]func(error)
+	onLost       []lostCB // few: one per hold sharing the lease
 	lostErr      error
 	eventAt      time.Time
 	token        int64 // highest fencing token of the acquisitions sharing it
@@ -216,7 +216,7 @@ func (w *Watchdog) Start(spec Spec, sentAt time.Time) *Lease {
 	if spec.Quorum <= 0 || spec.Quorum > len(spec.Targets) {
 		spec.Quorum = len(spec.Targets)
 	}
-	l := &Lease{w: w, spec: spec, refs: 1, onLost: map[int]func(error){}, token: spec.Token}
+	l := &Lease{w: w, spec: spec, refs: 1, token: spec.Token}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	l.setOKLocked(sentAt)
@@ -332,13 +332,23 @@ func (l *Lease) OnLost(f func(error)) (remove func()) {
 	}
 	id := l.nextCB
 	l.nextCB++
-	l.onLost[id] = f
+	l.onLost = append(l.onLost, lostCB{id, f})
 	w.mu.Unlock()
 	return func() {
 		w.mu.Lock()
-		delete(l.onLost, id)
+		for i, cb := range l.onLost {
+			if cb.id == id {
+				l.onLost = append(l.onLost[:i], l.onLost[i+1:]...)
+				break
+			}
+		}
 		w.mu.Unlock()
 	}
+}
+
+type lostCB struct {
+	id int
+	f  func(error)
 }
 
 // Lose declares the lease lost now (its holder found the key gone) and
@@ -397,8 +407,8 @@ func (w *Watchdog) loseLocked(l *Lease, reason string) []func(error) {
 	w.unregisterLocked(l)
 	w.stats.lost.Add(1)
 	cbs := make([]func(error), 0, len(l.onLost))
-	for _, f := range l.onLost {
-		cbs = append(cbs, f)
+	for _, cb := range l.onLost {
+		cbs = append(cbs, cb.f)
 	}
 	l.onLost = nil
 	return cbs

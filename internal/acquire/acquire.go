@@ -28,7 +28,14 @@ type Result struct {
 type Request struct {
 	Tracer   trace.Tracer
 	SpanName string
-	Attrs    []attribute.KeyValue
+	// Start is made once per primitive by SpanStart: the span kind and
+	// the attributes a sampler may look at.
+	Start []trace.SpanStartOption
+	// Owner, Lease and Attrs are set on the span only when it records, so
+	// that an acquire without tracing builds none of them.
+	Owner string
+	Lease time.Duration
+	Attrs []attribute.KeyValue
 
 	Hub     *notify.Hub
 	Channel string
@@ -53,13 +60,24 @@ type Request struct {
 	Try func(ctx context.Context) (Result, error)
 }
 
+// SpanStart returns the start options of a primitive's acquire spans:
+// client kind and the attributes that never change (name, primitive).
+func SpanStart(attrs ...attribute.KeyValue) []trace.SpanStartOption {
+	return []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...)}
+}
+
 // Do runs the loop in one span. It returns nil when acquired,
 // ErrNotAcquired on contention (Once) or when Wait passed, the context's
 // cause when ctx ended, or the error of a try.
 func Do(ctx context.Context, req Request) error {
-	ctx, span := req.Tracer.Start(ctx, req.SpanName,
-		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(req.Attrs...))
+	ctx, span := req.Tracer.Start(ctx, req.SpanName, req.Start...)
 	defer span.End()
+	if !span.IsRecording() {
+		_, err := loop(ctx, &req)
+		return err
+	}
+	span.SetAttributes(tracing.Owner.String(req.Owner), tracing.LeaseMillis.Int64(req.Lease.Milliseconds()))
+	span.SetAttributes(req.Attrs...)
 	start := time.Now()
 	attempts, err := loop(ctx, &req)
 	outcome := tracing.OutcomeAcquired

@@ -740,7 +740,7 @@ func TestSpan(t *testing.T) {
 			span, err := spanOf(t, func(tracer trace.Tracer) error {
 				req := request(hub, "redisson_lock__channel:{"+t.Name()+"}", m.try("me"))
 				req.Tracer = tracer
-				req.Attrs = []attribute.KeyValue{tracing.LockName.String("order:1"), tracing.Primitive.String("lock")}
+				req.Start = acquire.SpanStart(tracing.LockName.String("order:1"), tracing.Primitive.String("lock"))
 				if tc.adjust != nil {
 					tc.adjust(&req)
 				}

@@ -38,7 +38,7 @@ type Hold struct {
 	stopAfter  func() bool
 	removeLost func()
 	lostErr    atomic.Pointer[error]
-	bgDone     chan struct{} // closed when the background release has returned
+	bgDone     chan struct{} // closed when the background release has returned; made by parentDone
 }
 
 const (
@@ -66,25 +66,52 @@ func Token(ctx context.Context) (int64, bool) {
 func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) context.Context {
 	h.release = release
 	h.parent = parent
-	hctx, cancel := context.WithCancelCause(parent)
+	cctx, cancel := context.WithCancelCause(parent)
 	h.cancel = cancel
-	h.bgDone = make(chan struct{})
-	hctx = context.WithValue(hctx, key, h)
-	hctx = context.WithValue(hctx, tokenKey{}, h.Token)
+	hctx := &holdCtx{Context: cctx, key: key, h: h}
 	// Only End reads stopAfter and removeLost, and only the caller that
 	// gets hctx can reach End, so setting them after arming is safe.
-	h.stopAfter = context.AfterFunc(parent, func() {
-		if err := h.Lease.Lost(); err != nil {
-			h.markLost(err) // parent ended because the hold it came from was lost
-			return
-		}
-		if h.state.CompareAndSwap(live, abandoned) {
-			defer close(h.bgDone)
-			_ = h.run(context.WithoutCancel(parent))
-		}
-	})
+	h.stopAfter = noStop
+	if parent.Done() != nil { // a parent that never ends needs no watch
+		h.stopAfter = context.AfterFunc(parent, h.parentDone)
+	}
 	h.removeLost = h.Lease.OnLost(h.markLost)
 	return hctx
+}
+
+func noStop() bool { return true }
+
+// holdCtx carries a hold and its token: one context for both values.
+type holdCtx struct {
+	context.Context
+	key Key
+	h   *Hold
+}
+
+func (c *holdCtx) Value(k any) any {
+	switch k := k.(type) {
+	case Key:
+		if k == c.key {
+			return c.h
+		}
+	case tokenKey:
+		return c.h.Token
+	}
+	return c.Context.Value(k)
+}
+
+// parentDone runs when the acquiring context ends before the hold does.
+func (h *Hold) parentDone() {
+	if err := h.Lease.Lost(); err != nil {
+		h.markLost(err) // parent ended because the hold it came from was lost
+		return
+	}
+	done := make(chan struct{})
+	h.bgDone = done // published to End by the state change below
+	if h.state.CompareAndSwap(live, abandoned) {
+		defer close(done)
+		_ = h.run(context.WithoutCancel(h.parent))
+	}
 }
 
 func (h *Hold) markLost(err error) {

@@ -24,6 +24,17 @@ func Mint() string {
 	return processID + ":" + strconv.FormatUint(seq.Add(1), 10)
 }
 
+// RequestKey returns prefix followed by a new RequestID, in one allocation:
+// the key of one unlock request's idempotency latch.
+func RequestKey(prefix string) string {
+	var buf [128]byte
+	b := append(buf[:0], prefix...)
+	b = append(b, processID...)
+	b = append(b, ":r"...)
+	b = strconv.AppendUint(b, reqSeq.Add(1), 10)
+	return string(b)
+}
+
 // RequestID returns an id unique across processes and calls, cheaper than a
 // random uuid: it names one unlock request for its idempotency latch.
 func RequestID() string {

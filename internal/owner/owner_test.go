@@ -38,3 +38,11 @@ func TestMintUnique(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+func TestRequestKeyIsPrefixedUniqueRequestID(t *testing.T) {
+	a, b := RequestKey("latch:"), RequestKey("latch:")
+	require.NotEqual(t, a, b)
+	require.True(t, strings.HasPrefix(a, "latch:"+ProcessID()+":r"))
+	long := strings.Repeat("x", 300) // longer than the stack buffer
+	require.True(t, strings.HasPrefix(RequestKey(long), long+ProcessID()+":r"))
+}

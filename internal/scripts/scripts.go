@@ -9,12 +9,16 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/batch"
 )
 
 // Script is one Lua script.
 type Script struct {
 	name string
 	rs   *redis.Script
+	hash any // boxed once: EVALSHA's argument
+	src  any // EVAL's
 }
 
 // Load reads file from fsys (an embed.FS) and returns its Script. A missing
@@ -24,7 +28,8 @@ func Load(fsys fs.FS, file string) *Script {
 	if err != nil {
 		panic(fmt.Sprintf("relock/scripts: %v", err))
 	}
-	return &Script{name: file, rs: redis.NewScript(string(src))}
+	rs := redis.NewScript(string(src))
+	return &Script{name: file, rs: rs, hash: rs.Hash(), src: string(src)}
 }
 
 // Name is the file the script came from.
@@ -34,8 +39,37 @@ func (s *Script) Name() string { return s.name }
 func (s *Script) Hash() string { return s.rs.Hash() }
 
 // Run executes the script with EVALSHA, falling back to EVAL on NOSCRIPT.
+// On a client (not a pipeline) the EVALSHA goes through the client's
+// batch.Pipe, so concurrent scripts share round trips under load.
 func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
-	return s.rs.Run(ctx, c, keys, args...)
+	client, ok := c.(redis.UniversalClient)
+	if !ok {
+		return s.rs.Run(ctx, c, keys, args...)
+	}
+	cmd := s.command(ctx, "evalsha", s.hash, keys, args)
+	if err := batch.For(client).Process(ctx, cmd); IsNoScript(err) {
+		// Not in this server's cache (a restart, a failover, SCRIPT
+		// FLUSH): EVAL loads it, once, so later calls find it again.
+		cmd = s.command(ctx, "eval", s.src, keys, args)
+		_ = client.Process(ctx, cmd)
+	}
+	return cmd
+}
+
+// command builds EVALSHA (or EVAL) with the arguments in one slice, as
+// go-redis's own Eval does, but with the hash boxed once.
+func (s *Script) command(ctx context.Context, verb string, script any, keys []string, args []any) *redis.Cmd {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, verb, script, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	a = append(a, args...)
+	cmd := redis.NewCmd(ctx, a...)
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3) // the cluster client routes by the first key
+	}
+	return cmd
 }
 
 // EvalSha queues the script on a pipeline. A NOSCRIPT reply is reported by
@@ -65,7 +99,7 @@ func (s *Script) RunRetrying(ctx context.Context, c redis.Scripter, timeout time
 	defer cancel()
 	backoff := 5 * time.Millisecond
 	for {
-		cmd := s.rs.Run(ctx, c, keys, args...)
+		cmd := s.Run(ctx, c, keys, args...)
 		err := cmd.Err()
 		if err == nil || !retryable(err) {
 			return cmd

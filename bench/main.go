@@ -1,0 +1,297 @@
+// Command bench runs relock side by side with its peers (redsync,
+// bsm/redislock, rueidislock) and the raw-command floor, on redis-server
+// processes it starts on loopback, and prints one table per run. See
+// README.md in this directory.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis/rueidislock"
+
+	"github.com/relock-go/relock/internal/redistest"
+)
+
+type config struct {
+	duration time.Duration
+	warmup   time.Duration
+	runs     int
+	only     *regexp.Regexp
+	hold     time.Duration
+	retries  []time.Duration
+	noLoop   bool
+}
+
+func main() {
+	var cfg config
+	var only, retries string
+	flag.DurationVar(&cfg.duration, "duration", 3*time.Second, "measured time of each row")
+	flag.DurationVar(&cfg.warmup, "warmup", 300*time.Millisecond, "unmeasured warm-up before each row")
+	flag.IntVar(&cfg.runs, "runs", 2, "how many times to run every row (one table per run)")
+	flag.StringVar(&only, "only", "", `run only the rows whose "scenario/library" matches this regexp`)
+	flag.DurationVar(&cfg.hold, "hold", 100*time.Microsecond, "critical section of the contended rows (spun, not slept)")
+	flag.StringVar(&retries, "retry", "1ms,5ms", "retry delays of the polling peers in the contended row")
+	flag.BoolVar(&cfg.noLoop, "rueidis-noloop", false, "run rueidislock with NoLoopTracking (its README's advice for Redis >= 7.0.5; it stalled under in-process contention here)")
+	flag.Parse()
+
+	var err error
+	if only != "" {
+		if cfg.only, err = regexp.Compile(only); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: -only: %v\n", err)
+			os.Exit(2)
+		}
+	}
+	for f := range strings.SplitSeq(retries, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil || d <= 0 {
+			fmt.Fprintf(os.Stderr, "bench: -retry: bad delay %q\n", f)
+			os.Exit(2)
+		}
+		cfg.retries = append(cfg.retries, d)
+	}
+	if cfg.runs < 1 || cfg.duration <= 0 {
+		fmt.Fprintln(os.Stderr, "bench: -runs must be >= 1 and -duration > 0")
+		os.Exit(2)
+	}
+
+	// The first SIGINT/SIGTERM ends the current row and the program, with
+	// the servers stopped; a second one kills at once (the servers die
+	// with us: redistest ties them to this process on Linux).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+
+	if err := run(ctx, &cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(os.Stderr, "bench: interrupted")
+		os.Exit(130)
+	}
+}
+
+// node is one redis-server and one client per go-redis based library, all
+// with the same options.
+type node struct {
+	srv                       *redistest.Server
+	raw, relock, redsync, bsm *redis.Client
+	sha                       string // compare-and-delete, loaded on raw
+	version                   string
+}
+
+func (n *node) clients() []*redis.Client { return []*redis.Client{n.raw, n.relock, n.redsync, n.bsm} }
+
+type env struct {
+	cfg     *config
+	dir     string
+	single  *node
+	masters []*node
+	rueidis rueidislock.Locker
+}
+
+func run(ctx context.Context, cfg *config) (err error) {
+	plan := rows(cfg)
+	if len(plan) == 0 {
+		return errors.New("-only matches no row")
+	}
+	needMasters := false
+	for _, r := range plan {
+		if r.masters {
+			needMasters = true
+		}
+	}
+
+	dir, err := os.MkdirTemp("", "relock-bench-")
+	if err != nil {
+		return err
+	}
+	e := &env{cfg: cfg, dir: dir}
+	defer func() {
+		e.close()
+		_ = os.RemoveAll(dir)
+	}()
+
+	if e.single, err = e.launch(ctx); err != nil {
+		return err
+	}
+	if needMasters {
+		for range 5 {
+			n, err := e.launch(ctx)
+			if err != nil {
+				return err
+			}
+			e.masters = append(e.masters, n)
+		}
+	}
+	if cfg.noLoop && !versionAtLeast(e.single.version, 7, 0, 5) {
+		return fmt.Errorf("-rueidis-noloop needs Redis >= 7.0.5, have %s", e.single.version)
+	}
+	if e.rueidis, err = newRueidisLocker(e.single.srv.Addr, cfg.noLoop); err != nil {
+		return fmt.Errorf("rueidislock: %w", err)
+	}
+
+	est := time.Duration(len(plan)*cfg.runs) * (cfg.duration + cfg.warmup + 150*time.Millisecond)
+	fmt.Printf("relock bench: %d rows x %d runs, row %v + warm-up %v, about %v; redis-server %s, GOMAXPROCS %d, NumCPU %d\n",
+		len(plan), cfg.runs, cfg.duration, cfg.warmup, est.Round(time.Second), e.single.version, runtime.GOMAXPROCS(0), runtime.NumCPU())
+
+	startG := runtime.NumGoroutine()
+	for i := range cfg.runs {
+		fmt.Printf("\n=== run %d/%d  (load average %s)\n", i+1, cfg.runs, loadavg())
+		var results []*result
+		for _, r := range plan {
+			if ctx.Err() != nil {
+				break
+			}
+			if err := e.flush(ctx); err != nil {
+				return err
+			}
+			before := runtime.NumGoroutine()
+			res := r.run(ctx, e)
+			res.gDelta = settleGoroutines(before) - before
+			res.scenario, res.label, res.family, res.kind = r.scenario, r.label, r.family, r.kind
+			results = append(results, res)
+			if res.stuck {
+				fmt.Fprintf(os.Stderr, "bench: %s/%s: workers still running %v after the row ended\n", r.scenario, r.label, stuckLimit)
+			}
+		}
+		printTable(os.Stdout, results)
+		printRatios(os.Stdout, results)
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+	settleGoroutines(startG)
+	fmt.Printf("\ngoroutines: %d before the first row, %d after the last\n", startG, runtime.NumGoroutine())
+	return nil
+}
+
+// launch starts one redis-server and its clients.
+func (e *env) launch(ctx context.Context) (*node, error) {
+	srv, err := redistest.Launch(e.dir)
+	if err != nil {
+		return nil, err
+	}
+	n := &node{srv: srv}
+	n.raw, n.relock, n.redsync, n.bsm = newGoRedis(srv.Addr), newGoRedis(srv.Addr), newGoRedis(srv.Addr), newGoRedis(srv.Addr)
+	if n.sha, err = loadCAD(ctx, n.raw); err != nil {
+		n.close()
+		return nil, fmt.Errorf("SCRIPT LOAD: %w", err)
+	}
+	info, err := n.raw.Info(ctx, "server").Result()
+	if err != nil {
+		n.close()
+		return nil, fmt.Errorf("INFO: %w", err)
+	}
+	for l := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "redis_version:"); ok {
+			n.version = v
+		}
+	}
+	return n, nil
+}
+
+func (n *node) close() {
+	for _, c := range n.clients() {
+		if c != nil {
+			_ = c.Close()
+		}
+	}
+	n.srv.Stop()
+}
+
+func (e *env) nodes() []*node {
+	var ns []*node
+	if e.single != nil {
+		ns = append(ns, e.single)
+	}
+	return append(ns, e.masters...)
+}
+
+func (e *env) close() {
+	if e.rueidis != nil {
+		e.rueidis.Close()
+	}
+	for _, n := range e.nodes() {
+		n.close()
+	}
+}
+
+// flush empties every server between rows. Scripts survive FLUSHALL.
+func (e *env) flush(ctx context.Context) error {
+	for _, n := range e.nodes() {
+		if err := n.raw.FlushAll(ctx).Err(); err != nil && ctx.Err() == nil {
+			return fmt.Errorf("FLUSHALL %s: %w", n.srv.Addr, err)
+		}
+	}
+	return nil
+}
+
+func (e *env) masterClients(pick func(*node) *redis.Client) []*redis.Client {
+	cs := make([]*redis.Client, len(e.masters))
+	for i, n := range e.masters {
+		cs[i] = pick(n)
+	}
+	return cs
+}
+
+func (e *env) masterPids() []int {
+	pids := make([]int, len(e.masters))
+	for i, n := range e.masters {
+		pids[i] = n.srv.Pid()
+	}
+	return pids
+}
+
+func versionAtLeast(v string, want ...int) bool {
+	parts := strings.Split(v, ".")
+	for i, w := range want {
+		if i >= len(parts) {
+			return false
+		}
+		n, err := strconv.Atoi(parts[i])
+		if err != nil {
+			return false
+		}
+		if n != w {
+			return n > w
+		}
+	}
+	return true
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// settleGoroutines gives goroutines that end on their own (a library's
+// background releases) a moment to go before they are counted.
+func settleGoroutines(target int) int {
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for runtime.NumGoroutine() > target && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return runtime.NumGoroutine()
+}

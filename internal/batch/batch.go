@@ -1,0 +1,135 @@
+package batch
+
+import (
+	"context"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	// defaultSenders is how many commands (or pipelines) of one client may
+	// be in flight at once before later ones queue: two keep the server
+	// busy while the client reads the other reply.
+	defaultSenders = 2
+	// maxBatch bounds one pipeline, so a queue grown under a burst does
+	// not become one very long round trip.
+	maxBatch = 256
+)
+
+var pipes sync.Map // redis.UniversalClient -> *Pipe
+
+// For returns the Pipe of client, one per client for the process. Only a
+// single-node *redis.Client is batched; other clients (a cluster client
+// routes each command to its own node) get a Pipe that sends directly.
+func For(client redis.UniversalClient) *Pipe {
+	if p, ok := pipes.Load(client); ok {
+		return p.(*Pipe)
+	}
+	p, _ := pipes.LoadOrStore(client, New(client, defaultSenders))
+	return p.(*Pipe)
+}
+
+// Pipe sends the commands of one client. Its methods are safe for
+// concurrent use.
+type Pipe struct {
+	client  redis.UniversalClient
+	direct  bool
+	senders int
+
+	mu     sync.Mutex
+	flying int // senders in flight
+	queue  []*call
+}
+
+// New returns a Pipe on client letting senders commands or pipelines be
+// in flight at once (at least 1).
+func New(client redis.UniversalClient, senders int) *Pipe {
+	_, single := client.(*redis.Client)
+	return &Pipe{client: client, direct: !single, senders: max(senders, 1)}
+}
+
+type call struct {
+	ctx  context.Context
+	cmd  redis.Cmder
+	done chan struct{}
+	// batch is set on the call at the front of a handed-over queue: it
+	// sends them all.
+	batch []*call
+}
+
+var calls = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
+
+// Process sends cmd and waits for its reply, which it leaves in cmd (as
+// redis.Client.Process does). The wait is not cut short by ctx: a command
+// that was queued may already be on its way, and its effect (a lock taken)
+// must reach the caller. ctx's values and deadline go with the command
+// when it is sent alone; a pipeline is sent with its first command's.
+func (p *Pipe) Process(ctx context.Context, cmd redis.Cmder) error {
+	if p.direct {
+		return p.client.Process(ctx, cmd)
+	}
+	p.mu.Lock()
+	if p.flying < p.senders {
+		p.flying++
+		p.mu.Unlock()
+		err := p.client.Process(ctx, cmd)
+		p.handOver()
+		return err
+	}
+	c := calls.Get().(*call)
+	c.ctx, c.cmd = ctx, cmd
+	p.queue = append(p.queue, c)
+	p.mu.Unlock()
+
+	<-c.done
+	if b := c.batch; b != nil {
+		p.send(b)
+		p.handOver()
+	}
+	err := cmd.Err()
+	c.ctx, c.cmd, c.batch = nil, nil, nil
+	calls.Put(c)
+	return err
+}
+
+// handOver gives the sender's turn to the queue: its front call sends the
+// queue as one pipeline; with nobody queued the turn ends.
+func (p *Pipe) handOver() {
+	p.mu.Lock()
+	if len(p.queue) == 0 {
+		p.flying--
+		p.mu.Unlock()
+		return
+	}
+	n := min(len(p.queue), maxBatch)
+	b := make([]*call, n)
+	copy(b, p.queue)
+	rest := copy(p.queue, p.queue[n:])
+	clear(p.queue[rest:])
+	p.queue = p.queue[:rest]
+	p.mu.Unlock()
+	b[0].batch = b
+	b[0].done <- struct{}{}
+}
+
+// send runs b as one pipeline and wakes every call of it but the first
+// (the sender itself).
+func (p *Pipe) send(b []*call) {
+	// The pipeline must not fail for the others because the sender's
+	// context ended.
+	ctx := context.WithoutCancel(b[0].ctx)
+	if len(b) == 1 {
+		_ = p.client.Process(ctx, b[0].cmd)
+	} else {
+		pipe := p.client.Pipeline()
+		for _, c := range b {
+			_ = pipe.Process(ctx, c.cmd)
+		}
+		_, _ = pipe.Exec(ctx) // each command carries its own error
+	}
+	for _, c := range b[1:] {
+		c.done <- struct{}{}
+	}
+}
+
