@@ -206,13 +206,13 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Cont
 		Start:    m.spanStart,
 		Owner:    ownerID,
 		Lease:    lease,
-		Hub:     m.hub,
-		Channel: m.channel,
-		Direct:  existing != nil,
-		Once:    once,
-		Wait:    m.cfg.WaitTimeout,
-		Hold:    m.cfg.Lease(),
-		Try:     try,
+		Hub:      m.hub,
+		Channel:  m.channel,
+		Direct:   existing != nil,
+		Once:     once,
+		Wait:     m.cfg.WaitTimeout,
+		Hold:     m.cfg.Lease(),
+		Try:      try,
 	})
 	if err != nil {
 		return nil, m.wrap(op, err)

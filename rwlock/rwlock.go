@@ -270,9 +270,9 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 		Start:    rw.spanStart[s],
 		Owner:    ownerID,
 		Lease:    lease,
-		Hub:     rw.hub,
-		Channel: rw.channel,
-		Shared:  s == read,
+		Hub:      rw.hub,
+		Channel:  rw.channel,
+		Shared:   s == read,
 		// A re-entry must not queue behind waiters that wait for this very
 		// owner; nor may the writer's own read.
 		Direct: (s == read && (holdsRead || holdsWrite)) || (s == write && holdsWrite),

@@ -222,13 +222,13 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		Owner:    ownerID,
 		Lease:    lease,
 		Attrs:    []attribute.KeyValue{tracing.Size.Int64(size), tracing.Permits.Int64(n)},
-		Hub:     s.hub,
-		Channel: s.channel,
-		Once:    once,
-		Wait:    s.cfg.WaitTimeout,
-		Hold:    lease,
-		PassOn:  true,
-		Try:     try,
+		Hub:      s.hub,
+		Channel:  s.channel,
+		Once:     once,
+		Wait:     s.cfg.WaitTimeout,
+		Hold:     lease,
+		PassOn:   true,
+		Try:      try,
 	})
 	if err != nil {
 		if marked {

@@ -132,4 +132,3 @@ func (p *Pipe) send(b []*call) {
 		c.done <- struct{}{}
 	}
 }
-
