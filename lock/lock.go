@@ -67,6 +67,8 @@ var luaFS embed.FS
 var (
 	acquireScript     = scripts.Load(luaFS, "lua/acquire.lua")
 	unlockScript      = scripts.Load(luaFS, "lua/unlock.lua")
+	unlockLastScript  = scripts.Load(luaFS, "lua/unlock_last.lua")
+	transferScript    = scripts.Load(luaFS, "lua/transfer.lua")
 	forceUnlockScript = scripts.Load(luaFS, "lua/force_unlock.lua")
 
 	// RenewKind renews lock leases in batches; see package watchdog.
@@ -96,6 +98,7 @@ type Mutex struct {
 	// Made once, read-only: what every call would otherwise allocate.
 	nameKeys    []string // {name}
 	acquireKeys []string // {name, tokenKey}
+	unlockKeys  []string // {name, channel}
 	leaseArg    any      // the configured lease in ms
 	publishArg  any
 	latchArg    any // latch lifetime in ms for the configured unlock timeout
@@ -117,6 +120,7 @@ func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 	m.tracer = tracing.Tracer(m.cfg.TracerProvider)
 	m.nameKeys = []string{name}
 	m.acquireKeys = []string{name, m.tokenKey}
+	m.unlockKeys = []string{name, m.channel}
 	m.leaseArg = m.cfg.Lease().Milliseconds()
 	m.publishArg = m.hub.PublishCommand()
 	m.latchArg = latchLifetime(m.cfg.UnlockTimeout)
@@ -200,7 +204,21 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Cont
 		}
 		return acquire.Result{Acquired: true}, nil
 	}
+	var claim *handOff
+	if existing == nil && !once {
+		claim = &handOff{owner: ownerID, lease: lease, wd: wd}
+	}
 	err := acquire.Do(ctx, acquire.Request{
+		Claim: claimOrNil(claim),
+		Granted: func(g any) {
+			given := g.(*handOff)
+			count, token, sentAt = 1, given.token, given.sentAt
+		},
+		Discard: func(g any) {
+			// Handed the lock as we gave up: give it back (to the next
+			// waiter, if any), bounded by the unlock timeout.
+			_, _ = m.releaseLast(context.WithoutCancel(ctx), ownerID, lease, nil)
+		},
 		Tracer:   m.tracer,
 		SpanName: tracing.SpanAcquireLock,
 		Start:    m.spanStart,
@@ -262,8 +280,13 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // release gives one count back to Redis. The last count stops the lease
 // first, so no renewal is sent after release returns.
 func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
-	h.Lease.Release()
-	res, err := m.runUnlock(ctx, h.Owner, h.Lease.Timeout(), m.cfg.UnlockTimeout)
+	var res int64
+	var err error
+	if h.Lease.Release() {
+		res, err = m.releaseLast(ctx, h.Owner, h.Lease.Timeout(), h.Lease.Lost)
+	} else {
+		res, err = m.runUnlock(ctx, h.Owner, h.Lease.Timeout(), m.cfg.UnlockTimeout)
+	}
 	if err != nil {
 		return err
 	}
@@ -274,6 +297,35 @@ func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
 		return fmt.Errorf("%w: the lock was no longer held in Redis", ErrLockLost)
 	}
 	return nil
+}
+
+// releaseLast gives back the last count this process holds, the common
+// unlock: to the head of the local queue if one waits (one round trip for
+// both), else freeing the lock, in either case without a latch key. lost,
+// if not nil, tells whether the lease was lost. Should Redis hold more
+// counts than the process knew, runUnlock decrements instead.
+func (m *Mutex) releaseLast(ctx context.Context, ownerID string, lease time.Duration, lost func() error) (int64, error) {
+	var res int64
+	var err error
+	if w, c := m.hub.Reserve(m.channel); w != nil {
+		res, err = m.runTransfer(ctx, w, c.(*handOff), ownerID)
+	} else {
+		cmd, retried := unlockLastScript.RunRetried(ctx, m.client, m.cfg.UnlockTimeout, m.unlockKeys,
+			unlockMessage, ownerID, m.publishArg)
+		res, err = cmd.Int64()
+		if err == nil && res == -1 && retried && (lost == nil || lost() == nil) {
+			// The field is gone and an earlier attempt's reply was lost:
+			// that attempt released it (the lease was not lost).
+			res = 1
+		}
+		if err == nil && res == 1 {
+			m.hub.Release(m.channel)
+		}
+	}
+	if err != nil || res != -2 {
+		return res, err
+	}
+	return m.runUnlock(ctx, ownerID, lease, m.cfg.UnlockTimeout)
 }
 
 // tryOnce runs the acquire script once for ownerID: the hold count after
@@ -307,6 +359,45 @@ func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout ti
 		m.hub.Release(m.channel)
 	}
 	return res, err
+}
+
+// handOff is what a waiter claims (owner, lease) and is granted (token,
+// and when the script that took the lock for it was sent).
+type handOff struct {
+	owner  string
+	lease  time.Duration
+	wd     *watchdog.Watchdog // the waiter's: sentAt is on its clock
+	token  int64
+	sentAt time.Time
+}
+
+func claimOrNil(c *handOff) any {
+	if c == nil {
+		return nil // a typed nil would read as a claim
+	}
+	return c
+}
+
+// runTransfer frees ownerID's last count and gives the lock to the
+// reserved waiter w in the same script: 1 handed over, -1 not held, -2
+// more counts held (nothing done).
+func (m *Mutex) runTransfer(ctx context.Context, w *notify.Waiter, next *handOff, ownerID string) (int64, error) {
+	sentAt := next.wd.Now()
+	vals, err := transferScript.RunRetrying(ctx, m.client, m.cfg.UnlockTimeout, m.acquireKeys,
+		ownerID, next.owner, next.lease.Milliseconds()).Int64Slice()
+	switch {
+	case err != nil:
+		w.Refuse()
+		return 0, err
+	case len(vals) != 2:
+		w.Refuse()
+		return 0, fmt.Errorf("unexpected reply %v", vals)
+	case vals[0] == 1:
+		w.Grant(&handOff{owner: next.owner, lease: next.lease, wd: next.wd, token: vals[1], sentAt: sentAt})
+		return 1, nil
+	}
+	w.Refuse()
+	return vals[0], nil
 }
 
 // msArg is lease in milliseconds as a script argument, boxed once for the

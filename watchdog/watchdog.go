@@ -434,7 +434,13 @@ func (w *Watchdog) scheduleLocked(l *Lease) {
 }
 
 func (w *Watchdog) placeLocked(l *Lease, at time.Time) {
-	w.unscheduleLocked(l)
+	if l.inWheel {
+		// Moved, not removed: the wheel does not empty, so the goroutine
+		// need not hear of it (a re-entry must not wake it).
+		delete(w.slots[l.slot], l)
+		l.inWheel = false
+		w.count--
+	}
 	t := w.tickOf(at)
 	if t <= w.cursor {
 		t = w.cursor + 1

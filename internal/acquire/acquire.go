@@ -58,6 +58,14 @@ type Request struct {
 
 	// Try makes one attempt. ctx carries the span.
 	Try func(ctx context.Context) (Result, error)
+
+	// Claim, when set, lets a local release hand the lock to this waiter
+	// (see notify.Hub.Reserve); Granted then takes what the release's
+	// script returned, and Discard gives back a hand-off that came as the
+	// waiter gave up.
+	Claim   any
+	Granted func(g any)
+	Discard func(g any)
 }
 
 // SpanStart returns the start options of a primitive's acquire spans:
@@ -163,7 +171,20 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 		return attempts, err
 	}
 	acquired := false
-	defer func() { w.Leave(acquired && !req.PassOn, req.Hold) }()
+	defer func() {
+		var given any
+		handed := false
+		if !acquired && req.Claim != nil {
+			given, handed = w.Settle()
+		}
+		w.Leave(acquired && !req.PassOn, req.Hold)
+		if handed {
+			req.Discard(given) // after leaving: the lock may pass to the next
+		}
+	}()
+	if req.Claim != nil {
+		w.Claim(req.Claim)
+	}
 
 	var timer *time.Timer
 	defer func() {
@@ -180,9 +201,15 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 	}
 	queued := context.WithValue(ctx, queuedKey{}, true)
 	for {
+		if tryNow && req.Claim != nil && !w.BeginTry() {
+			tryNow = false // a release is handing the lock over: wait for the wake
+		}
 		if tryNow {
 			attempts++
 			res, err = req.Try(queued)
+			if req.Claim != nil {
+				w.EndTry()
+			}
 			if err != nil {
 				if d := done(); d != nil {
 					return attempts, d
@@ -210,6 +237,14 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 		}
 		select {
 		case <-w.Wake():
+			if req.Claim != nil {
+				if g, ok := w.Granted(); ok {
+					attempts++
+					req.Granted(g)
+					acquired = true
+					return attempts, nil
+				}
+			}
 			kick, hint := w.Take()
 			switch {
 			case kick:

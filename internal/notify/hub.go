@@ -65,6 +65,7 @@ func (h *Hub) Release(channel string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if q := h.queues[channel]; q != nil {
+		q.handOffs = 0
 		q.wakeHead()
 	}
 }
@@ -78,6 +79,13 @@ type Waiter struct {
 	left    bool
 	kicked  bool          // see Take
 	hint    time.Duration // see Take
+
+	// Hand-offs; see transfer.go.
+	claim    any
+	trying   bool
+	reserved chan struct{} // closed when the release decided
+	grant    any
+	granted  bool
 }
 
 // Wake is signalled when the waiter should try the lock again: it became
@@ -202,8 +210,9 @@ func (h *Hub) removeLocked(w *Waiter, acquired bool, hold time.Duration) {
 }
 
 type queue struct {
-	waiters []*Waiter
-	sub     *subscription
+	waiters  []*Waiter
+	sub      *subscription
+	handOffs int // in a row; see Reserve
 }
 
 // heads returns the waiters at the front that may go together: the first

@@ -93,8 +93,17 @@ func IsNoScript(err error) bool {
 // RunRetrying runs the script like Run, on its own timeout and regardless
 // of ctx's cancellation (only ctx's values are kept), retrying while the
 // reply may have been lost in the network. Only idempotent scripts (those
-// that keep their answer in a latch key) may be run this way.
+// that keep their answer in a latch key, or can tell their own earlier
+// effect) may be run this way.
 func (s *Script) RunRetrying(ctx context.Context, c redis.Scripter, timeout time.Duration, keys []string, args ...any) *redis.Cmd {
+	cmd, _ := s.RunRetried(ctx, c, timeout, keys, args...)
+	return cmd
+}
+
+// RunRetried is RunRetrying, also reporting whether the script was sent
+// more than once (an earlier attempt may have run without its reply
+// arriving).
+func (s *Script) RunRetried(ctx context.Context, c redis.Scripter, timeout time.Duration, keys []string, args ...any) (cmd *redis.Cmd, retried bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	backoff := 5 * time.Millisecond
@@ -102,13 +111,14 @@ func (s *Script) RunRetrying(ctx context.Context, c redis.Scripter, timeout time
 		cmd := s.Run(ctx, c, keys, args...)
 		err := cmd.Err()
 		if err == nil || !retryable(err) {
-			return cmd
+			return cmd, retried
 		}
 		select {
 		case <-ctx.Done():
-			return cmd
+			return cmd, retried
 		case <-time.After(backoff):
 		}
+		retried = true
 		backoff = min(2*backoff, 200*time.Millisecond)
 	}
 }

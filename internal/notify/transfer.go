@@ -1,0 +1,108 @@
+package notify
+
+// A release can hand the lock straight to the head of the local queue: the
+// releasing goroutine runs one script that frees its hold and takes the
+// lock for the head's owner, and the head returns without a round trip of
+// its own. The head must be idle (not in a try of its own, which could
+// re-enter the lock it is being given) and claimable (its primitive said
+// what it would write). A chain of hand-offs is bounded, so that waiters of
+// other processes, who cannot be handed anything, get their turn: after
+// MaxHandOffs in a row the lock is released through Redis for all to race.
+
+// MaxHandOffs bounds the hand-offs in a row within one process.
+const MaxHandOffs = 16
+
+// Claim makes w a waiter that a release may hand the lock to; claim is
+// what its primitive needs to take it (an owner and a lease).
+func (w *Waiter) Claim(claim any) {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	w.claim = claim
+}
+
+// BeginTry reports whether w may try the lock now; false when a release is
+// handing the lock to it (the hand-off's outcome comes as a wake). EndTry
+// must follow a true BeginTry.
+func (w *Waiter) BeginTry() bool {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	if w.reserved != nil || w.granted {
+		return false
+	}
+	w.trying = true
+	return true
+}
+
+// EndTry ends the try BeginTry allowed.
+func (w *Waiter) EndTry() {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	w.trying = false
+}
+
+// Reserve returns the head of channel's queue, reserved for a hand-off,
+// or nil when there is none to hand to: no waiter, the head is shared, has
+// no claim, is trying or leaving, or the chain of hand-offs is long
+// enough. Grant or Refuse must follow.
+func (h *Hub) Reserve(channel string) (*Waiter, any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.queues[channel]
+	if q == nil || len(q.waiters) == 0 {
+		return nil, nil
+	}
+	w := q.waiters[0]
+	if w.shared || w.claim == nil || w.trying || w.left || w.reserved != nil || w.granted {
+		return nil, nil
+	}
+	if q.handOffs >= MaxHandOffs {
+		q.handOffs = 0
+		return nil, nil
+	}
+	w.reserved = make(chan struct{})
+	return w, w.claim
+}
+
+// Grant completes a hand-off: the lock is w's, with what the release's
+// script returned (g); w is woken to take it.
+func (w *Waiter) Grant(g any) {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	if q := w.h.queues[w.channel]; q != nil {
+		q.handOffs++
+	}
+	w.grant, w.granted = g, true
+	close(w.reserved)
+	w.reserved = nil
+	w.signal()
+}
+
+// Refuse ends a reservation without a hand-off (the release kept a count,
+// or failed); w waits on as before.
+func (w *Waiter) Refuse() {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	close(w.reserved)
+	w.reserved = nil
+}
+
+// Granted returns, and clears, the hand-off w was given, if any.
+func (w *Waiter) Granted() (any, bool) {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	g, ok := w.grant, w.granted
+	w.grant, w.granted = nil, false
+	return g, ok
+}
+
+// Settle waits for a hand-off in progress to w to end, and returns the lock
+// if it was handed over: a waiter that gives up must give that back.
+func (w *Waiter) Settle() (any, bool) {
+	w.h.mu.Lock()
+	r := w.reserved
+	w.h.mu.Unlock()
+	if r != nil {
+		<-r
+	}
+	return w.Granted()
+}

@@ -1,0 +1,25 @@
+-- Release the last count of a reentrant lock this process knows of, the
+-- common unlock, with no latch key to write: a retry whose first reply was
+-- lost finds the field gone and answers -1, which the caller reads as
+-- released unless the lease was lost. When Redis holds more counts than
+-- the caller knew, nothing is changed and -2 sends the caller to
+-- unlock.lua, whose latch makes a decrement safe to retry.
+--
+-- KEYS[1]  the lock hash
+-- KEYS[2]  the unlock channel, redisson_lock__channel:{<name>}
+-- ARGV[1]  the unlock message (Redisson's UNLOCK_MESSAGE, 0)
+-- ARGV[2]  owner id
+-- ARGV[3]  publish command: publish, or spublish on a cluster
+--
+-- Returns 1 when released (key deleted, message published), -1 when the
+-- owner does not hold the lock, -2 when it holds more than one count.
+local count = redis.call('hget', KEYS[1], ARGV[2])
+if count == false then
+  return -1
+end
+if tonumber(count) > 1 then
+  return -2
+end
+redis.call('del', KEYS[1])
+redis.call(ARGV[3], KEYS[2], ARGV[1])
+return 1
