@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: test redis-server bench example
+.PHONY: test redis-server bench example bench-scale
 
 # The behaviour suites also run against real redis-server processes
 # (internal/redistest), because miniredis is not Redis. Without the binary
@@ -32,6 +32,11 @@ test: redis-server
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./lock/
+
+# Issue 6 scale scenarios, each run once on a real redis-server: 100k
+# leases renewed by one watchdog, 10k waiters on one pub/sub connection.
+bench-scale: redis-server
+	$(GO) test -run '^$$' -bench 'Scale' -benchtime 1x -timeout 10m ./watchdog/ ./lock/
 
 example:
 	$(GO) run ./examples/quickstart
