@@ -96,12 +96,13 @@ type Mutex struct {
 	tracer      trace.Tracer
 	spanStart   []trace.SpanStartOption
 	// Made once, read-only: what every call would otherwise allocate.
-	nameKeys    []string // {name}
-	acquireKeys []string // {name, tokenKey}
-	unlockKeys  []string // {name, channel}
-	leaseArg    any      // the configured lease in ms
-	publishArg  any
-	latchArg    any // latch lifetime in ms for the configured unlock timeout
+	nameKeys   []string // {name}
+	nameArg    any      // name, boxed once, as a script key
+	channelArg any
+	tokenArg   any
+	leaseArg   any // the configured lease in ms
+	publishArg any
+	latchArg   any // latch lifetime in ms for the configured unlock timeout
 }
 
 // New returns the Mutex called name on client. It does not touch Redis.
@@ -119,8 +120,7 @@ func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 	m.hub = notify.For(client)
 	m.tracer = tracing.Tracer(m.cfg.TracerProvider)
 	m.nameKeys = []string{name}
-	m.acquireKeys = []string{name, m.tokenKey}
-	m.unlockKeys = []string{name, m.channel}
+	m.nameArg, m.channelArg, m.tokenArg = name, m.channel, m.tokenKey
 	m.leaseArg = m.cfg.Lease().Milliseconds()
 	m.publishArg = m.hub.PublishCommand()
 	m.latchArg = latchLifetime(m.cfg.UnlockTimeout)
@@ -182,60 +182,86 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Cont
 	if ctx == nil {
 		return nil, errs.Invalid(op, primitive, m.name, "nil context")
 	}
-	ctx, ownerID := owner.Ensure(ctx)
+	// A new owner is minted here but carried only by the hold's context,
+	// which answers for it: one context less per acquire.
+	ownerID, ok := owner.From(ctx)
+	if !ok {
+		ownerID = owner.Mint()
+	}
 	wd := m.cfg.Watchdog
-	existing := wd.Find(m.client, m.leaseID(ownerID))
-	lease := m.cfg.Lease()
+	a := &attempt{m: m, owner: ownerID, wd: wd, lease: m.cfg.Lease(), leaseID: m.leaseID(ownerID)}
+	existing := wd.Find(m.client, a.leaseID)
 	if existing != nil {
-		lease = existing.Timeout() // a re-entry keeps the hold's lease: Redis's TTL must be what the watchdog tracks
+		a.lease = existing.Timeout() // a re-entry keeps the hold's lease: Redis's TTL must be what the watchdog tracks
 	}
-
-	var count, token int64
-	var sentAt time.Time
-	try := func(ctx context.Context) (acquire.Result, error) {
-		sentAt = wd.Now()
-		c, tok, ttl, err := m.tryOnce(ctx, ownerID, lease)
-		if err != nil || c == 0 {
-			return acquire.Result{TTL: ttl}, err
-		}
-		count, token = c, tok
-		if span := trace.SpanFromContext(ctx); span.IsRecording() {
-			span.SetAttributes(tracing.Reentrant.Bool(count > 1), tracing.FencingToken.Int64(token))
-		}
-		return acquire.Result{Acquired: true}, nil
-	}
-	var claim *handOff
-	if existing == nil && !once {
-		claim = &handOff{owner: ownerID, lease: lease, wd: wd}
-	}
-	err := acquire.Do(ctx, acquire.Request{
-		Claim: claimOrNil(claim),
-		Granted: func(g any) {
-			given := g.(*handOff)
-			count, token, sentAt = 1, given.token, given.sentAt
-		},
-		Discard: func(g any) {
-			// Handed the lock as we gave up: give it back (to the next
-			// waiter, if any), bounded by the unlock timeout.
-			_, _ = m.releaseLast(context.WithoutCancel(ctx), ownerID, lease, nil)
-		},
+	req := acquire.Request{
 		Tracer:   m.tracer,
 		SpanName: tracing.SpanAcquireLock,
 		Start:    m.spanStart,
 		Owner:    ownerID,
-		Lease:    lease,
+		Lease:    a.lease,
 		Hub:      m.hub,
 		Channel:  m.channel,
 		Direct:   existing != nil,
 		Once:     once,
 		Wait:     m.cfg.WaitTimeout,
 		Hold:     m.cfg.Lease(),
-		Try:      try,
-	})
-	if err != nil {
+		Attempt:  a,
+	}
+	if existing == nil && !once {
+		a.ctx = ctx
+		req.HandOff = a
+	}
+	if err := acquire.Do(ctx, req); err != nil {
 		return nil, m.wrap(op, err)
 	}
-	return m.newHold(ctx, ownerID, count, token, sentAt, lease), nil
+	return m.newHold(ctx, a), nil
+}
+
+// attempt is one acquire's state: what it tries with, and what it got.
+// It is also the claim a local release may hand the lock to.
+type attempt struct {
+	m       *Mutex
+	ctx     context.Context // the caller's, for a Discard
+	owner   string
+	wd      *watchdog.Watchdog // sentAt is on its clock
+	lease   time.Duration
+	leaseID string
+
+	count, token int64
+	sentAt       time.Time
+}
+
+func (a *attempt) Try(ctx context.Context) (acquire.Result, error) {
+	a.sentAt = a.wd.Now()
+	c, tok, ttl, err := a.m.tryOnce(ctx, a.owner, a.lease)
+	if err != nil || c == 0 {
+		return acquire.Result{TTL: ttl}, err
+	}
+	a.count, a.token = c, tok
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(tracing.Reentrant.Bool(c > 1), tracing.FencingToken.Int64(tok))
+	}
+	return acquire.Result{Acquired: true}, nil
+}
+
+// Granted takes the lock a local release handed over.
+func (a *attempt) Granted(g any) {
+	given := g.(*grant)
+	a.count, a.token, a.sentAt = 1, given.token, given.sentAt
+}
+
+// Discard gives back a lock handed over as the acquire gave up (to the
+// next waiter, if any), bounded by the unlock timeout.
+func (a *attempt) Discard(any) {
+	_, _ = a.m.releaseLast(context.WithoutCancel(a.ctx), a.owner, a.lease, nil)
+}
+
+// grant is what a hand-off gives the waiter: its fencing token, and when
+// the script that took the lock for it was sent (on the waiter's clock).
+type grant struct {
+	token  int64
+	sentAt time.Time
 }
 
 // FencingToken returns the fencing token of the hold that returned ctx (or
@@ -246,18 +272,18 @@ func FencingToken(ctx context.Context) (int64, bool) { return hold.Token(ctx) }
 
 func (m *Mutex) key() hold.Key { return hold.Key{Client: m.client, Kind: primitive, Name: m.name} }
 
-func (m *Mutex) newHold(ctx context.Context, ownerID string, count, token int64, sentAt time.Time, leaseTime time.Duration) context.Context {
+func (m *Mutex) newHold(ctx context.Context, a *attempt) context.Context {
 	lease := hold.Lease(m.cfg.Watchdog, watchdog.Spec{
 		Kind:      renewKind,
-		Targets:   []watchdog.Target{{Client: m.client, Keys: m.nameKeys, Args: []any{ownerID}}},
-		Timeout:   leaseTime,
+		Targets:   []watchdog.Target{{Client: m.client, Keys: m.nameKeys, Args: []any{a.owner}}},
+		Timeout:   a.lease,
 		Renew:     m.cfg.Renewed(),
-		ID:        m.leaseID(ownerID),
+		ID:        a.leaseID,
 		Name:      m.name,
 		Primitive: primitive,
-		Token:     token,
-	}, count > 1, sentAt)
-	return hold.Start(ctx, m.key(), &hold.Hold{Owner: ownerID, Token: token, Lease: lease}, m.release)
+		Token:     a.token,
+	}, a.count > 1, a.sentAt)
+	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: lease}, m.release)
 }
 
 // Unlock releases one count of the hold that returned ctx (or that ctx was
@@ -308,10 +334,10 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, lease time.Dura
 	var res int64
 	var err error
 	if w, c := m.hub.Reserve(m.channel); w != nil {
-		res, err = m.runTransfer(ctx, w, c.(*handOff), ownerID)
+		res, err = m.runTransfer(ctx, w, c.(*attempt), ownerID)
 	} else {
-		cmd, retried := unlockLastScript.RunRetried(ctx, m.client, m.cfg.UnlockTimeout, m.unlockKeys,
-			unlockMessage, ownerID, m.publishArg)
+		cmd, retried := unlockLastScript.CallRetried(ctx, m.client, m.cfg.UnlockTimeout, 2,
+			m.nameArg, m.channelArg, unlockMessage, ownerID, m.publishArg)
 		res, err = cmd.Int64()
 		if err == nil && res == -1 && retried && (lost == nil || lost() == nil) {
 			// The field is gone and an earlier attempt's reply was lost:
@@ -331,7 +357,7 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, lease time.Dura
 // tryOnce runs the acquire script once for ownerID: the hold count after
 // it (0 when another owner holds the lock, for ttl) and the token.
 func (m *Mutex) tryOnce(ctx context.Context, ownerID string, lease time.Duration) (count, token int64, ttl time.Duration, err error) {
-	vals, err := acquireScript.Run(ctx, m.client, m.acquireKeys, m.msArg(lease), ownerID).Int64Slice()
+	vals, err := acquireScript.Call(ctx, m.client, 2, m.nameArg, m.tokenArg, m.msArg(lease), ownerID).Int64Slice()
 	switch {
 	case err != nil:
 		return 0, 0, 0, err
@@ -361,30 +387,14 @@ func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout ti
 	return res, err
 }
 
-// handOff is what a waiter claims (owner, lease) and is granted (token,
-// and when the script that took the lock for it was sent).
-type handOff struct {
-	owner  string
-	lease  time.Duration
-	wd     *watchdog.Watchdog // the waiter's: sentAt is on its clock
-	token  int64
-	sentAt time.Time
-}
-
-func claimOrNil(c *handOff) any {
-	if c == nil {
-		return nil // a typed nil would read as a claim
-	}
-	return c
-}
-
 // runTransfer frees ownerID's last count and gives the lock to the
 // reserved waiter w in the same script: 1 handed over, -1 not held, -2
 // more counts held (nothing done).
-func (m *Mutex) runTransfer(ctx context.Context, w *notify.Waiter, next *handOff, ownerID string) (int64, error) {
+func (m *Mutex) runTransfer(ctx context.Context, w *notify.Waiter, next *attempt, ownerID string) (int64, error) {
 	sentAt := next.wd.Now()
-	vals, err := transferScript.RunRetrying(ctx, m.client, m.cfg.UnlockTimeout, m.acquireKeys,
-		ownerID, next.owner, next.lease.Milliseconds()).Int64Slice()
+	cmd, _ := transferScript.CallRetried(ctx, m.client, m.cfg.UnlockTimeout, 2,
+		m.nameArg, m.tokenArg, ownerID, next.owner, next.m.msArg(next.lease))
+	vals, err := cmd.Int64Slice()
 	switch {
 	case err != nil:
 		w.Refuse()
@@ -393,7 +403,7 @@ func (m *Mutex) runTransfer(ctx context.Context, w *notify.Waiter, next *handOff
 		w.Refuse()
 		return 0, fmt.Errorf("unexpected reply %v", vals)
 	case vals[0] == 1:
-		w.Grant(&handOff{owner: next.owner, lease: next.lease, wd: next.wd, token: vals[1], sentAt: sentAt})
+		w.Grant(&grant{token: vals[1], sentAt: sentAt})
 		return 1, nil
 	}
 	w.Refuse()

@@ -56,16 +56,29 @@ type Request struct {
 	// waiting for a release.
 	PassOn bool
 
-	// Try makes one attempt. ctx carries the span.
-	Try func(ctx context.Context) (Result, error)
+	// Try makes one attempt. ctx carries the span. Attempt does the same
+	// as one object, for callers that keep their state in one (a single
+	// allocation per acquire instead of a closure and its variables).
+	Try     func(ctx context.Context) (Result, error)
+	Attempt Attempt
 
-	// Claim, when set, lets a local release hand the lock to this waiter
-	// (see notify.Hub.Reserve); Granted then takes what the release's
-	// script returned, and Discard gives back a hand-off that came as the
-	// waiter gave up.
-	Claim   any
-	Granted func(g any)
-	Discard func(g any)
+	// HandOff, when set, lets a local release hand the lock to this
+	// waiter: the hub's claim is the HandOff itself (see
+	// notify.Hub.Reserve).
+	HandOff HandOff
+}
+
+// Attempt makes one attempt, as Request.Try.
+type Attempt interface {
+	Try(ctx context.Context) (Result, error)
+}
+
+// HandOff receives a lock handed over by a local release: Granted takes
+// what the release's script returned; Discard gives back one that came as
+// the waiter gave up.
+type HandOff interface {
+	Granted(g any)
+	Discard(g any)
 }
 
 // SpanStart returns the start options of a primitive's acquire spans:
@@ -124,6 +137,10 @@ func Queued(ctx context.Context) bool {
 }
 
 func loop(ctx context.Context, req *Request) (attempts int, err error) {
+	try := req.Try
+	if try == nil {
+		try = req.Attempt.Try
+	}
 	if req.Wait > 0 && !req.Once {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, req.Wait, errWaitTimeout)
@@ -145,7 +162,7 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 	tried := false
 	if req.Once || req.Direct || !req.Hub.Waiting(req.Channel) {
 		attempts++
-		res, err = req.Try(ctx)
+		res, err = try(ctx)
 		if err != nil {
 			// As after every try: an error caused by the end of ctx is
 			// that end (the wait bound, the caller's cause).
@@ -174,16 +191,16 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 	defer func() {
 		var given any
 		handed := false
-		if !acquired && req.Claim != nil {
+		if !acquired && req.HandOff != nil {
 			given, handed = w.Settle()
 		}
 		w.Leave(acquired && !req.PassOn, req.Hold)
 		if handed {
-			req.Discard(given) // after leaving: the lock may pass to the next
+			req.HandOff.Discard(given) // after leaving: the lock may pass to the next
 		}
 	}()
-	if req.Claim != nil {
-		w.Claim(req.Claim)
+	if req.HandOff != nil {
+		w.Claim(req.HandOff)
 	}
 
 	var timer *time.Timer
@@ -201,13 +218,13 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 	}
 	queued := context.WithValue(ctx, queuedKey{}, true)
 	for {
-		if tryNow && req.Claim != nil && !w.BeginTry() {
+		if tryNow && req.HandOff != nil && !w.BeginTry() {
 			tryNow = false // a release is handing the lock over: wait for the wake
 		}
 		if tryNow {
 			attempts++
-			res, err = req.Try(queued)
-			if req.Claim != nil {
+			res, err = try(queued)
+			if req.HandOff != nil {
 				w.EndTry()
 			}
 			if err != nil {
@@ -237,10 +254,10 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 		}
 		select {
 		case <-w.Wake():
-			if req.Claim != nil {
+			if req.HandOff != nil {
 				if g, ok := w.Granted(); ok {
 					attempts++
-					req.Granted(g)
+					req.HandOff.Granted(g)
 					acquired = true
 					return attempts, nil
 				}

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/errs"
+	"github.com/relock-go/relock/internal/owner"
 	"github.com/relock-go/relock/watchdog"
 )
 
@@ -81,7 +82,7 @@ func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) contex
 
 func noStop() bool { return true }
 
-// holdCtx carries a hold and its token: one context for both values.
+// holdCtx carries a hold, its token and its owner: one context for all.
 type holdCtx struct {
 	context.Context
 	key Key
@@ -96,6 +97,9 @@ func (c *holdCtx) Value(k any) any {
 		}
 	case tokenKey:
 		return c.h.Token
+	}
+	if owner.IsKey(k) {
+		return c.h.Owner // so nested acquires on the hold's context re-enter
 	}
 	return c.Context.Value(k)
 }

@@ -41,6 +41,13 @@ func RequestID() string {
 	return processID + ":r" + strconv.FormatUint(reqSeq.Add(1), 10)
 }
 
+// IsKey reports whether k is the context key the owner is stored under:
+// a context type that carries the owner itself (a hold's) answers for it.
+func IsKey(k any) bool {
+	_, ok := k.(ctxKey)
+	return ok
+}
+
 // From returns the owner carried by ctx.
 func From(ctx context.Context) (string, bool) {
 	id, ok := ctx.Value(ctxKey{}).(string)

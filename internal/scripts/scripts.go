@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,29 +45,40 @@ func (s *Script) Hash() string { return s.rs.Hash() }
 func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
 	client, ok := c.(redis.UniversalClient)
 	if !ok {
-		return s.rs.Run(ctx, c, keys, args...)
+		return s.rs.Run(ctx, c, keys, slices.Clone(args)...)
 	}
-	cmd := s.command(ctx, "evalsha", s.hash, keys, args)
-	if err := batch.For(client).Process(ctx, cmd); IsNoScript(err) {
+	a := make([]any, 3, 3+len(keys)+len(args))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	return s.send(ctx, client, len(keys), append(a, args...))
+}
+
+// Call is Run for hot paths: argv holds the nkeys keys, then the
+// arguments, boxed by the caller (keys boxed once per primitive cost
+// nothing per call), and the command is built with one allocation.
+func (s *Script) Call(ctx context.Context, c redis.UniversalClient, nkeys int, argv ...any) *redis.Cmd {
+	return s.send(ctx, c, nkeys, append(make([]any, 3, 3+len(argv)), argv...))
+}
+
+// send runs the script whose keys and arguments are a[3:].
+func (s *Script) send(ctx context.Context, c redis.UniversalClient, nkeys int, a []any) *redis.Cmd {
+	a[0], a[1], a[2] = "evalsha", s.hash, nkeys
+	cmd := newCmd(ctx, nkeys, a)
+	if err := batch.For(c).Process(ctx, cmd); IsNoScript(err) {
 		// Not in this server's cache (a restart, a failover, SCRIPT
 		// FLUSH): EVAL loads it, once, so later calls find it again.
-		cmd = s.command(ctx, "eval", s.src, keys, args)
-		_ = client.Process(ctx, cmd)
+		e := slices.Clone(a)
+		e[0], e[1] = "eval", s.src
+		cmd = newCmd(ctx, nkeys, e)
+		_ = c.Process(ctx, cmd)
 	}
 	return cmd
 }
 
-// command builds EVALSHA (or EVAL) with the arguments in one slice, as
-// go-redis's own Eval does, but with the hash boxed once.
-func (s *Script) command(ctx context.Context, verb string, script any, keys []string, args []any) *redis.Cmd {
-	a := make([]any, 0, 3+len(keys)+len(args))
-	a = append(a, verb, script, len(keys))
-	for _, k := range keys {
-		a = append(a, k)
-	}
-	a = append(a, args...)
+func newCmd(ctx context.Context, nkeys int, a []any) *redis.Cmd {
 	cmd := redis.NewCmd(ctx, a...)
-	if len(keys) > 0 {
+	if nkeys > 0 {
 		cmd.SetFirstKeyPos(3) // the cluster client routes by the first key
 	}
 	return cmd
@@ -86,8 +98,11 @@ func (s *Script) Preload(ctx context.Context, c redis.Scripter) error {
 
 // IsNoScript reports whether err is Redis's NOSCRIPT reply.
 func IsNoScript(err error) bool {
+	if err == nil {
+		return false // before rerr, which escapes: no allocation on success
+	}
 	var rerr redis.Error
-	return err != nil && errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "NOSCRIPT")
+	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "NOSCRIPT")
 }
 
 // RunRetrying runs the script like Run, on its own timeout and regardless
@@ -104,21 +119,38 @@ func (s *Script) RunRetrying(ctx context.Context, c redis.Scripter, timeout time
 // more than once (an earlier attempt may have run without its reply
 // arriving).
 func (s *Script) RunRetried(ctx context.Context, c redis.Scripter, timeout time.Duration, keys []string, args ...any) (cmd *redis.Cmd, retried bool) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	return retry(ctx, timeout, func(ctx context.Context) *redis.Cmd { return s.Run(ctx, c, keys, args...) })
+}
+
+// CallRetried is RunRetried for hot paths, with argv as Call takes it.
+func (s *Script) CallRetried(ctx context.Context, c redis.UniversalClient, timeout time.Duration, nkeys int, argv ...any) (cmd *redis.Cmd, retried bool) {
+	a := append(make([]any, 3, 3+len(argv)), argv...)
+	return retry(ctx, timeout, func(ctx context.Context) *redis.Cmd { return s.send(ctx, c, nkeys, a) })
+}
+
+// retry runs send until it answers or timeout passes, regardless of ctx's
+// cancellation. The first attempt goes without a deadline of its own (the
+// client's read and write timeouts bound it), which spares the common,
+// successful call a timer; the retries are bounded by timeout.
+func retry(ctx context.Context, timeout time.Duration, send func(context.Context) *redis.Cmd) (*redis.Cmd, bool) {
+	ctx = context.WithoutCancel(ctx)
+	cmd := send(ctx)
+	if err := cmd.Err(); err == nil || !retryable(err) {
+		return cmd, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	backoff := 5 * time.Millisecond
 	for {
-		cmd := s.Run(ctx, c, keys, args...)
-		err := cmd.Err()
-		if err == nil || !retryable(err) {
-			return cmd, retried
-		}
 		select {
 		case <-ctx.Done():
-			return cmd, retried
+			return cmd, true
 		case <-time.After(backoff):
 		}
-		retried = true
+		cmd = send(ctx)
+		if err := cmd.Err(); err == nil || !retryable(err) {
+			return cmd, true
+		}
 		backoff = min(2*backoff, 200*time.Millisecond)
 	}
 }
