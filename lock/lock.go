@@ -254,7 +254,7 @@ func (a *attempt) Granted(g any) {
 // Discard gives back a lock handed over as the acquire gave up (to the
 // next waiter, if any), bounded by the unlock timeout.
 func (a *attempt) Discard(any) {
-	_, _ = a.m.releaseLast(context.WithoutCancel(a.ctx), a.owner, a.lease, nil)
+	_, _ = a.m.releaseLast(context.WithoutCancel(a.ctx), a.owner, a.lease, a.m.cfg.UnlockTimeout, true, nil)
 }
 
 // grant is what a hand-off gives the waiter: its fencing token, and when
@@ -309,7 +309,7 @@ func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
 	var res int64
 	var err error
 	if h.Lease.Release() {
-		res, err = m.releaseLast(ctx, h.Owner, h.Lease.Timeout(), h.Lease.Lost)
+		res, err = m.releaseLast(ctx, h.Owner, h.Lease.Timeout(), m.cfg.UnlockTimeout, true, h.Lease.Lost)
 	} else {
 		res, err = m.runUnlock(ctx, h.Owner, h.Lease.Timeout(), m.cfg.UnlockTimeout)
 	}
@@ -326,17 +326,23 @@ func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
 }
 
 // releaseLast gives back the last count this process holds, the common
-// unlock: to the head of the local queue if one waits (one round trip for
-// both), else freeing the lock, in either case without a latch key. lost,
-// if not nil, tells whether the lease was lost. Should Redis hold more
-// counts than the process knew, runUnlock decrements instead.
-func (m *Mutex) releaseLast(ctx context.Context, ownerID string, lease time.Duration, lost func() error) (int64, error) {
+// unlock: to the head of the local queue if one waits and passOn allows
+// (one round trip for both), else freeing the lock, in either case without
+// a latch key. lost, if not nil, tells whether the lease was lost. Should
+// Redis hold more counts than the process knew, runUnlock decrements
+// instead.
+func (m *Mutex) releaseLast(ctx context.Context, ownerID string, lease, timeout time.Duration, passOn bool, lost func() error) (int64, error) {
 	var res int64
 	var err error
-	if w, c := m.hub.Reserve(m.channel); w != nil {
+	var w *notify.Waiter
+	var c any
+	if passOn {
+		w, c = m.hub.Reserve(m.channel)
+	}
+	if w != nil {
 		res, err = m.runTransfer(ctx, w, c.(*attempt), ownerID)
 	} else {
-		cmd, retried := unlockLastScript.CallRetried(ctx, m.client, m.cfg.UnlockTimeout, 2,
+		cmd, retried := unlockLastScript.CallRetried(ctx, m.client, timeout, 2,
 			m.nameArg, m.channelArg, unlockMessage, ownerID, m.publishArg)
 		res, err = cmd.Int64()
 		if err == nil && res == -1 && retried && (lost == nil || lost() == nil) {
@@ -351,7 +357,7 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, lease time.Dura
 	if err != nil || res != -2 {
 		return res, err
 	}
-	return m.runUnlock(ctx, ownerID, lease, m.cfg.UnlockTimeout)
+	return m.runUnlock(ctx, ownerID, lease, timeout)
 }
 
 // tryOnce runs the acquire script once for ownerID: the hold count after
@@ -513,7 +519,9 @@ func (m *Mutex) RedlockNode() (member.Node, error) {
 			return count > 0, token, ttl, err
 		},
 		Release: func(ctx context.Context, ownerID string, timeout time.Duration) (bool, error) {
-			res, err := m.runUnlock(ctx, ownerID, m.cfg.Lease(), timeout)
+			// A member's hold is its owner's last count unless the owner
+			// re-entered; releaseLast tells the two apart.
+			res, err := m.releaseLast(ctx, ownerID, m.cfg.Lease(), timeout, false, nil)
 			return res != -1, err
 		},
 		Renewal: func(ownerID string) watchdog.Target {

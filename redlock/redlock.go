@@ -111,6 +111,8 @@ type Lock struct {
 	invalid string
 	name    string
 	tracer  trace.Tracer
+	// spanStart: kind and the attributes that never change, made once.
+	spanStart []trace.SpanStartOption
 }
 
 // New returns a Redlock over members, one per independent Redis master:
@@ -159,6 +161,13 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 		l.cfg.Drift = l.cfg.Lease()/100 + 2*time.Millisecond
 	}
 	l.tracer = tracing.Tracer(l.cfg.TracerProvider)
+	l.spanStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		tracing.LockName.String(l.name),
+		tracing.Primitive.String(l.primitive()),
+		tracing.Watchdog.Bool(l.cfg.Renewed()),
+		tracing.Nodes.Int(len(l.nodes)),
+		tracing.Quorum.Int(l.quorum),
+	)}
 	return l
 }
 
@@ -221,18 +230,16 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 	}
 	ctx, ownerID := owner.Ensure(ctx)
 	lease := l.cfg.Lease()
-	sctx, span := l.tracer.Start(ctx, tracing.SpanAcquireRedlock, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(
-			tracing.LockName.String(l.name),
-			tracing.Primitive.String(l.primitive()),
+	sctx, span := l.tracer.Start(ctx, tracing.SpanAcquireRedlock, l.spanStart...)
+	defer span.End()
+	recording := span.IsRecording()
+	if recording {
+		span.SetAttributes(
 			tracing.Owner.String(ownerID),
 			tracing.LeaseMillis.Int64(lease.Milliseconds()),
-			tracing.Watchdog.Bool(l.cfg.Renewed()),
-			tracing.Nodes.Int(len(l.nodes)),
-			tracing.Quorum.Int(l.quorum),
 			tracing.Try.Bool(once),
-		))
-	defer span.End()
+		)
+	}
 	start := time.Now()
 	wctx := sctx
 	if l.cfg.WaitTimeout > 0 && !once {
@@ -244,6 +251,9 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 	attempts := 0
 	var lastErr error
 	finish := func(outcome string, err error) {
+		if !recording {
+			return
+		}
 		span.SetAttributes(tracing.Outcome.String(outcome), tracing.Attempts.Int(attempts),
 			tracing.WaitMillis.Float64(float64(time.Since(start).Microseconds())/1000))
 		if outcome == tracing.OutcomeError {
@@ -260,17 +270,22 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 		won, token := 0, int64(0)
 		var nodeErrs []error
 		for i, o := range outs {
+			outcome := OutcomeAcquired
 			if o.acquired {
 				won++
 				token = max(token, o.token)
-				span.AddEvent("member", trace.WithAttributes(attribute.Int("index", i), attribute.String("outcome", OutcomeAcquired)))
-				continue
+			} else {
+				nodeErrs = append(nodeErrs, o.err)
+				outcome = o.err.Outcome
 			}
-			nodeErrs = append(nodeErrs, o.err)
-			span.AddEvent("member", trace.WithAttributes(attribute.Int("index", i), attribute.String("outcome", o.err.Outcome)))
+			if recording {
+				span.AddEvent("member", trace.WithAttributes(attribute.Int("index", i), attribute.String("outcome", outcome)))
+			}
 		}
 		validity := lease - elapsed - l.cfg.Drift
-		span.SetAttributes(tracing.NodesWon.Int(won), tracing.ValidityMillis.Int64(validity.Milliseconds()))
+		if recording {
+			span.SetAttributes(tracing.NodesWon.Int(won), tracing.ValidityMillis.Int64(validity.Milliseconds()))
+		}
 		if won >= l.quorum && validity > 0 {
 			targets := make([]watchdog.Target, 0, won)
 			for i, o := range outs {
@@ -287,7 +302,9 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 				Name:      l.name,
 				Primitive: l.primitive(),
 			}, sentAt)
-			span.SetAttributes(tracing.FencingToken.Int64(token))
+			if recording {
+				span.SetAttributes(tracing.FencingToken.Int64(token))
+			}
 			finish(tracing.OutcomeAcquired, nil)
 			return hold.Start(ctx, l.key(), &hold.Hold{Owner: ownerID, Token: token, Lease: wl}, l.release), nil
 		}
@@ -335,60 +352,73 @@ func isTimeout(err error) bool {
 // waited for: its attempt goes on in the background and, should it still
 // take the lock, gives it back at once.
 func (l *Lock) tryAll(ctx context.Context, ownerID string, lease time.Duration) []outcome {
-	outs := make([]outcome, len(l.nodes))
-	var wg sync.WaitGroup
-	for i, n := range l.nodes {
-		wg.Add(1)
+	type result struct {
+		i     int
+		ok    bool
+		token int64
+		ttl   time.Duration
+		err   error
+	}
+	n := len(l.nodes)
+	outs := make([]outcome, n)
+	// Each member's attempt and the deadline race for claimed[i]: the
+	// attempt's result counts only if it claims first; one left behind
+	// gives back what it took.
+	claimed := make([]atomic.Bool, n)
+	results := make(chan result, n)
+	nctx, cancel := context.WithTimeout(ctx, l.cfg.NodeTimeout)
+	defer cancel()
+	for i, node := range l.nodes {
 		go func() {
-			defer wg.Done()
-			nctx, cancel := context.WithTimeout(ctx, l.cfg.NodeTimeout)
-			defer cancel()
-			type result struct {
-				ok    bool
-				token int64
-				ttl   time.Duration
-				err   error
-			}
-			// Whoever claims first decides: the attempt (its result counts)
-			// or the timeout (the attempt gives back what it took).
-			done := make(chan result, 1)
-			var claimed atomic.Bool
-			go func() {
-				ok, token, ttl, err := n.Try(nctx, ownerID, lease)
-				if claimed.CompareAndSwap(false, true) {
-					done <- result{ok, token, ttl, err}
-					return
-				}
-				if ok {
-					_, _ = n.Release(context.WithoutCancel(ctx), ownerID, l.cfg.UnlockTimeout)
-				}
-			}()
-			var r result
-			select {
-			case r = <-done:
-			case <-nctx.Done():
-				if claimed.CompareAndSwap(false, true) {
-					r.err = nctx.Err()
-				} else {
-					r = <-done // it answered just in time after all
-				}
-			}
-			ne := &NodeError{Index: i, Node: n.Addr + " " + n.Name}
-			switch {
-			case r.err == nil && r.ok:
-				outs[i] = outcome{acquired: true, token: r.token}
+			ok, token, ttl, err := node.Try(nctx, ownerID, lease)
+			if claimed[i].CompareAndSwap(false, true) {
+				results <- result{i, ok, token, ttl, err}
 				return
-			case r.err == nil:
-				ne.Outcome = OutcomeHeld
-			case isTimeout(r.err) || nctx.Err() != nil:
-				ne.Outcome, ne.Err = OutcomeTimeout, r.err
-			default:
-				ne.Outcome, ne.Err = OutcomeError, r.err
 			}
-			outs[i] = outcome{ttl: r.ttl, err: ne}
+			if ok {
+				_, _ = node.Release(context.WithoutCancel(ctx), ownerID, l.cfg.UnlockTimeout)
+			}
 		}()
 	}
-	wg.Wait()
+	answered := make([]bool, n)
+	record := func(r result) {
+		answered[r.i] = true
+		ne := &NodeError{Index: r.i, Node: l.nodes[r.i].Addr + " " + l.nodes[r.i].Name}
+		switch {
+		case r.err == nil && r.ok:
+			outs[r.i] = outcome{acquired: true, token: r.token}
+			return
+		case r.err == nil:
+			ne.Outcome = OutcomeHeld
+		case isTimeout(r.err) || nctx.Err() != nil:
+			ne.Outcome, ne.Err = OutcomeTimeout, r.err
+		default:
+			ne.Outcome, ne.Err = OutcomeError, r.err
+		}
+		outs[r.i] = outcome{ttl: r.ttl, err: ne}
+	}
+	for got := 0; got < n; got++ {
+		select {
+		case r := <-results:
+			record(r)
+			continue
+		case <-nctx.Done():
+		}
+		// The node timeout passed: the members that have not answered are
+		// left behind, except those whose answer is already on its way.
+		pending := 0
+		for i := range n {
+			if !answered[i] && !claimed[i].CompareAndSwap(false, true) {
+				pending++
+			} else if !answered[i] {
+				record(result{i: i, err: nctx.Err()})
+			}
+		}
+		for range pending {
+			record(<-results)
+		}
+		break
+	}
 	return outs
 }
 
@@ -398,13 +428,16 @@ func (l *Lock) releaseAll(ctx context.Context, ownerID string, timeout time.Dura
 	errsOut := make([]error, len(l.nodes))
 	var wg sync.WaitGroup
 	for i, n := range l.nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		release := func() {
 			if _, err := n.Release(ctx, ownerID, timeout); err != nil {
 				errsOut[i] = &NodeError{Index: i, Node: n.Addr + " " + n.Name, Outcome: OutcomeError, Err: err}
 			}
-		}()
+		}
+		if i == len(l.nodes)-1 {
+			release() // the last on this goroutine: one goroutine fewer
+			break
+		}
+		wg.Go(release)
 	}
 	wg.Wait()
 	var failed []error
