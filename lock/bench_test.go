@@ -20,7 +20,7 @@ import (
 // against: the two round trips a lock+unlock pair cannot avoid (SET NX PX,
 // then a compare-and-delete script), with no reentrancy, token or watchdog.
 
-func benchClient(b *testing.B) *redis.Client {
+func benchClient(b testing.TB) *redis.Client {
 	srv := redistest.StartServer(b)
 	return srv.Client(b, func(o *redis.Options) { o.PoolSize = 64 })
 }

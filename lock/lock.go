@@ -363,16 +363,26 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, lease, timeout 
 // tryOnce runs the acquire script once for ownerID: the hold count after
 // it (0 when another owner holds the lock, for ttl) and the token.
 func (m *Mutex) tryOnce(ctx context.Context, ownerID string, lease time.Duration) (count, token int64, ttl time.Duration, err error) {
-	vals, err := acquireScript.Call(ctx, m.client, 2, m.nameArg, m.tokenArg, m.msArg(lease), ownerID).Int64Slice()
-	switch {
-	case err != nil:
+	cmd := acquireScript.Call(ctx, m.client, 2, m.nameArg, m.tokenArg, m.msArg(lease), ownerID)
+	if err := cmd.Err(); err != nil {
 		return 0, 0, 0, err
-	case len(vals) != 2:
-		return 0, 0, 0, fmt.Errorf("unexpected reply %v", vals)
-	case vals[0] == 0:
-		return 0, 0, time.Duration(vals[1]) * time.Millisecond, nil
 	}
-	return vals[0], vals[1], 0, nil
+	switch v := cmd.Val().(type) {
+	case int64: // the lock was free: its token
+		return 1, v, 0, nil
+	case []any:
+		if len(v) == 2 {
+			c, ok1 := v[0].(int64)
+			n, ok2 := v[1].(int64)
+			switch {
+			case ok1 && ok2 && c == 0:
+				return 0, 0, time.Duration(n) * time.Millisecond, nil
+			case ok1 && ok2:
+				return c, n, 0, nil
+			}
+		}
+	}
+	return 0, 0, 0, fmt.Errorf("unexpected reply %v", cmd.Val())
 }
 
 // runUnlock runs the unlock script until it answers or timeout passes,
