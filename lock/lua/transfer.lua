@@ -15,11 +15,11 @@
 -- Returns {1, token} when handed over (token: the next owner's fencing
 -- token), {-1, 0} when the owner does not hold the lock, {-2, 0} when it
 -- holds more than one count (nothing changed: unlock.lua decrements).
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  return {1, tonumber(redis.call('get', KEYS[2]))}
-end
 local count = redis.call('hget', KEYS[1], ARGV[1])
 if count == false then
+  if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    return {1, tonumber(redis.call('get', KEYS[2]))} -- a retry: handed over already
+  end
   return {-1, 0}
 end
 if tonumber(count) > 1 then
