@@ -29,6 +29,14 @@ const (
 	defaultTick      = 10 * time.Millisecond
 	wheelSlots       = 512
 	defaultBatchSize = 512
+	// pipelineLeases bounds the leases of one renewal pipeline: a larger
+	// round is sent as several pipelines, one after the other, each with its
+	// own reply timeout.
+	pipelineLeases = 2048
+	// minReplyTimeout is the least time a renewal pipeline is given for its
+	// reply, however close the earliest loss it carries.
+	minReplyTimeout = 50 * time.Millisecond
+	noDue           = time.Duration(1<<63 - 1)
 	// idleLinger keeps the goroutine a moment after the last lease ends,
 	// so that a lock taken and released in a loop does not start one each
 	// time.
@@ -75,13 +83,27 @@ func Default() *Watchdog {
 
 // Watchdog renews leases; see the package documentation.
 type Watchdog struct {
-	clock Clock
-	tick  time.Duration
-	batch int
-	base  time.Time // tick 0: ticks count monotonic time from here, never the wall clock
+	clock      Clock
+	tick       time.Duration
+	batch      int
+	pipeLeases int       // pipelineLeases (tests lower it)
+	base       time.Time // tick 0: ticks count monotonic time from here, never the wall clock
 
-	mu       sync.Mutex
-	slots    [wheelSlots]map[*Lease]struct{}
+	mu    sync.Mutex
+	slots [wheelSlots]map[*Lease]struct{}
+	// By when the wheel must turn for the leases of slots[i] (see dueOf),
+	// as offsets from base, noDue when none; lower bounds, never late:
+	//  - lossDue[i] for the leases placed at their loss time (a round in
+	//    flight, a fixed lease, a retry cut at the loss): the earliest of
+	//    those times, reset when lossN[i], how many are there, drops to 0
+	//    (the leases of a round in flight move away as they are renewed);
+	//  - renewDue[i] for the leases placed at a renewal: the entry of a
+	//    lease moved away (stopped, retained) stays until the wheel passes
+	//    the slot, but lies half the renewal's slack (about a third of the
+	//    lease) beyond it, so it hardly brings a handoff forward.
+	lossDue  [wheelSlots]time.Duration
+	renewDue [wheelSlots]time.Duration
+	lossN    [wheelSlots]int32
 	cursor   int64 // last tick processed
 	count    int   // leases in the wheel
 	running  bool
@@ -89,8 +111,24 @@ type Watchdog struct {
 	kick     chan struct{}
 	registry map[regKey]*Lease
 
+	// The wheel's goroutine (generation gen) sends each round's renewals
+	// itself. While it waits for their reply (flushing), handoffAt is the
+	// instant by which the wheel must turn again; if the reply is not back
+	// by then, handoff starts a new wheel goroutine and the old one ends
+	// after its round.
+	gen       uint64
+	flushing  bool
+	flushSeq  uint64
+	handoffAt time.Time
+	handoff   *time.Timer
+	// senders holds the renewals queued for a client whose pipeline runs
+	// aside (the other masters of a Redlock round): one goroutine per client.
+	senders map[redis.UniversalClient]*sender
+
 	stats struct {
 		renewed, roundTrips, scripts, lost, errors atomic.Int64
+		handoffs                                   atomic.Int64 // wheel goroutines started by handOver
+		turns                                      atomic.Int64 // wheel turns (advanceLocked calls)
 	}
 }
 
@@ -101,13 +139,14 @@ type regKey struct {
 
 // New returns a Watchdog; most programs use Default.
 func New(opts ...Option) *Watchdog {
-	w := &Watchdog{clock: clock.Real, tick: defaultTick, batch: defaultBatchSize,
+	w := &Watchdog{clock: clock.Real, tick: defaultTick, batch: defaultBatchSize, pipeLeases: pipelineLeases,
 		kick: make(chan struct{}, 1), registry: map[regKey]*Lease{}}
 	for _, o := range opts {
 		o(w)
 	}
 	for i := range w.slots {
 		w.slots[i] = map[*Lease]struct{}{}
+		w.lossDue[i], w.renewDue[i] = noDue, noDue
 	}
 	w.base = w.clock.Now()
 	w.cursor = 0
@@ -121,7 +160,7 @@ func (w *Watchdog) Now() time.Time { return w.clock.Now() }
 // Stats counts the watchdog's work since it was made.
 type Stats struct {
 	Renewed    int64 // lease renewals that succeeded
-	RoundTrips int64 // pipelines sent (one per client per batch)
+	RoundTrips int64 // pipelines sent (per client and round, one per 2048 leases)
 	Scripts    int64 // renewal scripts sent
 	Lost       int64 // leases declared lost
 	Errors     int64 // renewals that failed with an error (and were retried)
@@ -189,25 +228,24 @@ type Lease struct {
 	lossAt  time.Time
 	slot    int
 	inWheel bool
+	atLoss  bool // placed at lossAt (see Watchdog.lossDue)
 	// A renewal round sends one script per target. It is decided as soon
 	// as the quorum renewed (or cannot), without waiting for a stalled
 	// target; results of older rounds are ignored.
-	round        int
-	open         bool // a round is under way, undecided
-	pending      int  // targets of the round not answered yet
-	undispatched int  // targets of the round not yet handed to the network
-	okN          int
-	goneN        int
-	errN         int
-	idle         chan struct{} // closed when every target of the round was dispatched
-	stopped      bool
-	lost         bool
-	refs         int
-	nextCB       int
-	onLost       []lostCB // few: one per hold sharing the lease
-	lostErr      error
-	eventAt      time.Time
-	token        int64 // highest fencing token of the acquisitions sharing it
+	round   int
+	open    bool // a round is under way, undecided
+	pending int  // targets of the round not answered yet
+	okN     int
+	goneN   int
+	errN    int
+	stopped bool
+	lost    bool
+	refs    int
+	nextCB  int
+	onLost  []lostCB // few: one per hold sharing the lease
+	lostErr error
+	eventAt time.Time
+	token   int64 // highest fencing token of the acquisitions sharing it
 }
 
 // Start begins tracking a lease whose acquire was sent at sentAt (read
@@ -281,23 +319,19 @@ func (l *Lease) Token() int64 {
 }
 
 // Release drops a reference; the last one stops the lease in the same
-// critical section (so no RetainAt can revive it) and, as Stop, returns once
-// no renewal is in flight. It reports whether it was the last.
+// critical section (so no RetainAt can revive it), with Stop's guarantee.
+// It reports whether it was the last.
 func (l *Lease) Release() bool {
 	w := l.w
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if l.refs > 0 {
 		l.refs--
 	}
 	if l.refs > 0 {
-		w.mu.Unlock()
 		return false
 	}
-	wait := w.stopLocked(l)
-	w.mu.Unlock()
-	if wait != nil {
-		<-wait
-	}
+	w.stopLocked(l)
 	return true
 }
 
@@ -361,29 +395,26 @@ func (l *Lease) Lose(reason string) {
 	runLost(cbs, err)
 }
 
-// Stop ends the lease's tracking. When Stop returns no renewal of it is
-// in flight and none will be sent.
+// Stop ends the lease's tracking. When Stop returns, no renewal of it will
+// be sent: one already handed to the network may still be answered (Stop
+// does not wait for a reply), and one not yet handed over is dropped (a
+// pipeline is committed, under the watchdog's lock, just before it is
+// written, and a stopped lease's renewal is left out). Stop never blocks on
+// the network, so it may be called from an OnLost callback.
 func (l *Lease) Stop() {
 	w := l.w
 	w.mu.Lock()
-	wait := w.stopLocked(l)
+	w.stopLocked(l)
 	w.mu.Unlock()
-	if wait != nil {
-		<-wait
-	}
 }
 
-func (w *Watchdog) stopLocked(l *Lease) chan struct{} {
+func (w *Watchdog) stopLocked(l *Lease) {
 	if l.stopped {
-		return nil
+		return
 	}
 	l.stopped = true
 	w.unscheduleLocked(l)
 	w.unregisterLocked(l)
-	if l.undispatched > 0 {
-		return l.idle
-	}
-	return nil
 }
 
 func (w *Watchdog) unregisterLocked(l *Lease) {
@@ -437,9 +468,7 @@ func (w *Watchdog) placeLocked(l *Lease, at time.Time) {
 	if l.inWheel {
 		// Moved, not removed: the wheel does not empty, so the goroutine
 		// need not hear of it (a re-entry must not wake it).
-		delete(w.slots[l.slot], l)
-		l.inWheel = false
-		w.count--
+		w.removeLocked(l)
 	}
 	t := w.tickOf(at)
 	if t <= w.cursor {
@@ -450,12 +479,70 @@ func (w *Watchdog) placeLocked(l *Lease, at time.Time) {
 	l.inWheel = true
 	l.eventAt = at
 	w.count++
+	due := w.dueOf(l, at)
+	w.noteDueLocked(l, due)
 	if !w.running {
 		w.running = true
-		go w.run()
-	} else if at.Before(w.wakeAt) {
+		w.gen++
+		go w.run(w.gen)
+		return
+	}
+	if at.Before(w.wakeAt) {
 		w.kickLocked() // due before the goroutine would wake
 	}
+	if w.flushing {
+		if dueAt := w.base.Add(due); dueAt.Before(w.handoffAt) {
+			// Due before the flushing goroutine would hand the wheel over.
+			w.handoffAt = dueAt
+			w.handoff.Reset(max(dueAt.Sub(w.clock.Now()), 0))
+		}
+	}
+}
+
+// dueOf is the instant (as an offset from base) by which the wheel must
+// turn for l placed at at: at its loss time when at is that (a loss check,
+// a round in flight, a fixed lease), else halfway from the renewal to the
+// loss, which leaves the renewal half its slack for its round trip. It is
+// never later than l's loss time.
+func (w *Watchdog) dueOf(l *Lease, at time.Time) time.Duration {
+	d := at.Sub(w.base)
+	if slack := l.lossAt.Sub(at); slack > 0 {
+		d += slack / 2
+	}
+	return d
+}
+
+// noteDueLocked records in l's slot its due, as dueOf returned.
+func (w *Watchdog) noteDueLocked(l *Lease, due time.Duration) {
+	l.atLoss = !l.eventAt.Before(l.lossAt)
+	if l.atLoss {
+		w.lossN[l.slot]++
+		w.lossDue[l.slot] = min(w.lossDue[l.slot], due)
+	} else {
+		w.renewDue[l.slot] = min(w.renewDue[l.slot], due)
+	}
+}
+
+// removeLocked takes l out of its slot.
+func (w *Watchdog) removeLocked(l *Lease) {
+	delete(w.slots[l.slot], l)
+	l.inWheel = false
+	w.count--
+	if l.atLoss {
+		if w.lossN[l.slot]--; w.lossN[l.slot] == 0 {
+			w.lossDue[l.slot] = noDue
+		}
+	}
+}
+
+// dueLocked is the earliest instant by which the wheel must turn (a lower
+// bound: early, never late).
+func (w *Watchdog) dueLocked() time.Time {
+	m := noDue
+	for i := range w.lossDue {
+		m = min(m, w.lossDue[i], w.renewDue[i])
+	}
+	return w.base.Add(m)
 }
 
 func (w *Watchdog) kickLocked() {
@@ -467,9 +554,7 @@ func (w *Watchdog) kickLocked() {
 
 func (w *Watchdog) unscheduleLocked(l *Lease) {
 	if l.inWheel {
-		delete(w.slots[l.slot], l)
-		l.inWheel = false
-		w.count--
+		w.removeLocked(l)
 		// Let a goroutine asleep for long see the empty wheel (and exit
 		// after idleLinger); one that wakes within idleLinger sees it then.
 		if w.count == 0 && w.running && w.wakeAt.After(w.clock.Now().Add(idleLinger)) {
@@ -478,18 +563,29 @@ func (w *Watchdog) unscheduleLocked(l *Lease) {
 	}
 }
 
-// run is the wheel's goroutine; it exits when the wheel has been empty for
-// idleLinger.
-func (w *Watchdog) run() {
+// run is the wheel's goroutine (generation gen); it exits when the wheel
+// has been empty for idleLinger, or after a round whose reply outlived the
+// instant the wheel had to turn again (a new goroutine runs the wheel then).
+func (w *Watchdog) run(gen uint64) {
 	timer := w.clock.NewTimer(time.Hour)
 	timer.Stop() // armed below, at each turn
 	defer timer.Stop()
+	var idle *time.Timer // real time: a fake clock must not see it; made once
+	defer func() {
+		if idle != nil {
+			idle.Stop()
+		}
+	}()
 	for {
 		w.mu.Lock()
 		if w.count == 0 {
 			w.wakeAt = w.clock.Now().Add(idleLinger)
 			w.mu.Unlock()
-			idle := time.NewTimer(idleLinger)
+			if idle == nil {
+				idle = time.NewTimer(idleLinger)
+			} else {
+				idle.Reset(idleLinger)
+			}
 			select {
 			case <-idle.C:
 			case <-w.kick:
@@ -505,10 +601,14 @@ func (w *Watchdog) run() {
 			continue
 		}
 		now := w.clock.Now()
+		w.stats.turns.Add(1)
 		batch, lost := w.advanceLocked(now)
 		empty := w.count == 0
 		sleep := w.nextWakeLocked(now)
 		w.wakeAt = now.Add(sleep)
+		if len(batch) > 0 {
+			w.startFlushLocked(now)
+		}
 		w.mu.Unlock()
 
 		for _, lc := range lost {
@@ -516,10 +616,15 @@ func (w *Watchdog) run() {
 		}
 		if len(batch) > 0 {
 			w.send(batch, now)
+			if !w.endFlush(gen) {
+				return // handed over: another goroutine runs the wheel
+			}
 		}
 		if empty {
 			continue // to the idle wait
 		}
+		// After a slow round this instant has passed: the timer fires at
+		// once and advanceLocked catches up on the ticks missed.
 		timer.ResetAt(now.Add(sleep))
 		select {
 		case <-timer.C():
@@ -532,6 +637,47 @@ func (w *Watchdog) run() {
 			}
 		}
 	}
+}
+
+// startFlushLocked arms the handoff for a round the wheel's goroutine is
+// about to send: if the round is not done by the earliest instant the wheel
+// must turn, another goroutine takes the wheel over. The timer runs on real
+// time for the clock's duration (a fake clock has no timer callbacks).
+func (w *Watchdog) startFlushLocked(now time.Time) {
+	w.flushing = true
+	w.flushSeq++
+	seq := w.flushSeq
+	w.handoffAt = w.dueLocked()
+	w.handoff = time.AfterFunc(max(w.handoffAt.Sub(now), 0), func() { w.handOver(seq) })
+}
+
+// endFlush ends the round of the wheel goroutine gen; false if the wheel
+// was handed over meanwhile.
+func (w *Watchdog) endFlush(gen uint64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.gen != gen {
+		return false
+	}
+	w.flushing = false
+	w.handoff.Stop()
+	w.handoff = nil
+	return true
+}
+
+// handOver starts a new wheel goroutine when round seq is still waiting
+// for its reply at the instant the wheel must turn.
+func (w *Watchdog) handOver(seq uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.flushing || w.flushSeq != seq {
+		return
+	}
+	w.flushing = false
+	w.handoff = nil
+	w.gen++
+	w.stats.handoffs.Add(1)
+	go w.run(w.gen)
 }
 
 type lostCall struct {
@@ -559,12 +705,26 @@ func (w *Watchdog) advanceLocked(now time.Time) ([]renewal, []lostCall) {
 		w.cursor = end // placements below land after the ticks processed here
 	}
 	for t := start; t <= end; t++ {
-		slot := w.slots[t%wheelSlots]
+		s := t % wheelSlots
+		slot := w.slots[s]
+		// Recomputed from the leases that stay (a later turn of the wheel)
+		// and those placed here meanwhile.
+		w.renewDue[s] = noDue
+		w.lossDue[s] = noDue
 		for l := range slot {
 			if w.tickOf(l.eventAt) > end {
+				if due := w.dueOf(l, l.eventAt); l.atLoss {
+					w.lossDue[s] = min(w.lossDue[s], due)
+				} else {
+					w.renewDue[s] = min(w.renewDue[s], due)
+				}
 				continue // a later turn of the wheel
 			}
-			if l.eventAt.After(now) {
+			// A renewal that falls due later in this tick goes in this
+			// tick's round (early by less than a tick, which is safe: one
+			// round per tick); a loss check keeps its instant (next tick).
+			renew := l.spec.Renew && !l.open && l.renewAt.Before(l.lossAt) && w.tickOf(l.renewAt) <= end
+			if l.eventAt.After(now) && !renew {
 				w.placeLocked(l, l.eventAt) // due later in this tick: next tick
 				continue
 			}
@@ -578,12 +738,11 @@ func (w *Watchdog) advanceLocked(now time.Time) ([]renewal, []lostCall) {
 				if cbs := w.loseLocked(l, reason); cbs != nil {
 					lost = append(lost, lostCall{cbs, l.lostErr})
 				}
-			case l.spec.Renew && !l.open && !now.Before(l.renewAt):
+			case renew:
 				l.round++
 				l.open = true
-				l.pending, l.undispatched = len(l.spec.Targets), len(l.spec.Targets)
+				l.pending = len(l.spec.Targets)
 				l.okN, l.goneN, l.errN = 0, 0, 0
-				l.idle = make(chan struct{})
 				for i := range l.spec.Targets {
 					batch = append(batch, renewal{l, i, l.round})
 				}
@@ -608,6 +767,12 @@ func (w *Watchdog) nextWakeLocked(now time.Time) time.Duration {
 			}
 		}
 		if !first.IsZero() {
+			// Not before the tick begins: only then does advanceLocked
+			// take the slot (a lease moved here from the tick before is
+			// due earlier, and waking for it would spin until then).
+			if start := w.base.Add(time.Duration(t) * w.tick); first.Before(start) {
+				first = start
+			}
 			return max(first.Sub(now), 0)
 		}
 	}
@@ -616,17 +781,86 @@ func (w *Watchdog) nextWakeLocked(now time.Time) time.Duration {
 
 var errGone = errors.New("lease key gone")
 
-// send renews a batch: per client one pipeline holding one script per
-// (slot, kind) chunk. Each client's pipeline runs on its own goroutine so a
-// slow server delays neither the wheel nor the other servers.
+// tgt is the target r renews.
+func (r renewal) tgt() *Target { return &r.l.spec.Targets[r.target] }
+
+// send renews a round's batch, whose round started at sentAt. The wheel's
+// goroutine sends it itself: per client the pipelines of one script per
+// (slot, kind) chunk. A round over several clients (the masters of a
+// Redlock) sends the largest share itself and hands each other client's to
+// that client's sender goroutine, so that a stalled master holds back
+// neither the wheel nor the other masters.
 func (w *Watchdog) send(batch []renewal, sentAt time.Time) {
+	c0 := batch[0].tgt().Client
+	one := true
+	for _, r := range batch[1:] {
+		if r.tgt().Client != c0 {
+			one = false
+			break
+		}
+	}
+	if one {
+		w.flush(c0, batch, sentAt)
+		return
+	}
 	byClient := map[redis.UniversalClient][]renewal{}
 	for _, r := range batch {
-		c := r.l.spec.Targets[r.target].Client
+		c := r.tgt().Client
 		byClient[c] = append(byClient[c], r)
 	}
+	var inline redis.UniversalClient
 	for c, rs := range byClient {
-		go w.flush(c, rs, sentAt)
+		if inline == nil || len(rs) > len(byClient[inline]) {
+			inline = c
+		}
+	}
+	for c, rs := range byClient {
+		if c != inline {
+			w.sendAside(c, rs, sentAt)
+		}
+	}
+	w.flush(inline, byClient[inline], sentAt)
+}
+
+// sender queues renewals for a client whose sender goroutine is busy.
+type sender struct {
+	rs     []renewal
+	sentAt time.Time // start of the earliest round queued
+}
+
+// sendAside flushes rs on c's sender goroutine, started if there is none:
+// at most one goroutine per client, however long its server stalls.
+func (w *Watchdog) sendAside(c redis.UniversalClient, rs []renewal, sentAt time.Time) {
+	w.mu.Lock()
+	if q := w.senders[c]; q != nil {
+		if len(q.rs) == 0 {
+			q.sentAt = sentAt
+		}
+		q.rs = append(q.rs, rs...)
+		w.mu.Unlock()
+		return
+	}
+	if w.senders == nil {
+		w.senders = map[redis.UniversalClient]*sender{}
+	}
+	w.senders[c] = &sender{}
+	w.mu.Unlock()
+	go w.drain(c, rs, sentAt)
+}
+
+func (w *Watchdog) drain(c redis.UniversalClient, rs []renewal, sentAt time.Time) {
+	for {
+		w.flush(c, rs, sentAt)
+		w.mu.Lock()
+		q := w.senders[c]
+		if len(q.rs) == 0 {
+			delete(w.senders, c)
+			w.mu.Unlock()
+			return
+		}
+		rs, sentAt = q.rs, q.sentAt
+		q.rs = nil
+		w.mu.Unlock()
 	}
 }
 
@@ -635,101 +869,115 @@ type group struct {
 	slot int
 }
 
+// part is one renewal script: leases of one (kind, slot), at most w.batch.
+type part struct {
+	kind *Kind
+	rs   []renewal
+	cmd  *redis.Cmd
+}
+
+// flush sends rs, whose round started at sentAt, to c: one script per
+// part, in pipelines of at most w.pipeLeases leases sent one after the
+// other, each with its own reply timeout.
 func (w *Watchdog) flush(c redis.UniversalClient, rs []renewal, sentAt time.Time) {
 	_, cluster := c.(*redis.ClusterClient)
-	groups := map[group][]renewal{}
-	var deadline time.Time
+	var groups [][]renewal
+	var kinds []*Kind
+	index := map[group]int{}
 	for _, r := range rs {
+		t := r.tgt()
 		g := group{kind: r.l.spec.Kind}
-		if k := r.l.spec.Targets[r.target].Kind; k != nil {
-			g.kind = k
+		if t.Kind != nil {
+			g.kind = t.Kind
 		}
 		if cluster {
-			g.slot = keys.Slot(r.l.spec.Targets[r.target].Keys[0])
+			g.slot = keys.Slot(t.Keys[0])
 		}
-		groups[g] = append(groups[g], r)
-		w.mu.Lock()
-		if deadline.IsZero() || r.l.lossAt.Before(deadline) {
-			deadline = r.l.lossAt
+		i, ok := index[g]
+		if !ok {
+			i = len(groups)
+			index[g] = i
+			groups = append(groups, nil)
+			kinds = append(kinds, g.kind)
 		}
-		w.mu.Unlock()
+		groups[i] = append(groups[i], r)
 	}
-	// Bounded well below the lease: Stop (and so Unlock) waits for a round
-	// in flight, and a failed round is retried soon anyway.
-	timeout := max(min(deadline.Sub(sentAt), rs[0].l.spec.Timeout/10), 50*time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
+	var parts []part
+	for i, grs := range groups {
+		for len(grs) > 0 {
+			n := min(len(grs), w.batch)
+			parts = append(parts, part{kind: kinds[i], rs: grs[:n:n]})
+			grs = grs[n:]
+		}
+	}
+	for len(parts) > 0 {
+		n, leases := 0, 0
+		for n < len(parts) && (n == 0 || leases+len(parts[n].rs) <= w.pipeLeases) {
+			leases += len(parts[n].rs)
+			n++
+		}
+		w.exec(c, parts[:n], sentAt)
+		parts = parts[n:]
+	}
+}
 
-	type chunk struct {
-		rs  []renewal
-		cmd *redis.Cmd
-	}
-	var chunks []chunk
-	build := func(p redis.Pipeliner) {
-		chunks = chunks[:0]
-		for g, grs := range groups {
-			for len(grs) > 0 {
-				n := min(len(grs), w.batch)
-				part := grs[:n]
-				grs = grs[n:]
-				ks := make([]string, 0, n*g.kind.KeysPer)
-				args := make([]any, 0, 1+n*(g.kind.ArgsPer+1))
-				for _, r := range part {
-					t := r.l.spec.Targets[r.target]
-					ks = append(ks, t.Keys...)
-					args = append(args, r.l.spec.Timeout.Milliseconds())
-					args = append(args, t.Args...)
-				}
-				chunks = append(chunks, chunk{part, g.kind.Script.EvalSha(ctx, p, ks, args...)})
-			}
-		}
-	}
-	var execErr error
+// exec sends one pipeline of parts and records the replies.
+func (w *Watchdog) exec(c redis.UniversalClient, parts []part, sentAt time.Time) {
+	sent := false
 	for attempt := 0; attempt < 2; attempt++ {
-		if attempt > 0 {
-			// Sending again (the script was not loaded): not for leases
-			// stopped meanwhile, whose Stop has returned.
-			w.mu.Lock()
-			for g, grs := range groups {
-				live := grs[:0]
-				for _, r := range grs {
-					if !r.l.stopped {
-						live = append(live, r)
-					}
-				}
-				groups[g] = live
-			}
-			w.mu.Unlock()
-		}
 		pipe := c.Pipeline()
-		build(pipe)
-		if attempt == 0 {
-			w.dispatched(rs)
+		w.build(pipe, parts)
+		deadline, live, dropped := w.commit(parts)
+		if live == 0 {
+			break
 		}
+		if dropped {
+			pipe = c.Pipeline()
+			w.build(pipe, parts)
+		}
+		// A reply after the earliest loss it carries is of no use; until
+		// then it is worth waiting for (a larger pipeline takes longer).
+		timeout := max(deadline.Sub(w.clock.Now()), minReplyTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		w.stats.roundTrips.Add(1)
-		w.stats.scripts.Add(int64(len(chunks)))
-		_, execErr = pipe.Exec(ctx)
+		w.stats.scripts.Add(int64(pipe.Len()))
+		_, _ = pipe.Exec(ctx) // per-command errors are read below
+		sent = true
 		noscript := false
-		for _, ch := range chunks {
-			if scripts.IsNoScript(ch.cmd.Err()) {
+		for _, p := range parts {
+			if p.cmd != nil && scripts.IsNoScript(p.cmd.Err()) {
 				noscript = true
 			}
 		}
+		if noscript {
+			// Loaded, then sent again: not for leases stopped meanwhile,
+			// whose Stop has returned (commit leaves them out).
+			loaded := map[*Kind]bool{}
+			for _, p := range parts {
+				if !loaded[p.kind] {
+					loaded[p.kind] = true
+					_ = p.kind.Script.Preload(ctx, c)
+				}
+			}
+		}
+		cancel()
 		if !noscript {
 			break
 		}
-		for g := range groups {
-			_ = g.kind.Script.Preload(ctx, c)
-		}
 	}
-	_ = execErr // per-command errors are read below
+	if !sent {
+		return
+	}
 
 	now := w.clock.Now()
 	var lost []lostCall
 	w.mu.Lock()
-	for _, ch := range chunks {
-		vals, err := ch.cmd.Slice()
-		for i, r := range ch.rs {
+	for _, p := range parts {
+		if p.cmd == nil {
+			continue
+		}
+		vals, err := p.cmd.Slice()
+		for i, r := range p.rs {
 			res := errGone
 			switch {
 			case err != nil:
@@ -748,19 +996,58 @@ func (w *Watchdog) flush(c redis.UniversalClient, rs []renewal, sentAt time.Time
 	}
 }
 
-// dispatched records that rs are handed to the network: a Stop waiting
-// for them may return.
-func (w *Watchdog) dispatched(rs []renewal) {
+// build queues one script per non-empty part on p.
+func (w *Watchdog) build(p redis.Pipeliner, parts []part) {
+	lastT, boxed := time.Duration(-1), any(nil) // the lease time, boxed once per pipeline mostly
+	for i := range parts {
+		pt := &parts[i]
+		pt.cmd = nil
+		if len(pt.rs) == 0 {
+			continue
+		}
+		ks := make([]string, 0, len(pt.rs)*pt.kind.KeysPer)
+		args := make([]any, 0, len(pt.rs)*(pt.kind.ArgsPer+1))
+		for _, r := range pt.rs {
+			t := r.tgt()
+			if to := r.l.spec.Timeout; to != lastT {
+				lastT, boxed = to, to.Milliseconds()
+			}
+			ks = append(ks, t.Keys...)
+			args = append(args, boxed)
+			args = append(args, t.Args...)
+		}
+		pt.cmd = pt.kind.Script.EvalSha(context.Background(), p, ks, args...)
+	}
+}
+
+// commit decides, in one critical section just before the pipeline is
+// written, what it carries: renewals of leases stopped or lost meanwhile
+// are dropped (a Stop that returned before this sees none of its renewals
+// sent). Those of a round already decided by a quorum of other targets are
+// kept: they keep the extra masters of a Redlock alive. It returns the
+// earliest loss time of the leases kept, how many are kept, and whether any
+// was dropped.
+func (w *Watchdog) commit(parts []part) (deadline time.Time, live int, dropped bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, r := range rs {
-		if r.round == r.l.round && r.l.undispatched > 0 {
-			r.l.undispatched--
-			if r.l.undispatched == 0 {
-				close(r.l.idle)
+	for i := range parts {
+		rs := parts[i].rs
+		keep := rs[:0]
+		for _, r := range rs {
+			l := r.l
+			if l.stopped || l.lost {
+				dropped = true
+				continue
 			}
+			if deadline.IsZero() || l.lossAt.Before(deadline) {
+				deadline = l.lossAt
+			}
+			keep = append(keep, r)
 		}
+		parts[i].rs = keep
+		live += len(keep)
 	}
+	return deadline, live, dropped
 }
 
 // completeLocked records one target's renewal result and decides the
@@ -790,7 +1077,11 @@ func (w *Watchdog) completeLocked(r renewal, res error, sentAt, now time.Time) (
 	case l.okN >= l.spec.Quorum:
 		l.open = false
 		w.stats.renewed.Add(1)
-		l.setOKLocked(sentAt)
+		if !sentAt.Before(l.lastOK) { // else a RetainAt sent later already moved it
+			due := l.renewAt
+			l.setOKLocked(sentAt)
+			l.renewAt = nextRenewal(due, sentAt, l.spec.Timeout/3)
+		}
 		w.scheduleLocked(l)
 	case l.goneN > n-l.spec.Quorum:
 		l.open = false
@@ -807,4 +1098,16 @@ func (w *Watchdog) completeLocked(r renewal, res error, sentAt, now time.Time) (
 		w.scheduleLocked(l)
 	}
 	return lostCall{}, false
+}
+
+// nextRenewal is when to renew next a lease whose renewal fell due at due
+// and was sent at sentAt: due plus whole intervals, the first after sentAt.
+// Each lease keeps its phase, so leases renewed in one round because the
+// wheel ran late spread out again instead of staying one clump; and it is
+// never later than sentAt+interval. (The loss time is from sentAt only.)
+func nextRenewal(due, sentAt time.Time, interval time.Duration) time.Time {
+	if interval <= 0 || due.After(sentAt) {
+		return sentAt.Add(interval)
+	}
+	return due.Add((sentAt.Sub(due)/interval + 1) * interval)
 }
