@@ -336,8 +336,9 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, lease, timeout 
 	var err error
 	var w *notify.Waiter
 	var c any
+	yield := false
 	if passOn {
-		w, c = m.hub.Reserve(m.channel)
+		w, c, yield = m.hub.Reserve(m.channel)
 	}
 	if w != nil {
 		res, err = m.runTransfer(ctx, w, c.(*attempt), ownerID)
@@ -350,7 +351,7 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, lease, timeout 
 			// that attempt released it (the lease was not lost).
 			res = 1
 		}
-		if err == nil && res == 1 {
+		if err == nil && res == 1 && !yield {
 			m.hub.Release(m.channel)
 		}
 	}

@@ -30,11 +30,14 @@ type Hub struct {
 
 	mu     sync.Mutex
 	queues map[string]*queue // channel -> local waiters
+	// handOffs counts, per channel, the hand-offs in a row; kept apart
+	// from the queue, which is dropped whenever it empties.
+	handOffs map[string]int
 	shards map[string]*shard // shard node address ("" off-cluster) -> connection
 }
 
 func newHub(client redis.UniversalClient) *Hub {
-	h := &Hub{client: client, queues: map[string]*queue{}, shards: map[string]*shard{}}
+	h := &Hub{client: client, queues: map[string]*queue{}, shards: map[string]*shard{}, handOffs: map[string]int{}}
 	h.cluster, _ = client.(*redis.ClusterClient)
 	return h
 }
@@ -65,7 +68,6 @@ func (h *Hub) Release(channel string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if q := h.queues[channel]; q != nil {
-		q.handOffs = 0
 		q.wakeHead()
 	}
 }
@@ -210,9 +212,8 @@ func (h *Hub) removeLocked(w *Waiter, acquired bool, hold time.Duration) {
 }
 
 type queue struct {
-	waiters  []*Waiter
-	sub      *subscription
-	handOffs int // in a row; see Reserve
+	waiters []*Waiter
+	sub     *subscription
 }
 
 // heads returns the waiters at the front that may go together: the first

@@ -43,24 +43,29 @@ func (w *Waiter) EndTry() {
 // Reserve returns the head of channel's queue, reserved for a hand-off,
 // or nil when there is none to hand to: no waiter, the head is shared, has
 // no claim, is trying or leaving, or the chain of hand-offs is long
-// enough. Grant or Refuse must follow.
-func (h *Hub) Reserve(channel string) (*Waiter, any) {
+// enough. Grant or Refuse must follow a reservation. Yield reports that
+// the chain bound was reached: the release goes through Redis and must not
+// wake the local head itself (Release), so that it races the waiters of
+// other processes on equal terms, woken by the same unlock message.
+func (h *Hub) Reserve(channel string) (w *Waiter, claim any, yield bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	q := h.queues[channel]
 	if q == nil || len(q.waiters) == 0 {
-		return nil, nil
+		delete(h.handOffs, channel) // released through Redis: the chain ends
+		return nil, nil, false
 	}
-	w := q.waiters[0]
+	w = q.waiters[0]
 	if w.shared || w.claim == nil || w.trying || w.left || w.reserved != nil || w.granted {
-		return nil, nil
+		delete(h.handOffs, channel)
+		return nil, nil, false
 	}
-	if q.handOffs >= MaxHandOffs {
-		q.handOffs = 0
-		return nil, nil
+	if h.handOffs[channel] >= MaxHandOffs {
+		delete(h.handOffs, channel)
+		return nil, nil, true
 	}
 	w.reserved = make(chan struct{})
-	return w, w.claim
+	return w, w.claim, false
 }
 
 // Grant completes a hand-off: the lock is w's, with what the release's
@@ -68,9 +73,7 @@ func (h *Hub) Reserve(channel string) (*Waiter, any) {
 func (w *Waiter) Grant(g any) {
 	w.h.mu.Lock()
 	defer w.h.mu.Unlock()
-	if q := w.h.queues[w.channel]; q != nil {
-		q.handOffs++
-	}
+	w.h.handOffs[w.channel]++
 	w.grant, w.granted = g, true
 	close(w.reserved)
 	w.reserved = nil
