@@ -178,3 +178,36 @@ func BenchmarkParallel64RawFloor(b *testing.B) {
 }
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
+
+// BenchmarkInterleavedVsFloor alternates one raw-floor pair and one relock
+// Lock+Unlock, so both see the same machine at the same moment: on a
+// shared machine whose speed drifts, the ratio it reports is steadier than
+// that of two benchmarks run one after the other.
+func BenchmarkInterleavedVsFloor(b *testing.B) {
+	rdb := benchClient(b)
+	ctx := context.Background()
+	mu := lock.New(rdb, "bench")
+	var floor, relock time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if ok, err := rdb.SetNX(ctx, "raw", "me", 30*time.Second).Result(); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+		if err := cadScript.Run(ctx, rdb, []string{"raw"}, "me").Err(); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		held, err := mu.Lock(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := mu.Unlock(held); err != nil {
+			b.Fatal(err)
+		}
+		relock += time.Since(t1)
+		floor += t1.Sub(t0)
+	}
+	b.ReportMetric(float64(floor.Nanoseconds())/float64(b.N)/1000, "floor-µs/pair")
+	b.ReportMetric(float64(relock.Nanoseconds())/float64(b.N)/1000, "relock-µs/pair")
+	b.ReportMetric(float64(floor)/float64(relock), "relock/floor-pairs/s")
+}
