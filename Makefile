@@ -29,9 +29,10 @@ redis-server:
 test: redis-server
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
+	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
 
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./lock/
+bench: redis-server
+	$(GO) test -run '^$$' -bench . -skip Scale -benchmem -count 5 ./lock/
 
 # Issue 6 scale scenarios, each run once on a real redis-server: 100k
 # leases renewed by one watchdog, 10k waiters on one pub/sub connection.
@@ -45,7 +46,7 @@ example:
 # (bench/, a separate module, so the peers never enter this go.mod).
 .PHONY: bench-peers bench-allocs
 
-bench-peers:
+bench-peers: redis-server
 	cd bench && $(GO) run . $(BENCH_ARGS)
 	$(MAKE) bench-allocs
 

@@ -62,8 +62,8 @@ const (
 //	                     taken after the acquires; the floor already holds
 //	                     the wheel goroutine
 //	goroutines-above-pre-acquire  the same max minus the count before any
-//	                     lock was taken: the wheel goroutine plus the flush
-//	                     goroutines in flight at once
+//	                     lock was taken: the wheel goroutine (which sends
+//	                     the renewals itself) plus this benchmark's sampler
 //	watchdog-goroutines-max  max goroutines with a watchdog frame on their
 //	                     stack, from goroutine profiles every 10 ms
 //	heap-B/lease         HeapAlloc after GC with the leases held minus
@@ -245,8 +245,8 @@ func watchdogScale(b *testing.B, rdb *redis.Client, pid int, obs *pipeObserver) 
 	if left != 0 {
 		b.Errorf("%d lock hashes left on the server after releasing all", left)
 	}
-	// The wheel goroutine leaves idleLinger after the last lease; the flush
-	// goroutines end with their round trip. Wait for both (goleak checks).
+	// The wheel goroutine leaves idleLinger after the last lease; wait for
+	// it (goleak checks).
 	deadline := time.Now().Add(5 * time.Second)
 	for runtime.NumGoroutine() > preAcquire && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
