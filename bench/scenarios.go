@@ -303,56 +303,12 @@ func (e *env) rwRow(ctx context.Context, readers, writers int, hold time.Duratio
 	for i := range readers {
 		st := newGstat(latCap(e.cfg.duration, readers))
 		rstats[i] = st
-		w.goRun(func() {
-			for {
-				ps := w.load()
-				if ps == phaseStop {
-					return
-				}
-				t0 := time.Now()
-				held, err := rw.RLock(context.Background())
-				if err != nil {
-					st.fail(err)
-					time.Sleep(errPause)
-					continue
-				}
-				t1 := time.Now()
-				g.enterRead()
-				h := spin(hold)
-				g.leaveRead()
-				if err := rw.RUnlock(held); err != nil {
-					st.fail(err)
-				}
-				st.record(ps, w.load(), t1.Sub(t0), h)
-			}
-		})
+		w.goRun(func() { rwWorker(w, st, rw.RLock, rw.RUnlock, g.enterRead, g.leaveRead, hold) })
 	}
 	for i := range writers {
 		st := newGstat(latCap(e.cfg.duration, 1))
 		wstats[i] = st
-		w.goRun(func() {
-			for {
-				ps := w.load()
-				if ps == phaseStop {
-					return
-				}
-				t0 := time.Now()
-				held, err := rw.Lock(context.Background())
-				if err != nil {
-					st.fail(err)
-					time.Sleep(errPause)
-					continue
-				}
-				t1 := time.Now()
-				g.enterWrite()
-				h := spin(hold)
-				g.leaveWrite()
-				if err := rw.Unlock(held); err != nil {
-					st.fail(err)
-				}
-				st.record(ps, w.load(), t1.Sub(t0), h)
-			}
-		})
+		w.goRun(func() { rwWorker(w, st, rw.Lock, rw.Unlock, g.enterWrite, g.leaveWrite, hold) })
 	}
 	e.measure(ctx, e.singlePid, w, res)
 	if !res.stuck {
@@ -404,4 +360,31 @@ func (e *env) semRow(ctx context.Context, n, permits int, hold time.Duration) *r
 	}
 	res.violations = viol.Load()
 	return res
+}
+
+// rwWorker takes one side of an RWMutex in a loop (lock/unlock: RLock and
+// RUnlock, or Lock and Unlock), spinning hold inside, and records the wait.
+func rwWorker(w *workers, st *gstat, lock func(context.Context) (context.Context, error),
+	unlock func(context.Context) error, enter, leave func(), hold time.Duration) {
+	for {
+		ps := w.load()
+		if ps == phaseStop {
+			return
+		}
+		t0 := time.Now()
+		held, err := lock(context.Background())
+		if err != nil {
+			st.fail(err)
+			time.Sleep(errPause)
+			continue
+		}
+		t1 := time.Now()
+		enter()
+		h := spin(hold)
+		leave()
+		if err := unlock(held); err != nil {
+			st.fail(err)
+		}
+		st.record(ps, w.load(), t1.Sub(t0), h)
+	}
 }

@@ -136,40 +136,41 @@ func BenchmarkContendedHandoff16(b *testing.B) {
 // run: what batching concurrent scripts into pipelines buys.
 func BenchmarkParallel64DistinctKeys(b *testing.B) {
 	rdb := benchClient(b)
-	var n atomic.Int64
-	b.SetParallelism(64 / max(1, runtimeProcs()))
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		ctx := context.Background()
-		mu := lock.New(rdb, fmt.Sprintf("bench-%d", n.Add(1)))
-		for pb.Next() {
+	parallel64(b, func(key string) func(ctx context.Context) error {
+		mu := lock.New(rdb, key)
+		return func(ctx context.Context) error {
 			held, err := mu.Lock(ctx)
 			if err != nil {
-				b.Error(err)
-				return
+				return err
 			}
-			if err := mu.Unlock(held); err != nil {
-				b.Error(err)
-				return
-			}
+			return mu.Unlock(held)
 		}
 	})
 }
 
 func BenchmarkParallel64RawFloor(b *testing.B) {
 	rdb := benchClient(b)
+	parallel64(b, func(key string) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
+			if ok, err := rdb.SetNX(ctx, key, "me", 30*time.Second).Result(); err != nil || !ok {
+				return fmt.Errorf("setnx: %v %w", ok, err)
+			}
+			return cadScript.Run(ctx, rdb, []string{key}, "me").Err()
+		}
+	})
+}
+
+// parallel64 runs pair (made per goroutine for its own key) on 64
+// goroutines.
+func parallel64(b *testing.B, pairFor func(key string) func(ctx context.Context) error) {
 	var n atomic.Int64
 	b.SetParallelism(64 / max(1, runtimeProcs()))
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
-		key := fmt.Sprintf("raw-%d", n.Add(1))
+		pair := pairFor(fmt.Sprintf("bench-%d", n.Add(1)))
 		for pb.Next() {
-			if ok, err := rdb.SetNX(ctx, key, "me", 30*time.Second).Result(); err != nil || !ok {
-				b.Error(ok, err)
-				return
-			}
-			if err := cadScript.Run(ctx, rdb, []string{key}, "me").Err(); err != nil {
+			if err := pair(ctx); err != nil {
 				b.Error(err)
 				return
 			}
