@@ -950,3 +950,51 @@ func TestHandOffChainBoundSurvivesDrainedQueue(t *testing.T) {
 		require.LessOrEqual(t, longest, notify.MaxHandOffs, "hand-offs in a row past the bound: %s", seq)
 	})
 }
+
+// TestHandOffRefusedWaiterIsWoken: an unlock message reaches a waiter
+// while a release is reserving it (its try is refused), and the hand-off
+// then fails (the releaser's hold is gone: ForceUnlock): Refuse must wake
+// the waiter, which finds the lock free, instead of leaving it asleep until
+// its fallback timer.
+func TestHandOffRefusedWaiterIsWoken(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		const name = "swallowed"
+		preload(t, env.Client)
+		log := newScriptLog(t)
+		env.Client.AddHook(log)
+		mu := lock.New(env.Client, name)
+
+		a, err := mu.Lock(ctx)
+		require.NoError(t, err)
+		bCh := lockAsync(mu, ctx)
+		waitIdle(t, log, 3, 20*time.Millisecond)
+
+		entered, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		gate := func(ev *scriptEvent, sent bool) {
+			if ev.name == "transfer" && !sent {
+				once.Do(func() { close(entered); <-release })
+			}
+		}
+		log.gate.Store(&gate)
+		aDone := make(chan error, 1)
+		go func() { aDone <- mu.Unlock(a) }()
+		<-entered // B is reserved; the transfer has not reached Redis
+		admin := lock.New(env.Client, name)
+		ok, err := admin.ForceUnlock(context.Background()) // publishes: B is kicked while reserved
+		require.NoError(t, err)
+		require.True(t, ok)
+		time.Sleep(50 * time.Millisecond)
+		close(release)
+		t.Logf("A's unlock: %v", <-aDone)
+		select {
+		case r := <-bCh:
+			require.NoError(t, r.err)
+			require.Equal(t, map[string]string{ownerOf(t, r.ctx): "1"}, env.Client.HGetAll(ctx, name).Val())
+			require.NoError(t, mu.Unlock(r.ctx))
+		case <-time.After(3 * time.Second):
+			t.Fatalf("the lock has been free for 3 s and its only waiter was never woken (acquire tries: %d)", log.answered("acquire"))
+		}
+	})
+}

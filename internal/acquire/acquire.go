@@ -189,13 +189,11 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 	}
 	acquired := false
 	defer func() {
-		var given any
-		handed := false
-		if !acquired && req.HandOff != nil {
-			given, handed = w.Settle()
+		if req.HandOff == nil {
+			w.Leave(acquired && !req.PassOn, req.Hold)
+			return
 		}
-		w.Leave(acquired && !req.PassOn, req.Hold)
-		if handed {
+		if given, handed := w.Quit(acquired && !req.PassOn, req.Hold); handed && !acquired {
 			req.HandOff.Discard(given) // after leaving: the lock may pass to the next
 		}
 	}()
@@ -219,7 +217,12 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 	queued := context.WithValue(ctx, queuedKey{}, true)
 	for {
 		if tryNow && req.HandOff != nil && !w.BeginTry() {
-			tryNow = false // a release is handing the lock over: wait for the wake
+			// A release is handing the lock over: its Grant or Refuse
+			// wakes this waiter; the fallback timer stays armed meanwhile.
+			tryNow = false
+			if fallback < 0 {
+				fallback = max(req.Hold, time.Second)
+			}
 		}
 		if tryNow {
 			attempts++

@@ -63,8 +63,10 @@ var calls = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1
 // Process sends cmd and waits for its reply, which it leaves in cmd (as
 // redis.Client.Process does). The wait is not cut short by ctx: a command
 // that was queued may already be on its way, and its effect (a lock taken)
-// must reach the caller. ctx's values and deadline go with the command
-// when it is sent alone; a pipeline is sent with its first command's.
+// must reach the caller. A command sent alone goes with ctx; a pipeline
+// goes with its sender's values but without any caller's deadline or
+// cancellation, since its replies belong to all of them: the client's
+// read and write timeouts bound it.
 func (p *Pipe) Process(ctx context.Context, cmd redis.Cmder) error {
 	if p.direct {
 		return p.client.Process(ctx, cmd)
@@ -73,9 +75,8 @@ func (p *Pipe) Process(ctx context.Context, cmd redis.Cmder) error {
 	if p.flying < p.senders {
 		p.flying++
 		p.mu.Unlock()
-		err := p.client.Process(ctx, cmd)
-		p.handOver()
-		return err
+		defer p.handOver() // even if a hook panics: the turn must pass on
+		return p.client.Process(ctx, cmd)
 	}
 	c := calls.Get().(*call)
 	c.ctx, c.cmd = ctx, cmd
@@ -84,8 +85,10 @@ func (p *Pipe) Process(ctx context.Context, cmd redis.Cmder) error {
 
 	<-c.done
 	if b := c.batch; b != nil {
-		p.send(b)
-		p.handOver()
+		func() {
+			defer p.handOver()
+			p.send(b)
+		}()
 	}
 	err := cmd.Err()
 	c.ctx, c.cmd, c.batch = nil, nil, nil
@@ -116,6 +119,11 @@ func (p *Pipe) handOver() {
 // send runs b as one pipeline and wakes every call of it but the first
 // (the sender itself).
 func (p *Pipe) send(b []*call) {
+	defer func() { // the others are woken even if a hook panics
+		for _, c := range b[1:] {
+			c.done <- struct{}{}
+		}
+	}()
 	// The pipeline must not fail for the others because the sender's
 	// context ended.
 	ctx := context.WithoutCancel(b[0].ctx)
@@ -127,8 +135,5 @@ func (p *Pipe) send(b []*call) {
 			_ = pipe.Process(ctx, c.cmd)
 		}
 		_, _ = pipe.Exec(ctx) // each command carries its own error
-	}
-	for _, c := range b[1:] {
-		c.done <- struct{}{}
 	}
 }

@@ -993,3 +993,64 @@ func TestFailedJoinLeavesNoSubscriptionBehind(t *testing.T) {
 	w.Leave(false, 0)
 	requirePubSubConnsEventually(t, ctx, admin, 0)
 }
+
+// TestQuitStopsReservations: once Quit returns, no release can reserve the
+// waiter; a reservation made before Quit is waited for, and the lock it
+// granted is returned so that the waiter gives it back.
+func TestQuitStopsReservations(t *testing.T) {
+	_, client := redistest.Miniredis(t)
+	h := notify.For(client)
+	ctx := testContext(t)
+	ch := chanName(t, 0)
+
+	w := join(t, ctx, h, ch, false)
+	w.Claim("me")
+	given, handed := w.Quit(false, 0)
+	require.False(t, handed, given)
+	r, _, _ := h.Reserve(ch)
+	require.Nil(t, r, "a waiter that quit is not reserved")
+
+	w = join(t, ctx, h, ch, false)
+	w.Claim("me")
+	r, claim, _ := h.Reserve(ch)
+	require.Same(t, w, r)
+	require.Equal(t, "me", claim)
+	quit := make(chan any, 1)
+	go func() {
+		g, ok := w.Quit(false, 0)
+		require.True(t, ok)
+		quit <- g
+	}()
+	select {
+	case <-quit:
+		t.Fatal("Quit returned while a hand-off to the waiter was under way")
+	case <-time.After(30 * time.Millisecond):
+	}
+	w.Grant("the lock")
+	select {
+	case g := <-quit:
+		require.Equal(t, "the lock", g)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Quit did not return after the grant")
+	}
+}
+
+// TestRefuseKicksTheWaiter: a refused hand-off wakes the waiter to try.
+func TestRefuseKicksTheWaiter(t *testing.T) {
+	_, client := redistest.Miniredis(t)
+	h := notify.For(client)
+	ctx := testContext(t)
+	ch := chanName(t, 0)
+	w := join(t, ctx, h, ch, false)
+	defer w.Leave(false, 0)
+	w.Claim("me")
+	r, _, _ := h.Reserve(ch)
+	require.Same(t, w, r)
+	require.False(t, w.BeginTry(), "no try while reserved")
+	w.Refuse()
+	requireWoken(t, w, "after Refuse")
+	kick, _ := w.Take()
+	require.True(t, kick)
+	require.True(t, w.BeginTry())
+	w.EndTry()
+}

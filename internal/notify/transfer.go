@@ -1,5 +1,7 @@
 package notify
 
+import "time"
+
 // A release can hand the lock straight to the head of the local queue: the
 // releasing goroutine runs one script that frees its hold and takes the
 // lock for the head's owner, and the head returns without a round trip of
@@ -81,12 +83,15 @@ func (w *Waiter) Grant(g any) {
 }
 
 // Refuse ends a reservation without a hand-off (the release kept a count,
-// or failed); w waits on as before.
+// or failed). w is kicked to try: a wake that came while it was reserved
+// was spent on a try BeginTry refused, and the lock may be free now.
 func (w *Waiter) Refuse() {
 	w.h.mu.Lock()
 	defer w.h.mu.Unlock()
 	close(w.reserved)
 	w.reserved = nil
+	w.kicked = true
+	w.signal()
 }
 
 // Granted returns, and clears, the hand-off w was given, if any.
@@ -98,11 +103,15 @@ func (w *Waiter) Granted() (any, bool) {
 	return g, ok
 }
 
-// Settle waits for a hand-off in progress to w to end, and returns the lock
-// if it was handed over: a waiter that gives up must give that back.
-func (w *Waiter) Settle() (any, bool) {
+// Quit takes w out of its queue, as Leave does, in the same critical
+// section that stops any further reservation of it; it then waits for a
+// hand-off already under way and returns the lock if one was given: a
+// waiter that gives up must give that back (one that acquired by itself
+// keeps its own hold and ignores it).
+func (w *Waiter) Quit(acquired bool, hold time.Duration) (any, bool) {
 	w.h.mu.Lock()
 	r := w.reserved
+	w.h.removeLocked(w, acquired, hold)
 	w.h.mu.Unlock()
 	if r != nil {
 		<-r
