@@ -33,7 +33,7 @@ type Hub struct {
 	// handOffs counts, per channel, the hand-offs in a row; kept apart
 	// from the queue, which is dropped whenever it empties.
 	handOffs map[string]int
-	shards map[string]*shard // shard node address ("" off-cluster) -> connection
+	shards   map[string]*shard // shard node address ("" off-cluster) -> connection
 }
 
 func newHub(client redis.UniversalClient) *Hub {
