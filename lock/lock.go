@@ -287,7 +287,8 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt) context.Context {
 }
 
 // Unlock releases one count of the hold that returned ctx (or that ctx was
-// derived from); at zero the lock is freed and waiters are woken. It needs
+// derived from); at zero the lock is freed and waiters are woken, or it is
+// handed to the next goroutine of this process waiting for it. It needs
 // only ctx's values and runs on its own timeout, so it completes even when
 // ctx is done. It returns ErrNotHeld when ctx carries no live hold of this
 // lock (never locked, or already unlocked: Redis is not touched), nil when
