@@ -310,7 +310,7 @@ func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
 	var res int64
 	var err error
 	if h.Lease.Release() {
-		res, err = m.releaseLast(ctx, h.Owner, h.Lease.Timeout(), m.cfg.UnlockTimeout, true, h.Lease.Lost)
+		res, err = m.releaseLast(ctx, h.Owner, h.Lease.Timeout(), m.cfg.UnlockTimeout, true, h.Lease)
 	} else {
 		res, err = m.runUnlock(ctx, h.Owner, h.Lease.Timeout(), m.cfg.UnlockTimeout)
 	}
@@ -329,10 +329,11 @@ func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
 // releaseLast gives back the last count this process holds, the common
 // unlock: to the head of the local queue if one waits and passOn allows
 // (one round trip for both), else freeing the lock, in either case without
-// a latch key. lost, if not nil, tells whether the lease was lost. Should
+// a latch key. held, if not nil, is the hold's lease: whether it may have
+// lapsed decides what a retried release that finds nothing means. Should
 // Redis hold more counts than the process knew, runUnlock decrements
 // instead.
-func (m *Mutex) releaseLast(ctx context.Context, ownerID string, lease, timeout time.Duration, passOn bool, lost func() error) (int64, error) {
+func (m *Mutex) releaseLast(ctx context.Context, ownerID string, lease, timeout time.Duration, passOn bool, held *watchdog.Lease) (int64, error) {
 	var res int64
 	var err error
 	var w *notify.Waiter
@@ -347,9 +348,9 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, lease, timeout 
 		cmd, retried := unlockLastScript.CallRetried(ctx, m.client, timeout, 2,
 			m.nameArg, m.channelArg, unlockMessage, ownerID, m.publishArg)
 		res, err = cmd.Int64()
-		if err == nil && res == -1 && retried && (lost == nil || lost() == nil) {
+		if err == nil && res == -1 && retried && (held == nil || !held.Lapsed()) {
 			// The field is gone and an earlier attempt's reply was lost:
-			// that attempt released it (the lease was not lost).
+			// that attempt released it (the lease could not have lapsed).
 			res = 1
 		}
 		if err == nil && res == 1 && !yield {

@@ -352,6 +352,16 @@ func (l *Lease) Lost() error {
 	return l.lostErr
 }
 
+// Lapsed reports whether the lease may have lapsed on the server: it was
+// lost, or the time by which a renewal had to succeed has passed (a
+// stopped lease is no longer renewed, so this tells a late release whether
+// the key could have expired under it).
+func (l *Lease) Lapsed() bool {
+	l.w.mu.Lock()
+	defer l.w.mu.Unlock()
+	return l.lost || !l.w.clock.Now().Before(l.lossAt)
+}
+
 // OnLost registers f to be called once if the lease is lost (from the
 // watchdog's goroutine: f must not block); the returned func unregisters it. When the lease is
 // already lost, f is called at once.

@@ -274,3 +274,15 @@ func TestClusterOneScriptPerSlot(t *testing.T) {
 		l.Stop()
 	}
 }
+
+func TestLapsedAfterTheLossDeadline(t *testing.T) {
+	_, rdb := redistest.Miniredis(t)
+	clk := NewFakeClock(epoch)
+	w := New(WithClock(clk))
+	l := hold(t, context.Background(), w, rdb, "lapsed", 2*time.Second, false)
+	l.Stop() // a stopped lease is renewed no more; its deadline stands
+	clk.Advance(1900 * time.Millisecond)
+	require.False(t, l.Lapsed(), "before the loss deadline (lease minus a 31 ms margin)")
+	clk.Advance(100 * time.Millisecond)
+	require.True(t, l.Lapsed(), "past the loss deadline")
+}
