@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/member"
@@ -161,13 +162,13 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 		l.cfg.Drift = l.cfg.Lease()/100 + 2*time.Millisecond
 	}
 	l.tracer = tracing.Tracer(l.cfg.TracerProvider)
-	l.spanStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+	l.spanStart = acquire.SpanStart(
 		tracing.LockName.String(l.name),
 		tracing.Primitive.String(l.primitive()),
 		tracing.Watchdog.Bool(l.cfg.Renewed()),
 		tracing.Nodes.Int(len(l.nodes)),
 		tracing.Quorum.Int(l.quorum),
-	)}
+	)
 	return l
 }
 

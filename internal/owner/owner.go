@@ -37,9 +37,7 @@ func RequestKey(prefix string) string {
 
 // RequestID returns an id unique across processes and calls, cheaper than a
 // random uuid: it names one unlock request for its idempotency latch.
-func RequestID() string {
-	return processID + ":r" + strconv.FormatUint(reqSeq.Add(1), 10)
-}
+func RequestID() string { return RequestKey("") }
 
 // IsKey reports whether k is the context key the owner is stored under:
 // a context type that carries the owner itself (a hold's) answers for it.

@@ -111,18 +111,13 @@ func IsNoScript(err error) bool {
 // that keep their answer in a latch key, or can tell their own earlier
 // effect) may be run this way.
 func (s *Script) RunRetrying(ctx context.Context, c redis.Scripter, timeout time.Duration, keys []string, args ...any) *redis.Cmd {
-	cmd, _ := s.RunRetried(ctx, c, timeout, keys, args...)
+	cmd, _ := retry(ctx, timeout, func(ctx context.Context) *redis.Cmd { return s.Run(ctx, c, keys, args...) })
 	return cmd
 }
 
-// RunRetried is RunRetrying, also reporting whether the script was sent
-// more than once (an earlier attempt may have run without its reply
-// arriving).
-func (s *Script) RunRetried(ctx context.Context, c redis.Scripter, timeout time.Duration, keys []string, args ...any) (cmd *redis.Cmd, retried bool) {
-	return retry(ctx, timeout, func(ctx context.Context) *redis.Cmd { return s.Run(ctx, c, keys, args...) })
-}
-
-// CallRetried is RunRetried for hot paths, with argv as Call takes it.
+// CallRetried is RunRetrying for hot paths, with argv as Call takes it,
+// also reporting whether the script was sent more than once (an earlier
+// attempt may have run without its reply arriving).
 func (s *Script) CallRetried(ctx context.Context, c redis.UniversalClient, timeout time.Duration, nkeys int, argv ...any) (cmd *redis.Cmd, retried bool) {
 	a := append(make([]any, 3, 3+len(argv)), argv...)
 	return retry(ctx, timeout, func(ctx context.Context) *redis.Cmd { return s.send(ctx, c, nkeys, a) })
