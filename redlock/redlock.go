@@ -21,6 +21,7 @@ import (
 	"github.com/relock-go/relock/internal/member"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/owner"
+	"github.com/relock-go/relock/internal/workers"
 	"github.com/relock-go/relock/tracing"
 	"github.com/relock-go/relock/watchdog"
 )
@@ -114,6 +115,9 @@ type Lock struct {
 	tracer  trace.Tracer
 	// spanStart: kind and the attributes that never change, made once.
 	spanStart []trace.SpanStartOption
+	// workers try and release the members: reused goroutines, whose
+	// stacks have grown through the client's call path already.
+	workers *workers.Pool
 }
 
 // New returns a Redlock over members, one per independent Redis master:
@@ -127,7 +131,7 @@ func New(members []Member, opts ...Option) *Lock { return newLock(members, false
 func NewMulti(members []Member, opts ...Option) *Lock { return newLock(members, true, opts) }
 
 func newLock(members []Member, multi bool, opts []Option) *Lock {
-	l := &Lock{multi: multi, cfg: options.Apply(opts)}
+	l := &Lock{multi: multi, cfg: options.Apply(opts), workers: workers.New(0)}
 	names := make([]string, 0, len(members))
 	for i, m := range members {
 		if m == nil {
@@ -370,7 +374,7 @@ func (l *Lock) tryAll(ctx context.Context, ownerID string, lease time.Duration) 
 	nctx, cancel := context.WithTimeout(ctx, l.cfg.NodeTimeout)
 	defer cancel()
 	for i, node := range l.nodes {
-		go func() {
+		l.workers.Go(func() {
 			ok, token, ttl, err := node.Try(nctx, ownerID, lease)
 			if claimed[i].CompareAndSwap(false, true) {
 				results <- result{i, ok, token, ttl, err}
@@ -379,7 +383,7 @@ func (l *Lock) tryAll(ctx context.Context, ownerID string, lease time.Duration) 
 			if ok {
 				_, _ = node.Release(context.WithoutCancel(ctx), ownerID, l.cfg.UnlockTimeout)
 			}
-		}()
+		})
 	}
 	answered := make([]bool, n)
 	record := func(r result) {
@@ -438,7 +442,11 @@ func (l *Lock) releaseAll(ctx context.Context, ownerID string, timeout time.Dura
 			release() // the last on this goroutine: one goroutine fewer
 			break
 		}
-		wg.Go(release)
+		wg.Add(1)
+		l.workers.Go(func() {
+			defer wg.Done()
+			release()
+		})
 	}
 	wg.Wait()
 	var failed []error

@@ -1,0 +1,56 @@
+package workers
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// DefaultLinger is how long an idle worker waits for another call.
+const DefaultLinger = 100 * time.Millisecond
+
+// Pool runs calls on reused goroutines. The zero Pool is not usable: make
+// one with New. A Pool never queues a call: it starts at once, on an idle
+// worker or on a new goroutine, so a call that blocks (a stalled server)
+// never delays another.
+type Pool struct {
+	idle    chan func()
+	linger  time.Duration
+	started atomic.Uint64
+}
+
+// New returns a Pool whose workers end after linger without a call (a
+// linger <= 0 means DefaultLinger).
+func New(linger time.Duration) *Pool {
+	if linger <= 0 {
+		linger = DefaultLinger
+	}
+	return &Pool{idle: make(chan func()), linger: linger}
+}
+
+// Go runs f on a worker of the pool.
+func (p *Pool) Go(f func()) {
+	select {
+	case p.idle <- f: // an idle worker took it
+	default:
+		p.started.Add(1)
+		go p.work(f)
+	}
+}
+
+func (p *Pool) work(f func()) {
+	f()
+	t := time.NewTimer(p.linger)
+	defer t.Stop()
+	for {
+		select {
+		case f = <-p.idle:
+			f()
+			t.Reset(p.linger)
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// Started is how many goroutines the pool has started.
+func (p *Pool) Started() uint64 { return p.started.Load() }
