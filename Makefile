@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: test redis-server bench example bench-scale
+.PHONY: test test-faults soak redis-server bench example bench-scale
 
 # The behaviour suites also run against real redis-server processes
 # (internal/redistest), because miniredis is not Redis. Without the binary
@@ -30,6 +30,21 @@ test: redis-server
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+# Issue 7 fault suite (build tag faults, so `make test` does not run it
+# twice): toxiproxy latency and partitions, redis-server killed and
+# restarted, the pub/sub connection killed, holder processes killed with
+# SIGKILL and stalled with SIGSTOP. Bounded to a few minutes; CI runs it.
+test-faults: redis-server
+	$(GO) vet -tags faults ./internal/faults/...
+	$(GO) test -race -tags faults -count=1 -timeout 10m ./internal/faults/...
+
+# Soak: 200 goroutines x 50 locks of mixed primitives for SOAK_DURATION
+# (default 60s) on its own redis-server; fails on any overlap, leaked
+# goroutine or key left behind. Not in CI.
+SOAK_DURATION ?= 60s
+soak: redis-server
+	$(GO) run ./internal/soak -duration $(SOAK_DURATION) $(SOAK_ARGS)
 
 bench: redis-server
 	$(GO) test -run '^$$' -bench . -skip Scale -benchmem -count 5 ./lock/

@@ -11,16 +11,18 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/watchdog"
 )
 
-// TestCluster runs the lock on a real 3-master Redis Cluster: every script
-// touches one slot, waiters wake on SPUBLISH through sharded pub/sub, and
-// the watchdog renews leases spread over the masters.
+// TestCluster runs the lock on the shared 3-master Redis Cluster: every
+// script touches one slot, waiters wake on SPUBLISH through sharded pub/sub,
+// and the watchdog renews leases spread over the masters.
 func TestCluster(t *testing.T) {
-	cc, _ := redistest.StartCluster(t, 3)
+	env := redistest.ClusterBackend().New(t)
+	cc := env.Universal.(*redis.ClusterClient)
 	ctx := ctxT(t)
 
 	t.Run("ReentrantAndFenced", func(t *testing.T) {
@@ -42,8 +44,7 @@ func TestCluster(t *testing.T) {
 
 	t.Run("WaiterWakesOnShardedMessage", func(t *testing.T) {
 		// The holder is another "process": its own cluster client.
-		other := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cc.Options().Addrs})
-		defer other.Close()
+		other := env.NewClient(t)
 		for i := range 3 { // names spread over the masters
 			name := fmt.Sprintf("shard:%d", i)
 			held, err := lock.New(other, name).Lock(ctx)
@@ -125,4 +126,70 @@ func TestCluster(t *testing.T) {
 		require.Zero(t, overlaps.Load())
 		require.EqualValues(t, 160, done.Load())
 	})
+}
+
+// hashTagNames are lock names for the cluster: a plain one, one that is a
+// hash tag followed by more, and one with a tag inside. With a tag the
+// name's own tag decides the slot of every key (Redisson's prefixName).
+var hashTagNames = []string{"orders:7", "{user:1}:orders", "a{b}c"}
+
+// TestClusterHashTagNames: with names that hold a hash tag, the lock hash,
+// the token counter, the unlock latch and the channel share one slot, and
+// the lock works: exclusion, re-entry, tokens, a waiter woken by SPUBLISH.
+func TestClusterHashTagNames(t *testing.T) {
+	for _, name := range hashTagNames {
+		t.Run(name, func(t *testing.T) {
+			env := redistest.ClusterBackend().New(t)
+			cc := env.Universal.(*redis.ClusterClient)
+			ctx := ctxT(t)
+			mu := lock.New(cc, name)
+			held, err := mu.Lock(ctx)
+			require.NoError(t, err)
+			inner, err := mu.Lock(held)
+			require.NoError(t, err)
+			_, err = mu.TryLock(ctx)
+			require.ErrorIs(t, err, lock.ErrNotAcquired)
+
+			// Another process waits: its channel must be on the lock's shard.
+			other := lock.New(env.NewClient(t), name)
+			got := make(chan error, 1)
+			go func() {
+				h, err := other.Lock(ctx)
+				if err == nil {
+					err = other.Unlock(h)
+				}
+				got <- err
+			}()
+			require.Eventually(t, func() bool {
+				_, chs, err := redistest.Slots(ctx, cc)
+				return err == nil && len(chs) == 1
+			}, 10*time.Second, 5*time.Millisecond, "the waiter subscribed")
+			token := keys.Prefix("redisson_lock_token", name)
+			redistest.RequireOneSlot(t, ctx, cc, name, name, token)
+
+			tok, ok := lock.FencingToken(inner)
+			require.True(t, ok)
+			v, err := cc.Get(ctx, token).Int64()
+			require.NoError(t, err)
+			require.Equal(t, tok, v)
+			require.NoError(t, mu.Unlock(inner))
+			require.NoError(t, mu.Unlock(held))
+			select {
+			case err := <-got:
+				require.NoError(t, err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("waiter not woken by the unlock")
+			}
+			// The unlock latches and anything else left are in the slot too.
+			ks, _, err := redistest.Slots(ctx, cc)
+			require.NoError(t, err)
+			slot, _ := cc.ClusterKeySlot(ctx, name).Result()
+			for k, s := range ks {
+				require.Equal(t, slot, s, "key %q", k)
+			}
+			locked, err := mu.IsLocked(ctx)
+			require.NoError(t, err)
+			require.False(t, locked)
+		})
+	}
 }

@@ -227,7 +227,7 @@ func (l *scriptLog) releases(t testing.TB) string {
 
 // preload puts the scripts in the server's cache, so that no call is
 // answered NOSCRIPT and sent again.
-func preload(t testing.TB, c *redis.Client) {
+func preload(t testing.TB, c redis.UniversalClient) {
 	t.Helper()
 	for _, n := range scriptNames {
 		require.NoError(t, luaScript(t, n).Load(context.Background(), c).Err())
@@ -238,7 +238,7 @@ func preload(t testing.TB, c *redis.Client) {
 // connection of its own.
 type channelWatch struct {
 	t       testing.TB
-	pub     *redis.Client
+	pub     redis.UniversalClient
 	ps      *redis.PubSub
 	channel string
 	markers int
@@ -246,14 +246,12 @@ type channelWatch struct {
 
 func watchChannel(t testing.TB, env *redistest.Env, channel string) *channelWatch {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: env.Client.Options().Addr})
-	t.Cleanup(func() { _ = c.Close() })
-	ps := c.Subscribe(context.Background(), channel)
-	t.Cleanup(func() { _ = ps.Close() })
+	c := env.NewClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := ps.Receive(ctx) // the subscription's confirmation
+	ps, err := redistest.Subscribe(ctx, c, channel) // SSUBSCRIBE on a cluster
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = ps.Close() })
 	return &channelWatch{t: t, pub: c, ps: ps, channel: channel}
 }
 
@@ -266,7 +264,7 @@ func (w *channelWatch) since() []string {
 	marker := fmt.Sprintf("marker-%d", w.markers)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	require.NoError(w.t, w.pub.Publish(ctx, w.channel, marker).Err())
+	require.NoError(w.t, redistest.Publish(ctx, w.pub, w.channel, marker))
 	var got []string
 	for {
 		msg, err := w.ps.ReceiveMessage(ctx)
@@ -340,11 +338,11 @@ func TestHandOffToLocalWaiter(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
 		const name = "handoff"
-		preload(t, env.Client)
+		preload(t, env.Universal)
 		log := newScriptLog(t)
-		env.Client.AddHook(log)
+		env.Universal.AddHook(log)
 		watch := watchChannel(t, env, channelOf(name))
-		mu := lock.New(env.Client, name)
+		mu := lock.New(env.Universal, name)
 
 		a, err := mu.Lock(ctx)
 		require.NoError(t, err)
@@ -365,9 +363,9 @@ func TestHandOffToLocalWaiter(t *testing.T) {
 		bOwner := ownerOf(t, b.ctx)
 		require.NotEqual(t, ownerOf(t, a), bOwner)
 
-		require.Equal(t, map[string]string{bOwner: "1"}, env.Client.HGetAll(ctx, name).Val())
-		require.Equal(t, bTok, mustInt64(t, env.Client.Get(ctx, tokenKeyOf(name))), "the counter was incremented once")
-		require.Greater(t, env.Client.PTTL(ctx, name).Val(), 20*time.Second, "B's lease is on the key")
+		require.Equal(t, map[string]string{bOwner: "1"}, env.Universal.HGetAll(ctx, name).Val())
+		require.Equal(t, bTok, mustInt64(t, env.Universal.Get(ctx, tokenKeyOf(name))), "the counter was incremented once")
+		require.Greater(t, env.Universal.PTTL(ctx, name).Val(), 20*time.Second, "B's lease is on the key")
 		require.Equal(t, [][]int64{{1, bTok}}, log.replies(t, "transfer"))
 		require.Zero(t, log.answered("unlock_last"), "A's hold was not freed through Redis")
 		require.Equal(t, 3, log.answered("acquire"), "B made no try of its own")
@@ -378,7 +376,7 @@ func TestHandOffToLocalWaiter(t *testing.T) {
 
 		require.NoError(t, mu.Unlock(b.ctx))
 		require.Equal(t, []string{"0"}, watch.since(), "the last release publishes the unlock message")
-		require.Zero(t, env.Client.Exists(ctx, name).Val())
+		require.Zero(t, env.Universal.Exists(ctx, name).Val())
 		require.ErrorIs(t, mu.Unlock(b.ctx), lock.ErrNotHeld)
 	})
 }
@@ -398,12 +396,11 @@ func TestHandOffChainBoundedForOtherProcesses(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
 		const name = "chain"
-		preload(t, env.Client)
+		preload(t, env.Universal)
 		log := newScriptLog(t)
-		env.Client.AddHook(log)
-		remoteClient := redis.NewClient(&redis.Options{Addr: env.Client.Options().Addr})
-		defer remoteClient.Close()
-		local := lock.New(env.Client, name)
+		env.Universal.AddHook(log)
+		remoteClient := env.NewClient(t)
+		local := lock.New(env.Universal, name)
 		remote := lock.New(remoteClient, name)
 
 		var inside, overlaps, sections atomic.Int32
@@ -461,7 +458,7 @@ func TestHandOffChainBoundedForOtherProcesses(t *testing.T) {
 		t.Logf("%d releases, %d hand-offs, longest chain %d", len(seq), strings.Count(seq, "T"), longest)
 		require.LessOrEqual(t, longest, notify.MaxHandOffs, "a chain of hand-offs past the bound: %s", seq)
 		require.Equal(t, notify.MaxHandOffs, longest, "the chain reaches the bound under contention")
-		require.Zero(t, env.Client.Exists(ctx, name).Val())
+		require.Zero(t, env.Universal.Exists(ctx, name).Val())
 	})
 }
 
@@ -497,10 +494,10 @@ func TestHandOffWaiterCancelledGivesLockBack(t *testing.T) {
 func cancelledDuringTransfer(t *testing.T, env *redistest.Env, afterRedis, next bool) {
 	ctx := ctxT(t)
 	const name = "giveback"
-	preload(t, env.Client)
+	preload(t, env.Universal)
 	log := newScriptLog(t)
-	env.Client.AddHook(log)
-	mu := lock.New(env.Client, name)
+	env.Universal.AddHook(log)
+	mu := lock.New(env.Universal, name)
 
 	a, err := mu.Lock(ctx)
 	require.NoError(t, err)
@@ -542,15 +539,15 @@ func cancelledDuringTransfer(t *testing.T, env *redistest.Env, afterRedis, next 
 
 	if !next {
 		// B gave it back through Redis: free at once.
-		require.Zero(t, env.Client.Exists(ctx, name).Val(), "the lock is stuck with B's owner: %v", env.Client.HGetAll(ctx, name).Val())
+		require.Zero(t, env.Universal.Exists(ctx, name).Val(), "the lock is stuck with B's owner: %v", env.Universal.HGetAll(ctx, name).Val())
 		require.Equal(t, [][]int64{{1}}, log.replies(t, "unlock_last"), "B's give-back freed it")
 	} else {
 		c := await(t, cCh, "C")
 		require.NoError(t, c.err, "the next waiter gets the lock B gave back")
 		require.Greater(t, tokenOf(t, c.ctx), handedTok)
-		require.Equal(t, map[string]string{ownerOf(t, c.ctx): "1"}, env.Client.HGetAll(ctx, name).Val())
+		require.Equal(t, map[string]string{ownerOf(t, c.ctx): "1"}, env.Universal.HGetAll(ctx, name).Val())
 		require.NoError(t, mu.Unlock(c.ctx))
-		require.Zero(t, env.Client.Exists(ctx, name).Val())
+		require.Zero(t, env.Universal.Exists(ctx, name).Val())
 	}
 	// A fresh owner gets in.
 	fresh, err := mu.TryLock(ctx)
@@ -561,11 +558,11 @@ func cancelledDuringTransfer(t *testing.T, env *redistest.Env, afterRedis, next 
 func cancelledRacingUnlock(t *testing.T, env *redistest.Env) {
 	ctx := ctxT(t)
 	const name = "giveback-race"
-	preload(t, env.Client)
+	preload(t, env.Universal)
 	log := newScriptLog(t)
 	log.delay = time.Millisecond
-	env.Client.AddHook(log)
-	mu := lock.New(env.Client, name)
+	env.Universal.AddHook(log)
+	mu := lock.New(env.Universal, name)
 	outcomes := map[string]int{}
 	for i := range 50 {
 		next := i%2 == 1
@@ -610,7 +607,7 @@ func cancelledRacingUnlock(t *testing.T, env *redistest.Env) {
 			require.NoError(t, c.err, "iteration %d", i)
 			require.NoError(t, mu.Unlock(c.ctx))
 		}
-		require.Zero(t, env.Client.Exists(ctx, name).Val(), "iteration %d: the lock is stuck: %v", i, env.Client.HGetAll(ctx, name).Val())
+		require.Zero(t, env.Universal.Exists(ctx, name).Val(), "iteration %d: the lock is stuck: %v", i, env.Universal.HGetAll(ctx, name).Val())
 		fresh, err := mu.TryLock(ctx)
 		require.NoError(t, err, "iteration %d", i)
 		require.NoError(t, mu.Unlock(fresh))
@@ -626,26 +623,26 @@ func TestUnlockLastFallsBackWhenRedisHoldsMore(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
 		const name = "extra"
-		preload(t, env.Client)
+		preload(t, env.Universal)
 		log := newScriptLog(t)
-		env.Client.AddHook(log)
+		env.Universal.AddHook(log)
 		watch := watchChannel(t, env, channelOf(name))
-		mu := lock.New(env.Client, name)
+		mu := lock.New(env.Universal, name)
 		held, err := mu.Lock(ctx)
 		require.NoError(t, err)
 		id := ownerOf(t, held)
-		require.EqualValues(t, 2, env.Client.HIncrBy(ctx, name, id, 1).Val())
+		require.EqualValues(t, 2, env.Universal.HIncrBy(ctx, name, id, 1).Val())
 
 		require.NoError(t, mu.Unlock(held))
-		require.Equal(t, map[string]string{id: "1"}, env.Client.HGetAll(ctx, name).Val(), "decremented, not deleted")
+		require.Equal(t, map[string]string{id: "1"}, env.Universal.HGetAll(ctx, name).Val(), "decremented, not deleted")
 		require.Equal(t, [][]int64{{-2}}, log.replies(t, "unlock_last"))
 		require.Equal(t, [][]int64{{0}}, log.replies(t, "unlock"))
-		require.Greater(t, env.Client.PTTL(ctx, name).Val(), 20*time.Second, "the lease is re-applied")
+		require.Greater(t, env.Universal.PTTL(ctx, name).Val(), 20*time.Second, "the lease is re-applied")
 		require.Empty(t, watch.since(), "not freed: no unlock message")
 		_, err = mu.TryLock(ctx)
 		require.ErrorIs(t, err, lock.ErrNotAcquired)
 		require.ErrorIs(t, mu.Unlock(held), lock.ErrNotHeld)
-		require.NoError(t, env.Client.Del(ctx, name).Err())
+		require.NoError(t, env.Universal.Del(ctx, name).Err())
 	})
 }
 
@@ -656,23 +653,23 @@ func TestUnlockLastFallsBackWhenRedisHoldsMoreWithWaiter(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
 		const name = "extra-waiter"
-		preload(t, env.Client)
+		preload(t, env.Universal)
 		log := newScriptLog(t)
-		env.Client.AddHook(log)
-		mu := lock.New(env.Client, name)
+		env.Universal.AddHook(log)
+		mu := lock.New(env.Universal, name)
 		held, err := mu.Lock(ctx)
 		require.NoError(t, err)
 		id := ownerOf(t, held)
 		bCh := lockAsync(mu, ctx)
 		waitIdle(t, log, 3, 20*time.Millisecond)
-		require.EqualValues(t, 2, env.Client.HIncrBy(ctx, name, id, 1).Val())
-		tok := mustInt64(t, env.Client.Get(ctx, tokenKeyOf(name)))
+		require.EqualValues(t, 2, env.Universal.HIncrBy(ctx, name, id, 1).Val())
+		tok := mustInt64(t, env.Universal.Get(ctx, tokenKeyOf(name)))
 
 		require.NoError(t, mu.Unlock(held))
 		require.Equal(t, [][]int64{{-2, 0}}, log.replies(t, "transfer"))
 		require.Equal(t, [][]int64{{0}}, log.replies(t, "unlock"))
-		require.Equal(t, map[string]string{id: "1"}, env.Client.HGetAll(ctx, name).Val())
-		require.Equal(t, tok, mustInt64(t, env.Client.Get(ctx, tokenKeyOf(name))), "no token drawn")
+		require.Equal(t, map[string]string{id: "1"}, env.Universal.HGetAll(ctx, name).Val())
+		require.Equal(t, tok, mustInt64(t, env.Universal.Get(ctx, tokenKeyOf(name))), "no token drawn")
 		select {
 		case r := <-bCh:
 			t.Fatalf("B returned while the count Redis held remains: %v", r.err)
@@ -684,9 +681,9 @@ func TestUnlockLastFallsBackWhenRedisHoldsMoreWithWaiter(t *testing.T) {
 		require.True(t, ok)
 		b := await(t, bCh, "B")
 		require.NoError(t, b.err)
-		require.Equal(t, map[string]string{ownerOf(t, b.ctx): "1"}, env.Client.HGetAll(ctx, name).Val())
+		require.Equal(t, map[string]string{ownerOf(t, b.ctx): "1"}, env.Universal.HGetAll(ctx, name).Val())
 		require.NoError(t, mu.Unlock(b.ctx))
-		require.Zero(t, env.Client.Exists(ctx, name).Val())
+		require.Zero(t, env.Universal.Exists(ctx, name).Val())
 	})
 }
 
@@ -699,34 +696,34 @@ func TestTransferScriptIdempotent(t *testing.T) {
 		const name = "xfer"
 		keys := []string{name, tokenKeyOf(name)}
 		run := func(from, to string) []int64 {
-			vals, err := transfer.Run(ctx, env.Client, keys, from, to, 30000).Int64Slice()
+			vals, err := transfer.Run(ctx, env.Universal, keys, from, to, 30000).Int64Slice()
 			require.NoError(t, err)
 			return vals
 		}
-		require.NoError(t, env.Client.HSet(ctx, name, "ownerA", 1).Err())
-		require.NoError(t, env.Client.PExpire(ctx, name, 10*time.Second).Err())
-		require.NoError(t, env.Client.Set(ctx, tokenKeyOf(name), 5, 0).Err())
+		require.NoError(t, env.Universal.HSet(ctx, name, "ownerA", 1).Err())
+		require.NoError(t, env.Universal.PExpire(ctx, name, 10*time.Second).Err())
+		require.NoError(t, env.Universal.Set(ctx, tokenKeyOf(name), 5, 0).Err())
 
 		require.Equal(t, []int64{1, 6}, run("ownerA", "ownerB"))
 		require.Equal(t, []int64{1, 6}, run("ownerA", "ownerB"), "the retry answers the same")
-		require.Equal(t, map[string]string{"ownerB": "1"}, env.Client.HGetAll(ctx, name).Val())
-		require.EqualValues(t, 6, mustInt64(t, env.Client.Get(ctx, tokenKeyOf(name))), "one token drawn")
-		pttl := env.Client.PTTL(ctx, name).Val()
+		require.Equal(t, map[string]string{"ownerB": "1"}, env.Universal.HGetAll(ctx, name).Val())
+		require.EqualValues(t, 6, mustInt64(t, env.Universal.Get(ctx, tokenKeyOf(name))), "one token drawn")
+		pttl := env.Universal.PTTL(ctx, name).Val()
 		require.Greater(t, pttl, 20*time.Second, "the next owner's lease")
 		require.LessOrEqual(t, pttl, 30*time.Second)
 
 		// Not held by the releaser, nor by the next owner: nothing done.
 		require.Equal(t, []int64{-1, 0}, run("ownerA", "ownerC"))
-		require.Equal(t, map[string]string{"ownerB": "1"}, env.Client.HGetAll(ctx, name).Val())
+		require.Equal(t, map[string]string{"ownerB": "1"}, env.Universal.HGetAll(ctx, name).Val())
 		// More than one count: nothing done, unlock.lua decrements.
-		require.NoError(t, env.Client.HSet(ctx, name, "ownerB", 2).Err())
+		require.NoError(t, env.Universal.HSet(ctx, name, "ownerB", 2).Err())
 		require.Equal(t, []int64{-2, 0}, run("ownerB", "ownerC"))
-		require.Equal(t, map[string]string{"ownerB": "2"}, env.Client.HGetAll(ctx, name).Val())
-		require.EqualValues(t, 6, mustInt64(t, env.Client.Get(ctx, tokenKeyOf(name))))
+		require.Equal(t, map[string]string{"ownerB": "2"}, env.Universal.HGetAll(ctx, name).Val())
+		require.EqualValues(t, 6, mustInt64(t, env.Universal.Get(ctx, tokenKeyOf(name))))
 		// Free lock: not held.
-		require.NoError(t, env.Client.Del(ctx, name).Err())
+		require.NoError(t, env.Universal.Del(ctx, name).Err())
 		require.Equal(t, []int64{-1, 0}, run("ownerA", "ownerB"))
-		require.Zero(t, env.Client.Exists(ctx, name).Val())
+		require.Zero(t, env.Universal.Exists(ctx, name).Val())
 	})
 }
 
@@ -739,22 +736,22 @@ func TestUnlockLastScript(t *testing.T) {
 		const name = "ulast"
 		watch := watchChannel(t, env, channelOf(name))
 		run := func(id string) int64 {
-			n, err := unlockLast.Run(ctx, env.Client, []string{name, channelOf(name)}, 0, id, "publish").Int64()
+			n, err := unlockLast.Run(ctx, env.Universal, []string{name, channelOf(name)}, 0, id, publishCmd(env)).Int64()
 			require.NoError(t, err)
 			return n
 		}
-		require.NoError(t, env.Client.HSet(ctx, name, "owner", 1).Err())
+		require.NoError(t, env.Universal.HSet(ctx, name, "owner", 1).Err())
 		require.EqualValues(t, 1, run("owner"))
-		require.Zero(t, env.Client.Exists(ctx, name).Val())
+		require.Zero(t, env.Universal.Exists(ctx, name).Val())
 		require.Equal(t, []string{"0"}, watch.since())
 		require.EqualValues(t, -1, run("owner"), "a retry finds the field gone")
 		require.Empty(t, watch.since(), "and publishes nothing")
 
-		require.NoError(t, env.Client.HSet(ctx, name, "owner", 2).Err())
+		require.NoError(t, env.Universal.HSet(ctx, name, "owner", 2).Err())
 		require.EqualValues(t, -2, run("owner"))
-		require.Equal(t, map[string]string{"owner": "2"}, env.Client.HGetAll(ctx, name).Val())
+		require.Equal(t, map[string]string{"owner": "2"}, env.Universal.HGetAll(ctx, name).Val())
 		require.EqualValues(t, -1, run("other"), "another owner's release")
-		require.Equal(t, map[string]string{"owner": "2"}, env.Client.HGetAll(ctx, name).Val())
+		require.Equal(t, map[string]string{"owner": "2"}, env.Universal.HGetAll(ctx, name).Val())
 		require.Empty(t, watch.since())
 	})
 }
@@ -769,13 +766,12 @@ func TestHandOffFencingTokensUnderContention(t *testing.T) {
 			each(t, func(t *testing.T, env *redistest.Env) {
 				ctx := ctxT(t)
 				const name, goroutines, perG = "fenced", 8, 50
-				preload(t, env.Client)
+				preload(t, env.Universal)
 				log := newScriptLog(t)
-				env.Client.AddHook(log)
-				mus := []*lock.Mutex{lock.New(env.Client, name)}
+				env.Universal.AddHook(log)
+				mus := []*lock.Mutex{lock.New(env.Universal, name)}
 				if clients == 2 {
-					c2 := redis.NewClient(&redis.Options{Addr: env.Client.Options().Addr})
-					defer c2.Close()
+					c2 := env.NewClient(t)
 					mus = append(mus, lock.New(c2, name))
 				}
 				type section struct {
@@ -834,13 +830,13 @@ func TestHandOffFencingTokensUnderContention(t *testing.T) {
 					tokens[i] = s.token
 				}
 				require.Equal(t, len(tokens), len(slices.Compact(slices.Clone(tokens))), "tokens are unique")
-				require.Equal(t, sections[len(sections)-1].token, mustInt64(t, env.Client.Get(ctx, tokenKeyOf(name))))
+				require.Equal(t, sections[len(sections)-1].token, mustInt64(t, env.Universal.Get(ctx, tokenKeyOf(name))))
 				seq := log.releases(t)
 				t.Logf("releases on the first client: %d hand-offs, %d through Redis", strings.Count(seq, "T"), strings.Count(seq, "U"))
 				if clients == 1 {
 					require.Positive(t, strings.Count(seq, "T"), "the hand-off path ran")
 				}
-				require.Zero(t, env.Client.Exists(ctx, name).Val())
+				require.Zero(t, env.Universal.Exists(ctx, name).Val())
 			})
 		})
 	}
@@ -853,11 +849,11 @@ func TestHandOffTransferRetriedAfterLostReply(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
 		const name = "xfer-lost"
-		preload(t, env.Client)
+		preload(t, env.Universal)
 		log := newScriptLog(t)
-		env.Client.AddHook(log)
+		env.Universal.AddHook(log)
 		watch := watchChannel(t, env, channelOf(name))
-		mu := lock.New(env.Client, name)
+		mu := lock.New(env.Universal, name)
 		a, err := mu.Lock(ctx)
 		require.NoError(t, err)
 		bCh := lockAsync(mu, ctx)
@@ -877,11 +873,11 @@ func TestHandOffTransferRetriedAfterLostReply(t *testing.T) {
 		bTok := tokenOf(t, b.ctx)
 		require.Equal(t, tokenOf(t, a)+1, bTok)
 		require.Equal(t, [][]int64{{1, bTok}}, log.replies(t, "transfer"), "the retry answered the first run's token")
-		require.Equal(t, bTok, mustInt64(t, env.Client.Get(ctx, tokenKeyOf(name))), "one token drawn")
-		require.Equal(t, map[string]string{ownerOf(t, b.ctx): "1"}, env.Client.HGetAll(ctx, name).Val())
+		require.Equal(t, bTok, mustInt64(t, env.Universal.Get(ctx, tokenKeyOf(name))), "one token drawn")
+		require.Equal(t, map[string]string{ownerOf(t, b.ctx): "1"}, env.Universal.HGetAll(ctx, name).Val())
 		require.Empty(t, watch.since())
 		require.NoError(t, mu.Unlock(b.ctx))
-		require.Zero(t, env.Client.Exists(ctx, name).Val())
+		require.Zero(t, env.Universal.Exists(ctx, name).Val())
 	})
 }
 
@@ -892,11 +888,11 @@ func TestUnlockLastRetriedAfterLostReply(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
 		const name = "ulast-lost"
-		preload(t, env.Client)
+		preload(t, env.Universal)
 		log := newScriptLog(t)
-		env.Client.AddHook(log)
+		env.Universal.AddHook(log)
 		watch := watchChannel(t, env, channelOf(name))
-		mu := lock.New(env.Client, name)
+		mu := lock.New(env.Universal, name)
 		held, err := mu.Lock(ctx)
 		require.NoError(t, err)
 		var lost atomic.Int32
@@ -909,7 +905,7 @@ func TestUnlockLastRetriedAfterLostReply(t *testing.T) {
 		require.NoError(t, mu.Unlock(held), "a retried release is not a lost lock")
 		require.EqualValues(t, 2, lost.Load(), "unlock_last was sent again")
 		require.Equal(t, [][]int64{{-1}}, log.replies(t, "unlock_last"))
-		require.Zero(t, env.Client.Exists(ctx, name).Val())
+		require.Zero(t, env.Universal.Exists(ctx, name).Val())
 		require.Equal(t, []string{"0"}, watch.since(), "published once, by the first run")
 		other, err := mu.TryLock(ctx)
 		require.NoError(t, err)
@@ -926,10 +922,10 @@ func TestHandOffChainBoundSurvivesDrainedQueue(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
 		const name = "drained"
-		preload(t, env.Client)
+		preload(t, env.Universal)
 		log := newScriptLog(t)
-		env.Client.AddHook(log)
-		mu := lock.New(env.Client, name)
+		env.Universal.AddHook(log)
+		mu := lock.New(env.Universal, name)
 		cur, err := mu.Lock(ctx)
 		require.NoError(t, err)
 		for i := range 2*notify.MaxHandOffs + 2 {
@@ -960,10 +956,10 @@ func TestHandOffRefusedWaiterIsWoken(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
 		const name = "swallowed"
-		preload(t, env.Client)
+		preload(t, env.Universal)
 		log := newScriptLog(t)
-		env.Client.AddHook(log)
-		mu := lock.New(env.Client, name)
+		env.Universal.AddHook(log)
+		mu := lock.New(env.Universal, name)
 
 		a, err := mu.Lock(ctx)
 		require.NoError(t, err)
@@ -981,7 +977,7 @@ func TestHandOffRefusedWaiterIsWoken(t *testing.T) {
 		aDone := make(chan error, 1)
 		go func() { aDone <- mu.Unlock(a) }()
 		<-entered // B is reserved; the transfer has not reached Redis
-		admin := lock.New(env.Client, name)
+		admin := lock.New(env.Universal, name)
 		ok, err := admin.ForceUnlock(context.Background()) // publishes: B is kicked while reserved
 		require.NoError(t, err)
 		require.True(t, ok)
@@ -991,7 +987,7 @@ func TestHandOffRefusedWaiterIsWoken(t *testing.T) {
 		select {
 		case r := <-bCh:
 			require.NoError(t, r.err)
-			require.Equal(t, map[string]string{ownerOf(t, r.ctx): "1"}, env.Client.HGetAll(ctx, name).Val())
+			require.Equal(t, map[string]string{ownerOf(t, r.ctx): "1"}, env.Universal.HGetAll(ctx, name).Val())
 			require.NoError(t, mu.Unlock(r.ctx))
 		case <-time.After(3 * time.Second):
 			t.Fatalf("the lock has been free for 3 s and its only waiter was never woken (acquire tries: %d)", log.answered("acquire"))

@@ -20,11 +20,11 @@ import (
 // TestUnlockRetryDoesNotDecrementTwice replays an unlock with the same
 // request id, as runUnlock does when the first reply was lost.
 func TestUnlockRetryDoesNotDecrementTwice(t *testing.T) {
-	for _, b := range redistest.Backends() {
+	for _, b := range redistest.AllBackends() {
 		t.Run(b.Name, func(t *testing.T) {
 			env := b.New(t)
 			ctx := context.Background()
-			mu := New(env.Client, "latch")
+			mu := New(env.Universal, "latch")
 			held, err := mu.Lock(ctx)
 			require.NoError(t, err)
 			inner, err := mu.Lock(held)
@@ -33,8 +33,8 @@ func TestUnlockRetryDoesNotDecrementTwice(t *testing.T) {
 
 			latch := keys.Prefix("redisson_unlock_latch", "latch") + ":req-1"
 			run := func() int64 {
-				res, err := unlockScript.Run(ctx, env.Client, []string{"latch", mu.channel, latch},
-					unlockMessage, int64(30000), id, "publish", int64(10000)).Int64()
+				res, err := unlockScript.Run(ctx, env.Universal, []string{"latch", mu.channel, latch},
+					unlockMessage, int64(30000), id, mu.hub.PublishCommand(), int64(10000)).Int64()
 				require.NoError(t, err)
 				return res
 			}
@@ -43,7 +43,7 @@ func TestUnlockRetryDoesNotDecrementTwice(t *testing.T) {
 			n, err := mu.HoldCount(held)
 			require.NoError(t, err)
 			require.Equal(t, 1, n, "decremented once")
-			pttl := env.Client.PTTL(ctx, latch).Val()
+			pttl := env.Universal.PTTL(ctx, latch).Val()
 			require.Greater(t, pttl, time.Duration(0), "the latch expires by itself")
 
 			// Bookkeeping: the replayed release stands for inner's.

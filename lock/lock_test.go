@@ -23,11 +23,11 @@ import (
 	"github.com/relock-go/relock/watchdog"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(redistest.Main(m)) }
 
 // each runs f on miniredis and on a real redis-server.
 func each(t *testing.T, f func(t *testing.T, env *redistest.Env)) {
-	for _, b := range redistest.Backends() {
+	for _, b := range redistest.AllBackends() {
 		t.Run(b.Name, func(t *testing.T) { f(t, b.New(t)) })
 	}
 }
@@ -41,18 +41,18 @@ func ctxT(t *testing.T) context.Context {
 func TestReentrancyCounts(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		mu := lock.New(env.Client, "order:1")
+		mu := lock.New(env.Universal, "order:1")
 		c1, err := mu.Lock(ctx)
 		require.NoError(t, err)
 		// The DESIGN example: another handle of the same name re-enters.
-		c2, err := lock.New(env.Client, "order:1").Lock(c1)
+		c2, err := lock.New(env.Universal, "order:1").Lock(c1)
 		require.NoError(t, err)
 		c3, err := mu.TryLock(c2)
 		require.NoError(t, err)
 		n, err := mu.HoldCount(c3)
 		require.NoError(t, err)
 		require.Equal(t, 3, n)
-		require.EqualValues(t, 3, mustInt(t, env.Client.HGet(ctx, "order:1", ownerField(t, env.Client, "order:1"))))
+		require.EqualValues(t, 3, mustInt(t, env.Universal.HGet(ctx, "order:1", ownerField(t, env.Universal, "order:1"))))
 
 		require.NoError(t, mu.Unlock(c3))
 		require.ErrorIs(t, context.Cause(c3), context.Canceled)
@@ -77,7 +77,7 @@ func mustInt(t *testing.T, cmd *redis.StringCmd) int {
 	return n
 }
 
-func ownerField(t *testing.T, c *redis.Client, name string) string {
+func ownerField(t *testing.T, c redis.UniversalClient, name string) string {
 	fields, err := c.HKeys(context.Background(), name).Result()
 	require.NoError(t, err)
 	require.Len(t, fields, 1)
@@ -87,7 +87,7 @@ func ownerField(t *testing.T, c *redis.Client, name string) string {
 func TestExclusionBetweenOwners(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		mu := lock.New(env.Client, "x")
+		mu := lock.New(env.Universal, "x")
 		held, err := mu.Lock(ctx)
 		require.NoError(t, err)
 
@@ -97,7 +97,7 @@ func TestExclusionBetweenOwners(t *testing.T) {
 		require.ErrorIs(t, err, lock.ErrNotAcquired)
 		require.ErrorContains(t, err, `"x"`, "errors name the lock")
 		require.ErrorContains(t, err, "trylock", "errors name the operation")
-		_, err = lock.New(env.Client, "x", lock.WithWaitTimeout(50*time.Millisecond)).Lock(ctx)
+		_, err = lock.New(env.Universal, "x", lock.WithWaitTimeout(50*time.Millisecond)).Lock(ctx)
 		require.ErrorIs(t, err, lock.ErrNotAcquired)
 
 		ttl, err := mu.TTL(ctx)
@@ -116,17 +116,17 @@ func TestExclusionBetweenOwners(t *testing.T) {
 func TestNotHeld(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		mu := lock.New(env.Client, "nh")
+		mu := lock.New(env.Universal, "nh")
 		require.ErrorIs(t, mu.Unlock(ctx), lock.ErrNotHeld, "never locked")
 
 		held, err := mu.Lock(ctx)
 		require.NoError(t, err)
 		// A non-owner: a context that carries no hold of this lock.
 		require.ErrorIs(t, mu.Unlock(context.Background()), lock.ErrNotHeld)
-		other, err := lock.New(env.Client, "other").Lock(ctx)
+		other, err := lock.New(env.Universal, "other").Lock(ctx)
 		require.NoError(t, err)
 		require.ErrorIs(t, mu.Unlock(other), lock.ErrNotHeld, "an owner of another lock")
-		require.NoError(t, lock.New(env.Client, "other").Unlock(other))
+		require.NoError(t, lock.New(env.Universal, "other").Unlock(other))
 		n, _ := mu.HoldCount(held)
 		require.Equal(t, 1, n, "the lock is untouched")
 
@@ -147,7 +147,7 @@ func TestFixedLeaseExpires(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
 		const lease = 400 * time.Millisecond
-		mu := lock.New(env.Client, "lease", lock.WithLeaseTime(lease))
+		mu := lock.New(env.Universal, "lease", lock.WithLeaseTime(lease))
 		held, err := mu.Lock(ctx)
 		require.NoError(t, err)
 		ttl, _ := mu.TTL(ctx)
@@ -294,7 +294,7 @@ func TestRedisKilledHolderTold(t *testing.T) {
 func TestFencingTokensIncrease(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		mu := lock.New(env.Client, "fence")
+		mu := lock.New(env.Universal, "fence")
 		_, ok := lock.FencingToken(ctx)
 		require.False(t, ok)
 		var last int64
@@ -313,7 +313,7 @@ func TestFencingTokensIncrease(t *testing.T) {
 			require.NoError(t, mu.Unlock(inner))
 			require.NoError(t, mu.Unlock(held))
 		}
-		v, err := env.Client.Get(ctx, "redisson_lock_token:{fence}").Int64()
+		v, err := env.Universal.Get(ctx, "redisson_lock_token:{fence}").Int64()
 		require.NoError(t, err)
 		require.Equal(t, last, v, "RFencedLock's counter key")
 	})
@@ -324,12 +324,12 @@ func TestBadInputWritesNothing(t *testing.T) {
 		ctx := ctxT(t)
 		cases := map[string]*lock.Mutex{
 			"nil client":       lock.New(nil, "a"),
-			"empty name":       lock.New(env.Client, ""),
-			"zero lease":       lock.New(env.Client, "a", lock.WithLeaseTime(0)),
-			"negative lease":   lock.New(env.Client, "a", lock.WithLeaseTime(-time.Second)),
-			"zero watchdog":    lock.New(env.Client, "a", lock.WithWatchdogTimeout(0)),
-			"negative wait":    lock.New(env.Client, "a", lock.WithWaitTimeout(-1)),
-			"zero unlock wait": lock.New(env.Client, "a", lock.WithUnlockTimeout(0)),
+			"empty name":       lock.New(env.Universal, ""),
+			"zero lease":       lock.New(env.Universal, "a", lock.WithLeaseTime(0)),
+			"negative lease":   lock.New(env.Universal, "a", lock.WithLeaseTime(-time.Second)),
+			"zero watchdog":    lock.New(env.Universal, "a", lock.WithWatchdogTimeout(0)),
+			"negative wait":    lock.New(env.Universal, "a", lock.WithWaitTimeout(-1)),
+			"zero unlock wait": lock.New(env.Universal, "a", lock.WithUnlockTimeout(0)),
 		}
 		for name, mu := range cases {
 			_, err := mu.Lock(ctx)
@@ -347,11 +347,11 @@ func TestBadInputWritesNothing(t *testing.T) {
 			_, err = mu.TTL(ctx)
 			require.ErrorIs(t, err, lock.ErrInvalidArgument, name)
 		}
-		_, err := lock.New(env.Client, "a").Lock(nil) //nolint:staticcheck // nil ctx is refused, not a panic
+		_, err := lock.New(env.Universal, "a").Lock(nil) //nolint:staticcheck // nil ctx is refused, not a panic
 		require.ErrorIs(t, err, lock.ErrInvalidArgument)
 		_, err = lock.New(nil, "a").Lock(ctx)
 		require.ErrorContains(t, err, "nil redis client")
-		n, err := env.Client.DBSize(ctx).Result()
+		n, err := env.Universal.DBSize(ctx).Result()
 		require.NoError(t, err)
 		require.Zero(t, n, "nothing written to Redis")
 	})
@@ -360,7 +360,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 func TestAcquiringContextEndedFreesHold(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		parent, cancel := context.WithCancel(ctxT(t))
-		mu := lock.New(env.Client, "scoped")
+		mu := lock.New(env.Universal, "scoped")
 		held, err := mu.Lock(parent)
 		require.NoError(t, err)
 		cancel()
@@ -377,7 +377,7 @@ func TestAcquiringContextEndedFreesHold(t *testing.T) {
 func TestUnlockWorksOnDoneContext(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		mu := lock.New(env.Client, "done")
+		mu := lock.New(env.Universal, "done")
 		held, err := mu.Lock(ctx)
 		require.NoError(t, err)
 		// A context derived from the hold and already cancelled still
@@ -395,7 +395,7 @@ func TestWaitTimeoutBoundsWaitNotHold(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
 		const wait = 150 * time.Millisecond
-		mu := lock.New(env.Client, "wt", lock.WithWaitTimeout(wait))
+		mu := lock.New(env.Universal, "wt", lock.WithWaitTimeout(wait))
 		held, err := mu.Lock(ctx)
 		require.NoError(t, err)
 
@@ -418,7 +418,7 @@ func TestWaitTimeoutBoundsWaitNotHold(t *testing.T) {
 func TestContextDeadlineBoundsWait(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		mu := lock.New(env.Client, "dl")
+		mu := lock.New(env.Universal, "dl")
 		held, err := mu.Lock(ctx)
 		require.NoError(t, err)
 		wctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -435,8 +435,7 @@ func TestContextDeadlineBoundsWait(t *testing.T) {
 func TestContentionNoOverlap(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		clients := []*redis.Client{env.Client, redis.NewClient(&redis.Options{Addr: env.Client.Options().Addr})}
-		defer clients[1].Close()
+		clients := []redis.UniversalClient{env.Universal, env.NewClient(t)}
 		const perG = 25
 		var (
 			inside   atomic.Int32
@@ -568,7 +567,7 @@ func TestAcquireSpan(t *testing.T) {
 		rec := tracetest.NewSpanRecorder()
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 		defer tp.Shutdown(context.Background())
-		mu := lock.New(env.Client, "traced", lock.WithTracerProvider(tp))
+		mu := lock.New(env.Universal, "traced", lock.WithTracerProvider(tp))
 		held, err := mu.Lock(ctx)
 		require.NoError(t, err)
 		inner, err := mu.Lock(held)
@@ -614,7 +613,7 @@ func attrs(kvs []attribute.KeyValue) map[attribute.Key]attribute.Value {
 func TestForceUnlockWakesWaiterAndTellsHolder(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		mu := lock.New(env.Client, "force", lock.WithWatchdogTimeout(300*time.Millisecond))
+		mu := lock.New(env.Universal, "force", lock.WithWatchdogTimeout(300*time.Millisecond))
 		held, err := mu.Lock(ctx)
 		require.NoError(t, err)
 		ok, err := mu.ForceUnlock(ctx)

@@ -84,12 +84,22 @@ var errRedissonNotHeld = errors.New("redisson: attempt to unlock lock, not locke
 // fakeRedisson is a Redisson client reduced to its RLock wire protocol: one
 // client uuid, threads told apart by the id passed to each call.
 type fakeRedisson struct {
-	rdb *redis.Client
+	rdb redis.UniversalClient
 	id  string
+	// publish is the command of the unlock message: SPUBLISH on a cluster,
+	// where Redisson (like relock) uses sharded pub/sub.
+	publish string
 }
 
-func newFakeRedisson(t *testing.T, addr string) *fakeRedisson {
-	return &fakeRedisson{rdb: interopClient(t, addr), id: uuid.NewString()}
+func newFakeRedisson(t *testing.T, env *redistest.Env) *fakeRedisson {
+	return &fakeRedisson{rdb: interopClient(t, env), id: uuid.NewString(), publish: publishCmd(env)}
+}
+
+func publishCmd(env *redistest.Env) string {
+	if env.Cluster != nil {
+		return "spublish"
+	}
+	return "publish"
 }
 
 // holder is Redisson's lock name for a thread: the hash field it writes.
@@ -148,7 +158,7 @@ func (r *fakeRedisson) unlock(ctx context.Context, name string, thread int64) (r
 	const latchMillis = 10_000 // Redisson derives it from its timeout and retry settings
 	res, err := redissonUnlockScript.Run(ctx, r.rdb,
 		[]string{name, redissonPrefixName("redisson_lock__channel", name), latch},
-		redissonUnlockMessage, redissonLease.Milliseconds(), r.holder(thread), "publish", latchMillis).Int64()
+		redissonUnlockMessage, redissonLease.Milliseconds(), r.holder(thread), r.publish, latchMillis).Int64()
 	if errors.Is(err, redis.Nil) {
 		return false, errRedissonNotHeld
 	}
@@ -163,10 +173,8 @@ func (r *fakeRedisson) unlock(ctx context.Context, name string, thread int64) (r
 
 // interopClient is a client of its own (its own connections, and for relock
 // its own notification hub), closed at cleanup.
-func interopClient(t *testing.T, addr string) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+func interopClient(t *testing.T, env *redistest.Env) redis.UniversalClient {
+	return env.NewClient(t)
 }
 
 func interopContext(t *testing.T) context.Context {
@@ -177,15 +185,21 @@ func interopContext(t *testing.T) context.Context {
 
 // interopSubscribe subscribes a separate client to the lock's unlock channel,
 // as a waiting Redisson client would, and returns once Redis confirmed it.
-func interopSubscribe(t *testing.T, ctx context.Context, addr string) *redis.PubSub {
+func interopSubscribe(t *testing.T, ctx context.Context, env *redistest.Env) *redis.PubSub {
 	t.Helper()
-	ps := interopClient(t, addr).Subscribe(ctx, interopChannel)
+	c, kind := interopClient(t, env), "subscribe"
+	var ps *redis.PubSub
+	if env.Cluster != nil {
+		ps, kind = c.SSubscribe(ctx, interopChannel), "ssubscribe"
+	} else {
+		ps = c.Subscribe(ctx, interopChannel)
+	}
 	t.Cleanup(func() { _ = ps.Close() }) // runs before the client's Close
 	msg, err := ps.ReceiveTimeout(ctx, 5*time.Second)
 	require.NoError(t, err)
 	sub, ok := msg.(*redis.Subscription)
 	require.True(t, ok, "first reply on the pub/sub connection: %#v", msg)
-	require.Equal(t, "subscribe", sub.Kind)
+	require.Equal(t, kind, sub.Kind)
 	require.Equal(t, interopChannel, sub.Channel)
 	return ps
 }
@@ -208,15 +222,19 @@ func interopNextMessage(t *testing.T, ctx context.Context, ps *redis.PubSub) *re
 // interopNoMessageYet checks that nothing was published on ps's channel
 // since the last message read: it publishes a marker through c and requires
 // the marker to be the next message (one channel's messages arrive in order).
-func interopNoMessageYet(t *testing.T, ctx context.Context, c *redis.Client, ps *redis.PubSub, why string) {
+func interopNoMessageYet(t *testing.T, ctx context.Context, env *redistest.Env, ps *redis.PubSub, why string) {
 	t.Helper()
 	const marker = "interop-test-marker"
-	require.NoError(t, c.Publish(ctx, interopChannel, marker).Err())
+	pub := env.Universal.Publish
+	if env.Cluster != nil {
+		pub = env.Universal.SPublish
+	}
+	require.NoError(t, pub(ctx, interopChannel, marker).Err())
 	assert.Equal(t, marker, interopNextMessage(t, ctx, ps).Payload, why)
 }
 
 // interopFields returns the lock hash: holder field -> count.
-func interopFields(t *testing.T, ctx context.Context, c *redis.Client) map[string]string {
+func interopFields(t *testing.T, ctx context.Context, c redis.UniversalClient) map[string]string {
 	t.Helper()
 	fields, err := c.HGetAll(ctx, interopName).Result()
 	require.NoError(t, err)
@@ -225,7 +243,7 @@ func interopFields(t *testing.T, ctx context.Context, c *redis.Client) map[strin
 
 // requireOneHolder checks the Redisson RLock layout of the lock hash: one
 // field "<uuid>:<n>" with count want, and returns the field.
-func requireOneHolder(t *testing.T, ctx context.Context, c *redis.Client, want int) string {
+func requireOneHolder(t *testing.T, ctx context.Context, c redis.UniversalClient, want int) string {
 	t.Helper()
 	fields := interopFields(t, ctx, c)
 	require.Len(t, fields, 1, "lock hash %v", fields)
@@ -281,7 +299,7 @@ func isScriptOn(cmd redis.Cmder, key string) bool {
 }
 
 func TestRedissonInterop(t *testing.T) {
-	for _, b := range redistest.Backends() {
+	for _, b := range redistest.AllBackends() {
 		t.Run(b.Name, func(t *testing.T) {
 			run := func(name string, f func(t *testing.T, env *redistest.Env)) {
 				t.Run(name, func(t *testing.T) { f(t, b.New(t)) })
@@ -301,23 +319,22 @@ func TestRedissonInterop(t *testing.T) {
 // on; then Redisson takes the lock.
 func testRelockHoldExcludesRedisson(t *testing.T, env *redistest.Env) {
 	ctx := interopContext(t)
-	addr := env.Client.Options().Addr
-	java := newFakeRedisson(t, addr)
-	mu := lock.New(interopClient(t, addr), interopName)
+	java := newFakeRedisson(t, env)
+	mu := lock.New(interopClient(t, env), interopName)
 
 	held, err := mu.Lock(ctx)
 	require.NoError(t, err)
-	relockHolder := requireOneHolder(t, ctx, env.Client, 1)
+	relockHolder := requireOneHolder(t, ctx, env.Universal, 1)
 
 	ok, pttl, err := java.tryLock(ctx, interopName, 1)
 	require.NoError(t, err)
 	require.False(t, ok, "Redisson took a lock relock holds")
 	assert.Positive(t, pttl, "Redisson's failed attempt returns the PTTL")
 	assert.LessOrEqual(t, pttl, redissonLease)
-	assert.Equal(t, relockHolder, requireOneHolder(t, ctx, env.Client, 1),
+	assert.Equal(t, relockHolder, requireOneHolder(t, ctx, env.Universal, 1),
 		"the failed Redisson attempt changed the hash")
 
-	waiting := interopSubscribe(t, ctx, addr) // a Redisson waiter's subscription
+	waiting := interopSubscribe(t, ctx, env) // a Redisson waiter's subscription
 	require.NoError(t, mu.Unlock(held))
 	msg := interopNextMessage(t, ctx, waiting)
 	assert.Equal(t, interopChannel, msg.Channel)
@@ -326,7 +343,7 @@ func testRelockHoldExcludesRedisson(t *testing.T, env *redistest.Env) {
 	ok, _, err = java.tryLock(ctx, interopName, 1)
 	require.NoError(t, err)
 	require.True(t, ok, "Redisson could not take the lock after relock released it")
-	assert.Equal(t, java.holder(1), requireOneHolder(t, ctx, env.Client, 1))
+	assert.Equal(t, java.holder(1), requireOneHolder(t, ctx, env.Universal, 1))
 
 	released, err := java.unlock(ctx, interopName, 1)
 	require.NoError(t, err)
@@ -338,19 +355,18 @@ func testRelockHoldExcludesRedisson(t *testing.T, env *redistest.Env) {
 // (IsLocked, TTL), and the hash both sides write has the same shape.
 func testRedissonHoldExcludesRelock(t *testing.T, env *redistest.Env) {
 	ctx := interopContext(t)
-	addr := env.Client.Options().Addr
-	java := newFakeRedisson(t, addr)
-	mu := lock.New(interopClient(t, addr), interopName)
+	java := newFakeRedisson(t, env)
+	mu := lock.New(interopClient(t, env), interopName)
 
 	ok, _, err := java.tryLock(ctx, interopName, 1)
 	require.NoError(t, err)
 	require.True(t, ok)
-	redissonHolder := requireOneHolder(t, ctx, env.Client, 1)
+	redissonHolder := requireOneHolder(t, ctx, env.Universal, 1)
 	assert.Equal(t, java.holder(1), redissonHolder)
 
 	_, err = mu.TryLock(ctx)
 	require.ErrorIs(t, err, lock.ErrNotAcquired)
-	assert.Equal(t, redissonHolder, requireOneHolder(t, ctx, env.Client, 1),
+	assert.Equal(t, redissonHolder, requireOneHolder(t, ctx, env.Universal, 1),
 		"relock's failed attempt changed the hash")
 
 	locked, err := mu.IsLocked(ctx)
@@ -370,7 +386,7 @@ func testRedissonHoldExcludesRelock(t *testing.T, env *redistest.Env) {
 
 	held, err := mu.TryLock(ctx)
 	require.NoError(t, err)
-	relockHolder := requireOneHolder(t, ctx, env.Client, 1)
+	relockHolder := requireOneHolder(t, ctx, env.Universal, 1)
 	assert.NotEqual(t, redissonHolder, relockHolder)
 	ttl, err = mu.TTL(ctx)
 	require.NoError(t, err)
@@ -379,7 +395,7 @@ func testRedissonHoldExcludesRelock(t *testing.T, env *redistest.Env) {
 	// relock's fencing counter is RFencedLock's.
 	token, ok := lock.FencingToken(held)
 	require.True(t, ok)
-	stored, err := env.Client.Get(ctx, interopTokenKey).Int64()
+	stored, err := env.Universal.Get(ctx, interopTokenKey).Int64()
 	require.NoError(t, err, "no fencing counter at %s", interopTokenKey)
 	assert.Equal(t, token, stored)
 
@@ -391,10 +407,10 @@ func testRedissonHoldExcludesRelock(t *testing.T, env *redistest.Env) {
 	assert.Positive(t, pttl)
 	_, err = java.unlock(ctx, interopName, 2)
 	require.ErrorIs(t, err, errRedissonNotHeld)
-	assert.Equal(t, relockHolder, requireOneHolder(t, ctx, env.Client, 1))
+	assert.Equal(t, relockHolder, requireOneHolder(t, ctx, env.Universal, 1))
 
 	require.NoError(t, mu.Unlock(held))
-	n, err := env.Client.Exists(ctx, interopName).Result()
+	n, err := env.Universal.Exists(ctx, interopName).Result()
 	require.NoError(t, err)
 	assert.Zero(t, n)
 }
@@ -403,9 +419,8 @@ func testRedissonHoldExcludesRelock(t *testing.T, env *redistest.Env) {
 // entry (re-entry too) drawing a token, and a refused attempt drawing none.
 func testFencingTokensShareRedissonCounter(t *testing.T, env *redistest.Env) {
 	ctx := interopContext(t)
-	addr := env.Client.Options().Addr
-	java := newFakeRedisson(t, addr)
-	mu := lock.New(interopClient(t, addr), interopName)
+	java := newFakeRedisson(t, env)
+	mu := lock.New(interopClient(t, env), interopName)
 
 	held, err := mu.Lock(ctx)
 	require.NoError(t, err)
@@ -440,7 +455,7 @@ func testFencingTokensShareRedissonCounter(t *testing.T, env *redistest.Env) {
 	assert.Equal(t, t3+1, t4, "relock's token does not follow RFencedLock's")
 	require.NoError(t, mu.Unlock(held))
 
-	stored, err := env.Client.Get(ctx, interopTokenKey).Int64()
+	stored, err := env.Universal.Get(ctx, interopTokenKey).Int64()
 	require.NoError(t, err)
 	assert.Equal(t, t4, stored)
 }
@@ -449,9 +464,8 @@ func testFencingTokensShareRedissonCounter(t *testing.T, env *redistest.Env) {
 // its fallback timer: both leases are 30 s, and it acquires at once.
 func testRelockWaiterWakesOnRedissonUnlock(t *testing.T, env *redistest.Env) {
 	ctx := interopContext(t)
-	addr := env.Client.Options().Addr
-	java := newFakeRedisson(t, addr)
-	rc := interopClient(t, addr)
+	java := newFakeRedisson(t, env)
+	rc := interopClient(t, env)
 	attempts := &acquireCounter{}
 	rc.AddHook(attempts)
 	mu := lock.New(rc, interopName) // default 30 s lease, renewed
@@ -477,8 +491,8 @@ func testRelockWaiterWakesOnRedissonUnlock(t *testing.T, env *redistest.Env) {
 	// (the lock may have been freed in between); both tries fail. From then
 	// on only the unlock message or its ~30 s fallback timer moves it.
 	require.Eventually(t, func() bool {
-		subs, err := env.Client.PubSubNumSub(ctx, interopChannel).Result()
-		return err == nil && subs[interopChannel] >= 1 && attempts.n.Load() >= 2
+		subs, err := env.Subscribers(ctx, interopChannel)
+		return err == nil && subs >= 1 && attempts.n.Load() >= 2
 	}, 5*time.Second, 5*time.Millisecond, "the relock waiter never subscribed to %s and retried", interopChannel)
 	select {
 	case r := <-done:
@@ -486,7 +500,7 @@ func testRelockWaiterWakesOnRedissonUnlock(t *testing.T, env *redistest.Env) {
 	case <-time.After(200 * time.Millisecond):
 	}
 	require.EqualValues(t, 2, attempts.n.Load(), "the waiter tried again without a wake-up")
-	pttl, err := env.Client.PTTL(ctx, interopName).Result()
+	pttl, err := env.Universal.PTTL(ctx, interopName).Result()
 	require.NoError(t, err)
 	require.Greater(t, pttl, redissonLease-5*time.Second, "the fallback timer is not far off")
 
@@ -505,7 +519,7 @@ func testRelockWaiterWakesOnRedissonUnlock(t *testing.T, env *redistest.Env) {
 	waited := r.at.Sub(unlockedAt)
 	assert.Less(t, waited, 5*time.Second, "acquired %v after the Redisson unlock: woken by the timer, not the message", waited)
 	assert.EqualValues(t, 3, attempts.n.Load(), "one try after the unlock message, none before it")
-	holder := requireOneHolder(t, ctx, env.Client, 1)
+	holder := requireOneHolder(t, ctx, env.Universal, 1)
 	assert.NotEqual(t, java.holder(1), holder)
 	require.NoError(t, mu.Unlock(r.held))
 }
@@ -514,17 +528,16 @@ func testRelockWaiterWakesOnRedissonUnlock(t *testing.T, env *redistest.Env) {
 // publishes nothing; the second frees the lock for relock.
 func testRedissonReentryKeepsRelockOut(t *testing.T, env *redistest.Env) {
 	ctx := interopContext(t)
-	addr := env.Client.Options().Addr
-	java := newFakeRedisson(t, addr)
-	mu := lock.New(interopClient(t, addr), interopName)
-	waiting := interopSubscribe(t, ctx, addr)
+	java := newFakeRedisson(t, env)
+	mu := lock.New(interopClient(t, env), interopName)
+	waiting := interopSubscribe(t, ctx, env)
 
 	for range 2 {
 		ok, _, err := java.tryLock(ctx, interopName, 1)
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
-	assert.Equal(t, java.holder(1), requireOneHolder(t, ctx, env.Client, 2))
+	assert.Equal(t, java.holder(1), requireOneHolder(t, ctx, env.Universal, 2))
 	ok, _, err := java.tryLock(ctx, interopName, 2)
 	require.NoError(t, err)
 	assert.False(t, ok, "another Redisson thread took a held lock")
@@ -534,7 +547,7 @@ func testRedissonReentryKeepsRelockOut(t *testing.T, env *redistest.Env) {
 	released, err := java.unlock(ctx, interopName, 1)
 	require.NoError(t, err)
 	require.False(t, released, "one unlock of two entries released the lock")
-	assert.Equal(t, java.holder(1), requireOneHolder(t, ctx, env.Client, 1))
+	assert.Equal(t, java.holder(1), requireOneHolder(t, ctx, env.Universal, 1))
 	_, err = mu.TryLock(ctx)
 	require.ErrorIs(t, err, lock.ErrNotAcquired, "relock took the lock while Redisson still held one entry")
 	locked, err := mu.IsLocked(ctx)
@@ -543,7 +556,7 @@ func testRedissonReentryKeepsRelockOut(t *testing.T, env *redistest.Env) {
 	ttl, err := mu.TTL(ctx)
 	require.NoError(t, err)
 	assert.Positive(t, ttl)
-	interopNoMessageYet(t, ctx, env.Client, waiting, "an unlock that left an entry published")
+	interopNoMessageYet(t, ctx, env, waiting, "an unlock that left an entry published")
 
 	released, err = java.unlock(ctx, interopName, 1)
 	require.NoError(t, err)
@@ -552,7 +565,7 @@ func testRedissonReentryKeepsRelockOut(t *testing.T, env *redistest.Env) {
 
 	held, err := mu.TryLock(ctx)
 	require.NoError(t, err, "relock could not take the lock after Redisson's last unlock")
-	assert.NotEqual(t, java.holder(1), requireOneHolder(t, ctx, env.Client, 1))
+	assert.NotEqual(t, java.holder(1), requireOneHolder(t, ctx, env.Universal, 1))
 	require.NoError(t, mu.Unlock(held))
 	assert.Equal(t, redissonUnlockMessage, interopNextMessage(t, ctx, waiting).Payload)
 }
@@ -561,10 +574,9 @@ func testRedissonReentryKeepsRelockOut(t *testing.T, env *redistest.Env) {
 // message on Redisson's channel.
 func testForceUnlockFreesRedissonHold(t *testing.T, env *redistest.Env) {
 	ctx := interopContext(t)
-	addr := env.Client.Options().Addr
-	java := newFakeRedisson(t, addr)
-	mu := lock.New(interopClient(t, addr), interopName)
-	waiting := interopSubscribe(t, ctx, addr)
+	java := newFakeRedisson(t, env)
+	mu := lock.New(interopClient(t, env), interopName)
+	waiting := interopSubscribe(t, ctx, env)
 
 	ok, _, err := java.tryLock(ctx, interopName, 1)
 	require.NoError(t, err)
@@ -576,7 +588,7 @@ func testForceUnlockFreesRedissonHold(t *testing.T, env *redistest.Env) {
 	msg := interopNextMessage(t, ctx, waiting)
 	assert.Equal(t, interopChannel, msg.Channel)
 	assert.Equal(t, redissonUnlockMessage, msg.Payload)
-	n, err := env.Client.Exists(ctx, interopName).Result()
+	n, err := env.Universal.Exists(ctx, interopName).Result()
 	require.NoError(t, err)
 	assert.Zero(t, n, "the Redisson hold survived ForceUnlock")
 
@@ -586,7 +598,7 @@ func testForceUnlockFreesRedissonHold(t *testing.T, env *redistest.Env) {
 	freed, err = mu.ForceUnlock(ctx)
 	require.NoError(t, err)
 	assert.False(t, freed, "ForceUnlock of a free lock reported a lock")
-	interopNoMessageYet(t, ctx, env.Client, waiting, "ForceUnlock of a free lock published")
+	interopNoMessageYet(t, ctx, env, waiting, "ForceUnlock of a free lock published")
 
 	ok, _, err = java.tryLock(ctx, interopName, 2)
 	require.NoError(t, err)

@@ -82,7 +82,7 @@ func (o *occupancy) exitWrite() { o.writers.Add(-1) }
 func TestLoadNoOverlap(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		clients := []*redis.Client{env.Client, otherClient(t, env)}
+		clients := []redis.UniversalClient{env.Universal, otherClient(t, env)}
 		const (
 			perHandle = 5
 			iters     = 30
@@ -153,7 +153,7 @@ func TestLoadNoOverlap(t *testing.T) {
 		require.EqualValues(t, len(clients)*perHandle*iters, reads.Load()+writes.Load())
 		require.Positive(t, writes.Load())
 		require.GreaterOrEqual(t, occ.maxReaders.Load(), int32(2), "readers never shared the lock")
-		onlyBookkeepingLeft(t, env.Client, "load")
+		onlyBookkeepingLeft(t, env.Universal, "load")
 	})
 }
 
@@ -217,10 +217,10 @@ func TestWriterNotStarvedByReaders(t *testing.T) {
 					hold    = 2 * time.Millisecond
 					bound   = 3 * time.Second
 				)
-				readerClients := []*redis.Client{env.Client}
-				writerClient := env.Client
+				readerClients := []redis.UniversalClient{env.Universal}
+				writerClient := env.Universal
 				if layout == "other processes" {
-					readerClients = []*redis.Client{otherClient(t, env), otherClient(t, env)}
+					readerClients = []redis.UniversalClient{otherClient(t, env), otherClient(t, env)}
 					writerClient = otherClient(t, env)
 				}
 				var (
@@ -288,7 +288,7 @@ func TestWriterNotStarvedByReaders(t *testing.T) {
 				// Readers are in full flow and the lock is never free.
 				require.Eventually(t, func() bool { return reads.Load() >= 3*readers }, settle, poll)
 				for range 100 {
-					require.True(t, exists(t, env.Client, "starve"), "the lock fell free without a writer")
+					require.True(t, exists(t, env.Universal, "starve"), "the lock fell free without a writer")
 					require.Positive(t, occ.readers.Load())
 					time.Sleep(time.Millisecond)
 				}

@@ -25,7 +25,7 @@ import (
 	"github.com/relock-go/relock/watchdog"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(redistest.Main(m)) }
 
 // Bounds. Every wait in this suite is bounded generously (a noisy 2-core
 // machine under -race), yet "promptly" stays well below the fallback
@@ -42,7 +42,7 @@ const (
 
 // each runs f on miniredis and on a real redis-server.
 func each(t *testing.T, f func(t *testing.T, env *redistest.Env)) {
-	for _, b := range redistest.Backends() {
+	for _, b := range redistest.AllBackends() {
 		t.Run(b.Name, func(t *testing.T) { f(t, b.New(t)) })
 	}
 }
@@ -59,10 +59,8 @@ func as(ctx context.Context, id string) context.Context { return owner.With(ctx,
 
 // otherClient is a second client of env's server: another connection
 // pool and another notify hub, as another process would have.
-func otherClient(t testing.TB, env *redistest.Env) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: env.Client.Options().Addr})
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+func otherClient(t testing.TB, env *redistest.Env) redis.UniversalClient {
+	return env.NewClient(t)
 }
 
 // Redis names of lock name's keys (Redisson's RReadWriteLock layout).
@@ -74,7 +72,7 @@ func leaseKey(name, id string, i int) string {
 }
 
 // count returns the count in field f of the lock hash, 0 when absent.
-func count(t testing.TB, c *redis.Client, name, f string) int {
+func count(t testing.TB, c redis.UniversalClient, name, f string) int {
 	t.Helper()
 	n, err := c.HGet(context.Background(), name, f).Int()
 	if errors.Is(err, redis.Nil) {
@@ -84,7 +82,7 @@ func count(t testing.TB, c *redis.Client, name, f string) int {
 	return n
 }
 
-func mode(t testing.TB, c *redis.Client, name string) string {
+func mode(t testing.TB, c redis.UniversalClient, name string) string {
 	t.Helper()
 	m, err := c.HGet(context.Background(), name, "mode").Result()
 	if errors.Is(err, redis.Nil) {
@@ -94,29 +92,29 @@ func mode(t testing.TB, c *redis.Client, name string) string {
 	return m
 }
 
-func exists(t testing.TB, c *redis.Client, key string) bool {
+func exists(t testing.TB, c redis.UniversalClient, key string) bool {
 	t.Helper()
 	n, err := c.Exists(context.Background(), key).Result()
 	require.NoError(t, err)
 	return n == 1
 }
 
-func markedWriters(t testing.TB, c *redis.Client, name string) int64 {
+func markedWriters(t testing.TB, c redis.UniversalClient, name string) int64 {
 	t.Helper()
 	n, err := c.ZCard(context.Background(), waitersKey(name)).Result()
 	require.NoError(t, err)
 	return n
 }
 
-func subscribers(t testing.TB, c *redis.Client, channel string) int64 {
+func subscribers(t testing.TB, c redis.UniversalClient, channel string) int64 {
 	t.Helper()
-	res, err := c.PubSubNumSub(context.Background(), channel).Result()
+	n, err := redistest.Subscribers(context.Background(), c, channel)
 	require.NoError(t, err)
-	return res[channel]
+	return n
 }
 
 // awaitWriterMarked returns once n writers wait (marked in the zset).
-func awaitWriterMarked(t testing.TB, c *redis.Client, name string, n int64) {
+func awaitWriterMarked(t testing.TB, c redis.UniversalClient, name string, n int64) {
 	t.Helper()
 	require.Eventually(t, func() bool { return markedWriters(t, c, name) == n }, settle, poll,
 		"want %d waiting writer(s) marked", n)
@@ -124,7 +122,7 @@ func awaitWriterMarked(t testing.TB, c *redis.Client, name string, n int64) {
 
 // awaitSubscribers returns once n connections subscribe to the channel of
 // lock name: n waiting goroutines on n different clients.
-func awaitSubscribers(t testing.TB, c *redis.Client, name string, n int64) {
+func awaitSubscribers(t testing.TB, c redis.UniversalClient, name string, n int64) {
 	t.Helper()
 	require.Eventually(t, func() bool { return subscribers(t, c, channelOf(name)) == n }, settle, poll,
 		"want %d subscribed waiter connection(s)", n)
@@ -133,9 +131,9 @@ func awaitSubscribers(t testing.TB, c *redis.Client, name string, n int64) {
 // onlyBookkeepingLeft checks that, all holds released, the only keys left
 // are the fencing counters and unlock latches of the locks names: no hash,
 // no lease keys, no waiting-writer marks.
-func onlyBookkeepingLeft(t testing.TB, c *redis.Client, names ...string) {
+func onlyBookkeepingLeft(t testing.TB, c redis.UniversalClient, names ...string) {
 	t.Helper()
-	ks, err := c.Keys(context.Background(), "*").Result()
+	ks, err := redistest.Keys(context.Background(), c, "*")
 	require.NoError(t, err)
 	ok := func(k string) bool {
 		for _, name := range names {
@@ -204,7 +202,7 @@ func requireDone(t testing.TB, ctx context.Context, what string) {
 func TestReadersShare(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		rw := rwlock.New(env.Client, "doc")
+		rw := rwlock.New(env.Universal, "doc")
 		r1, err := rw.RLock(as(ctx, "r1"))
 		require.NoError(t, err)
 		r2, err := rw.RLock(as(ctx, "r2"))
@@ -214,12 +212,12 @@ func TestReadersShare(t *testing.T) {
 		r3, err := rw3.TryRLock(as(ctx, "r3"))
 		require.NoError(t, err)
 
-		require.Equal(t, "read", mode(t, env.Client, "doc"))
+		require.Equal(t, "read", mode(t, env.Universal, "doc"))
 		for _, id := range []string{"r1", "r2", "r3"} {
-			require.Equal(t, 1, count(t, env.Client, "doc", id), id)
-			require.True(t, exists(t, env.Client, leaseKey("doc", id, 1)), "one lease key per read acquisition")
+			require.Equal(t, 1, count(t, env.Universal, "doc", id), id)
+			require.True(t, exists(t, env.Universal, leaseKey("doc", id, 1)), "one lease key per read acquisition")
 		}
-		ttl := env.Client.PTTL(ctx, "doc").Val()
+		ttl := env.Universal.PTTL(ctx, "doc").Val()
 		require.Greater(t, ttl, 20*time.Second)
 		require.LessOrEqual(t, ttl, 30*time.Second)
 		require.NoError(t, r1.Err())
@@ -228,24 +226,24 @@ func TestReadersShare(t *testing.T) {
 		require.NoError(t, rw.RUnlock(r1))
 		require.ErrorIs(t, context.Cause(r1), context.Canceled, "the released hold's context ends")
 		require.NoError(t, r2.Err(), "the other readers stay")
-		require.Equal(t, 0, count(t, env.Client, "doc", "r1"))
-		require.False(t, exists(t, env.Client, leaseKey("doc", "r1", 1)))
+		require.Equal(t, 0, count(t, env.Universal, "doc", "r1"))
+		require.False(t, exists(t, env.Universal, leaseKey("doc", "r1", 1)))
 		require.NoError(t, rw.RUnlock(r2))
-		require.True(t, exists(t, env.Client, "doc"), "r3 still reads")
+		require.True(t, exists(t, env.Universal, "doc"), "r3 still reads")
 		require.NoError(t, rw3.RUnlock(r3))
-		require.False(t, exists(t, env.Client, "doc"))
-		onlyBookkeepingLeft(t, env.Client, "doc")
+		require.False(t, exists(t, env.Universal, "doc"))
+		onlyBookkeepingLeft(t, env.Universal, "doc")
 	})
 }
 
 func TestWriterExcludesReadersAndWriters(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		rw := rwlock.New(env.Client, "x")
+		rw := rwlock.New(env.Universal, "x")
 		w, err := rw.Lock(as(ctx, "w"))
 		require.NoError(t, err)
-		require.Equal(t, "write", mode(t, env.Client, "x"))
-		require.Equal(t, 1, count(t, env.Client, "x", "w:write"))
+		require.Equal(t, "write", mode(t, env.Universal, "x"))
+		require.Equal(t, 1, count(t, env.Universal, "x", "w:write"))
 
 		_, err = rw.TryRLock(ctx)
 		require.ErrorIs(t, err, rwlock.ErrNotAcquired)
@@ -258,7 +256,7 @@ func TestWriterExcludesReadersAndWriters(t *testing.T) {
 
 		// Waiting ones, bounded by WithWaitTimeout, on this and another client.
 		const wait = 150 * time.Millisecond
-		for _, c := range []*redis.Client{env.Client, otherClient(t, env)} {
+		for _, c := range []redis.UniversalClient{env.Universal, otherClient(t, env)} {
 			bounded := rwlock.New(c, "x", rwlock.WithWaitTimeout(wait))
 			start := time.Now()
 			_, err = bounded.RLock(ctx)
@@ -274,12 +272,12 @@ func TestWriterExcludesReadersAndWriters(t *testing.T) {
 		_, err = rw.RLock(dl)
 		cancel()
 		require.ErrorIs(t, err, context.DeadlineExceeded)
-		require.Zero(t, markedWriters(t, env.Client, "x"), "writers that gave up left no mark")
+		require.Zero(t, markedWriters(t, env.Universal, "x"), "writers that gave up left no mark")
 
 		require.NoError(t, w.Err())
-		require.Equal(t, 1, count(t, env.Client, "x", "w:write"), "the writer is untouched")
+		require.Equal(t, 1, count(t, env.Universal, "x", "w:write"), "the writer is untouched")
 		require.NoError(t, rw.Unlock(w))
-		require.False(t, exists(t, env.Client, "x"))
+		require.False(t, exists(t, env.Universal, "x"))
 
 		// And readers exclude writers.
 		r, err := rw.RLock(ctx)
@@ -290,31 +288,31 @@ func TestWriterExcludesReadersAndWriters(t *testing.T) {
 		w2, err := rw.TryLock(ctx)
 		require.NoError(t, err)
 		require.NoError(t, rw.Unlock(w2))
-		onlyBookkeepingLeft(t, env.Client, "x")
+		onlyBookkeepingLeft(t, env.Universal, "x")
 	})
 }
 
 func TestReentrantBothSides(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		rw := rwlock.New(env.Client, "re")
+		rw := rwlock.New(env.Universal, "re")
 		r1, err := rw.RLock(as(ctx, "r"))
 		require.NoError(t, err)
 		// Another handle of the same name re-enters, as in package lock.
-		r2, err := rwlock.New(env.Client, "re").RLock(r1)
+		r2, err := rwlock.New(env.Universal, "re").RLock(r1)
 		require.NoError(t, err)
 		r3, err := rw.TryRLock(r2)
 		require.NoError(t, err)
-		require.Equal(t, 3, count(t, env.Client, "re", "r"), "one field, three counts")
+		require.Equal(t, 3, count(t, env.Universal, "re", "r"), "one field, three counts")
 		for i := 1; i <= 3; i++ {
-			require.True(t, exists(t, env.Client, leaseKey("re", "r", i)))
+			require.True(t, exists(t, env.Universal, leaseKey("re", "r", i)))
 		}
 		require.NoError(t, rw.RUnlock(r3))
 		require.NoError(t, r2.Err(), "an inner RUnlock leaves the outer holds alone")
-		require.Equal(t, 2, count(t, env.Client, "re", "r"))
+		require.Equal(t, 2, count(t, env.Universal, "re", "r"))
 		require.NoError(t, rw.RUnlock(r2))
 		require.NoError(t, rw.RUnlock(r1))
-		require.False(t, exists(t, env.Client, "re"))
+		require.False(t, exists(t, env.Universal, "re"))
 		require.ErrorIs(t, rw.RUnlock(r1), rwlock.ErrNotHeld, "only once")
 
 		w1, err := rw.Lock(as(ctx, "w"))
@@ -323,18 +321,18 @@ func TestReentrantBothSides(t *testing.T) {
 		require.NoError(t, err)
 		w3, err := rw.TryLock(w2)
 		require.NoError(t, err)
-		require.Equal(t, 3, count(t, env.Client, "re", "w:write"))
-		require.Equal(t, 0, count(t, env.Client, "re", "w"), "no read count")
+		require.Equal(t, 3, count(t, env.Universal, "re", "w:write"))
+		require.Equal(t, 0, count(t, env.Universal, "re", "w"), "no read count")
 		require.NoError(t, rw.Unlock(w3))
 		require.NoError(t, w2.Err())
-		require.Equal(t, 2, count(t, env.Client, "re", "w:write"))
+		require.Equal(t, 2, count(t, env.Universal, "re", "w:write"))
 		require.NoError(t, rw.Unlock(w2))
 		_, err = rw.TryRLock(ctx)
 		require.ErrorIs(t, err, rwlock.ErrNotAcquired, "one write count remains")
 		require.NoError(t, rw.Unlock(w1))
-		require.False(t, exists(t, env.Client, "re"))
+		require.False(t, exists(t, env.Universal, "re"))
 		require.ErrorIs(t, rw.Unlock(w1), rwlock.ErrNotHeld)
-		onlyBookkeepingLeft(t, env.Client, "re")
+		onlyBookkeepingLeft(t, env.Universal, "re")
 	})
 }
 
@@ -348,7 +346,7 @@ func TestReentrantReadOnFixedLeaseKeepsLatestExpiry(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
 		const lease = 2 * time.Second
-		rw := rwlock.New(env.Client, "rfl", rwlock.WithLeaseTime(lease))
+		rw := rwlock.New(env.Universal, "rfl", rwlock.WithLeaseTime(lease))
 		outer, err := rw.RLock(as(ctx, "r"))
 		require.NoError(t, err)
 		env.FastForward(lease / 2)
@@ -380,7 +378,7 @@ func TestReentrantReadOnFixedLeaseKeepsLatestExpiry(t *testing.T) {
 func TestNotHeld(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		rw := rwlock.New(env.Client, "nh")
+		rw := rwlock.New(env.Universal, "nh")
 		require.ErrorIs(t, rw.RUnlock(ctx), rwlock.ErrNotHeld, "never locked")
 		require.ErrorIs(t, rw.Unlock(ctx), rwlock.ErrNotHeld)
 		_, err := rw.Downgrade(ctx)
@@ -393,7 +391,7 @@ func TestNotHeld(t *testing.T) {
 		require.ErrorContains(t, err, "unlock")
 		_, err = rw.Downgrade(r)
 		require.ErrorIs(t, err, rwlock.ErrNotHeld, "only a write hold downgrades")
-		require.ErrorIs(t, rwlock.New(env.Client, "other").RUnlock(r), rwlock.ErrNotHeld, "a hold of another lock")
+		require.ErrorIs(t, rwlock.New(env.Universal, "other").RUnlock(r), rwlock.ErrNotHeld, "a hold of another lock")
 		require.NoError(t, rw.RUnlock(r))
 
 		w, err := rw.Lock(ctx)
@@ -401,37 +399,37 @@ func TestNotHeld(t *testing.T) {
 		require.ErrorIs(t, rw.RUnlock(w), rwlock.ErrNotHeld, "a write hold is not a read hold")
 		require.NoError(t, rw.Unlock(w))
 		require.ErrorIs(t, rw.Unlock(w), rwlock.ErrNotHeld)
-		onlyBookkeepingLeft(t, env.Client, "nh")
+		onlyBookkeepingLeft(t, env.Universal, "nh")
 	})
 }
 
 func TestWriterMayTakeReadLock(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		rw := rwlock.New(env.Client, "wr")
+		rw := rwlock.New(env.Universal, "wr")
 		w, err := rw.Lock(as(ctx, "w"))
 		require.NoError(t, err)
 		inner, err := rw.RLock(w)
 		require.NoError(t, err, "the writer may read")
-		require.Equal(t, 1, count(t, env.Client, "wr", "w"))
+		require.Equal(t, 1, count(t, env.Universal, "wr", "w"))
 		// The same owner, on a context that is not the write hold's: the
 		// read hold will not end with the write hold.
 		r, err := rw.TryRLock(as(ctx, "w"))
 		require.NoError(t, err)
-		require.Equal(t, "write", mode(t, env.Client, "wr"))
-		require.Equal(t, 1, count(t, env.Client, "wr", "w:write"))
-		require.Equal(t, 2, count(t, env.Client, "wr", "w"))
+		require.Equal(t, "write", mode(t, env.Universal, "wr"))
+		require.Equal(t, 1, count(t, env.Universal, "wr", "w:write"))
+		require.Equal(t, 2, count(t, env.Universal, "wr", "w"))
 		_, err = rw.TryRLock(ctx)
 		require.ErrorIs(t, err, rwlock.ErrNotAcquired, "others may not")
 		require.NoError(t, rw.RUnlock(inner))
-		require.Equal(t, 1, count(t, env.Client, "wr", "w"))
+		require.Equal(t, 1, count(t, env.Universal, "wr", "w"))
 
 		// Unlocking the write side first leaves a read hold: readers come
 		// in, writers do not, and the owner may not take the write lock
 		// back (that would be an upgrade).
 		require.NoError(t, rw.Unlock(w))
 		require.NoError(t, r.Err(), "the read hold outlives the write hold")
-		require.Equal(t, "read", mode(t, env.Client, "wr"))
+		require.Equal(t, "read", mode(t, env.Universal, "wr"))
 		other, err := rw.TryRLock(as(ctx, "o"))
 		require.NoError(t, err)
 		_, err = rw.TryLock(as(ctx, "x"))
@@ -442,8 +440,8 @@ func TestWriterMayTakeReadLock(t *testing.T) {
 		require.Less(t, time.Since(start), prompt)
 		require.NoError(t, rw.RUnlock(other))
 		require.NoError(t, rw.RUnlock(r))
-		require.False(t, exists(t, env.Client, "wr"))
-		onlyBookkeepingLeft(t, env.Client, "wr")
+		require.False(t, exists(t, env.Universal, "wr"))
+		onlyBookkeepingLeft(t, env.Universal, "wr")
 	})
 }
 
@@ -454,23 +452,23 @@ func TestWriterMayTakeReadLock(t *testing.T) {
 func TestReadOnWriteHoldEndsWithIt(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		rw := rwlock.New(env.Client, "scope")
+		rw := rwlock.New(env.Universal, "scope")
 		w, err := rw.Lock(ctx)
 		require.NoError(t, err)
 		r, err := rw.RLock(w)
 		require.NoError(t, err)
 		require.NoError(t, rw.Unlock(w))
 		requireDone(t, r, "the read hold taken on the write hold")
-		require.Eventually(t, func() bool { return !exists(t, env.Client, "scope") }, settle, poll)
+		require.Eventually(t, func() bool { return !exists(t, env.Universal, "scope") }, settle, poll)
 		require.NoError(t, rw.RUnlock(r), "released because its context ended: nil")
-		onlyBookkeepingLeft(t, env.Client, "scope")
+		onlyBookkeepingLeft(t, env.Universal, "scope")
 	})
 }
 
 func TestDowngrade(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		rw := rwlock.New(env.Client, "dg")
+		rw := rwlock.New(env.Universal, "dg")
 		w, err := rw.Lock(as(ctx, "w"))
 		require.NoError(t, err)
 		wtok, _ := rwlock.FencingToken(w)
@@ -482,10 +480,10 @@ func TestDowngrade(t *testing.T) {
 		dtok, ok := rwlock.FencingToken(d)
 		require.True(t, ok)
 		require.Greater(t, dtok, wtok, "the read hold draws a token of its own")
-		require.Equal(t, "read", mode(t, env.Client, "dg"))
-		require.Equal(t, 1, count(t, env.Client, "dg", "w"))
-		require.Equal(t, 0, count(t, env.Client, "dg", "w:write"))
-		require.True(t, exists(t, env.Client, leaseKey("dg", "w", 1)))
+		require.Equal(t, "read", mode(t, env.Universal, "dg"))
+		require.Equal(t, 1, count(t, env.Universal, "dg", "w"))
+		require.Equal(t, 0, count(t, env.Universal, "dg", "w:write"))
+		require.True(t, exists(t, env.Universal, leaseKey("dg", "w", 1)))
 
 		// Right after: another reader gets in, another writer does not.
 		r, err := rw.TryRLock(as(ctx, "r"))
@@ -499,7 +497,7 @@ func TestDowngrade(t *testing.T) {
 		require.ErrorIs(t, err, rwlock.ErrUpgradeNotSupported, "the downgraded owner reads only")
 		require.NoError(t, rw.RUnlock(r))
 		require.NoError(t, rw.RUnlock(d))
-		require.False(t, exists(t, env.Client, "dg"))
+		require.False(t, exists(t, env.Universal, "dg"))
 
 		// A writer waiting during the downgrade stays out until the read
 		// hold ends, then gets in.
@@ -507,7 +505,7 @@ func TestDowngrade(t *testing.T) {
 		require.NoError(t, err)
 		other := rwlock.New(otherClient(t, env), "dg", rwlock.WithWatchdogTimeout(longWatchdog))
 		wait := goAcquire(func() (context.Context, error) { return other.Lock(as(ctx, "w2")) })
-		awaitWriterMarked(t, env.Client, "dg", 1)
+		awaitWriterMarked(t, env.Universal, "dg", 1)
 		d, err = rw.Downgrade(w)
 		require.NoError(t, err)
 		_, err = rw.TryLock(as(ctx, "x"))
@@ -517,14 +515,14 @@ func TestDowngrade(t *testing.T) {
 		got := await(t, wait, prompt, "writer after the downgraded hold ended")
 		require.NoError(t, got.err)
 		require.NoError(t, other.Unlock(got.ctx))
-		onlyBookkeepingLeft(t, env.Client, "dg")
+		onlyBookkeepingLeft(t, env.Universal, "dg")
 	})
 }
 
 func TestDowngradeOfReentrantWriteKeepsWriteMode(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		rw := rwlock.New(env.Client, "dg2")
+		rw := rwlock.New(env.Universal, "dg2")
 		w1, err := rw.Lock(as(ctx, "w"))
 		require.NoError(t, err)
 		w2, err := rw.Lock(w1)
@@ -533,18 +531,18 @@ func TestDowngradeOfReentrantWriteKeepsWriteMode(t *testing.T) {
 		require.NoError(t, err)
 		requireDone(t, w2, "the downgraded write hold")
 		require.NoError(t, w1.Err(), "the outer write hold stays")
-		require.Equal(t, "write", mode(t, env.Client, "dg2"))
-		require.Equal(t, 1, count(t, env.Client, "dg2", "w:write"))
-		require.Equal(t, 1, count(t, env.Client, "dg2", "w"))
+		require.Equal(t, "write", mode(t, env.Universal, "dg2"))
+		require.Equal(t, 1, count(t, env.Universal, "dg2", "w:write"))
+		require.Equal(t, 1, count(t, env.Universal, "dg2", "w"))
 		_, err = rw.TryRLock(as(ctx, "r"))
 		require.ErrorIs(t, err, rwlock.ErrNotAcquired, "still write-locked")
 		require.NoError(t, rw.RUnlock(d))
-		require.Equal(t, "write", mode(t, env.Client, "dg2"))
+		require.Equal(t, "write", mode(t, env.Universal, "dg2"))
 		_, err = rw.TryRLock(as(ctx, "r"))
 		require.ErrorIs(t, err, rwlock.ErrNotAcquired, "still write-locked")
 		require.NoError(t, rw.Unlock(w1))
-		require.False(t, exists(t, env.Client, "dg2"))
-		onlyBookkeepingLeft(t, env.Client, "dg2")
+		require.False(t, exists(t, env.Universal, "dg2"))
+		onlyBookkeepingLeft(t, env.Universal, "dg2")
 	})
 }
 
@@ -554,7 +552,7 @@ func TestDowngradeOfReentrantWriteKeepsWriteMode(t *testing.T) {
 func TestDowngradeWakesWaitingReaders(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		rw := rwlock.New(env.Client, "dgw")
+		rw := rwlock.New(env.Universal, "dgw")
 		w, err := rw.Lock(as(ctx, "w"))
 		require.NoError(t, err)
 		var waits []<-chan acq
@@ -564,10 +562,10 @@ func TestDowngradeWakesWaitingReaders(t *testing.T) {
 			handles = append(handles, h)
 			waits = append(waits, goAcquire(func() (context.Context, error) { return h.RLock(as(ctx, fmt.Sprint("r", i))) }))
 		}
-		awaitSubscribers(t, env.Client, "dgw", 3)
+		awaitSubscribers(t, env.Universal, "dgw", 3)
 		handles = append(handles, rw)
 		waits = append(waits, goAcquire(func() (context.Context, error) { return rw.RLock(as(ctx, "local")) }))
-		require.Eventually(t, func() bool { return subscribers(t, env.Client, channelOf("dgw")) == 4 }, settle, poll)
+		require.Eventually(t, func() bool { return subscribers(t, env.Universal, channelOf("dgw")) == 4 }, settle, poll)
 		for i, ch := range waits {
 			requireWaiting(t, ch, fmt.Sprint("reader ", i))
 		}
@@ -583,14 +581,14 @@ func TestDowngradeWakesWaitingReaders(t *testing.T) {
 			defer func() { require.NoError(t, handles[i].RUnlock(got.ctx)) }()
 		}
 		require.NoError(t, d.Err(), "the downgraded hold shares with them")
-		require.Equal(t, 1, count(t, env.Client, "dgw", "w"))
+		require.Equal(t, 1, count(t, env.Universal, "dgw", "w"))
 	})
 }
 
 func TestUpgradeRefusedAtOnce(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		rw := rwlock.New(env.Client, "up")
+		rw := rwlock.New(env.Universal, "up")
 		r, err := rw.RLock(as(ctx, "u"))
 		require.NoError(t, err)
 		other, err := rw.RLock(as(ctx, "o")) // a plain writer would have to wait
@@ -607,38 +605,38 @@ func TestUpgradeRefusedAtOnce(t *testing.T) {
 		// A handle whose watchdog does not track the read hold asks Redis:
 		// the acquire script refuses it too, at once.
 		wd := watchdog.New()
-		_, err = rwlock.New(env.Client, "up", rwlock.WithWatchdog(wd)).Lock(r)
+		_, err = rwlock.New(env.Universal, "up", rwlock.WithWatchdog(wd)).Lock(r)
 		require.ErrorIs(t, err, rwlock.ErrUpgradeNotSupported)
 		require.Less(t, time.Since(start), prompt, "refused at once, not after a wait")
 
 		require.NoError(t, r.Err())
-		require.Equal(t, 1, count(t, env.Client, "up", "u"), "the read hold is untouched")
-		require.Equal(t, 0, count(t, env.Client, "up", "u:write"))
-		require.Zero(t, markedWriters(t, env.Client, "up"), "a refused upgrade leaves no mark")
+		require.Equal(t, 1, count(t, env.Universal, "up", "u"), "the read hold is untouched")
+		require.Equal(t, 0, count(t, env.Universal, "up", "u:write"))
+		require.Zero(t, markedWriters(t, env.Universal, "up"), "a refused upgrade leaves no mark")
 		n, err := rw.TryRLock(as(ctx, "n"))
 		require.NoError(t, err, "new readers are not held back")
 		require.NoError(t, rw.RUnlock(n))
 		require.NoError(t, rw.RUnlock(other))
 		require.NoError(t, rw.RUnlock(r))
-		onlyBookkeepingLeft(t, env.Client, "up")
+		onlyBookkeepingLeft(t, env.Universal, "up")
 	})
 }
 
 func TestWaitingWriterBlocksNewReadersNotReentries(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		rw := rwlock.New(env.Client, "ww")
+		rw := rwlock.New(env.Universal, "ww")
 		r1, err := rw.RLock(as(ctx, "r1"))
 		require.NoError(t, err)
 		writer := rwlock.New(otherClient(t, env), "ww", rwlock.WithWatchdogTimeout(longWatchdog))
 		wait := goAcquire(func() (context.Context, error) { return writer.Lock(as(ctx, "w")) })
-		awaitWriterMarked(t, env.Client, "ww", 1)
+		awaitWriterMarked(t, env.Universal, "ww", 1)
 
 		_, err = rw.TryRLock(as(ctx, "r2"))
 		require.ErrorIs(t, err, rwlock.ErrNotAcquired, "a waiting writer holds back new readers")
 		_, err = rwlock.New(otherClient(t, env), "ww", rwlock.WithWaitTimeout(200*time.Millisecond)).RLock(as(ctx, "r3"))
 		require.ErrorIs(t, err, rwlock.ErrNotAcquired, "on every process")
-		_, err = rwlock.New(env.Client, "ww", rwlock.WithWaitTimeout(200*time.Millisecond)).RLock(as(ctx, "r4"))
+		_, err = rwlock.New(env.Universal, "ww", rwlock.WithWaitTimeout(200*time.Millisecond)).RLock(as(ctx, "r4"))
 		require.ErrorIs(t, err, rwlock.ErrNotAcquired)
 
 		start := time.Now()
@@ -647,7 +645,7 @@ func TestWaitingWriterBlocksNewReadersNotReentries(t *testing.T) {
 		again2, err := rw.TryRLock(r1)
 		require.NoError(t, err)
 		require.Less(t, time.Since(start), prompt)
-		require.Equal(t, 3, count(t, env.Client, "ww", "r1"))
+		require.Equal(t, 3, count(t, env.Universal, "ww", "r1"))
 		requireWaiting(t, wait, "writer")
 
 		require.NoError(t, rw.RUnlock(again2))
@@ -656,12 +654,12 @@ func TestWaitingWriterBlocksNewReadersNotReentries(t *testing.T) {
 		require.NoError(t, rw.RUnlock(r1))
 		got := await(t, wait, prompt, "writer after the last reader left")
 		require.NoError(t, got.err)
-		require.Zero(t, markedWriters(t, env.Client, "ww"), "the writer took its mark back")
+		require.Zero(t, markedWriters(t, env.Universal, "ww"), "the writer took its mark back")
 		require.NoError(t, writer.Unlock(got.ctx))
 		r2, err := rw.TryRLock(as(ctx, "r2"))
 		require.NoError(t, err, "readers come in again")
 		require.NoError(t, rw.RUnlock(r2))
-		onlyBookkeepingLeft(t, env.Client, "ww")
+		onlyBookkeepingLeft(t, env.Universal, "ww")
 	})
 }
 
@@ -670,17 +668,17 @@ func TestWaitingWriterBlocksNewReadersNotReentries(t *testing.T) {
 func TestFailedTryLockLeavesNoMark(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		rw := rwlock.New(env.Client, "tl")
+		rw := rwlock.New(env.Universal, "tl")
 		r, err := rw.RLock(ctx)
 		require.NoError(t, err)
 		_, err = rw.TryLock(ctx)
 		require.ErrorIs(t, err, rwlock.ErrNotAcquired)
-		require.Zero(t, markedWriters(t, env.Client, "tl"))
+		require.Zero(t, markedWriters(t, env.Universal, "tl"))
 		r2, err := rw.TryRLock(ctx)
 		require.NoError(t, err)
 		require.NoError(t, rw.RUnlock(r2))
 		require.NoError(t, rw.RUnlock(r))
-		onlyBookkeepingLeft(t, env.Client, "tl")
+		onlyBookkeepingLeft(t, env.Universal, "tl")
 	})
 }
 
@@ -692,7 +690,7 @@ func TestWriterGivingUpWakesBlockedReaders(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			each(t, func(t *testing.T, env *redistest.Env) {
 				ctx := ctxT(t)
-				rw := rwlock.New(env.Client, "gu")
+				rw := rwlock.New(env.Universal, "gu")
 				r1, err := rw.RLock(as(ctx, "r1"))
 				require.NoError(t, err)
 
@@ -704,7 +702,7 @@ func TestWriterGivingUpWakesBlockedReaders(t *testing.T) {
 				}
 				writer := rwlock.New(otherClient(t, env), "gu", opts...)
 				wait := goAcquire(func() (context.Context, error) { return writer.Lock(as(wctx, "w")) })
-				awaitWriterMarked(t, env.Client, "gu", 1)
+				awaitWriterMarked(t, env.Universal, "gu", 1)
 
 				// Readers held back by the mark, on another process and on this one.
 				other := rwlock.New(otherClient(t, env), "gu")
@@ -713,8 +711,8 @@ func TestWriterGivingUpWakesBlockedReaders(t *testing.T) {
 					goAcquire(func() (context.Context, error) { return rw.RLock(as(ctx, "r3")) }),
 				}
 				if how == "context cancelled" {
-					// The writer's client, r2's and env.Client (r3) subscribe.
-					awaitSubscribers(t, env.Client, "gu", 3)
+					// The writer's client, r2's and env.Universal (r3) subscribe.
+					awaitSubscribers(t, env.Universal, "gu", 3)
 					cancel()
 				}
 				got := await(t, wait, settle, "writer giving up")
@@ -724,7 +722,7 @@ func TestWriterGivingUpWakesBlockedReaders(t *testing.T) {
 				} else {
 					require.ErrorIs(t, got.err, context.Canceled)
 				}
-				require.Zero(t, markedWriters(t, env.Client, "gu"), "the mark is taken back before Lock returns")
+				require.Zero(t, markedWriters(t, env.Universal, "gu"), "the mark is taken back before Lock returns")
 				for i, ch := range blocked {
 					a := await(t, ch, prompt, fmt.Sprint("blocked reader ", i))
 					require.NoError(t, a.err)
@@ -736,7 +734,7 @@ func TestWriterGivingUpWakesBlockedReaders(t *testing.T) {
 					}
 				}
 				require.NoError(t, rw.RUnlock(r1))
-				onlyBookkeepingLeft(t, env.Client, "gu")
+				onlyBookkeepingLeft(t, env.Universal, "gu")
 			})
 		})
 	}
@@ -749,10 +747,10 @@ func TestCrashedReaderLeaseEnds(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
 		const lease = 500 * time.Millisecond
-		crashed := rwlock.New(env.Client, "cr", rwlock.WithLeaseTime(lease))
+		crashed := rwlock.New(env.Universal, "cr", rwlock.WithLeaseTime(lease))
 		a, err := crashed.RLock(as(ctx, "crashed"))
 		require.NoError(t, err)
-		live := rwlock.New(env.Client, "cr")
+		live := rwlock.New(env.Universal, "cr")
 		b, err := live.RLock(as(ctx, "live"))
 		require.NoError(t, err)
 		_, err = live.TryLock(as(ctx, "w"))
@@ -761,24 +759,24 @@ func TestCrashedReaderLeaseEnds(t *testing.T) {
 		env.FastForward(lease + 200*time.Millisecond)
 		requireDone(t, a, "the crashed reader's hold") // the watchdog's clock is real
 		require.ErrorIs(t, context.Cause(a), rwlock.ErrLockLost)
-		require.False(t, exists(t, env.Client, leaseKey("cr", "crashed", 1)))
+		require.False(t, exists(t, env.Universal, leaseKey("cr", "crashed", 1)))
 
 		_, err = live.TryLock(as(ctx, "w"))
 		require.ErrorIs(t, err, rwlock.ErrNotAcquired, "the watchdog-held reader still blocks writers")
 		require.NoError(t, b.Err())
-		require.Equal(t, 0, count(t, env.Client, "cr", "crashed"), "the crashed reader was purged")
-		require.Equal(t, 1, count(t, env.Client, "cr", "live"))
+		require.Equal(t, 0, count(t, env.Universal, "cr", "crashed"), "the crashed reader was purged")
+		require.Equal(t, 1, count(t, env.Universal, "cr", "live"))
 
 		writer := rwlock.New(otherClient(t, env), "cr", rwlock.WithWatchdogTimeout(longWatchdog))
 		wait := goAcquire(func() (context.Context, error) { return writer.Lock(as(ctx, "w")) })
-		awaitWriterMarked(t, env.Client, "cr", 1)
+		awaitWriterMarked(t, env.Universal, "cr", 1)
 		requireWaiting(t, wait, "writer")
 		require.NoError(t, live.RUnlock(b))
 		got := await(t, wait, prompt, "writer after the live reader left")
 		require.NoError(t, got.err)
 		require.ErrorIs(t, crashed.RUnlock(a), rwlock.ErrLockLost)
 		require.NoError(t, writer.Unlock(got.ctx))
-		onlyBookkeepingLeft(t, env.Client, "cr")
+		onlyBookkeepingLeft(t, env.Universal, "cr")
 	})
 }
 
@@ -789,19 +787,19 @@ func TestCrashedReaderAloneFreesLockAtLeaseEnd(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
 		const lease = 500 * time.Millisecond
-		crashed := rwlock.New(env.Client, "cra", rwlock.WithLeaseTime(lease))
+		crashed := rwlock.New(env.Universal, "cra", rwlock.WithLeaseTime(lease))
 		a, err := crashed.RLock(as(ctx, "crashed"))
 		require.NoError(t, err)
 		writer := rwlock.New(otherClient(t, env), "cra")
 		wait := goAcquire(func() (context.Context, error) { return writer.Lock(as(ctx, "w")) })
-		awaitWriterMarked(t, env.Client, "cra", 1)
+		awaitWriterMarked(t, env.Universal, "cra", 1)
 		env.FastForward(lease + 200*time.Millisecond)
 		got := await(t, wait, prompt, "writer after the crashed reader's lease")
 		require.NoError(t, got.err)
 		requireDone(t, a, "the crashed reader's hold")
 		require.ErrorIs(t, context.Cause(a), rwlock.ErrLockLost)
 		require.NoError(t, writer.Unlock(got.ctx))
-		onlyBookkeepingLeft(t, env.Client, "cra")
+		onlyBookkeepingLeft(t, env.Universal, "cra")
 	})
 }
 
@@ -815,31 +813,30 @@ func TestLastLiveReaderFreesLockDespiteCrashedReader(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
 		const lease = 300 * time.Millisecond
-		crashed := rwlock.New(env.Client, "crl", rwlock.WithLeaseTime(lease))
+		crashed := rwlock.New(env.Universal, "crl", rwlock.WithLeaseTime(lease))
 		a, err := crashed.RLock(as(ctx, "crashed"))
 		require.NoError(t, err)
-		live := rwlock.New(env.Client, "crl")
+		live := rwlock.New(env.Universal, "crl")
 		b, err := live.RLock(as(ctx, "live"))
 		require.NoError(t, err)
 		env.FastForward(lease + 200*time.Millisecond)
 		requireDone(t, a, "the crashed reader's hold")
-		require.False(t, exists(t, env.Client, leaseKey("crl", "crashed", 1)))
+		require.False(t, exists(t, env.Universal, leaseKey("crl", "crashed", 1)))
 
-		sub := otherClient(t, env).Subscribe(ctx, channelOf("crl"))
-		defer sub.Close()
-		_, err = sub.Receive(ctx) // the subscription confirmation
+		sub, err := redistest.Subscribe(ctx, otherClient(t, env), channelOf("crl")) // SSUBSCRIBE on a cluster
 		require.NoError(t, err)
+		defer sub.Close()
 		require.NoError(t, live.RUnlock(b))
-		require.False(t, exists(t, env.Client, "crl"),
+		require.False(t, exists(t, env.Universal, "crl"),
 			"the last live reader's RUnlock leaves the hash behind (fields %v, pttl %v)",
-			env.Client.HGetAll(ctx, "crl").Val(), env.Client.PTTL(ctx, "crl").Val())
+			env.Universal.HGetAll(ctx, "crl").Val(), env.Universal.PTTL(ctx, "crl").Val())
 		select {
 		case <-sub.Channel():
 		case <-time.After(prompt):
 			t.Fatal("the unlock that freed the lock was not published")
 		}
 		require.ErrorIs(t, crashed.RUnlock(a), rwlock.ErrLockLost)
-		onlyBookkeepingLeft(t, env.Client, "crl")
+		onlyBookkeepingLeft(t, env.Universal, "crl")
 	})
 }
 
@@ -952,7 +949,7 @@ func TestDeletedHashReportedLost(t *testing.T) {
 
 func TestAcquiringContextEndedFreesHold(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
-		rw := rwlock.New(env.Client, "scoped")
+		rw := rwlock.New(env.Universal, "scoped")
 		for _, s := range []string{"read", "write"} {
 			parent, cancel := context.WithCancel(ctxT(t))
 			var held context.Context
@@ -964,7 +961,7 @@ func TestAcquiringContextEndedFreesHold(t *testing.T) {
 			}
 			require.NoError(t, err, s)
 			cancel()
-			require.Eventually(t, func() bool { return !exists(t, env.Client, "scoped") }, settle, poll,
+			require.Eventually(t, func() bool { return !exists(t, env.Universal, "scoped") }, settle, poll,
 				"%s hold released in the background", s)
 			require.ErrorIs(t, held.Err(), context.Canceled)
 			if s == "read" {
@@ -982,16 +979,16 @@ func TestAcquiringContextEndedFreesHold(t *testing.T) {
 		d, err := rw.Downgrade(w)
 		require.NoError(t, err)
 		cancel()
-		require.Eventually(t, func() bool { return !exists(t, env.Client, "scoped") }, settle, poll)
+		require.Eventually(t, func() bool { return !exists(t, env.Universal, "scoped") }, settle, poll)
 		require.NoError(t, rw.RUnlock(d))
-		onlyBookkeepingLeft(t, env.Client, "scoped")
+		onlyBookkeepingLeft(t, env.Universal, "scoped")
 	})
 }
 
 func TestUnlockWorksOnDoneContext(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		rw := rwlock.New(env.Client, "done")
+		rw := rwlock.New(env.Universal, "done")
 		r, err := rw.RLock(ctx)
 		require.NoError(t, err)
 		derived, cancel := context.WithCancel(r)
@@ -1002,7 +999,7 @@ func TestUnlockWorksOnDoneContext(t *testing.T) {
 		derived, cancel = context.WithCancel(w)
 		cancel()
 		require.NoError(t, rw.Unlock(derived))
-		require.False(t, exists(t, env.Client, "done"))
+		require.False(t, exists(t, env.Universal, "done"))
 	})
 }
 
@@ -1011,12 +1008,12 @@ func TestBadInputWritesNothing(t *testing.T) {
 		ctx := ctxT(t)
 		cases := map[string]*rwlock.RWMutex{
 			"nil client":       rwlock.New(nil, "a"),
-			"empty name":       rwlock.New(env.Client, ""),
-			"zero lease":       rwlock.New(env.Client, "a", rwlock.WithLeaseTime(0)),
-			"negative lease":   rwlock.New(env.Client, "a", rwlock.WithLeaseTime(-time.Second)),
-			"zero watchdog":    rwlock.New(env.Client, "a", rwlock.WithWatchdogTimeout(0)),
-			"negative wait":    rwlock.New(env.Client, "a", rwlock.WithWaitTimeout(-1)),
-			"zero unlock wait": rwlock.New(env.Client, "a", rwlock.WithUnlockTimeout(0)),
+			"empty name":       rwlock.New(env.Universal, ""),
+			"zero lease":       rwlock.New(env.Universal, "a", rwlock.WithLeaseTime(0)),
+			"negative lease":   rwlock.New(env.Universal, "a", rwlock.WithLeaseTime(-time.Second)),
+			"zero watchdog":    rwlock.New(env.Universal, "a", rwlock.WithWatchdogTimeout(0)),
+			"negative wait":    rwlock.New(env.Universal, "a", rwlock.WithWaitTimeout(-1)),
+			"zero unlock wait": rwlock.New(env.Universal, "a", rwlock.WithUnlockTimeout(0)),
 			"zero value":       new(rwlock.RWMutex),
 		}
 		for name, rw := range cases {
@@ -1043,10 +1040,10 @@ func TestBadInputWritesNothing(t *testing.T) {
 		}
 		_, err := rwlock.New(nil, "a").Lock(ctx)
 		require.ErrorContains(t, err, "nil redis client")
-		_, err = rwlock.New(env.Client, "").RLock(ctx)
+		_, err = rwlock.New(env.Universal, "").RLock(ctx)
 		require.ErrorContains(t, err, "empty lock name")
 
-		good := rwlock.New(env.Client, "a")
+		good := rwlock.New(env.Universal, "a")
 		//nolint:staticcheck // a nil ctx is refused, not a panic
 		{
 			_, err = good.RLock(nil)
@@ -1063,7 +1060,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 			require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
 			require.ErrorContains(t, err, "nil context")
 		}
-		n, err := env.Client.DBSize(ctx).Result()
+		n, err := env.Universal.DBSize(ctx).Result()
 		require.NoError(t, err)
 		require.Zero(t, n, "nothing written to Redis")
 	})
@@ -1075,7 +1072,7 @@ func TestAcquireSpans(t *testing.T) {
 		rec := tracetest.NewSpanRecorder()
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 		defer func() { _ = tp.Shutdown(context.Background()) }()
-		rw := rwlock.New(env.Client, "traced", rwlock.WithTracerProvider(tp))
+		rw := rwlock.New(env.Universal, "traced", rwlock.WithTracerProvider(tp))
 		r, err := rw.RLock(ctx) // 0
 		require.NoError(t, err)
 		inner, err := rw.RLock(r) // 1
@@ -1139,7 +1136,7 @@ func TestWriteUnlockWakesAllReaders(t *testing.T) {
 			each(t, func(t *testing.T, env *redistest.Env) {
 				ctx := ctxT(t)
 				const n = 5
-				rw := rwlock.New(env.Client, "all")
+				rw := rwlock.New(env.Universal, "all")
 				w, err := rw.Lock(as(ctx, "w"))
 				require.NoError(t, err)
 
@@ -1152,7 +1149,7 @@ func TestWriteUnlockWakesAllReaders(t *testing.T) {
 				results := make(chan result, n)
 				var wg sync.WaitGroup
 				for i := range n {
-					c := env.Client
+					c := env.Universal
 					if layout == "five clients" {
 						c = otherClient(t, env)
 					}
@@ -1177,9 +1174,9 @@ func TestWriteUnlockWakesAllReaders(t *testing.T) {
 					}()
 				}
 				if layout == "five clients" {
-					awaitSubscribers(t, env.Client, "all", n)
+					awaitSubscribers(t, env.Universal, "all", n)
 				} else {
-					awaitSubscribers(t, env.Client, "all", 1)
+					awaitSubscribers(t, env.Universal, "all", 1)
 					time.Sleep(100 * time.Millisecond) // let the others queue behind it
 				}
 				require.Zero(t, inside.Load())
@@ -1195,7 +1192,7 @@ func TestWriteUnlockWakesAllReaders(t *testing.T) {
 				}
 				t.Logf("all %d readers in within %v of the write unlock", n, last)
 				require.Less(t, last, prompt)
-				onlyBookkeepingLeft(t, env.Client, "all")
+				onlyBookkeepingLeft(t, env.Universal, "all")
 			})
 		})
 	}
@@ -1209,18 +1206,18 @@ func TestLastReaderUnlockWakesWriter(t *testing.T) {
 		t.Run(layout, func(t *testing.T) {
 			each(t, func(t *testing.T, env *redistest.Env) {
 				ctx := ctxT(t)
-				rw := rwlock.New(env.Client, "lw")
+				rw := rwlock.New(env.Universal, "lw")
 				r1, err := rw.RLock(as(ctx, "r1"))
 				require.NoError(t, err)
 				r2, err := rw.RLock(as(ctx, "r2"))
 				require.NoError(t, err)
-				c := env.Client
+				c := env.Universal
 				if layout == "other client" {
 					c = otherClient(t, env)
 				}
 				writer := rwlock.New(c, "lw", rwlock.WithWatchdogTimeout(longWatchdog))
 				wait := goAcquire(func() (context.Context, error) { return writer.Lock(as(ctx, "w")) })
-				awaitWriterMarked(t, env.Client, "lw", 1)
+				awaitWriterMarked(t, env.Universal, "lw", 1)
 				require.NoError(t, rw.RUnlock(r1))
 				time.Sleep(50 * time.Millisecond) // a chance to get in wrongly
 				requireWaiting(t, wait, "writer while r2 reads")
@@ -1230,7 +1227,7 @@ func TestLastReaderUnlockWakesWriter(t *testing.T) {
 				require.NoError(t, got.err)
 				t.Logf("writer in %v after the last reader left", got.at.Sub(start))
 				require.NoError(t, writer.Unlock(got.ctx))
-				onlyBookkeepingLeft(t, env.Client, "lw")
+				onlyBookkeepingLeft(t, env.Universal, "lw")
 			})
 		})
 	}
@@ -1246,7 +1243,7 @@ func TestKeysLeftAfterRelease(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			each(t, func(t *testing.T, env *redistest.Env) {
 				ctx := ctxT(t)
-				rw := rwlock.New(env.Client, name)
+				rw := rwlock.New(env.Universal, name)
 				r1, err := rw.RLock(as(ctx, "r1"))
 				require.NoError(t, err)
 				r1b, err := rw.RLock(r1)
@@ -1257,7 +1254,7 @@ func TestKeysLeftAfterRelease(t *testing.T) {
 				if strings.Contains(name, "{") {
 					prefix = name
 				}
-				require.True(t, exists(t, env.Client, prefix+":r1:rwlock_timeout:2"), "Redisson's lease key names")
+				require.True(t, exists(t, env.Universal, prefix+":r1:rwlock_timeout:2"), "Redisson's lease key names")
 				_, err = rw.TryLock(as(ctx, "t"))
 				require.ErrorIs(t, err, rwlock.ErrNotAcquired)
 				_, err = rwlock.New(otherClient(t, env), name, rwlock.WithWaitTimeout(100*time.Millisecond)).Lock(as(ctx, "g"))
@@ -1265,7 +1262,7 @@ func TestKeysLeftAfterRelease(t *testing.T) {
 				writer := rwlock.New(otherClient(t, env), name)
 				wait := goAcquire(func() (context.Context, error) { return writer.Lock(as(ctx, "w")) })
 				require.Eventually(t, func() bool {
-					n, err := env.Client.ZCard(ctx, prefix+":rwlock_write_waiters").Result()
+					n, err := env.Universal.ZCard(ctx, prefix+":rwlock_write_waiters").Result()
 					return err == nil && n == 1
 				}, settle, poll)
 				require.NoError(t, rw.RUnlock(r1)) // outer first: out of order
@@ -1287,10 +1284,10 @@ func TestKeysLeftAfterRelease(t *testing.T) {
 				require.NoError(t, d.Err())
 				require.NoError(t, writer.RUnlock(wr))
 				require.NoError(t, writer.RUnlock(d))
-				require.False(t, exists(t, env.Client, name))
-				onlyBookkeepingLeft(t, env.Client, name)
+				require.False(t, exists(t, env.Universal, name))
+				onlyBookkeepingLeft(t, env.Universal, name)
 				token := "redisson_lock_token:" + prefix
-				require.True(t, exists(t, env.Client, token), "the fencing counter stays, as RFencedLock's")
+				require.True(t, exists(t, env.Universal, token), "the fencing counter stays, as RFencedLock's")
 			})
 		})
 	}
@@ -1299,7 +1296,7 @@ func TestKeysLeftAfterRelease(t *testing.T) {
 func TestSides(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		rw := rwlock.New(env.Client, "sides")
+		rw := rwlock.New(env.Universal, "sides")
 		rs, ws := rw.ReadLocker(), rw.WriteLocker()
 		require.Equal(t, "sides", rs.Name())
 		require.Equal(t, "sides", ws.Name())
@@ -1322,14 +1319,14 @@ func TestSides(t *testing.T) {
 		w, err = ws.TryLock(ctx)
 		require.NoError(t, err)
 		require.NoError(t, ws.Unlock(w))
-		onlyBookkeepingLeft(t, env.Client, "sides")
+		onlyBookkeepingLeft(t, env.Universal, "sides")
 	})
 }
 
 func TestFencingTokensIncrease(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		rw := rwlock.New(env.Client, "fence")
+		rw := rwlock.New(env.Universal, "fence")
 		_, ok := rwlock.FencingToken(ctx)
 		require.False(t, ok)
 		var last int64
@@ -1356,8 +1353,8 @@ func TestFencingTokensIncrease(t *testing.T) {
 		require.NoError(t, rw.RUnlock(wr))
 		require.NoError(t, rw.Unlock(w))
 		require.NoError(t, rw.RUnlock(d))
-		require.False(t, exists(t, env.Client, "fence"))
-		v, err := env.Client.Get(ctx, tokenKey("fence")).Int64()
+		require.False(t, exists(t, env.Universal, "fence"))
+		v, err := env.Universal.Get(ctx, tokenKey("fence")).Int64()
 		require.NoError(t, err)
 		require.Equal(t, last, v, "RFencedLock's counter key")
 	})

@@ -61,7 +61,7 @@ func TestLoadNeverAboveSize(t *testing.T) {
 		)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		clients := []*redis.Client{env.Client, env.secondClient(t), env.secondClient(t)}
+		clients := []redis.UniversalClient{env.Universal, env.secondClient(t), env.secondClient(t)}
 		var (
 			inside, maxInside atomic.Int64
 			above             atomic.Int32
@@ -114,10 +114,10 @@ func TestLoadNeverAboveSize(t *testing.T) {
 		require.LessOrEqual(t, maxOverlap(history), int64(size))
 		require.EqualValues(t, size, maxInside.Load(), "the permits are shared: size inside at some point")
 
-		s := semaphore.New(env.Client, "load", size)
+		s := semaphore.New(env.Universal, "load", size)
 		require.EqualValues(t, size, available(t, s), "every permit came back")
-		require.Zero(t, marks(t, env.Client, "load"), "no waiter mark left behind")
-		n, err := env.Client.ZCard(ctx, "{load}:permits").Result()
+		require.Zero(t, marks(t, env.Universal, "load"), "no waiter mark left behind")
+		n, err := env.Universal.ZCard(ctx, "{load}:permits").Result()
 		require.NoError(t, err)
 		require.Zero(t, n, "no permit left")
 	})

@@ -22,7 +22,7 @@ import (
 	"github.com/relock-go/relock/watchdog"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(redistest.Main(m)) }
 
 // env is a redistest.Env whose server clock the test controls.
 //
@@ -48,17 +48,15 @@ func (e *env) advance(d time.Duration) {
 
 // serverNow is the server's TIME.
 func (e *env) serverNow(t *testing.T) time.Time {
-	now, err := e.Client.Time(context.Background()).Result()
+	now, err := e.Universal.Time(context.Background()).Result()
 	require.NoError(t, err)
 	return now
 }
 
 // secondClient is another client on the same server: another connection
 // pool and notify hub, like another process.
-func (e *env) secondClient(t *testing.T) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: e.Client.Options().Addr})
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+func (e *env) secondClient(t *testing.T) redis.UniversalClient {
+	return e.NewClient(t)
 }
 
 func newEnv(t *testing.T, b redistest.Backend) *env {
@@ -72,7 +70,7 @@ func newEnv(t *testing.T, b redistest.Backend) *env {
 
 // each runs f on miniredis and on a real redis-server.
 func each(t *testing.T, f func(t *testing.T, env *env)) {
-	for _, b := range redistest.Backends() {
+	for _, b := range redistest.AllBackends() {
 		t.Run(b.Name, func(t *testing.T) { f(t, newEnv(t, b)) })
 	}
 }
@@ -92,7 +90,7 @@ func available(t *testing.T, s *semaphore.Semaphore) int64 {
 
 // marks is how many waiters are marked in Redis (queued first come first
 // served across processes) for the semaphore called name.
-func marks(t *testing.T, c *redis.Client, name string) int64 {
+func marks(t *testing.T, c redis.UniversalClient, name string) int64 {
 	t.Helper()
 	n, err := c.ZCard(context.Background(), "{"+name+"}:waiters").Result()
 	require.NoError(t, err)
@@ -140,7 +138,7 @@ func TestBoundRespected(t *testing.T) {
 	each(t, func(t *testing.T, env *env) {
 		ctx := ctxT(t)
 		const size = 3
-		s := semaphore.New(env.Client, "bound", size)
+		s := semaphore.New(env.Universal, "bound", size)
 		require.Equal(t, "bound", s.Name())
 		require.EqualValues(t, size, s.Size())
 		require.EqualValues(t, size, available(t, s), "a new semaphore is all free")
@@ -154,7 +152,7 @@ func TestBoundRespected(t *testing.T) {
 		}
 		_, err := s.TryAcquire(ctx, 1)
 		require.ErrorIs(t, err, semaphore.ErrNotAcquired, "size permits are out")
-		_, err = semaphore.New(env.Client, "bound", size, semaphore.WithWaitTimeout(100*time.Millisecond)).Acquire(ctx, 1)
+		_, err = semaphore.New(env.Universal, "bound", size, semaphore.WithWaitTimeout(100*time.Millisecond)).Acquire(ctx, 1)
 		require.ErrorIs(t, err, semaphore.ErrNotAcquired, "Acquire waits, and the wait bound ends it")
 		require.Zero(t, available(t, s))
 		for _, h := range helds {
@@ -188,21 +186,21 @@ func TestBoundRespected(t *testing.T) {
 		t.Log("max inside", maxInside.Load())
 		require.LessOrEqual(t, maxInside.Load(), int32(size))
 		require.EqualValues(t, size, available(t, s), "every permit came back")
-		require.Zero(t, marks(t, env.Client, "bound"), "no waiter mark left behind")
+		require.Zero(t, marks(t, env.Universal, "bound"), "no waiter mark left behind")
 	})
 }
 
 func TestWeightedPermits(t *testing.T) {
 	each(t, func(t *testing.T, env *env) {
 		ctx := ctxT(t)
-		s := semaphore.New(env.Client, "weighted", 4)
+		s := semaphore.New(env.Universal, "weighted", 4)
 		three, err := s.Acquire(ctx, 3)
 		require.NoError(t, err)
 		require.EqualValues(t, 1, available(t, s))
 
 		_, err = s.TryAcquire(ctx, 2)
 		require.ErrorIs(t, err, semaphore.ErrNotAcquired, "2 do not fit in the 1 left")
-		_, err = semaphore.New(env.Client, "weighted", 4, semaphore.WithWaitTimeout(100*time.Millisecond)).Acquire(ctx, 2)
+		_, err = semaphore.New(env.Universal, "weighted", 4, semaphore.WithWaitTimeout(100*time.Millisecond)).Acquire(ctx, 2)
 		require.ErrorIs(t, err, semaphore.ErrNotAcquired, "Acquire(2) waits")
 		one, err := s.TryAcquire(ctx, 1)
 		require.NoError(t, err, "1 fits")
@@ -212,7 +210,7 @@ func TestWeightedPermits(t *testing.T) {
 		// A waiter for 2 blocks a later request for 1, though 1 is free
 		// (golang.org/x/sync/semaphore's first come first served).
 		two := acquireAsync(s, ctx, 2)
-		require.Eventually(t, func() bool { return marks(t, env.Client, "weighted") == 1 },
+		require.Eventually(t, func() bool { return marks(t, env.Universal, "weighted") == 1 },
 			5*time.Second, 5*time.Millisecond, "the waiter for 2 queues in Redis")
 		requireNotYet(t, two, "Acquire(2) with 1 free")
 		_, err = s.TryAcquire(ctx, 1)
@@ -233,21 +231,21 @@ func TestWeightedPermits(t *testing.T) {
 func TestTryAcquireContention(t *testing.T) {
 	each(t, func(t *testing.T, env *env) {
 		ctx := ctxT(t)
-		s := semaphore.New(env.Client, "pool", 2)
+		s := semaphore.New(env.Universal, "pool", 2)
 		held, err := s.Acquire(ctx, 2)
 		require.NoError(t, err)
 
 		// Another process (client) and this one both see it full.
-		for _, c := range []*redis.Client{env.Client, env.secondClient(t)} {
+		for _, c := range []redis.UniversalClient{env.Universal, env.secondClient(t)} {
 			_, err = semaphore.New(c, "pool", 2).TryAcquire(ctx, 1)
 			require.ErrorIs(t, err, semaphore.ErrNotAcquired)
 			require.ErrorContains(t, err, "tryacquire", "errors name the operation")
 			require.ErrorContains(t, err, `semaphore "pool"`, "errors name the semaphore")
 		}
-		_, err = semaphore.New(env.Client, "pool", 2, semaphore.WithWaitTimeout(50*time.Millisecond)).Acquire(ctx, 1)
+		_, err = semaphore.New(env.Universal, "pool", 2, semaphore.WithWaitTimeout(50*time.Millisecond)).Acquire(ctx, 1)
 		require.ErrorIs(t, err, semaphore.ErrNotAcquired)
 		require.ErrorContains(t, err, `acquire semaphore "pool"`)
-		require.Zero(t, marks(t, env.Client, "pool"), "a Try never marks, a waiter that gave up withdrew")
+		require.Zero(t, marks(t, env.Universal, "pool"), "a Try never marks, a waiter that gave up withdrew")
 
 		require.NoError(t, s.Release(held))
 		again, err := s.TryAcquire(ctx, 2)
@@ -265,8 +263,8 @@ func TestReleaseWakesWaiterPromptly(t *testing.T) {
 			t.Run(where, func(t *testing.T) {
 				ctx := ctxT(t)
 				name := "prompt:" + where
-				s := semaphore.New(env.Client, name, 2)
-				waiterClient := env.Client
+				s := semaphore.New(env.Universal, name, 2)
+				waiterClient := env.Universal
 				if where == "other client" {
 					waiterClient = env.secondClient(t)
 				}
@@ -276,11 +274,11 @@ func TestReleaseWakesWaiterPromptly(t *testing.T) {
 				ch := acquireAsync(semaphore.New(waiterClient, name, 2), ctx, 1)
 				// Marked in Redis: the waiter is subscribed and its try
 				// after subscribing failed; it now waits for a message.
-				require.Eventually(t, func() bool { return marks(t, env.Client, name) == 1 },
+				require.Eventually(t, func() bool { return marks(t, env.Universal, name) == 1 },
 					5*time.Second, 5*time.Millisecond)
-				subs, err := env.Client.PubSubNumSub(ctx, "redisson_sc:{"+name+"}").Result()
+				subs, err := env.Subscribers(ctx, "redisson_sc:{"+name+"}")
 				require.NoError(t, err)
-				require.EqualValues(t, 1, subs["redisson_sc:{"+name+"}"], "one subscription for the waiter's client")
+				require.EqualValues(t, 1, subs, "one subscription for the waiter's client")
 				requireNotYet(t, ch, "waiter while all permits are held")
 
 				start := time.Now()
@@ -290,7 +288,7 @@ func TestReleaseWakesWaiterPromptly(t *testing.T) {
 				t.Logf("%s: waiter in %v after the release (fallback timer: 10 s)", where, r.at.Sub(start))
 				require.NoError(t, semaphore.New(waiterClient, name, 2).Release(r.ctx))
 				require.EqualValues(t, 2, available(t, s))
-				require.Zero(t, marks(t, env.Client, name))
+				require.Zero(t, marks(t, env.Universal, name))
 			})
 		}
 	})
@@ -299,7 +297,7 @@ func TestReleaseWakesWaiterPromptly(t *testing.T) {
 func TestReleaseNotHeld(t *testing.T) {
 	each(t, func(t *testing.T, env *env) {
 		ctx := ctxT(t)
-		s := semaphore.New(env.Client, "nh", 3)
+		s := semaphore.New(env.Universal, "nh", 3)
 		err := s.Release(ctx)
 		require.ErrorIs(t, err, semaphore.ErrNotHeld, "never acquired")
 		require.ErrorContains(t, err, `release semaphore "nh"`)
@@ -307,7 +305,7 @@ func TestReleaseNotHeld(t *testing.T) {
 		held, err := s.Acquire(ctx, 2)
 		require.NoError(t, err)
 		require.ErrorIs(t, s.Release(context.Background()), semaphore.ErrNotHeld, "a ctx without a permit")
-		other := semaphore.New(env.Client, "other", 3)
+		other := semaphore.New(env.Universal, "other", 3)
 		otherHeld, err := other.Acquire(ctx, 1)
 		require.NoError(t, err)
 		require.ErrorIs(t, s.Release(otherHeld), semaphore.ErrNotHeld, "a permit of another semaphore")
@@ -318,7 +316,7 @@ func TestReleaseNotHeld(t *testing.T) {
 		require.NoError(t, held.Err())
 
 		// Another handle of the same name on the same client releases it.
-		require.NoError(t, semaphore.New(env.Client, "nh", 3).Release(held))
+		require.NoError(t, semaphore.New(env.Universal, "nh", 3).Release(held))
 		require.ErrorIs(t, context.Cause(held), context.Canceled, "the permit's context ends at release")
 		require.EqualValues(t, 3, available(t, s))
 
@@ -342,13 +340,13 @@ func TestReleaseNotHeld(t *testing.T) {
 func TestNestedAcquireIsASecondPermit(t *testing.T) {
 	each(t, func(t *testing.T, env *env) {
 		ctx := ctxT(t)
-		s := semaphore.New(env.Client, "nested", 4)
+		s := semaphore.New(env.Universal, "nested", 4)
 		outer, err := s.Acquire(ctx, 1)
 		require.NoError(t, err)
 		inner, err := s.Acquire(outer, 2)
 		require.NoError(t, err)
 		require.EqualValues(t, 1, available(t, s))
-		n, err := env.Client.ZCard(ctx, "{nested}:permits").Result()
+		n, err := env.Universal.ZCard(ctx, "{nested}:permits").Result()
 		require.NoError(t, err)
 		require.EqualValues(t, 2, n, "two permit ids")
 
@@ -372,7 +370,7 @@ func TestCrashedHolderPermitsReturnAfterLease(t *testing.T) {
 		ctx := ctxT(t)
 		const lease = 500 * time.Millisecond
 		crashed := semaphore.New(env.secondClient(t), "crash", 4, semaphore.WithLeaseTime(lease))
-		s := semaphore.New(env.Client, "crash", 4)
+		s := semaphore.New(env.Universal, "crash", 4)
 
 		start := time.Now()
 		held, err := crashed.Acquire(ctx, 3)
@@ -387,7 +385,7 @@ func TestCrashedHolderPermitsReturnAfterLease(t *testing.T) {
 			require.False(t, tooEarly(), "available %d %v after the acquire", av, time.Since(start))
 		}
 		if env.Mini == nil {
-			ps, err := env.Client.ZRangeWithScores(ctx, "{crash}:permits", 0, 0).Result()
+			ps, err := env.Universal.ZRangeWithScores(ctx, "{crash}:permits", 0, 0).Result()
 			require.NoError(t, err)
 			require.Len(t, ps, 1)
 			left := time.UnixMilli(int64(ps[0].Score)).Sub(env.serverNow(t))
@@ -400,7 +398,7 @@ func TestCrashedHolderPermitsReturnAfterLease(t *testing.T) {
 			// TIME stands at half the lease: let the waiter queue and
 			// retry on its fallback timer (a third of the lease) a few
 			// times; it must not get in.
-			require.Eventually(t, func() bool { return marks(t, env.Client, "crash") == 1 },
+			require.Eventually(t, func() bool { return marks(t, env.Universal, "crash") == 1 },
 				5*time.Second, 5*time.Millisecond)
 			time.Sleep(lease)
 			requireNotYet(t, ch, "waiter at half the lease")
@@ -448,12 +446,12 @@ func TestExpiredPermitReleaseIsLost(t *testing.T) {
 		ctx := ctxT(t)
 		const lease = 300 * time.Millisecond
 		wd := watchdog.New(watchdog.WithClock(watchdog.NewFakeClock(time.Now())))
-		old := semaphore.New(env.Client, "expired", 2, semaphore.WithLeaseTime(lease), semaphore.WithWatchdog(wd))
+		old := semaphore.New(env.Universal, "expired", 2, semaphore.WithLeaseTime(lease), semaphore.WithWatchdog(wd))
 		held, err := old.Acquire(ctx, 2)
 		require.NoError(t, err)
 		env.advance(lease + 50*time.Millisecond)
 
-		s := semaphore.New(env.Client, "expired", 2)
+		s := semaphore.New(env.Universal, "expired", 2)
 		now, err := s.TryAcquire(ctx, 2)
 		require.NoError(t, err, "the expired permits were reclaimed")
 		require.NoError(t, held.Err(), "the holder's watchdog has not noticed")
@@ -524,7 +522,7 @@ func TestWatchdogKeepsPermitThroughFiveLeases(t *testing.T) {
 	})
 }
 
-func mustPermitID(t *testing.T, c *redis.Client, name string) string {
+func mustPermitID(t *testing.T, c redis.UniversalClient, name string) string {
 	ids, err := c.ZRange(context.Background(), "{"+name+"}:permits", 0, -1).Result()
 	require.NoError(t, err)
 	require.Len(t, ids, 1)
@@ -597,10 +595,10 @@ func TestLostPermitsComeBack(t *testing.T) {
 		ctx := ctxT(t)
 		clk := watchdog.NewFakeClock(time.Unix(1_700_000_000, 0))
 		wd := watchdog.New(watchdog.WithClock(clk))
-		s := semaphore.New(env.Client, "leak", 3, semaphore.WithWatchdog(wd))
+		s := semaphore.New(env.Universal, "leak", 3, semaphore.WithWatchdog(wd))
 		held, err := s.Acquire(ctx, 2)
 		require.NoError(t, err)
-		require.NoError(t, env.Client.Del(ctx, "{leak}:permits").Err())
+		require.NoError(t, env.Universal.Del(ctx, "{leak}:permits").Err())
 		require.ErrorIs(t, s.Release(held), semaphore.ErrLockLost)
 		require.EqualValues(t, 3, available(t, s), "no live permit, yet permits are counted used")
 		all, err := s.TryAcquire(ctx, 3)
@@ -612,16 +610,16 @@ func TestLostPermitsComeBack(t *testing.T) {
 func TestSizeMismatch(t *testing.T) {
 	each(t, func(t *testing.T, env *env) {
 		ctx := ctxT(t)
-		s4 := semaphore.New(env.Client, "sz", 4)
+		s4 := semaphore.New(env.Universal, "sz", 4)
 		s5 := semaphore.New(env.secondClient(t), "sz", 5)
 		// Before any acquire nothing is recorded: each sees its own size.
 		require.EqualValues(t, 5, available(t, s5))
 		require.EqualValues(t, 4, available(t, s4))
-		require.Zero(t, env.Client.DBSize(ctx).Val(), "Available records nothing")
+		require.Zero(t, env.Universal.DBSize(ctx).Val(), "Available records nothing")
 
 		held4, err := s4.Acquire(ctx, 1)
 		require.NoError(t, err, "the first acquire records size 4")
-		size, err := env.Client.HGet(ctx, "sz", "size").Int64()
+		size, err := env.Universal.HGet(ctx, "sz", "size").Int64()
 		require.NoError(t, err)
 		require.EqualValues(t, 4, size)
 
@@ -632,7 +630,7 @@ func TestSizeMismatch(t *testing.T) {
 		_, err = s5.Available(ctx)
 		requireMismatch(t, err, "available", 4, 5)
 		require.EqualValues(t, 3, available(t, s4), "the disagreeing Semaphore took nothing")
-		require.Zero(t, marks(t, env.Client, "sz"))
+		require.Zero(t, marks(t, env.Universal, "sz"))
 
 		// Resize changes it on purpose: now s5 agrees and s4 does not.
 		require.NoError(t, s5.Resize(ctx, 5))
@@ -669,7 +667,7 @@ func requireMismatch(t *testing.T, err error, op string, recorded, mine int64) {
 func TestResizeShrinkKeepsHeldPermits(t *testing.T) {
 	each(t, func(t *testing.T, env *env) {
 		ctx := ctxT(t)
-		s := semaphore.New(env.Client, "shrink", 4)
+		s := semaphore.New(env.Universal, "shrink", 4)
 		held, err := s.Acquire(ctx, 3)
 		require.NoError(t, err)
 		require.NoError(t, s.Resize(ctx, 2))
@@ -691,11 +689,11 @@ func TestResizeShrinkKeepsHeldPermits(t *testing.T) {
 func TestResizeLetsWaiterIn(t *testing.T) {
 	each(t, func(t *testing.T, env *env) {
 		ctx := ctxT(t)
-		s := semaphore.New(env.Client, "grow", 1)
+		s := semaphore.New(env.Universal, "grow", 1)
 		held, err := s.Acquire(ctx, 1)
 		require.NoError(t, err)
 		ch := acquireAsync(s, ctx, 1)
-		require.Eventually(t, func() bool { return marks(t, env.Client, "grow") == 1 },
+		require.Eventually(t, func() bool { return marks(t, env.Universal, "grow") == 1 },
 			5*time.Second, 5*time.Millisecond)
 		require.NoError(t, s.Resize(ctx, 2))
 		r := waitResult(t, ch, 3*time.Second, "waiter after Resize(2)")
@@ -712,14 +710,14 @@ func TestBadInputWritesNothing(t *testing.T) {
 		ctx := ctxT(t)
 		cases := map[string]*semaphore.Semaphore{
 			"nil client":       semaphore.New(nil, "a", 2),
-			"empty name":       semaphore.New(env.Client, "", 2),
-			"zero size":        semaphore.New(env.Client, "a", 0),
-			"negative size":    semaphore.New(env.Client, "a", -3),
-			"zero lease":       semaphore.New(env.Client, "a", 2, semaphore.WithLeaseTime(0)),
-			"negative lease":   semaphore.New(env.Client, "a", 2, semaphore.WithLeaseTime(-time.Second)),
-			"zero watchdog":    semaphore.New(env.Client, "a", 2, semaphore.WithWatchdogTimeout(0)),
-			"negative wait":    semaphore.New(env.Client, "a", 2, semaphore.WithWaitTimeout(-1)),
-			"zero unlock wait": semaphore.New(env.Client, "a", 2, semaphore.WithUnlockTimeout(0)),
+			"empty name":       semaphore.New(env.Universal, "", 2),
+			"zero size":        semaphore.New(env.Universal, "a", 0),
+			"negative size":    semaphore.New(env.Universal, "a", -3),
+			"zero lease":       semaphore.New(env.Universal, "a", 2, semaphore.WithLeaseTime(0)),
+			"negative lease":   semaphore.New(env.Universal, "a", 2, semaphore.WithLeaseTime(-time.Second)),
+			"zero watchdog":    semaphore.New(env.Universal, "a", 2, semaphore.WithWatchdogTimeout(0)),
+			"negative wait":    semaphore.New(env.Universal, "a", 2, semaphore.WithWaitTimeout(-1)),
+			"zero unlock wait": semaphore.New(env.Universal, "a", 2, semaphore.WithUnlockTimeout(0)),
 		}
 		for name, s := range cases {
 			_, err := s.Acquire(ctx, 1)
@@ -734,10 +732,10 @@ func TestBadInputWritesNothing(t *testing.T) {
 		}
 		_, err := semaphore.New(nil, "a", 2).Acquire(ctx, 1)
 		require.ErrorContains(t, err, "nil redis client")
-		_, err = semaphore.New(env.Client, "a", 0).Acquire(ctx, 1)
+		_, err = semaphore.New(env.Universal, "a", 0).Acquire(ctx, 1)
 		require.ErrorContains(t, err, "size 0")
 
-		s := semaphore.New(env.Client, "a", 4)
+		s := semaphore.New(env.Universal, "a", 4)
 		for _, n := range []int64{0, -1, 5} {
 			start := time.Now()
 			_, err := s.Acquire(ctx, n)
@@ -761,7 +759,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 			require.ErrorIs(t, err, semaphore.ErrInvalidArgument)
 			require.ErrorIs(t, s.Resize(nil, 2), semaphore.ErrInvalidArgument)
 		}
-		n, err := env.Client.DBSize(ctx).Result()
+		n, err := env.Universal.DBSize(ctx).Result()
 		require.NoError(t, err)
 		require.Zero(t, n, "nothing written to Redis")
 	})
@@ -770,7 +768,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 func TestAcquiringContextEndedReleasesPermit(t *testing.T) {
 	each(t, func(t *testing.T, env *env) {
 		parent, cancel := context.WithCancel(ctxT(t))
-		s := semaphore.New(env.Client, "scoped", 3)
+		s := semaphore.New(env.Universal, "scoped", 3)
 		held, err := s.Acquire(parent, 2)
 		require.NoError(t, err)
 		require.EqualValues(t, 1, available(t, s))
@@ -789,7 +787,7 @@ func TestAcquiringContextEndedReleasesPermit(t *testing.T) {
 func TestReleaseWorksOnDoneContext(t *testing.T) {
 	each(t, func(t *testing.T, env *env) {
 		ctx := ctxT(t)
-		s := semaphore.New(env.Client, "done", 2)
+		s := semaphore.New(env.Universal, "done", 2)
 		held, err := s.Acquire(ctx, 2)
 		require.NoError(t, err)
 		derived, cancel := context.WithCancel(held)
@@ -806,28 +804,28 @@ func TestReleaseWorksOnDoneContext(t *testing.T) {
 func TestWaiterThatGivesUpDoesNotBlock(t *testing.T) {
 	each(t, func(t *testing.T, env *env) {
 		ctx := ctxT(t)
-		s := semaphore.New(env.Client, "giveup", 2)
+		s := semaphore.New(env.Universal, "giveup", 2)
 		held, err := s.Acquire(ctx, 2)
 		require.NoError(t, err)
 
-		_, err = semaphore.New(env.Client, "giveup", 2, semaphore.WithWaitTimeout(200*time.Millisecond)).Acquire(ctx, 1)
+		_, err = semaphore.New(env.Universal, "giveup", 2, semaphore.WithWaitTimeout(200*time.Millisecond)).Acquire(ctx, 1)
 		require.ErrorIs(t, err, semaphore.ErrNotAcquired)
-		require.Zero(t, marks(t, env.Client, "giveup"), "the timed-out waiter withdrew")
+		require.Zero(t, marks(t, env.Universal, "giveup"), "the timed-out waiter withdrew")
 
 		dctx, dcancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		_, err = s.Acquire(dctx, 1)
 		dcancel()
 		require.ErrorIs(t, err, context.DeadlineExceeded, "the ctx deadline bounds the wait")
-		require.Zero(t, marks(t, env.Client, "giveup"), "the waiter past its deadline withdrew")
+		require.Zero(t, marks(t, env.Universal, "giveup"), "the waiter past its deadline withdrew")
 
 		wctx, cancel := context.WithCancel(ctx)
 		ch := acquireAsync(semaphore.New(env.secondClient(t), "giveup", 2), wctx, 2)
-		require.Eventually(t, func() bool { return marks(t, env.Client, "giveup") == 1 },
+		require.Eventually(t, func() bool { return marks(t, env.Universal, "giveup") == 1 },
 			5*time.Second, 5*time.Millisecond)
 		cancel()
 		r := waitResult(t, ch, 5*time.Second, "cancelled waiter")
 		require.ErrorIs(t, r.err, context.Canceled)
-		require.Zero(t, marks(t, env.Client, "giveup"), "the cancelled waiter withdrew")
+		require.Zero(t, marks(t, env.Universal, "giveup"), "the cancelled waiter withdrew")
 
 		require.NoError(t, s.Release(held))
 		one, err := s.TryAcquire(ctx, 1)
@@ -842,7 +840,7 @@ func TestNoStarvationOfLargeRequest(t *testing.T) {
 	each(t, func(t *testing.T, env *env) {
 		ctx := ctxT(t)
 		const size = 3
-		clients := []*redis.Client{env.Client, env.secondClient(t)}
+		clients := []redis.UniversalClient{env.Universal, env.secondClient(t)}
 		var (
 			stop        atomic.Bool
 			smallInside atomic.Int32
@@ -903,7 +901,7 @@ func TestNoStarvationOfLargeRequest(t *testing.T) {
 		wg.Wait()
 		require.Zero(t, overlaps.Load(), "more than size inside at once")
 		require.EqualValues(t, size, available(t, big))
-		require.Zero(t, marks(t, env.Client, "starve"))
+		require.Zero(t, marks(t, env.Universal, "starve"))
 	})
 }
 
@@ -913,7 +911,7 @@ func TestAcquireSpan(t *testing.T) {
 		rec := tracetest.NewSpanRecorder()
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 		defer func() { _ = tp.Shutdown(context.Background()) }()
-		s := semaphore.New(env.Client, "traced", 3, semaphore.WithTracerProvider(tp))
+		s := semaphore.New(env.Universal, "traced", 3, semaphore.WithTracerProvider(tp))
 		held, err := s.Acquire(ctx, 2)
 		require.NoError(t, err)
 		_, err = s.TryAcquire(ctx, 2)
@@ -950,7 +948,7 @@ func TestAcquireSpan(t *testing.T) {
 		require.Equal(t, tracing.OutcomeAcquired, attrs(spans[2].Attributes())[tracing.Outcome].AsString())
 
 		// A size disagreement is an error on the span.
-		_, err = semaphore.New(env.Client, "traced", 4, semaphore.WithTracerProvider(tp)).Acquire(ctx, 1)
+		_, err = semaphore.New(env.Universal, "traced", 4, semaphore.WithTracerProvider(tp)).Acquire(ctx, 1)
 		require.ErrorIs(t, err, semaphore.ErrSizeMismatch)
 		spans = rec.Ended()
 		require.Len(t, spans, 4)

@@ -160,7 +160,7 @@ func (w *Watchdog) Now() time.Time { return w.clock.Now() }
 // Stats counts the watchdog's work since it was made.
 type Stats struct {
 	Renewed    int64 // lease renewals that succeeded
-	RoundTrips int64 // pipelines sent (per client and round, one per 2048 leases)
+	RoundTrips int64 // pipelines sent (per client, or cluster master, and round; one per 2048 leases)
 	Scripts    int64 // renewal scripts sent
 	Lost       int64 // leases declared lost
 	Errors     int64 // renewals that failed with an error (and were retried)
@@ -226,6 +226,7 @@ type Lease struct {
 	lastOK  time.Time // send time of the last successful acquire/renewal
 	renewAt time.Time
 	lossAt  time.Time
+	lossNs  atomic.Int64 // lossAt - w.base, for Check's lock-free read
 	slot    int
 	inWheel bool
 	atLoss  bool // placed at lossAt (see Watchdog.lossDue)
@@ -275,6 +276,7 @@ func (w *Watchdog) Find(client redis.UniversalClient, id string) *Lease {
 func (l *Lease) setOKLocked(sentAt time.Time) {
 	l.lastOK = sentAt
 	l.lossAt = sentAt.Add(l.spec.Timeout - l.w.margin(l.spec.Timeout))
+	l.lossNs.Store(int64(l.lossAt.Sub(l.w.base)))
 	l.renewAt = sentAt.Add(l.spec.Timeout / 3)
 }
 
@@ -360,6 +362,38 @@ func (l *Lease) Lapsed() bool {
 	l.w.mu.Lock()
 	defer l.w.mu.Unlock()
 	return l.lost || !l.w.clock.Now().Before(l.lossAt)
+}
+
+// Check returns the error the lease was lost with, or nil while it holds.
+// When the instant by which a renewal had to succeed has passed but the
+// wheel has not turned to it yet (the process was paused, as by SIGSTOP,
+// or its goroutine runs late), Check declares the loss at once, runs the
+// OnLost callbacks on the caller's goroutine and returns the loss: a
+// holder that resumes must not see its hold as live for an instant. The
+// check is lock-free while the lease is in time.
+func (l *Lease) Check() error {
+	w := l.w
+	if w.clock.Now().Sub(w.base) < time.Duration(l.lossNs.Load()) {
+		return nil
+	}
+	w.mu.Lock()
+	if l.lost || l.stopped || w.clock.Now().Before(l.lossAt) {
+		err := l.lostErr
+		w.mu.Unlock()
+		return err
+	}
+	cbs := w.loseLocked(l, lossReason(l))
+	err := l.lostErr
+	w.mu.Unlock()
+	runLost(cbs, err)
+	return err
+}
+
+func lossReason(l *Lease) string {
+	if l.spec.Renew {
+		return fmt.Sprintf("not renewed within %v", l.spec.Timeout)
+	}
+	return "lease ended"
 }
 
 // OnLost registers f to be called once if the lease is lost (from the
@@ -741,11 +775,7 @@ func (w *Watchdog) advanceLocked(now time.Time) ([]renewal, []lostCall) {
 			w.unscheduleLocked(l)
 			switch {
 			case !now.Before(l.lossAt):
-				reason := "lease ended"
-				if l.spec.Renew {
-					reason = fmt.Sprintf("not renewed within %v", l.spec.Timeout)
-				}
-				if cbs := w.loseLocked(l, reason); cbs != nil {
+				if cbs := w.loseLocked(l, lossReason(l)); cbs != nil {
 					lost = append(lost, lostCall{cbs, l.lostErr})
 				}
 			case renew:
@@ -920,6 +950,16 @@ func (w *Watchdog) flush(c redis.UniversalClient, rs []renewal, sentAt time.Time
 			grs = grs[n:]
 		}
 	}
+	if cc, ok := c.(*redis.ClusterClient); ok && len(parts) > 1 {
+		w.flushNodes(cc, parts, sentAt)
+		return
+	}
+	w.execAll(c, parts, sentAt)
+}
+
+// execAll sends parts in pipelines of at most w.pipeLeases leases, one
+// after the other.
+func (w *Watchdog) execAll(c redis.UniversalClient, parts []part, sentAt time.Time) {
 	for len(parts) > 0 {
 		n, leases := 0, 0
 		for n < len(parts) && (n == 0 || leases+len(parts[n].rs) <= w.pipeLeases) {
@@ -929,6 +969,41 @@ func (w *Watchdog) flush(c redis.UniversalClient, rs []renewal, sentAt time.Time
 		w.exec(c, parts[:n], sentAt)
 		parts = parts[n:]
 	}
+}
+
+// flushNodes sends the parts of each master of a cluster as pipelines of
+// their own, the masters concurrently. One cluster pipeline over every
+// master would share one context, and go-redis sets the error of a context
+// that ends while it retries a dead master on every command of the
+// pipeline, the live masters' answered renewals too: one master down would
+// lose every lease of the cluster.
+func (w *Watchdog) flushNodes(cc *redis.ClusterClient, parts []part, sentAt time.Time) {
+	var addrs []string
+	byNode := map[string][]part{}
+	for _, p := range parts {
+		addr := "" // unknown master: sent on its own, and fails on its own
+		if n, err := cc.MasterForKey(context.Background(), p.rs[0].tgt().Keys[0]); err == nil {
+			addr = n.Options().Addr
+		}
+		if _, ok := byNode[addr]; !ok {
+			addrs = append(addrs, addr)
+		}
+		byNode[addr] = append(byNode[addr], p)
+	}
+	if len(addrs) == 1 {
+		w.execAll(cc, parts, sentAt)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, addr := range addrs[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.execAll(cc, byNode[addr], sentAt)
+		}()
+	}
+	w.execAll(cc, byNode[addrs[0]], sentAt)
+	wg.Wait()
 }
 
 // exec sends one pipeline of parts and records the replies.

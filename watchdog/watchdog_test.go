@@ -18,7 +18,7 @@ import (
 	"github.com/relock-go/relock/internal/scripts"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(redistest.Main(m)) }
 
 //go:embed testdata/*.lua
 var testFS embed.FS
@@ -253,22 +253,27 @@ func TestRealRedisKilledHolderTold(t *testing.T) {
 }
 
 func TestClusterOneScriptPerSlot(t *testing.T) {
-	cc, _ := redistest.StartCluster(t, 3)
+	cc := redistest.ClusterBackend().New(t).Universal.(*redis.ClusterClient)
 	clk := NewFakeClock(epoch)
 	w := New(WithClock(clk))
 	ctx := context.Background()
 	require.NoError(t, stringKind.Script.Preload(ctx, cc))
-	// Keys under three hash tags: three slots, so one script each, all in
-	// one pipeline (which go-redis splits by node).
+	// Keys under three hash tags: three slots, so one script each, in one
+	// pipeline per master.
 	var leases []*Lease
+	masters := map[string]bool{}
 	for i := range 30 {
-		leases = append(leases, hold(t, ctx, w, cc, fmt.Sprintf("{tag%d}:k%d", i%3, i), 30*time.Second, true))
+		key := fmt.Sprintf("{tag%d}:k%d", i%3, i)
+		leases = append(leases, hold(t, ctx, w, cc, key, 30*time.Second, true))
+		m, err := cc.MasterForKey(ctx, key)
+		require.NoError(t, err)
+		masters[m.Options().Addr] = true
 	}
 	advance(t, clk, 10*time.Second)
 	require.Eventually(t, func() bool { return w.Stats().Renewed == 30 }, 5*time.Second, time.Millisecond)
 	st := w.Stats()
 	require.Zero(t, st.Lost)
-	require.EqualValues(t, 1, st.RoundTrips)
+	require.EqualValues(t, len(masters), st.RoundTrips, "one pipeline per master")
 	require.EqualValues(t, 3, st.Scripts, "one script per slot: %+v", st)
 	for _, l := range leases {
 		l.Stop()

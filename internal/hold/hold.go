@@ -89,6 +89,28 @@ type holdCtx struct {
 	h   *Hold
 }
 
+// Err and Done first ask the lease whether it has lapsed: after a pause
+// (SIGSTOP, a stalled VM) the holder may run before the watchdog's
+// goroutine does, and must find its hold already ended. Contexts derived
+// from this one learn of it when the cancellation reaches them.
+func (c *holdCtx) Err() error {
+	c.h.checkLease()
+	return c.Context.Err()
+}
+
+func (c *holdCtx) Done() <-chan struct{} {
+	c.h.checkLease()
+	return c.Context.Done()
+}
+
+// checkLease declares a lapsed lease lost; its OnLost callback (markLost)
+// cancels the context before Check returns.
+func (h *Hold) checkLease() {
+	if h.state.Load() == live {
+		_ = h.Lease.Check()
+	}
+}
+
 func (c *holdCtx) Value(k any) any {
 	switch k := k.(type) {
 	case Key:

@@ -91,3 +91,29 @@ func TestLostHold(t *testing.T) {
 	require.NotSame(t, lease, fresh)
 	fresh.Stop()
 }
+
+// A holder that resumes after a pause (SIGSTOP, a stalled VM) past its
+// lease must find its hold ended at once, even though the watchdog's
+// goroutine has not yet run: Err and Done ask the lease.
+func TestResumedHolderSeesLapseAtOnce(t *testing.T) {
+	wd, clk, c := setup(t)
+	key := Key{Client: c, Kind: "test", Name: "k"}
+	lease := Lease(wd, spec(c, "d"), false, clk.Now())
+	ctx := Start(context.Background(), key, &Hold{Lease: lease}, func(context.Context, *Hold) error {
+		t.Error("a lost hold is not released")
+		return nil
+	})
+	require.NoError(t, ctx.Err())
+	clk.Advance(500 * time.Millisecond)
+	require.NoError(t, ctx.Err(), "within the lease")
+	clk.Advance(time.Second) // past the lease; the wheel's goroutine may not have run yet
+	require.ErrorIs(t, ctx.Err(), context.Canceled)
+	require.ErrorIs(t, context.Cause(ctx), errs.ErrLockLost)
+	select {
+	case <-ctx.Done():
+	default:
+		t.Fatal("Done is not closed")
+	}
+	require.ErrorIs(t, End(ctx, key), errs.ErrLockLost)
+	require.EqualValues(t, 1, wd.Stats().Lost, "declared lost once, by Check or by the wheel")
+}

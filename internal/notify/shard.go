@@ -30,6 +30,9 @@ type shard struct {
 type channelState struct {
 	sent, confirmed int
 	pending         []*subscription
+	// resync: the connection broke since the channel was last confirmed;
+	// its heads are woken when the resubscription is confirmed.
+	resync bool
 }
 
 type subscription struct {
@@ -175,12 +178,18 @@ func (h *Hub) receive(s *shard) {
 				return
 			}
 			// Messages may have been lost while the connection was down:
-			// let every head retry, and count confirmations afresh, since
-			// go-redis subscribes all channels again on reconnect; the
-			// replies due on the old connection will never come.
+			// let every head retry now, and again once the resubscription
+			// is confirmed (see confirm): while Redis stays unreachable
+			// the tries made now fail or miss a later unlock, and the
+			// reconnect that succeeds brings no error to wake anyone, so
+			// an unlock published during the outage would be noticed only
+			// at the TTL. Count confirmations afresh, since go-redis
+			// subscribes all channels again on reconnect; the replies due
+			// on the old connection will never come.
 			clear(s.stale)
 			for ch, st := range s.chans {
 				st.sent, st.confirmed = 1, 0
+				st.resync = true
 				for _, p := range st.pending {
 					p.target = 1
 				}
@@ -225,6 +234,14 @@ func (h *Hub) confirm(s *shard, channel string) {
 		return
 	}
 	st.confirmed++
+	if st.resync {
+		// Subscribed again after a reconnect: an unlock published while
+		// the connection was down was missed, so the heads try now.
+		st.resync = false
+		if q := h.queues[channel]; q != nil {
+			q.wakeHead()
+		}
+	}
 	keep := st.pending[:0]
 	for _, p := range st.pending {
 		if p.target <= st.confirmed {

@@ -14,21 +14,26 @@ import (
 const (
 	clusterSlots = 16384
 	// clusterTimeout bounds the wait for the cluster to form (gossip spreads
-	// the slot map in a second or two on loopback).
-	clusterTimeout = 20 * time.Second
+	// the slot map in a second or two on loopback; a loaded machine is slower).
+	clusterTimeout = 30 * time.Second
 )
 
 // StartCluster starts a Redis Cluster of masters redis-server nodes (no
 // replicas), the slots spread evenly across them, and returns a ClusterClient
 // on it once every node reports cluster_state:ok and knows the owner of every
-// slot. The nodes and the client are closed at t.Cleanup.
-func StartCluster(t testing.TB, masters int) (*redis.ClusterClient, []*Server) {
+// slot. The nodes and the client are closed at t.Cleanup. opts go to every
+// node, e.g. WithArgs("--cluster-require-full-coverage", "no") keeps the
+// other masters serving when one is killed.
+//
+// The cluster is the test's own; behaviour suites share one cluster per test
+// binary through [AllBackends] instead, which is much cheaper.
+func StartCluster(t testing.TB, masters int, opts ...ServerOption) (*redis.ClusterClient, []*Server) {
 	t.Helper()
 	if masters < 1 {
 		t.Fatalf("redistest: StartCluster: masters = %d, want >= 1", masters)
 		return nil, nil
 	}
-	servers := StartServers(t, masters, clusterMode())
+	servers := StartServers(t, masters, append([]ServerOption{clusterMode()}, opts...)...)
 	if len(servers) != masters {
 		return nil, nil // StartServers has failed or skipped the test
 	}
@@ -40,13 +45,19 @@ func StartCluster(t testing.TB, masters int) (*redis.ClusterClient, []*Server) {
 		return nil, nil
 	}
 
+	cc := NewClusterClient(servers)
+	t.Cleanup(func() { _ = cc.Close() })
+	return cc, servers
+}
+
+// NewClusterClient returns a client of the cluster formed by servers; the
+// caller closes it.
+func NewClusterClient(servers []*Server) *redis.ClusterClient {
 	addrs := make([]string, len(servers))
 	for i, s := range servers {
 		addrs[i] = s.Addr
 	}
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-	t.Cleanup(func() { _ = cc.Close() })
-	return cc, servers
+	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 }
 
 // formCluster does what `redis-cli --cluster create` does for masters only:
@@ -83,10 +94,14 @@ func formCluster(ctx context.Context, servers []*Server) error {
 			return fmt.Errorf("%s: CLUSTER MEET %s: %w", servers[0].Addr, s.Addr, err)
 		}
 	}
+	return waitClusterReady(ctx, admins)
+}
 
-	var lastErr error
+// waitClusterReady polls until every node sees a healthy cluster of all
+// the nodes with every slot served.
+func waitClusterReady(ctx context.Context, admins []*redis.Client) error {
 	for {
-		lastErr = clusterReady(ctx, admins, n)
+		lastErr := clusterReady(ctx, admins, len(admins))
 		if lastErr == nil {
 			return nil
 		}

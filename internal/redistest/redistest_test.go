@@ -16,7 +16,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(Main(m))
 }
 
 func testContext(t *testing.T) context.Context {
@@ -487,4 +487,79 @@ func TestLogTail(t *testing.T) {
 	require.NoError(t, os.WriteFile(s.logFile(), []byte("boom\n"), 0o644))
 	assert.Contains(t, s.logTail(), "boom")
 	assert.True(t, s.logContains("boom"))
+}
+
+// The shared cluster: each Env starts from a flushed cluster with a client
+// of its own, and has only the capabilities a cluster gives.
+func TestClusterBackend(t *testing.T) {
+	b := ClusterBackend()
+	assert.Equal(t, "cluster", b.Name)
+	assert.Equal(t, "cluster", AllBackends()[2].Name)
+	t.Run("first", func(t *testing.T) {
+		env := b.New(t)
+		require.NotNil(t, env)
+		assert.Nil(t, env.Client)
+		assert.Len(t, env.Cluster, 3)
+		assert.False(t, env.Has(SingleNode))
+		assert.False(t, env.Has(ProcessControl))
+		ctx := testContext(t)
+		for i := range 20 {
+			require.NoError(t, env.U().Set(ctx, fmt.Sprintf("k%d", i), i, 0).Err())
+		}
+		n, err := env.U().DBSize(ctx).Result()
+		require.NoError(t, err)
+		assert.EqualValues(t, 20, n)
+		ks, _, err := Slots(ctx, env.U().(*redis.ClusterClient))
+		require.NoError(t, err)
+		assert.Len(t, ks, 20)
+		other := env.NewClient(t)
+		v, err := other.Get(ctx, "k7").Int()
+		require.NoError(t, err)
+		assert.Equal(t, 7, v)
+	})
+	t.Run("second", func(t *testing.T) {
+		env := b.New(t)
+		ctx := testContext(t)
+		n, err := env.U().DBSize(ctx).Result()
+		require.NoError(t, err)
+		assert.Zero(t, n, "every master was flushed")
+		// Sharded pub/sub through the helpers, as the primitives use it.
+		ps, err := Subscribe(ctx, env.U(), "{k1}:ch")
+		require.NoError(t, err)
+		defer ps.Close()
+		subs, err := env.Subscribers(ctx, "{k1}:ch")
+		require.NoError(t, err)
+		assert.EqualValues(t, 1, subs)
+		require.NoError(t, Publish(ctx, env.U(), "{k1}:ch", "hi"))
+		msg, err := ps.ReceiveMessage(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, "hi", msg.Payload)
+	})
+	t.Run("nested New refused", func(t *testing.T) {
+		env := b.New(t)
+		require.NotNil(t, env)
+		rec := &recordingTB{TB: t}
+		done := make(chan *Env, 1)
+		go func() { done <- b.New(rec) }()
+		select {
+		case got := <-done:
+			assert.Nil(t, got)
+			assert.Contains(t, rec.fatal, "one Env per test at a time")
+		case <-time.After(10 * time.Second):
+			t.Fatal("a second New in the same test waits forever")
+		}
+	})
+}
+
+func TestRequireSkipsWithReason(t *testing.T) {
+	env := &Env{Cluster: []*Server{{}}}
+	rec := &recordingTB{TB: t}
+	env.Require(rec, SingleNode, "it counts connections with CLIENT LIST")
+	assert.Contains(t, rec.skip, "cluster backend")
+	assert.Contains(t, rec.skip, string(SingleNode))
+	assert.Contains(t, rec.skip, "CLIENT LIST")
+	single := &Env{Client: &redis.Client{}, Mini: nil, Server: &Server{}}
+	assert.True(t, single.Has(SingleNode))
+	assert.True(t, single.Has(ProcessControl))
+	assert.False(t, single.Has(VirtualClock))
 }

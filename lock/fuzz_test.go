@@ -1,0 +1,184 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/options"
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/lock"
+)
+
+// Bits of the fuzzers' option mask: which option is given.
+const (
+	fuzzOptLease = 1 << iota
+	fuzzOptWatchdog
+	fuzzOptWait
+	fuzzOptUnlock
+)
+
+// fuzzOptions builds the options mask asks for, and says whether they are
+// valid and which lease a hold gets.
+func fuzzOptions(mask uint8, lease, wdt, wait, unlock int64) (opts []lock.Option, valid bool, effective time.Duration) {
+	valid, effective = true, options.DefaultWatchdogTimeout
+	if mask&fuzzOptWatchdog != 0 {
+		opts = append(opts, lock.WithWatchdogTimeout(time.Duration(wdt)))
+		valid = valid && time.Duration(wdt) >= options.MinLease
+		effective = time.Duration(wdt)
+	}
+	if mask&fuzzOptLease != 0 {
+		opts = append(opts, lock.WithLeaseTime(time.Duration(lease)))
+		valid = valid && time.Duration(lease) >= options.MinLease
+		effective = time.Duration(lease)
+	}
+	if mask&fuzzOptWait != 0 {
+		opts = append(opts, lock.WithWaitTimeout(time.Duration(wait)))
+		valid = valid && wait > 0
+	}
+	if mask&fuzzOptUnlock != 0 {
+		opts = append(opts, lock.WithUnlockTimeout(time.Duration(unlock)))
+		valid = valid && unlock > 0
+	}
+	return opts, valid, effective
+}
+
+// fuzzMayBeLost reports whether a hold of the given lease, acquired at
+// since, may by now be reported lost: the watchdog declares a lease lost a
+// tick (10 ms) and 1% before it could lapse on the server, and a lease this
+// short can lapse while the fuzz body runs on a loaded machine.
+func fuzzMayBeLost(err error, since time.Time, lease time.Duration) bool {
+	return errors.Is(err, lock.ErrLockLost) && time.Since(since) >= lease-lease/100-10*time.Millisecond
+}
+
+// fuzzLatchBug reports the known issue, reported rather than fixed here:
+// an unlock timeout under a millisecond is accepted, but the unlock latch
+// lives 2*timeout.Milliseconds() = 0 ms and Redis refuses SET PX 0, so a
+// release that writes a latch fails (after the script's earlier writes).
+func fuzzLatchBug(err error, unlock int64, mask uint8) bool {
+	return err != nil && mask&fuzzOptUnlock != 0 && time.Duration(unlock) < time.Millisecond &&
+		strings.Contains(err.Error(), "invalid expire time")
+}
+
+// fuzzShortWait: below it, a wait bound may end before the first attempt
+// returns on a loaded machine (see the known issue in FuzzLock).
+const fuzzShortWait = 5 * time.Second
+
+func fuzzKeys(t *testing.T, c redis.UniversalClient) []string {
+	t.Helper()
+	ks, err := c.Keys(context.Background(), "*").Result()
+	require.NoError(t, err)
+	return ks
+}
+
+// FuzzLock: whatever the name and the options, Lock never panics; it
+// either refuses with ErrInvalidArgument, writing nothing, or yields a
+// hold that is visible, re-enters, releases and leaves only the fencing
+// counter (and an unlock latch after a re-entry) behind.
+func FuzzLock(f *testing.F) {
+	_, client := redistest.Miniredis(f)
+	const maxI, minI = int64(math.MaxInt64), int64(math.MinInt64)
+	sec := int64(time.Second)
+	for _, name := range []string{
+		"order:1", "", "ключ:🔒", "{", "}", "{{a}", "a{b}c", "{a{b}c}", "}{", "{}", "x\x00y", "\x00",
+		strings.Repeat("long", 16<<10), "redisson_lock_token:{x}",
+	} {
+		f.Add(name, uint8(0), int64(0), int64(0), int64(0), int64(0), false, false)
+		f.Add(name, uint8(fuzzOptLease|fuzzOptUnlock), 10*sec, int64(0), int64(0), sec, true, true)
+	}
+	for _, d := range []int64{-1, 0, 1, int64(options.MinLease) - 1, int64(options.MinLease), sec, maxI, minI, maxI / 2} {
+		f.Add("o", uint8(fuzzOptLease), d, d, d, d, true, false)
+		f.Add("o", uint8(fuzzOptWatchdog), d, d, d, d, false, true)
+		f.Add("o", uint8(fuzzOptWait|fuzzOptUnlock), d, d, d, d, true, true)
+		f.Add("o", uint8(fuzzOptUnlock), d, d, d, d, false, true)
+		f.Add("o", uint8(0xff), d, d, d, d, true, false)
+	}
+
+	f.Fuzz(func(t *testing.T, name string, mask uint8, lease, wdt, wait, unlock int64, useLock, reenter bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		require.NoError(t, client.FlushAll(ctx).Err())
+		opts, valid, effective := fuzzOptions(mask, lease, wdt, wait, unlock)
+		valid = valid && name != ""
+		mu := lock.New(client, name, opts...)
+		acquire := mu.TryLock
+		if useLock {
+			acquire = mu.Lock
+		}
+		start := time.Now()
+		held, err := acquire(ctx)
+		if valid && useLock && mask&fuzzOptWait != 0 && errors.Is(err, lock.ErrNotAcquired) && time.Duration(wait) < fuzzShortWait {
+			// Known issue, reported rather than fixed here: the wait bound
+			// is armed before the first attempt (internal/acquire loop), so
+			// a bound shorter than a round trip refuses even a free lock.
+			require.Empty(t, fuzzKeys(t, client))
+			return
+		}
+		if !valid {
+			require.ErrorIs(t, err, lock.ErrInvalidArgument)
+			require.Nil(t, held)
+			_, err = mu.IsLocked(ctx)
+			require.ErrorIs(t, err, lock.ErrInvalidArgument)
+			_, err = mu.ForceUnlock(ctx)
+			require.ErrorIs(t, err, lock.ErrInvalidArgument)
+			require.ErrorIs(t, mu.Unlock(ctx), lock.ErrInvalidArgument)
+			require.Empty(t, fuzzKeys(t, client), "nothing may be written on invalid input")
+			return
+		}
+		require.NoError(t, err)
+		tok, ok := lock.FencingToken(held)
+		require.True(t, ok)
+		require.EqualValues(t, 1, tok, "the first acquisition after a flush")
+		locked, err := mu.IsLocked(ctx)
+		require.NoError(t, err)
+		require.True(t, locked)
+		n, err := mu.HoldCount(held)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		ttl, err := mu.TTL(ctx)
+		require.NoError(t, err)
+		require.Positive(t, ttl)
+		require.LessOrEqual(t, ttl, effective)
+
+		if reenter {
+			inner, err := lock.New(client, name, opts...).Lock(held)
+			if errors.Is(err, lock.ErrNotAcquired) && mask&fuzzOptWait != 0 && time.Duration(wait) < fuzzShortWait {
+				// The known wait-bound issue again: even a re-entry, which
+				// never waits, is refused when the bound ends first.
+				if err := mu.Unlock(held); err != nil {
+					require.True(t, fuzzMayBeLost(err, start, effective) || fuzzLatchBug(err, unlock, mask), "unlock: %v", err)
+				}
+				return
+			}
+			require.NoError(t, err)
+			tok2, _ := lock.FencingToken(inner)
+			require.EqualValues(t, 2, tok2)
+			n, err = mu.HoldCount(inner)
+			require.NoError(t, err)
+			require.Equal(t, 2, n)
+			if err := mu.Unlock(inner); err != nil {
+				require.True(t, fuzzMayBeLost(err, start, effective) || fuzzLatchBug(err, unlock, mask), "inner unlock: %v", err)
+				return
+			}
+		}
+		if err := mu.Unlock(held); err != nil {
+			require.True(t, fuzzMayBeLost(err, start, effective) || fuzzLatchBug(err, unlock, mask), "unlock: %v", err)
+			return
+		}
+		locked, err = mu.IsLocked(ctx)
+		require.NoError(t, err)
+		require.False(t, locked)
+		for _, k := range fuzzKeys(t, client) {
+			if k != keys.Prefix("redisson_lock_token", name) && !strings.HasPrefix(k, keys.Prefix("redisson_unlock_latch", name)+":") {
+				t.Fatalf("key %q left after the hold was released", k)
+			}
+		}
+	})
+}

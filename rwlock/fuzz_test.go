@@ -1,0 +1,210 @@
+package rwlock_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/options"
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/rwlock"
+)
+
+// Bits of the fuzzers' option mask: which option is given.
+const (
+	fuzzOptLease = 1 << iota
+	fuzzOptWatchdog
+	fuzzOptWait
+	fuzzOptUnlock
+)
+
+// fuzzOptions builds the options mask asks for, and says whether they are
+// valid and which lease a hold gets.
+func fuzzOptions(mask uint8, lease, wdt, wait, unlock int64) (opts []rwlock.Option, valid bool, effective time.Duration) {
+	valid, effective = true, options.DefaultWatchdogTimeout
+	if mask&fuzzOptWatchdog != 0 {
+		opts = append(opts, rwlock.WithWatchdogTimeout(time.Duration(wdt)))
+		valid = valid && time.Duration(wdt) >= options.MinLease
+		effective = time.Duration(wdt)
+	}
+	if mask&fuzzOptLease != 0 {
+		opts = append(opts, rwlock.WithLeaseTime(time.Duration(lease)))
+		valid = valid && time.Duration(lease) >= options.MinLease
+		effective = time.Duration(lease)
+	}
+	if mask&fuzzOptWait != 0 {
+		opts = append(opts, rwlock.WithWaitTimeout(time.Duration(wait)))
+		valid = valid && wait > 0
+	}
+	if mask&fuzzOptUnlock != 0 {
+		opts = append(opts, rwlock.WithUnlockTimeout(time.Duration(unlock)))
+		valid = valid && unlock > 0
+	}
+	return opts, valid, effective
+}
+
+// fuzzMayBeLost reports whether a hold of the given lease, acquired at
+// since, may by now be reported lost (the watchdog declares it a tick and
+// 1% early); a lease this short can lapse while the fuzz body runs.
+func fuzzMayBeLost(err error, since time.Time, lease time.Duration) bool {
+	return errors.Is(err, rwlock.ErrLockLost) && time.Since(since) >= lease-lease/100-10*time.Millisecond
+}
+
+// fuzzLatchBug reports the known issue, reported rather than fixed here:
+// an unlock timeout under a millisecond is accepted, but the unlock latch
+// lives 2*timeout.Milliseconds() = 0 ms and Redis refuses SET PX 0, so a
+// release that writes a latch fails (after the script's earlier writes).
+func fuzzLatchBug(err error, unlock int64, mask uint8) bool {
+	return err != nil && mask&fuzzOptUnlock != 0 && time.Duration(unlock) < time.Millisecond &&
+		strings.Contains(err.Error(), "invalid expire time")
+}
+
+// fuzzShortWait: below it, a wait bound may end before the first attempt
+// returns (see the known issue in FuzzRWMutex).
+const fuzzShortWait = 5 * time.Second
+
+func fuzzKeys(t *testing.T, c redis.UniversalClient) []string {
+	t.Helper()
+	ks, err := c.Keys(context.Background(), "*").Result()
+	require.NoError(t, err)
+	return ks
+}
+
+// The operations FuzzRWMutex runs on a valid lock.
+const (
+	fuzzRead = iota
+	fuzzReadTwice
+	fuzzWrite
+	fuzzWriteThenRead
+	fuzzDowngrade
+	fuzzOps
+)
+
+// FuzzRWMutex: whatever the name and the options, the read and write
+// locks never panic; they either refuse with ErrInvalidArgument, writing
+// nothing, or yield a hold that is visible (the hash's mode), re-enters,
+// downgrades, releases and leaves only the fencing counter and unlock
+// latches behind.
+func FuzzRWMutex(f *testing.F) {
+	_, client := redistest.Miniredis(f)
+	const maxI, minI = int64(math.MaxInt64), int64(math.MinInt64)
+	sec := int64(time.Second)
+	for i, name := range []string{
+		"catalog", "", "каталог:📚", "{", "}", "{{a}", "a{b}c", "{a{b}c}", "}{", "{}", "x\x00y", "\x00",
+		strings.Repeat("long", 16<<10), "{catalog}:rwlock_write_waiters",
+	} {
+		f.Add(name, uint8(0), int64(0), int64(0), int64(0), int64(0), uint8(i%fuzzOps), false)
+		f.Add(name, uint8(fuzzOptLease|fuzzOptUnlock), 10*sec, int64(0), int64(0), sec, uint8((i+2)%fuzzOps), true)
+	}
+	for i, d := range []int64{-1, 0, 1, int64(options.MinLease) - 1, int64(options.MinLease), sec, maxI, minI, maxI / 2} {
+		f.Add("c", uint8(fuzzOptLease), d, d, d, d, uint8(i%fuzzOps), true)
+		f.Add("c", uint8(fuzzOptWatchdog), d, d, d, d, uint8((i+1)%fuzzOps), false)
+		f.Add("c", uint8(fuzzOptUnlock), d, d, d, d, uint8(fuzzReadTwice), true)
+		f.Add("c", uint8(0xff), d, d, d, d, uint8(fuzzDowngrade), false)
+	}
+
+	f.Fuzz(func(t *testing.T, name string, mask uint8, lease, wdt, wait, unlock int64, op uint8, useLock bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		require.NoError(t, client.FlushAll(ctx).Err())
+		opts, valid, effective := fuzzOptions(mask, lease, wdt, wait, unlock)
+		valid = valid && name != ""
+		rw := rwlock.New(client, name, opts...)
+		op %= fuzzOps
+		write := op >= fuzzWrite
+		var acquire func(context.Context) (context.Context, error)
+		switch {
+		case write && useLock:
+			acquire = rw.Lock
+		case write:
+			acquire = rw.TryLock
+		case useLock:
+			acquire = rw.RLock
+		default:
+			acquire = rw.TryRLock
+		}
+		start := time.Now()
+		held, err := acquire(ctx)
+		if valid && useLock && mask&fuzzOptWait != 0 && errors.Is(err, rwlock.ErrNotAcquired) && time.Duration(wait) < fuzzShortWait {
+			// Known issue, reported rather than fixed here: the wait bound
+			// is armed before the first attempt (internal/acquire loop), so
+			// a bound shorter than a round trip refuses even a free lock.
+			require.Empty(t, fuzzKeys(t, client))
+			return
+		}
+		if !valid {
+			require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
+			require.Nil(t, held)
+			for _, f := range []func(context.Context) (context.Context, error){rw.RLock, rw.TryRLock, rw.Lock, rw.TryLock, rw.Downgrade} {
+				_, err := f(ctx)
+				require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
+			}
+			require.ErrorIs(t, rw.Unlock(ctx), rwlock.ErrInvalidArgument)
+			require.ErrorIs(t, rw.RUnlock(ctx), rwlock.ErrInvalidArgument)
+			require.Empty(t, fuzzKeys(t, client), "nothing may be written on invalid input")
+			return
+		}
+		require.NoError(t, err)
+		tok, ok := rwlock.FencingToken(held)
+		require.True(t, ok)
+		require.EqualValues(t, 1, tok, "the first acquisition after a flush")
+		mode := "read"
+		if write {
+			mode = "write"
+		}
+		got, err := client.HGet(ctx, name, "mode").Result()
+		require.NoError(t, err)
+		require.Equal(t, mode, got)
+
+		release := rw.RUnlock
+		if write {
+			release = rw.Unlock
+		}
+		switch op {
+		case fuzzReadTwice, fuzzWriteThenRead:
+			inner, err := rw.RLock(held)
+			if errors.Is(err, rwlock.ErrNotAcquired) && mask&fuzzOptWait != 0 && time.Duration(wait) < fuzzShortWait {
+				// The known wait-bound issue again: even a re-entry, which
+				// never waits, is refused when the bound ends first.
+				if err := release(held); err != nil {
+					require.True(t, fuzzLatchBug(err, unlock, mask), "release: %v", err)
+				}
+				return
+			}
+			require.NoError(t, err)
+			tok2, _ := rwlock.FencingToken(inner)
+			require.EqualValues(t, 2, tok2)
+			if err := rw.RUnlock(inner); err != nil {
+				require.True(t, fuzzMayBeLost(err, start, effective) || fuzzLatchBug(err, unlock, mask), "inner runlock: %v", err)
+				return
+			}
+		case fuzzDowngrade:
+			r, err := rw.Downgrade(held)
+			if err != nil {
+				require.True(t, fuzzMayBeLost(err, start, effective), "downgrade: %v", err)
+				return
+			}
+			require.Error(t, held.Err(), "the write hold ends")
+			got, err := client.HGet(ctx, name, "mode").Result()
+			require.NoError(t, err)
+			require.Equal(t, "read", got)
+			held, release = r, rw.RUnlock
+		}
+		if err := release(held); err != nil {
+			require.True(t, fuzzMayBeLost(err, start, effective) || fuzzLatchBug(err, unlock, mask), "release: %v", err)
+			return
+		}
+		for _, k := range fuzzKeys(t, client) {
+			if k != keys.Prefix("redisson_lock_token", name) && !strings.HasPrefix(k, keys.Prefix("redisson_unlock_latch", name)+":") {
+				t.Fatalf("key %q left after the hold was released", k)
+			}
+		}
+	})
+}

@@ -1,0 +1,183 @@
+package semaphore_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/options"
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/semaphore"
+)
+
+// Bits of the fuzzer's option mask: which option is given.
+const (
+	fuzzOptLease = 1 << iota
+	fuzzOptWatchdog
+	fuzzOptWait
+	fuzzOptUnlock
+)
+
+// fuzzOptions builds the options mask asks for, and says whether they are
+// valid and which lease a permit gets.
+func fuzzOptions(mask uint8, lease, wdt, wait, unlock int64) (opts []semaphore.Option, valid bool, effective time.Duration) {
+	valid, effective = true, options.DefaultWatchdogTimeout
+	if mask&fuzzOptWatchdog != 0 {
+		opts = append(opts, semaphore.WithWatchdogTimeout(time.Duration(wdt)))
+		valid = valid && time.Duration(wdt) >= options.MinLease
+		effective = time.Duration(wdt)
+	}
+	if mask&fuzzOptLease != 0 {
+		opts = append(opts, semaphore.WithLeaseTime(time.Duration(lease)))
+		valid = valid && time.Duration(lease) >= options.MinLease
+		effective = time.Duration(lease)
+	}
+	if mask&fuzzOptWait != 0 {
+		opts = append(opts, semaphore.WithWaitTimeout(time.Duration(wait)))
+		valid = valid && wait > 0
+	}
+	if mask&fuzzOptUnlock != 0 {
+		opts = append(opts, semaphore.WithUnlockTimeout(time.Duration(unlock)))
+		valid = valid && unlock > 0
+	}
+	return opts, valid, effective
+}
+
+// fuzzMayBeLost reports whether a permit of the given lease, acquired at
+// since, may by now be reported lost (the watchdog declares it a tick and
+// 1% early); a lease this short can lapse while the fuzz body runs.
+func fuzzMayBeLost(err error, since time.Time, lease time.Duration) bool {
+	return errors.Is(err, semaphore.ErrLockLost) && time.Since(since) >= lease-lease/100-10*time.Millisecond
+}
+
+// fuzzLatchBug: see the lock package's fuzz test; Release always writes a
+// latch, so an unlock timeout under a millisecond fails every Release.
+func fuzzLatchBug(err error, unlock int64, mask uint8) bool {
+	return err != nil && mask&fuzzOptUnlock != 0 && time.Duration(unlock) < time.Millisecond &&
+		strings.Contains(err.Error(), "invalid expire time")
+}
+
+// fuzzShortWait: below it, a wait bound may end before the first attempt
+// returns (see the known issue in FuzzSemaphore).
+const fuzzShortWait = 5 * time.Second
+
+// fuzzExactSize: Lua numbers are doubles, so the scripts hold a size
+// exactly only up to 2^53; larger sizes are a known issue (reported),
+// left out of the property.
+const fuzzExactSize = 1 << 53
+
+func fuzzKeys(t *testing.T, c redis.UniversalClient) []string {
+	t.Helper()
+	ks, err := c.Keys(context.Background(), "*").Result()
+	require.NoError(t, err)
+	return ks
+}
+
+// FuzzSemaphore: whatever the name, size, count and options, the
+// semaphore never panics; it either refuses with ErrInvalidArgument,
+// writing nothing, or yields n permits that show in Available, are given
+// back by Release and leave only the size record (used 0) and the unlock
+// latch behind.
+func FuzzSemaphore(f *testing.F) {
+	_, client := redistest.Miniredis(f)
+	const maxI, minI = int64(math.MaxInt64), int64(math.MinInt64)
+	sec := int64(time.Second)
+	for _, name := range []string{
+		"exports", "", "экспорт:📦", "{", "}", "{{a}", "a{b}c", "{a{b}c}", "}{", "{}", "x\x00y", "\x00",
+		strings.Repeat("long", 16<<10), "{exports}:permits",
+	} {
+		f.Add(name, int64(4), int64(2), uint8(0), int64(0), int64(0), int64(0), int64(0), false)
+		f.Add(name, int64(1), int64(1), uint8(fuzzOptLease|fuzzOptUnlock), 10*sec, int64(0), int64(0), sec, true)
+	}
+	for _, sz := range [][2]int64{
+		{0, 0}, {0, 1}, {-1, 1}, {1, 0}, {1, -1}, {1, 2}, {3, 4}, {3, 3}, {minI, minI}, {maxI, 1}, {1, maxI},
+		{maxI, maxI}, {fuzzExactSize, fuzzExactSize}, {1e14, 1}, {1e15 + 1, 1e15}, {fuzzExactSize, 2},
+	} {
+		f.Add("s", sz[0], sz[1], uint8(0), int64(0), int64(0), int64(0), int64(0), true)
+		f.Add("s", sz[0], sz[1], uint8(0), int64(0), int64(0), int64(0), int64(0), false)
+	}
+	for _, d := range []int64{-1, 0, 1, int64(options.MinLease) - 1, int64(options.MinLease), sec, maxI, minI, maxI / 2} {
+		f.Add("s", int64(2), int64(1), uint8(fuzzOptLease), d, d, d, d, false)
+		f.Add("s", int64(2), int64(2), uint8(fuzzOptWatchdog), d, d, d, d, true)
+		f.Add("s", int64(2), int64(1), uint8(fuzzOptWait), d, d, d, d, true)
+		f.Add("s", int64(2), int64(1), uint8(0xff), d, d, d, d, false)
+	}
+
+	f.Fuzz(func(t *testing.T, name string, size, n int64, mask uint8, lease, wdt, wait, unlock int64, useAcquire bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		require.NoError(t, client.FlushAll(ctx).Err())
+		opts, optsValid, effective := fuzzOptions(mask, lease, wdt, wait, unlock)
+		semValid := optsValid && name != "" && size > 0
+		valid := semValid && n > 0 && n <= size
+		s := semaphore.New(client, name, size, opts...)
+		acquire := s.TryAcquire
+		if useAcquire {
+			acquire = s.Acquire
+		}
+		start := time.Now()
+		held, err := acquire(ctx, n)
+		if valid && useAcquire && mask&fuzzOptWait != 0 && errors.Is(err, semaphore.ErrNotAcquired) && time.Duration(wait) < fuzzShortWait {
+			// Known issue, reported rather than fixed here: the wait bound
+			// is armed before the first attempt (internal/acquire loop), so
+			// a bound shorter than a round trip refuses even free permits.
+			require.Empty(t, fuzzKeys(t, client))
+			return
+		}
+		if !valid {
+			require.ErrorIs(t, err, semaphore.ErrInvalidArgument)
+			require.Nil(t, held)
+			_, err = s.Available(ctx)
+			if semValid {
+				// Only n was bad: the semaphore itself answers.
+				require.NoError(t, err)
+				require.ErrorIs(t, s.Release(ctx), semaphore.ErrNotHeld)
+			} else {
+				require.ErrorIs(t, err, semaphore.ErrInvalidArgument)
+				require.ErrorIs(t, s.Release(ctx), semaphore.ErrInvalidArgument)
+			}
+			require.Empty(t, fuzzKeys(t, client), "nothing may be written on invalid input")
+			return
+		}
+		if size > fuzzExactSize {
+			// Known issue, reported: sizes above 2^53 are not exact in Lua.
+			if err == nil {
+				_ = s.Release(held)
+			}
+			return
+		}
+		require.NoError(t, err)
+		avail, err := s.Available(ctx)
+		require.NoError(t, err)
+		require.Equal(t, size-n, avail)
+		used, err := client.HGet(ctx, name, "used").Int64()
+		require.NoError(t, err)
+		require.Equal(t, n, used)
+
+		if err := s.Release(held); err != nil {
+			require.True(t, fuzzMayBeLost(err, start, effective) || fuzzLatchBug(err, unlock, mask), "release: %v", err)
+			return
+		}
+		avail, err = s.Available(ctx)
+		require.NoError(t, err)
+		require.Equal(t, size, avail)
+		for _, k := range fuzzKeys(t, client) {
+			switch {
+			case strings.HasPrefix(k, keys.Prefix("redisson_unlock_latch", name)+":"):
+			case k == name:
+				used, err := client.HGet(ctx, name, "used").Result()
+				require.NoError(t, err)
+				require.Equal(t, "0", used)
+			default:
+				t.Fatalf("key %q left after the permits were released", k)
+			}
+		}
+	})
+}
