@@ -118,6 +118,11 @@ type Lock struct {
 	// workers try and release the members: reused goroutines, whose
 	// stacks have grown through the client's call path already.
 	workers *workers.Pool
+	// givingBack: the give-backs of failed rounds still running, by
+	// owner (see giveBack); a round of the same owner waits for them.
+	givingMu   sync.Mutex
+	givingBack map[string]*giveBackRun
+	giving     atomic.Int32 // len(givingBack): a round reads only this when 0
 }
 
 // New returns a Redlock over members, one per independent Redis master:
@@ -266,8 +271,27 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 			span.SetStatus(codes.Error, err.Error())
 		}
 	}
+	// ended returns the error of a wait that wctx ended.
+	ended := func() error {
+		cause := context.Cause(wctx)
+		if lastErr == nil {
+			lastErr = ErrNotAcquired
+		}
+		if errors.Is(cause, errWait) {
+			finish(tracing.OutcomeNotAcquired, lastErr)
+			return l.wrap(op, lastErr)
+		}
+		finish(tracing.OutcomeCancelled, cause)
+		return l.wrap(op, fmt.Errorf("%w (last attempt: %w)", cause, lastErr))
+	}
 	for {
 		attempts++
+		// A round must not race a give-back of this owner's that is still
+		// running (one an earlier call left behind when its wait ended):
+		// that release could undo what this round takes.
+		if !l.awaitGiveBack(wctx, ownerID) {
+			return nil, ended()
+		}
 		sentAt := l.cfg.Watchdog.Now()
 		began := time.Now()
 		outs := l.tryAll(wctx, ownerID, lease)
@@ -314,8 +338,29 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 			return hold.Start(ctx, l.key(), &hold.Hold{Owner: ownerID, Token: token, Lease: wl}, l.release), nil
 		}
 		// Not held: give back every member, those that seemed to fail too
-		// (their reply may have been lost after they took it).
-		_ = l.releaseAll(ctx, ownerID, l.cfg.NodeTimeout)
+		// (their reply may have been lost after they took it). This matters
+		// for liveness only: a member not given back expires by its lease,
+		// and this owner never counts it as held. So the caller is not held
+		// past the end of its wait for it: the give-back runs on the
+		// workers, each member's bounded by the node timeout, and is
+		// waited for only while the wait goes on (wctx; for TryLock the
+		// caller's ctx): between rounds it is synchronous, so that the next
+		// round does not race its own release, but once the wait has ended
+		// (ctx done, the wait timeout) the caller returns at once and the
+		// give-back finishes in the background (the workers end 100 ms
+		// after it). A later round of the same owner waits for it first
+		// (awaitGiveBack).
+		waitCtx := wctx
+		if once {
+			waitCtx = sctx
+		}
+		giveBackDone := l.giveBack(ctx, ownerID)
+		if waitCtx.Err() == nil {
+			select {
+			case <-giveBackDone:
+			case <-waitCtx.Done():
+			}
+		}
 		if won >= l.quorum {
 			nodeErrs = append(nodeErrs, fmt.Errorf("validity time used up: took %v of a %v lease", elapsed, lease))
 		}
@@ -331,14 +376,77 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 		case <-t.C:
 		case <-wctx.Done():
 			t.Stop()
-			cause := context.Cause(wctx)
-			if errors.Is(cause, errWait) {
-				finish(tracing.OutcomeNotAcquired, lastErr)
-				return nil, l.wrap(op, lastErr)
-			}
-			finish(tracing.OutcomeCancelled, cause)
-			return nil, l.wrap(op, fmt.Errorf("%w (last attempt: %w)", cause, lastErr))
+			return nil, ended()
 		}
+	}
+}
+
+// giveBackRun is one owner's give-backs in flight.
+type giveBackRun struct {
+	n    int           // give-backs running
+	done chan struct{} // closed when n drops to 0
+}
+
+// giveBack releases ownerID's hold on every member in parallel on the
+// workers, each bounded by the node timeout (go-redis's own timeouts bound
+// the first attempt, the node timeout its retries), and returns a channel
+// closed when all have answered or given up. The caller may leave before:
+// the workers finish it, and no goroutine outlives it by more than the
+// workers' linger. Until it is done, ownerID is in givingBack.
+func (l *Lock) giveBack(ctx context.Context, ownerID string) <-chan struct{} {
+	ctx = context.WithoutCancel(ctx)
+	l.givingMu.Lock()
+	if l.givingBack == nil {
+		l.givingBack = make(map[string]*giveBackRun)
+	}
+	run := l.givingBack[ownerID]
+	if run == nil {
+		run = &giveBackRun{done: make(chan struct{})}
+		l.givingBack[ownerID] = run
+		l.giving.Add(1)
+	}
+	run.n++
+	l.givingMu.Unlock()
+
+	done := make(chan struct{})
+	var left atomic.Int32
+	left.Store(int32(len(l.nodes)))
+	for _, n := range l.nodes {
+		l.workers.Go(func() {
+			_, _ = n.Release(ctx, ownerID, l.cfg.NodeTimeout)
+			if left.Add(-1) > 0 {
+				return
+			}
+			close(done)
+			l.givingMu.Lock()
+			if run.n--; run.n == 0 {
+				delete(l.givingBack, ownerID)
+				l.giving.Add(-1)
+				close(run.done)
+			}
+			l.givingMu.Unlock()
+		})
+	}
+	return done
+}
+
+// awaitGiveBack waits until no give-back of ownerID's is running; false
+// when ctx ended first.
+func (l *Lock) awaitGiveBack(ctx context.Context, ownerID string) bool {
+	if l.giving.Load() == 0 {
+		return true
+	}
+	l.givingMu.Lock()
+	run := l.givingBack[ownerID]
+	l.givingMu.Unlock()
+	if run == nil {
+		return true
+	}
+	select {
+	case <-run.done:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

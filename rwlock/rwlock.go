@@ -283,14 +283,45 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 	})
 	if err != nil {
 		if marked {
-			// Gave up: take the mark back so that readers need not wait for
-			// it to expire, and wake them.
-			_ = withdraw.RunRetrying(ctx, rw.client, rw.cfg.UnlockTimeout,
-				[]string{rw.waiters, rw.channel}, ownerID, rw.hub.PublishCommand()).Err()
+			rw.withdrawMark(ctx, ownerID)
 		}
 		return nil, rw.wrap(op, err)
 	}
 	return rw.newHold(ctx, s, ownerID, count, token, sentAt, lease), nil
+}
+
+// withdrawBound caps how long a writer that gave up spends taking its
+// waiting mark back.
+const withdrawBound = 250 * time.Millisecond
+
+// withdrawMark takes back the waiting mark of a writer that gave up (its
+// wait ended: ctx done, the wait timeout, an error), so that the readers
+// it was holding back need not wait for the mark to expire, and wakes
+// them.
+//
+// It is one call (go-redis's own retries aside), on ctx's values but not
+// its cancellation (ctx is usually done by now), bounded by
+// min(UnlockTimeout, withdrawBound), made on the caller's goroutine: no
+// goroutine outlives it. It is not retried for the unlock timeout as a
+// release is: during a partition that held
+// the caller seconds past its deadline, and the withdrawal is only an
+// optimisation. The bound holds when the client applies context deadlines
+// to the network (ContextTimeoutEnabled, as the README advises); otherwise
+// the client's own read/write timeouts bound it, as any call.
+//
+// A mark that is not withdrawn is safe: it grants nothing (mutual
+// exclusion is decided by the lock hash alone), it only asks readers to
+// queue behind this writer, and it is a lease. write_acquire.lua stores it
+// with the score now+lease (server time) and refreshes it at least every
+// lease/3 while the writer waits; a writer that gave up refreshes it no
+// more, and every read and write acquire purges marks whose score has
+// passed (ZREMRANGEBYSCORE) before deciding, while a reader held back by a
+// mark is told to try again when it expires. So a stale mark only delays
+// new readers, by at most one lease, never blocks them for good.
+func (rw *RWMutex) withdrawMark(ctx context.Context, ownerID string) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(rw.cfg.UnlockTimeout, withdrawBound))
+	defer cancel()
+	_ = withdraw.Run(wctx, rw.client, []string{rw.waiters, rw.channel}, ownerID, rw.hub.PublishCommand()).Err()
 }
 
 func (rw *RWMutex) spec(s side, ownerID string, lease time.Duration) watchdog.Spec {

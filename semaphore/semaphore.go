@@ -98,16 +98,34 @@ type Semaphore struct {
 	spanStart   []trace.SpanStartOption
 }
 
+// MaxSize is the largest size a Semaphore takes: the scripts count
+// permits in Lua numbers, doubles, which hold every integer only up to
+// 2^53 (2^53+1 would be stored as 2^53). Permit counts are bounded by the
+// size, so they stay exact too.
+const MaxSize = 1 << 53
+
+// checkSize returns why size cannot be a Semaphore's size, or "".
+func checkSize(size int64) string {
+	switch {
+	case size <= 0:
+		return fmt.Sprintf("size %d must be positive", size)
+	case size > MaxSize:
+		return fmt.Sprintf("size %d exceeds 2^53 (%d), the largest integer Redis's Lua numbers hold exactly", size, int64(MaxSize))
+	}
+	return ""
+}
+
 // New returns the Semaphore called name with size permits on client. It
 // does not touch Redis: the first acquire records the size there, and a
 // Semaphore of the same name built with another size gets ErrSizeMismatch
 // from its first call that reaches Redis. Bad arguments (nil client, empty
-// name, size <= 0, a bad option) are reported as ErrInvalidArgument.
+// name, size <= 0 or > MaxSize, a bad option) are reported as
+// ErrInvalidArgument.
 func New(client redis.UniversalClient, name string, size int64, opts ...Option) *Semaphore {
 	s := &Semaphore{client: client, name: name, cfg: options.Apply(opts)}
 	s.size.Store(size)
-	if s.invalid = s.cfg.Check(client, "semaphore", name); s.invalid == "" && size <= 0 {
-		s.invalid = fmt.Sprintf("size %d must be positive", size)
+	if s.invalid = s.cfg.Check(client, "semaphore", name); s.invalid == "" {
+		s.invalid = checkSize(size)
 	}
 	if s.invalid != "" {
 		return s
@@ -232,8 +250,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 	})
 	if err != nil {
 		if marked {
-			_ = withdrawScript.RunRetrying(ctx, s.client, s.cfg.UnlockTimeout,
-				[]string{s.waiters, s.marks, s.channel}, permitID, s.hub.PublishCommand()).Err()
+			s.withdrawMark(ctx, permitID)
 		}
 		return nil, s.wrap(op, err)
 	}
@@ -246,6 +263,41 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		Primitive: primitive,
 	}, sentAt)
 	return hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Data: permitID}, s.release), nil
+}
+
+// withdrawBound caps how long a waiter that gave up spends taking its
+// place in the queue back.
+const withdrawBound = 250 * time.Millisecond
+
+// withdrawMark takes back the queue entry (waiting mark) of a waiter that
+// gave up (its wait ended: ctx done, the wait timeout, an error), so that
+// the waiters behind it need not wait for the mark to expire, and wakes
+// them.
+//
+// It is one call (go-redis's own retries aside), on ctx's values but not
+// its cancellation (ctx is usually done by now), bounded by
+// min(UnlockTimeout, withdrawBound), made on the caller's goroutine: no
+// goroutine outlives it. It is not retried for the unlock timeout as a
+// release is: during a partition that held the caller seconds past its
+// deadline, and the withdrawal is only an optimisation. The bound holds
+// when the client applies context deadlines to the network
+// (ContextTimeoutEnabled, as the README advises); otherwise the client's
+// own read/write timeouts bound it, as any call.
+//
+// A mark that is not withdrawn is safe: it holds no permit (the permits
+// zset and the used count are all that admit a holder), it only makes
+// later waiters queue behind it, and it is a lease. acquire.lua records
+// its expiry, now+lease in server time, in the marks hash and refreshes
+// it at least every lease/3 while the waiter waits (the ttl it returns is
+// at most lease/3); a waiter that gave up refreshes it no more, and every
+// acquire drops the marks whose expiry has passed before it looks at the
+// head of the queue, while the waiters behind a mark retry at least every
+// lease/3. So a stale mark only delays the others, by at most one lease,
+// never blocks them for good.
+func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(s.cfg.UnlockTimeout, withdrawBound))
+	defer cancel()
+	_ = withdrawScript.Run(wctx, s.client, []string{s.waiters, s.marks, s.channel}, waiterID, s.hub.PublishCommand()).Err()
 }
 
 // Release gives back the permits of the acquisition that returned ctx (or
@@ -309,8 +361,8 @@ func (s *Semaphore) Resize(ctx context.Context, size int64) error {
 	if err := s.check("resize", ctx); err != nil {
 		return err
 	}
-	if size <= 0 {
-		return errs.Invalid("resize", primitive, s.name, fmt.Sprintf("size %d must be positive", size))
+	if reason := checkSize(size); reason != "" {
+		return errs.Invalid("resize", primitive, s.name, reason)
 	}
 	s.resizing.Lock()
 	defer s.resizing.Unlock()

@@ -3,7 +3,15 @@ package acquire
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -141,21 +149,29 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 	if try == nil {
 		try = req.Attempt.Try
 	}
+	// A ctx that has already ended gets no try; any other acquire makes
+	// its first try whatever the wait bound, as Redisson's tryLock does:
+	// the bound limits waiting, and a free lock or a re-entry never waits.
+	if ctx.Err() != nil {
+		return 0, context.Cause(ctx)
+	}
+	var deadline time.Time
 	if req.Wait > 0 && !req.Once {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, req.Wait, errWaitTimeout)
-		defer cancel()
+		deadline = time.Now().Add(req.Wait) // measured from the call, as Redisson does
 	}
+	// lastErr is the transient error of the last try (or Join) made while
+	// waiting, nil once a try answers again: the reason shown with the end
+	// of ctx, since it may be why the wait did not succeed.
+	var lastErr error
 	done := func() error {
-		if cause := context.Cause(ctx); errors.Is(cause, errWaitTimeout) {
-			return errs.ErrNotAcquired
-		} else if cause != nil {
-			return cause
+		cause := context.Cause(ctx)
+		if errors.Is(cause, errWaitTimeout) {
+			cause = errs.ErrNotAcquired
 		}
-		return nil
-	}
-	if err := done(); err != nil {
-		return 0, err
+		if cause != nil && lastErr != nil {
+			return fmt.Errorf("%w (last error while waiting: %w)", cause, lastErr)
+		}
+		return cause
 	}
 
 	var res Result
@@ -165,7 +181,10 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 		res, err = try(ctx)
 		if err != nil {
 			// As after every try: an error caused by the end of ctx is
-			// that end (the wait bound, the caller's cause).
+			// that end (the wait bound, the caller's cause). Any other
+			// error of the first try is returned at once: Redis could not
+			// be reached when the acquire began, and the caller hears so
+			// rather than waiting for an outage to end.
 			if d := done(); d != nil {
 				return attempts, d
 			}
@@ -179,13 +198,52 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 		}
 		tried = true
 	}
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadlineCause(ctx, deadline, errWaitTimeout)
+		defer cancel()
+		if d := done(); d != nil {
+			return attempts, d // the bound passed during the first try
+		}
+	}
 
+	var bo backoff
 	w, err := req.Hub.Join(ctx, req.Channel, req.Shared)
-	if err != nil {
+	for err != nil {
 		if d := done(); d != nil {
 			return attempts, d
 		}
-		return attempts, err
+		// Without a try made first, the Join was this acquire's first
+		// contact with Redis: its error is returned at once, as a first
+		// try's is. A closed pub/sub connection is made anew by the next
+		// Join; a closed client shows in the try below.
+		if !tried || !(Transient(err) || errors.Is(err, redis.ErrClosed)) {
+			return attempts, err
+		}
+		lastErr = err
+		if !sleep(ctx, bo.next()) {
+			return attempts, done()
+		}
+		// The lock may have been freed meanwhile, with no one subscribed
+		// to tell: try again (unless local waiters queued meanwhile, whom
+		// a try would pass), then join again.
+		if req.Direct || !req.Hub.Waiting(req.Channel) {
+			attempts++
+			res, err = try(ctx)
+			switch {
+			case err == nil && res.Acquired:
+				return attempts, nil
+			case err == nil:
+				lastErr = nil
+			case done() != nil:
+				return attempts, done()
+			case !Transient(err):
+				return attempts, err
+			default:
+				lastErr = err
+			}
+		}
+		w, err = req.Hub.Join(ctx, req.Channel, req.Shared)
 	}
 	acquired := false
 	defer func() {
@@ -230,19 +288,33 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 			if req.HandOff != nil {
 				w.EndTry()
 			}
-			if err != nil {
-				if d := done(); d != nil {
-					return attempts, d
+			switch {
+			case err == nil:
+				lastErr = nil
+				bo = backoff{}
+				if res.Acquired {
+					acquired = true
+					return attempts, nil
 				}
+				fallback = res.TTL
+				if fallback < 0 {
+					fallback = max(req.Hold, time.Second)
+				}
+			case done() != nil:
+				return attempts, done()
+			case !Transient(err):
+				// Redis refused the try (a script error, a bad argument):
+				// it would fail again, so the acquire ends with it. (A try
+				// made here first, after queueing behind local waiters,
+				// is no exception: the Join reached Redis.)
 				return attempts, err
-			}
-			if res.Acquired {
-				acquired = true
-				return attempts, nil
-			}
-			fallback = res.TTL
-			if fallback < 0 {
-				fallback = max(req.Hold, time.Second)
+			default:
+				// Redis unreachable, restarting, failing over: the wait
+				// goes on (bounded by ctx alone) and the head tries again
+				// after a backoff, or at the next wake-up, such as the
+				// confirmation of a resubscription after the outage.
+				lastErr = err
+				fallback = bo.next()
 			}
 		}
 		tryNow = false
@@ -281,4 +353,68 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 			tryNow = false
 		}
 	}
+}
+
+// backoff spaces the tries of a waiter whose tries fail with a transient
+// error: 10 ms doubling to 1 s, each delay jittered (half fixed, half
+// random) so that the waiters of many processes do not retry in step when
+// Redis comes back.
+type backoff struct{ d time.Duration }
+
+func (b *backoff) next() time.Duration {
+	b.d = min(max(2*b.d, 10*time.Millisecond), time.Second)
+	return b.d/2 + rand.N(b.d/2+1)
+}
+
+// sleep waits d or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Transient reports whether err may pass with time, so that a waiter
+// keeps waiting through it rather than giving up: the network (a dial
+// error, a reset or closed connection, a timeout), a Redis that is
+// loading, failing over or resharding (LOADING, READONLY, MASTERDOWN,
+// CLUSTERDOWN, TRYAGAIN), busy with a script (BUSY) or out of
+// connections. Not transient: an invalid argument, an error Redis replied
+// for the script (those would recur), a closed client, a context's end.
+func Transient(err error) bool {
+	switch {
+	case err == nil,
+		errors.Is(err, errs.ErrInvalidArgument),
+		errors.Is(err, redis.ErrClosed),
+		errors.Is(err, context.Canceled):
+		return false
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		msg := strings.TrimPrefix(rerr.Error(), "ERR ")
+		for _, p := range transientReplies {
+			if strings.HasPrefix(msg, p) {
+				return true
+			}
+		}
+		return false
+	}
+	var nerr net.Error
+	return errors.As(err, &nerr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) ||
+		// A per-call timeout of the try (the caller's own deadline is
+		// checked before this is asked).
+		errors.Is(err, context.DeadlineExceeded)
+}
+
+// transientReplies are the prefixes of Redis error replies that pass.
+var transientReplies = []string{
+	"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY ", "max number of clients",
 }

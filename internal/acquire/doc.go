@@ -6,4 +6,17 @@
 // lock queue locally, first come first served (see package notify), and
 // each acquire is one tracing span whose outcome, attempts and wait time
 // the loop records.
+//
+// The first try is always made, however short the wait bound
+// (Request.Wait), unless the caller's ctx has already ended: the bound
+// limits waiting, and a free lock or a re-entry never waits. An error of
+// that first try (or of the subscription, when the acquire queued behind
+// local waiters without trying) is returned at once: Redis could not be
+// reached when the acquire began. Once waiting, a transient error (see
+// Transient: the network, a Redis loading, failing over or resharding)
+// does not end the wait: the waiter tries again at its next wake-up or
+// after a backoff (10 ms doubling to 1 s, jittered), the only time it
+// polls, and when ctx ends it returns ctx's cause (ErrNotAcquired for the
+// wait bound) wrapped with the last such error. Any other error ends the
+// acquire at once.
 package acquire

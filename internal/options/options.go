@@ -145,11 +145,19 @@ func WithWaitTimeout(d time.Duration) Option {
 	}
 }
 
+// MinUnlockTimeout is the shortest unlock timeout accepted: an unlock
+// latch lives twice the timeout in whole milliseconds, and a shorter one
+// would make that 0 ms, which Redis refuses (SET ... PX 0) after the
+// release script has already written. (Lease and watchdog timeouts, the
+// other durations sent to Redis, are held to MinLease; the wait, node
+// timeout and drift stay in the client.)
+const MinUnlockTimeout = time.Millisecond
+
 // WithUnlockTimeout: see lock.WithUnlockTimeout.
 func WithUnlockTimeout(d time.Duration) Option {
 	return func(c *Config) {
-		if d <= 0 {
-			c.invalid("unlock timeout %v must be positive", d)
+		if d < MinUnlockTimeout {
+			c.invalid("unlock timeout %v must be at least %v", d, MinUnlockTimeout)
 			return
 		}
 		c.UnlockTimeout = d

@@ -34,6 +34,9 @@ func TestInvalidKeepsFirstReason(t *testing.T) {
 		"watchdog": WithWatchdogTimeout(time.Millisecond),
 		"wait":     WithWaitTimeout(-time.Second),
 		"unlock":   WithUnlockTimeout(0),
+		// Latches live 2*timeout in whole ms: 0 ms, refused by Redis.
+		"sub-ms unlock": WithUnlockTimeout(time.Millisecond - 1),
+		"1ns unlock":    WithUnlockTimeout(time.Nanosecond),
 	} {
 		c := Apply([]Option{o, WithLeaseTime(-1)})
 		require.NotEmpty(t, c.Err, name)
@@ -49,4 +52,21 @@ func TestCheckAndLatchPrefix(t *testing.T) {
 	require.Equal(t, "redisson_unlock_latch:{t}x:", LatchPrefix("{t}x"))
 	bad := Apply([]Option{WithLeaseTime(0)})
 	require.Contains(t, bad.Check(nil, "lock", "a"), "nil redis client", "the client is checked first")
+}
+
+// Every duration that reaches Redis as milliseconds is at least 1 ms, so
+// that none becomes 0 ms there; the shortest accepted values are accepted.
+func TestShortestDurations(t *testing.T) {
+	c := Apply([]Option{WithUnlockTimeout(MinUnlockTimeout), WithLeaseTime(MinLease), WithWatchdogTimeout(MinLease)})
+	require.Empty(t, c.Err)
+	require.Equal(t, MinUnlockTimeout, c.UnlockTimeout)
+	require.Positive(t, (2 * c.UnlockTimeout).Milliseconds(), "the unlock latch's PX")
+	require.Positive(t, c.Lease().Milliseconds())
+	require.GreaterOrEqual(t, MinLease, time.Millisecond)
+
+	for _, d := range []time.Duration{time.Millisecond - 1, time.Microsecond, time.Nanosecond, 0, -time.Millisecond} {
+		c := Apply([]Option{WithUnlockTimeout(d)})
+		require.Contains(t, c.Err, "unlock timeout", d)
+		require.Equal(t, DefaultUnlockTimeout, c.UnlockTimeout, "a refused value is not kept")
+	}
 }

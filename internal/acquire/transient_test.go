@@ -1,0 +1,234 @@
+package acquire_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/errs"
+	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/redistest"
+)
+
+// A wait bound shorter than a round trip bounds only the waiting: the
+// first try is always made, so a free lock and a re-entry are taken, and
+// a held lock is refused after that one try, without subscribing.
+func TestShortWaitBound(t *testing.T) {
+	t.Parallel()
+	forBackends(t, func(t *testing.T, env *redistest.Env) {
+		hub := notify.For(env.Client)
+		for _, c := range []struct {
+			name   string
+			holder string
+			direct bool
+		}{{"free", "", false}, {"reentry", "me", true}} {
+			t.Run(c.name, func(t *testing.T) {
+				m := newMock(c.holder, long)
+				req := request(hub, channelOf(t), m.try("me"))
+				req.Wait = time.Nanosecond
+				req.Direct = c.direct
+				require.NoError(t, acquire.Do(testContext(t), req))
+				assert.Equal(t, "me", m.heldBy())
+				assert.Equal(t, 1, m.tries())
+			})
+		}
+		t.Run("held", func(t *testing.T) {
+			ctx := testContext(t)
+			m := newMock("other", long)
+			req := request(hub, channelOf(t), m.try("me"))
+			req.Wait = time.Nanosecond
+			require.ErrorIs(t, acquire.Do(ctx, req), errs.ErrNotAcquired)
+			assert.Equal(t, 1, m.tries())
+			requireNoPubSubEventually(t, ctx, env, hub, channelOf(t))
+		})
+	})
+}
+
+// flaky is a lock held by another owner whose tries fail with err from
+// try number from to try number to (inclusive); from then on the lock is
+// free when free is set.
+type flaky struct {
+	mu       sync.Mutex
+	from, to int
+	err      error
+	free     bool
+	calls    int
+	acquired bool
+}
+
+func (f *flaky) try(context.Context) (acquire.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	switch {
+	case f.calls >= f.from && (f.to == 0 || f.calls <= f.to):
+		return acquire.Result{}, f.err
+	case f.calls > f.to && f.to > 0 && f.free:
+		f.acquired = true
+		return acquire.Result{Acquired: true}, nil
+	}
+	return acquire.Result{TTL: long}, nil
+}
+
+func (f *flaky) tries() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+func refused() error {
+	return &net.OpError{Op: "dial", Net: "tcp", Err: &net.AddrError{Err: "connect: connection refused"}}
+}
+
+// While waiting, a transient error (Redis unreachable, restarting) does
+// not end the acquire: the waiter backs off and tries again, and acquires
+// once Redis answers and the lock is free, although no unlock message
+// came.
+func TestTransientErrorWhileWaitingKeepsWaiting(t *testing.T) {
+	t.Parallel()
+	forBackends(t, func(t *testing.T, env *redistest.Env) {
+		hub := notify.For(env.Client)
+		ctx := testContext(t)
+		// Try 1 finds the lock held; tries 2..6 (the one once subscribed,
+		// then the backoff's) fail; try 7 finds it free.
+		f := &flaky{from: 2, to: 6, err: refused(), free: true}
+		began := time.Now()
+		err := await(t, start(ctx, request(hub, channelOf(t), f.try)), "acquire")
+		require.NoError(t, err)
+		assert.Equal(t, 7, f.tries())
+		// The backoff spaced the tries after the 5 failures (at least 5,
+		// 10, 20, 40, 80 ms: half of each doubling step is fixed), and
+		// did not wait for the 1 min TTL the lock reported.
+		assert.GreaterOrEqual(t, time.Since(began), 150*time.Millisecond)
+		requireNoPubSubEventually(t, ctx, env, hub, channelOf(t))
+	})
+}
+
+// When ctx ends while tries fail with a transient error, the acquire
+// returns ctx's cause (ErrNotAcquired for the wait bound) with the last
+// such error, so the caller sees why it did not get the lock.
+func TestTransientErrorThenContextEndReturnsBoth(t *testing.T) {
+	t.Parallel()
+	forBackends(t, func(t *testing.T, env *redistest.Env) {
+		hub := notify.For(env.Client)
+		errDown := fmt.Errorf("relay: %w", syscall.ECONNREFUSED)
+
+		t.Run("deadline", func(t *testing.T) {
+			f := &flaky{from: 2, err: errDown}
+			ctx, cancel := context.WithTimeout(testContext(t), 300*time.Millisecond)
+			defer cancel()
+			err := await(t, start(ctx, request(hub, channelOf(t), f.try)), "acquire")
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			require.ErrorIs(t, err, syscall.ECONNREFUSED)
+			assert.Greater(t, f.tries(), 3, "it kept trying")
+			requireNoPubSubEventually(t, testContext(t), env, hub, channelOf(t))
+		})
+
+		t.Run("wait bound", func(t *testing.T) {
+			f := &flaky{from: 2, err: errDown}
+			req := request(hub, channelOf(t), f.try)
+			req.Wait = 300 * time.Millisecond
+			err := await(t, start(testContext(t), req), "acquire")
+			require.ErrorIs(t, err, errs.ErrNotAcquired)
+			require.ErrorIs(t, err, syscall.ECONNREFUSED)
+			requireNoPubSubEventually(t, testContext(t), env, hub, channelOf(t))
+		})
+
+		t.Run("answered since", func(t *testing.T) {
+			// The error passed and a later try found the lock held: the
+			// end of ctx is the whole story.
+			f := &flaky{from: 2, to: 2, err: errDown}
+			ctx, cancel := context.WithTimeout(testContext(t), 300*time.Millisecond)
+			defer cancel()
+			err := await(t, start(ctx, request(hub, channelOf(t), f.try)), "acquire")
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			require.NotErrorIs(t, err, syscall.ECONNREFUSED)
+			assert.Equal(t, 3, f.tries(), "one backoff try, then the TTL (1 min) is the timer")
+		})
+	})
+}
+
+// The first try's error is returned at once, transient or not: Redis
+// could not be reached when the acquire began. And an error that is not
+// transient (a script error) ends a wait at once.
+func TestErrorsThatEndTheAcquire(t *testing.T) {
+	t.Parallel()
+	forBackends(t, func(t *testing.T, env *redistest.Env) {
+		hub := notify.For(env.Client)
+
+		t.Run("first try", func(t *testing.T) {
+			f := &flaky{from: 1, err: refused()}
+			err := acquire.Do(testContext(t), request(hub, channelOf(t), f.try))
+			var nerr net.Error
+			require.ErrorAs(t, err, &nerr)
+			assert.Equal(t, 1, f.tries())
+			assert.False(t, hub.Waiting(channelOf(t)))
+		})
+
+		t.Run("script error while waiting", func(t *testing.T) {
+			ctx := testContext(t)
+			f := &flaky{from: 2, err: redisError("ERR user_script:1: Script attempted to access nonexistent global variable 'x'")}
+			err := await(t, start(ctx, request(hub, channelOf(t), f.try)), "acquire")
+			require.ErrorContains(t, err, "user_script")
+			assert.Equal(t, 2, f.tries())
+			requireNoPubSubEventually(t, ctx, env, hub, channelOf(t))
+		})
+	})
+}
+
+// redisError is an error reply as go-redis returns it.
+type redisError string
+
+func (e redisError) Error() string { return string(e) }
+func (redisError) RedisError()     {}
+
+func TestTransient(t *testing.T) {
+	t.Parallel()
+	var _ redis.Error = redisError("")
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{refused(), true},
+		{fmt.Errorf("wrapped: %w", refused()), true},
+		{&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, true},
+		{syscall.ECONNREFUSED, true},
+		{syscall.EPIPE, true},
+		{io.EOF, true},
+		{io.ErrUnexpectedEOF, true},
+		{redis.ErrPoolTimeout, true},
+		{context.DeadlineExceeded, true}, // a per-call timeout: the caller's own end is checked first
+		{redisError("LOADING Redis is loading the dataset in memory"), true},
+		{redisError("READONLY You can't write against a read only replica."), true},
+		{redisError("MASTERDOWN Link with MASTER is down"), true},
+		{redisError("CLUSTERDOWN The cluster is down"), true},
+		{redisError("TRYAGAIN Multiple keys request during rehashing of slot"), true},
+		{redisError("BUSY Redis is busy running a script."), true},
+		{redisError("ERR max number of clients reached"), true},
+
+		{nil, false},
+		{errors.New("boom"), false},
+		{redisError("ERR user_script:1: Script attempted to access nonexistent global variable"), false},
+		{redisError("NOSCRIPT No matching script. Please use EVAL."), false},
+		{redisError("NOPERM this user has no permissions to access the channel"), false},
+		{redisError("BUSYGROUP Consumer Group name already exists"), false},
+		{errs.Invalid("lock", "lock", "x", "bad"), false},
+		{redis.ErrClosed, false},
+		{context.Canceled, false},
+		{errs.ErrNotAcquired, false},
+		{redis.Nil, false},
+	} {
+		assert.Equal(t, c.want, acquire.Transient(c.err), "%v", c.err)
+	}
+}
