@@ -163,9 +163,11 @@ func (h *Hub) Join(ctx context.Context, channel string, shared bool) (*Waiter, e
 }
 
 // Leave takes w out of its queue. acquired says w leaves because it got
-// the lock: the next waiter becomes head but is not woken (the lock is
-// held; it will be woken by the release), and hold is how long that hold
-// may last, its fallback timer. Otherwise the next head is woken to try.
+// the lock: the next waiter becomes head but is not woken to try (the lock
+// is held; it will be woken by the release), and hold is how long that
+// hold may last, its fallback timer; after a shared waiter got in, though,
+// the new heads are woken to try (readers may join it, a writer must mark
+// itself). Otherwise the next head is woken to try.
 func (w *Waiter) Leave(acquired bool, hold time.Duration) {
 	w.h.mu.Lock()
 	defer w.h.mu.Unlock()
@@ -198,8 +200,14 @@ func (h *Hub) removeLocked(w *Waiter, acquired bool, hold time.Duration) {
 	if wasHead {
 		if acquired {
 			for _, n := range q.heads() {
-				if w.shared && n.shared {
-					n.kicked = true // a reader got in: the readers beside it may too
+				if w.shared {
+					// A reader got in: the readers beside it may too. A
+					// writer now at the head must try at once as well, to
+					// mark itself waiting: readers of other processes that
+					// come and go hand over hand keep the lock from ever
+					// falling free, so no unlock would wake it before its
+					// fallback timer.
+					n.kicked = true
 				} else {
 					n.hint = hold
 				}

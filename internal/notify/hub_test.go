@@ -1054,3 +1054,21 @@ func TestRefuseKicksTheWaiter(t *testing.T) {
 	require.True(t, w.BeginTry())
 	w.EndTry()
 }
+
+// A reader that got in promotes the writer behind it with a kick, not a
+// hint: the writer must try at once to mark itself waiting, since readers
+// of other processes may keep the lock from ever falling free.
+func TestWriterPromotedByAReaderThatGotInIsKicked(t *testing.T) {
+	t.Parallel()
+	_, client := redistest.Miniredis(t)
+	ctx := testContext(t)
+	h := notify.For(client)
+	ch := chanName(t, 0)
+
+	r1 := join(t, ctx, h, ch, true)
+	x2 := join(t, ctx, h, ch, false)
+	r1.Leave(true, 30*time.Second)
+	requireWoken(t, x2, "writer promoted by the reader that got in")
+	requireTake(t, x2, true, 0, "a kick: try now")
+	assert.True(t, x2.Head())
+}
