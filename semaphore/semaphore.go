@@ -212,7 +212,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		sentAt = wd.Now()
 		vals, err := acquireScript.Run(ctx, s.client,
 			[]string{s.name, s.permits, s.weights, s.waiters, s.marks, s.channel},
-			size, n, permitID, lease.Milliseconds(), waiterID, s.hub.PublishCommand()).Int64Slice()
+			size, n, permitID, lease.Milliseconds(), waiterID, s.hub.PublishCommand(), min(lease, maxMarkLife).Milliseconds()).Int64Slice()
 		s.resizing.RUnlock()
 		if err != nil {
 			return acquire.Result{}, err
@@ -265,6 +265,12 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 	return hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Data: permitID}, s.release), nil
 }
 
+// maxMarkLife bounds the life of a waiter's mark in the queue. A waiting
+// head refreshes its mark every third of it (a try a second at most), and
+// a mark that its waiter could not take back when giving up (Redis was
+// unreachable) holds the waiters behind it back no longer than this.
+const maxMarkLife = 3 * time.Second
+
 // withdrawBound caps how long a waiter that gave up spends taking its
 // place in the queue back.
 const withdrawBound = 250 * time.Millisecond
@@ -287,13 +293,12 @@ const withdrawBound = 250 * time.Millisecond
 // A mark that is not withdrawn is safe: it holds no permit (the permits
 // zset and the used count are all that admit a holder), it only makes
 // later waiters queue behind it, and it is a lease. acquire.lua records
-// its expiry, now+lease in server time, in the marks hash and refreshes
-// it at least every lease/3 while the waiter waits (the ttl it returns is
-// at most lease/3); a waiter that gave up refreshes it no more, and every
-// acquire drops the marks whose expiry has passed before it looks at the
-// head of the queue, while the waiters behind a mark retry at least every
-// lease/3. So a stale mark only delays the others, by at most one lease,
-// never blocks them for good.
+// its expiry, now + min(lease, maxMarkLife) in server time, and a waiting
+// head refreshes it at least every third of that (the ttl it returns); a
+// waiter that gave up refreshes it no more, every acquire drops the marks
+// whose expiry has passed before it looks at the head of the queue, and
+// the waiters behind a mark retry at least as often. So a stale mark only
+// delays the others, by maxMarkLife at most, never blocks them for good.
 func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(s.cfg.UnlockTimeout, withdrawBound))
 	defer cancel()

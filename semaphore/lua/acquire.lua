@@ -20,10 +20,13 @@
 -- ARGV[5]  waiter id, or "" for an attempt that must not mark (a single
 --          attempt, or one made before the waiter queued locally)
 -- ARGV[6]  publish command: publish, or spublish on a cluster
+-- ARGV[7]  life of a waiter's mark in milliseconds (at most the lease): a
+--          mark left by a waiter that gave up and could not take it back
+--          (Redis unreachable then) holds the others back this long at most
 --
 -- Returns {1, available} when acquired; {0, ttl} when it must wait (ttl:
 -- when to try at the latest: the earliest permit expiry, at most a third
--- of the lease so the mark stays fresh); {-2, size} when Redis records
+-- of the mark's life so the mark stays fresh); {-2, size} when Redis records
 -- another size; {-3, size} when n exceeds the recorded size.
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -85,9 +88,10 @@ if ARGV[5] ~= '' then
   if redis.call('zscore', KEYS[4], ARGV[5]) == false then
     redis.call('zadd', KEYS[4], now, ARGV[5])
   end
-  redis.call('hset', KEYS[5], ARGV[5], now + lease)
+  redis.call('hset', KEYS[5], ARGV[5], now + tonumber(ARGV[7]))
 end
-local ttl = math.floor(lease / 3)
+-- try again by then at the latest: the mark is refreshed in time
+local ttl = math.floor(tonumber(ARGV[7]) / 3)
 local soonest = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
 if #soonest > 0 then
   local left = tonumber(soonest[2]) - now
