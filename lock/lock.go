@@ -45,7 +45,9 @@ func WithLeaseTime(d time.Duration) Option { return options.WithLeaseTime(d) }
 func WithWatchdogTimeout(d time.Duration) Option { return options.WithWatchdogTimeout(d) }
 
 // WithWaitTimeout bounds how long Lock waits (ErrNotAcquired after d),
-// without bounding the hold.
+// without bounding the hold. The first try is made whatever d is (a free
+// lock is taken even when d is shorter than a round trip); it is bounded
+// by ctx and the client's own timeouts.
 func WithWaitTimeout(d time.Duration) Option { return options.WithWaitTimeout(d) }
 
 // WithUnlockTimeout bounds Unlock, which runs on its own timeout because

@@ -9,7 +9,13 @@
 // (lease/10 by default), and holds when the quorum was won within the
 // validity time: lease - elapsed - drift (drift = lease/100 + 2 ms). On
 // failure every member is released, those that seemed to fail too, before
-// the call returns or retries after a random delay. The watchdog renews
+// the next round (after a random delay), or in the background once the
+// wait is over. The first round is made whatever WithWaitTimeout says.
+// One owner's rounds share its owner id on the members (so that a hold
+// re-enters), so a release of a failed round that reaches a stalled member
+// late (it timed out here, but the member ran it after resuming) can undo
+// that owner's next hold on that member; the watchdog then finds the
+// member gone and reports ErrLockLost once the quorum is lost. The watchdog renews
 // every member won and needs the quorum; losing it ends the hold's context
 // with ErrLockLost. Unlock releases every member in parallel and succeeds
 // when a quorum (for NewMulti: all) released.

@@ -96,7 +96,8 @@ func FuzzRedlock(f *testing.F) {
 		}
 		if mask&fuzzOptNodeTimeout != 0 {
 			opts = append(opts, redlock.WithNodeTimeout(time.Duration(nodeTimeout)))
-			valid = valid && nodeTimeout > 0
+			// It is the give-back's unlock timeout too: at least 1 ms.
+			valid = valid && time.Duration(nodeTimeout) >= options.MinUnlockTimeout
 		}
 		if mask&fuzzOptDrift != 0 {
 			opts = append(opts, redlock.WithDrift(time.Duration(drift)))

@@ -286,15 +286,25 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 	}
 	for {
 		attempts++
-		// A round must not race a give-back of this owner's that is still
-		// running (one an earlier call left behind when its wait ended):
-		// that release could undo what this round takes.
+		// A round does not start while a give-back of this owner's that an
+		// earlier call left behind is still running: that release could
+		// undo what this round takes. (This narrows the race, it does not
+		// close it: a release that timed out, or a try left behind on a
+		// stalled member, may still reach that member later. See the
+		// package documentation.)
 		if !l.awaitGiveBack(wctx, ownerID) {
 			return nil, ended()
 		}
+		// The first round is made whatever the wait bound, as a lock's
+		// first try is: a bound shorter than a round trip must not refuse
+		// free members. Later rounds are bounded by it.
+		roundCtx := wctx
+		if attempts == 1 {
+			roundCtx = sctx
+		}
 		sentAt := l.cfg.Watchdog.Now()
 		began := time.Now()
-		outs := l.tryAll(wctx, ownerID, lease)
+		outs := l.tryAll(roundCtx, ownerID, lease)
 		elapsed := time.Since(began)
 		won, token := 0, int64(0)
 		var nodeErrs []error

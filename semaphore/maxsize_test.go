@@ -67,3 +67,23 @@ func TestPermitCountAboveSizeIsInvalid(t *testing.T) {
 		require.ErrorIs(t, err, semaphore.ErrInvalidArgument, "n %d", n)
 	}
 }
+
+// At the largest size the scripts still count exactly: with 2^53-1 of
+// 2^53 permits in use, a request for 2 must not fit (2^53+1 would round
+// to 2^53 as a double).
+func TestLargestSizeCountsExactly(t *testing.T) {
+	each(t, func(t *testing.T, env *env) {
+		ctx := ctxT(t)
+		s := semaphore.New(env.Universal, "largest", semaphore.MaxSize)
+		big, err := s.Acquire(ctx, semaphore.MaxSize-1)
+		require.NoError(t, err)
+		_, err = s.TryAcquire(ctx, 2)
+		require.ErrorIs(t, err, semaphore.ErrNotAcquired)
+		one, err := s.TryAcquire(ctx, 1)
+		require.NoError(t, err)
+		require.EqualValues(t, 0, available(t, s))
+		require.NoError(t, s.Release(one))
+		require.NoError(t, s.Release(big))
+		require.EqualValues(t, semaphore.MaxSize, available(t, s))
+	})
+}

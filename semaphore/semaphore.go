@@ -101,7 +101,8 @@ type Semaphore struct {
 // MaxSize is the largest size a Semaphore takes: the scripts count
 // permits in Lua numbers, doubles, which hold every integer only up to
 // 2^53 (2^53+1 would be stored as 2^53). Permit counts are bounded by the
-// size, so they stay exact too.
+// size, and the scripts compare n with size - used rather than adding, so
+// no intermediate passes the size.
 const MaxSize = 1 << 53
 
 // checkSize returns why size cannot be a Semaphore's size, or "".

@@ -396,9 +396,11 @@ func lossReason(l *Lease) string {
 	return "lease ended"
 }
 
-// OnLost registers f to be called once if the lease is lost (from the
-// watchdog's goroutine: f must not block); the returned func unregisters it. When the lease is
-// already lost, f is called at once.
+// OnLost registers f to be called once if the lease is lost; the returned
+// func unregisters it. f runs on the goroutine that finds the loss: the
+// watchdog's, or the caller of Check or Lose; it must not block, nor take
+// a lock that such a caller may hold. When the lease is already lost, f is
+// called at once.
 func (l *Lease) OnLost(f func(error)) (remove func()) {
 	w := l.w
 	w.mu.Lock()

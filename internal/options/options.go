@@ -149,8 +149,9 @@ func WithWaitTimeout(d time.Duration) Option {
 // latch lives twice the timeout in whole milliseconds, and a shorter one
 // would make that 0 ms, which Redis refuses (SET ... PX 0) after the
 // release script has already written. (Lease and watchdog timeouts, the
-// other durations sent to Redis, are held to MinLease; the wait, node
-// timeout and drift stay in the client.)
+// other durations sent to Redis, are held to MinLease; a Redlock's node
+// timeout is an unlock timeout too, when a failed round gives members
+// back; the wait and drift stay in the client.)
 const MinUnlockTimeout = time.Millisecond
 
 // WithUnlockTimeout: see lock.WithUnlockTimeout.
@@ -177,8 +178,10 @@ func WithWatchdog(w *watchdog.Watchdog) Option {
 // WithNodeTimeout: see redlock.WithNodeTimeout.
 func WithNodeTimeout(d time.Duration) Option {
 	return func(c *Config) {
-		if d <= 0 {
-			c.invalid("node timeout %v must be positive", d)
+		// A failed round gives members back with it as their unlock
+		// timeout, which becomes an unlock latch's life in milliseconds.
+		if d < MinUnlockTimeout {
+			c.invalid("node timeout %v must be at least %v", d, MinUnlockTimeout)
 			return
 		}
 		c.NodeTimeout = d

@@ -70,3 +70,14 @@ func TestShortestDurations(t *testing.T) {
 		require.Equal(t, DefaultUnlockTimeout, c.UnlockTimeout, "a refused value is not kept")
 	}
 }
+
+// A Redlock's node timeout is the unlock timeout of a failed round's
+// give-back, so it is held to the same minimum.
+func TestNodeTimeoutAtLeastAMillisecond(t *testing.T) {
+	for _, d := range []time.Duration{time.Millisecond - 1, time.Nanosecond, 0, -time.Second} {
+		require.Contains(t, Apply([]Option{WithNodeTimeout(d)}).Err, "node timeout", d)
+	}
+	c := Apply([]Option{WithNodeTimeout(time.Millisecond)})
+	require.Empty(t, c.Err)
+	require.Equal(t, time.Millisecond, c.NodeTimeout)
+}

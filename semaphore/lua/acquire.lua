@@ -69,7 +69,9 @@ end
 
 local head = redis.call('zrange', KEYS[4], 0, 0)
 local first = #head == 0 or head[1] == ARGV[5]
-if first and used + n <= size then
+-- n <= size - used, not used + n <= size: numbers are doubles, and the
+-- sum may pass 2^53 where it is no longer exact
+if first and n <= size - used then
   redis.call('zadd', KEYS[2], now + lease, ARGV[3])
   redis.call('hset', KEYS[3], ARGV[3], n)
   redis.call('hset', KEYS[1], 'used', used + n)
