@@ -88,6 +88,7 @@ type NodeError struct {
 	Err     error // the cause, for OutcomeTimeout and OutcomeError
 }
 
+// Error names the member and its outcome.
 func (e *NodeError) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("member %d (%s): %s: %v", e.Index, e.Node, e.Outcome, e.Err)
@@ -95,6 +96,8 @@ func (e *NodeError) Error() string {
 	return fmt.Sprintf("member %d (%s): %s", e.Index, e.Node, e.Outcome)
 }
 
+// Unwrap returns the member's error: ErrNotAcquired when another owner
+// held it, else its error (nil when there was none).
 func (e *NodeError) Unwrap() error {
 	if e.Outcome == OutcomeHeld {
 		return ErrNotAcquired

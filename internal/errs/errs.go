@@ -26,6 +26,7 @@ type Error struct {
 	Err  error
 }
 
+// Error reads "relock: <op> <primitive> \"<name>\": <reason>".
 func (e *Error) Error() string {
 	kind := e.Kind
 	if kind == "" {
@@ -34,6 +35,7 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("relock: %s %s %q: %v", e.Op, kind, e.Name, e.Err)
 }
 
+// Unwrap returns the reason, so errors.Is finds the sentinel in it.
 func (e *Error) Unwrap() error { return e.Err }
 
 // New wraps err with the operation and the lock; nil stays nil.

@@ -21,6 +21,7 @@ const (
 	Permits
 )
 
+// String names the kind as the reports print it.
 func (k Kind) String() string {
 	switch k {
 	case Exclusive:
@@ -49,6 +50,7 @@ type Hold struct {
 	Acquired, Released time.Time
 }
 
+// String describes the hold in one line, for reports.
 func (h Hold) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %q", h.Kind, h.Lock)
@@ -83,6 +85,7 @@ const (
 	Malformed
 )
 
+// String names the problem as the reports print it.
 func (p Problem) String() string {
 	switch p {
 	case Overlap:
@@ -107,6 +110,7 @@ type Violation struct {
 	Detail  string
 }
 
+// String describes the violation and the holds involved, for reports.
 func (v Violation) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s on %q", v.Problem, v.Lock)
