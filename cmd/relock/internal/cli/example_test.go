@@ -1,0 +1,41 @@
+package cli_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/cmd/relock/internal/cli"
+)
+
+func Example() {
+	mr, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	ctx := context.Background()
+	// a lock as lock.Mutex writes it, without its TTL (a leak)
+	rdb.HSet(ctx, "order:1", "6f1c2a9e-0000-4000-8000-000000000001:7", 1)
+	rdb.Set(ctx, "redisson_lock_token:{order:1}", 4, 0)
+
+	app := &cli.App{Stdout: os.Stdout, Stderr: os.Stdout}
+	code := app.Run(ctx, []string{"ls", "--addr", mr.Addr()})
+	fmt.Println("exit", code)
+	code = app.Run(ctx, []string{"--addr", mr.Addr(), "leaks"})
+	fmt.Println("exit", code)
+	// Output:
+	// NAME     KIND  STATE  TTL   TOKEN  WAITERS  HOLDER                                  SIDE  COUNT  LEASE
+	// order:1  lock  held   none  4      0        6f1c2a9e-0000-4000-8000-000000000001:7  hold  1      none
+	// exit 0
+	// KEY      PROBLEM  HOLDER  DETAIL
+	// order:1  no-ttl   -       lock hash without TTL: its holders (6f1c2a9e-0000-4000-8000-000000000001:7) never expire
+	// 1 leak(s) found
+	// kept on purpose, not leaks: 1 fencing counter(s) (redisson_lock_token:*, never expire so that tokens keep increasing), 0 semaphore size record(s) (the semaphore hash: size, used)
+	// exit 3
+}

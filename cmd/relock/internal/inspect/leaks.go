@@ -1,0 +1,295 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/keys"
+)
+
+// Finding is one leak: a key of ours that will not go away on its own, or
+// a holder whose lease has ended but who is still listed.
+type Finding struct {
+	Key string `json:"key"`
+	// Name is the lock, rwlock or semaphore the key belongs to, when known.
+	Name string `json:"name"`
+	// Problem is a short code: no-ttl, dead-reader, expired-permit,
+	// orphan-lease-key, orphan-permits, orphan-weight, stale-waiter.
+	Problem string `json:"problem"`
+	// Holder is the owner, permit or waiter concerned, "" for a whole key.
+	Holder string `json:"holder"`
+	// Detail explains the finding in one line.
+	Detail string `json:"detail"`
+}
+
+// Report is what Leaks finds.
+type Report struct {
+	Findings []Finding `json:"findings"`
+	// FencingCounters and SemaphoreRecords count the keys without TTL that
+	// are kept on purpose and are not leaks: redisson_lock_token:{name}
+	// must keep increasing for the life of a lock name, and a semaphore's
+	// hash records its size.
+	FencingCounters  int `json:"fencing_counters_kept"`
+	SemaphoreRecords int `json:"semaphore_records_kept"`
+}
+
+const (
+	tokenPrefix = "redisson_lock_token:"
+	latchPrefix = "redisson_unlock_latch:"
+)
+
+// semaphore auxiliary keys: no TTL on purpose (they empty themselves as
+// permits are released), checked by content.
+var semSuffixes = []string{":permits", ":weights", ":waiters", ":waiter_expiry"}
+
+// Leaks scans the keys matching pattern for leaks:
+//   - locks' and rwlocks' hashes, unlock latches, rwlock lease keys and
+//     write-waiter sets without a TTL (PTTL -1): they never expire;
+//   - rwlock readers still listed whose every lease key is gone, and
+//     semaphore permits whose expiry has passed but are still in the
+//     zset (dead owners: cleaned only by the next acquire);
+//   - rwlock lease keys whose hash is gone or does not list the reader,
+//     semaphore permits or weights without their semaphore or permit;
+//   - semaphore waiters whose mark has expired.
+//
+// Fencing counters and semaphore size records have no TTL on purpose and
+// are only counted. Findings are sorted by key, then holder.
+func (in *Inspector) Leaks(ctx context.Context, pattern string) (Report, error) {
+	rep := Report{Findings: []Finding{}}
+	now, err := in.Now(ctx)
+	if err != nil {
+		return rep, err
+	}
+	add := func(key, name, problem, holder, format string, args ...any) {
+		rep.Findings = append(rep.Findings, Finding{Key: key, Name: name, Problem: problem, Holder: holder, Detail: fmt.Sprintf(format, args...)})
+	}
+
+	// hashes: locks, rwlocks, semaphores, and the semaphores' weights and
+	// waiter marks
+	hashes, err := in.Scan(ctx, pattern, "hash")
+	if err != nil {
+		return rep, err
+	}
+	for _, k := range hashes {
+		if base, suffix, ok := semAux(k); ok {
+			if err := in.semAuxLeaks(ctx, k, base, suffix, now, add); err != nil {
+				return rep, err
+			}
+			continue
+		}
+		e, ok, err := in.get(ctx, k, now)
+		if err != nil {
+			return rep, err
+		}
+		if !ok {
+			continue
+		}
+		switch e.Kind {
+		case KindSemaphore:
+			rep.SemaphoreRecords++
+			for _, h := range e.Holders {
+				if h.Expired {
+					add(keys.Suffix(k, "permits"), k, "expired-permit", h.ID,
+						"permit of %d expired %s ago but is still counted: its holder is dead (reclaimed by the next acquire)", h.Count, ago(h.LeaseMs))
+				}
+			}
+			for _, w := range e.Waiters {
+				if w.MarkMs <= 0 {
+					add(keys.Suffix(k, "waiters"), k, "stale-waiter", w.ID,
+						"waiter's mark expired %s ago: the waiter is gone (removed by the next acquire)", ago(w.MarkMs))
+				}
+			}
+		default:
+			if e.TTLMs == NoTTL {
+				add(k, k, "no-ttl", "", "%s hash without TTL: its %s never expire", e.Kind, holdersText(e.Holders))
+			}
+			for _, h := range e.Holders {
+				if h.Expired {
+					add(k, k, "dead-reader", h.ID,
+						"reader (count %d) is still listed but all its lease keys are gone: it died (purged by the next acquire)", h.Count)
+				}
+			}
+		}
+	}
+
+	// strings: fencing counters, latches, rwlock lease keys
+	strs, err := in.Scan(ctx, pattern, "string")
+	if err != nil {
+		return rep, err
+	}
+	for _, k := range strs {
+		switch {
+		case strings.HasPrefix(k, tokenPrefix):
+			rep.FencingCounters++
+		case strings.HasPrefix(k, latchPrefix):
+			ttl, err := in.pttl(ctx, k)
+			if err != nil {
+				return rep, err
+			}
+			if ttl == NoTTL {
+				add(k, "", "no-ttl", "", "unlock latch without TTL: it is meant to live for twice the unlock timeout")
+			}
+		default:
+			m := leaseKeyRE.FindStringSubmatch(k)
+			if m == nil {
+				continue
+			}
+			if err := in.leaseKeyLeaks(ctx, k, m[1], m[2], m[3], add); err != nil {
+				return rep, err
+			}
+		}
+	}
+
+	// zsets: rwlock write waiters, semaphore permits and waiters
+	zsets, err := in.Scan(ctx, pattern, "zset")
+	if err != nil {
+		return rep, err
+	}
+	for _, k := range zsets {
+		if base, ok := strings.CutSuffix(k, ":rwlock_write_waiters"); ok {
+			ttl, err := in.pttl(ctx, k)
+			if err != nil {
+				return rep, err
+			}
+			if ttl == NoTTL {
+				add(k, unprefix(base), "no-ttl", "", "rwlock write-waiter set without TTL: a dead writer's mark would block readers forever")
+			}
+			continue
+		}
+		if base, suffix, ok := semAux(k); ok {
+			if err := in.semAuxLeaks(ctx, k, base, suffix, now, add); err != nil {
+				return rep, err
+			}
+		}
+	}
+	sort.SliceStable(rep.Findings, func(i, j int) bool {
+		a, b := rep.Findings[i], rep.Findings[j]
+		if a.Key != b.Key {
+			return a.Key < b.Key
+		}
+		return a.Holder < b.Holder
+	})
+	return rep, nil
+}
+
+// semAux splits a semaphore auxiliary key into its base ({name} or a name
+// with its own tag) and suffix.
+func semAux(k string) (base, suffix string, ok bool) {
+	for _, s := range semSuffixes {
+		if b, ok := strings.CutSuffix(k, s); ok && b != "" {
+			return b, s, true
+		}
+	}
+	return "", "", false
+}
+
+// unprefix turns the base of an auxiliary key back into the name: "{name}"
+// becomes name, a name with its own tag stays.
+func unprefix(base string) string {
+	if strings.HasPrefix(base, "{") && strings.HasSuffix(base, "}") && strings.Count(base, "{") == 1 && strings.Count(base, "}") == 1 {
+		return base[1 : len(base)-1]
+	}
+	return base
+}
+
+// names is every name whose auxiliary keys have this base: "{a}" may be
+// the base of a (keys.Suffix("a", ...)) and of "{a}" (its own tag).
+func names(base string) []string {
+	if n := unprefix(base); n != base {
+		return []string{n, base}
+	}
+	return []string{base}
+}
+
+type addFunc func(key, name, problem, holder, format string, args ...any)
+
+// semAuxLeaks checks a semaphore's permits, weights, waiters or marks key
+// against its semaphore. Problems the semaphore's own check reports
+// (expired permits, stale waiters) are not repeated here.
+func (in *Inspector) semAuxLeaks(ctx context.Context, k, base, suffix string, now int64, add addFunc) error {
+	var sem string
+	for _, n := range names(base) {
+		fields, err := in.client.HGetAll(ctx, n).Result()
+		if err != nil && !isWrongType(err) {
+			return fmt.Errorf("HGETALL %s: %w", n, err)
+		}
+		if Classify(fields) == KindSemaphore {
+			sem = n
+			break
+		}
+	}
+	if sem == "" {
+		if suffix == ":permits" || suffix == ":weights" {
+			add(k, unprefix(base), "orphan-permits", "", "semaphore %s key but no semaphore hash %q: nothing will reclaim it", strings.TrimPrefix(suffix, ":"), unprefix(base))
+		}
+		return nil
+	}
+	if suffix != ":weights" {
+		return nil
+	}
+	weights, err := in.client.HGetAll(ctx, k).Result()
+	if err != nil {
+		return fmt.Errorf("HGETALL %s: %w", k, err)
+	}
+	permits := keys.Suffix(sem, "permits")
+	for id := range weights {
+		if err := in.client.ZScore(ctx, permits, id).Err(); err != nil {
+			if !isNil(err) {
+				return fmt.Errorf("ZSCORE %s: %w", permits, err)
+			}
+			add(k, sem, "orphan-weight", id, "weight of a permit that is not in %s: kept until the permits zset empties", permits)
+		}
+	}
+	return nil
+}
+
+// leaseKeyLeaks checks an rwlock reader's lease key.
+func (in *Inspector) leaseKeyLeaks(ctx context.Context, k, base, owner, idx string, add addFunc) error {
+	ttl, err := in.pttl(ctx, k)
+	if err != nil {
+		return err
+	}
+	name := unprefix(base)
+	if ttl == NoTTL {
+		add(k, name, "no-ttl", owner, "rwlock lease key without TTL: the reader's lease never ends")
+	}
+	i, _ := strconv.ParseInt(idx, 10, 64)
+	for _, n := range names(base) {
+		c, err := in.client.HGet(ctx, n, owner).Int64()
+		if err == nil && i <= c {
+			if mode, _ := in.client.HGet(ctx, n, "mode").Result(); mode != "" {
+				return nil // listed
+			}
+		}
+		if err != nil && !isNil(err) && !isWrongType(err) {
+			return fmt.Errorf("HGET %s: %w", n, err)
+		}
+	}
+	add(k, name, "orphan-lease-key", owner, "rwlock lease key whose hash %q is gone or no longer lists this read", name)
+	return nil
+}
+
+func isNil(err error) bool { return errors.Is(err, redis.Nil) }
+
+// ago formats a non-positive remaining time in ms as a duration ago.
+func ago(ms int64) string {
+	return (time.Duration(-ms) * time.Millisecond).Round(time.Millisecond).String()
+}
+
+func holdersText(hs []Holder) string {
+	if len(hs) == 0 {
+		return "holders (none listed)"
+	}
+	ids := make([]string, len(hs))
+	for i, h := range hs {
+		ids[i] = h.ID
+	}
+	return "holders (" + strings.Join(ids, ", ") + ")"
+}

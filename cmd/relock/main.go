@@ -1,0 +1,30 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+
+	"github.com/relock-go/relock/cmd/relock/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	app := &cli.App{
+		Stdin:       os.Stdin,
+		Stdout:      os.Stdout,
+		Stderr:      os.Stderr,
+		Getenv:      os.Getenv,
+		Interactive: isTerminal(os.Stdin),
+	}
+	code := app.Run(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// isTerminal reports whether f is a character device (a terminal), so
+// that unlock may ask for confirmation on it.
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
