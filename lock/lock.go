@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock/internal/acquire"
@@ -20,6 +21,7 @@ import (
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/owner"
 	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/tracing"
 	"github.com/relock-go/relock/watchdog"
 )
@@ -57,6 +59,20 @@ func WithUnlockTimeout(d time.Duration) Option { return options.WithUnlockTimeou
 // WithTracerProvider sets where acquire spans go (default: the global
 // OpenTelemetry provider).
 func WithTracerProvider(tp trace.TracerProvider) Option { return options.WithTracerProvider(tp) }
+
+// WithMeterProvider sets where metrics go (default: the global
+// OpenTelemetry provider): acquire duration and count by outcome, hold
+// duration by how the hold ended, holds currently held; see package
+// tracing for the instrument names. The watchdog's own metrics (renewals,
+// failures, leases lost) are set on the watchdog: watchdog.WithMeterProvider.
+func WithMeterProvider(mp metric.MeterProvider) Option { return options.WithMeterProvider(mp) }
+
+// WithNameInMetrics adds the lock name (attribute lock.name) to the
+// metrics of this primitive. Off by default: every distinct name is a
+// time series of its own in every instrument, which grows without bound
+// where names carry ids ("order:1234"); turn it on only for a few
+// well-known names.
+func WithNameInMetrics() Option { return options.WithNameInMetrics() }
 
 // WithWatchdog sets the watchdog that renews leases (default:
 // watchdog.Default(), shared by the process). Tests pass one with a fake
@@ -97,6 +113,8 @@ type Mutex struct {
 	hub         *notify.Hub
 	tracer      trace.Tracer
 	spanStart   []trace.SpanStartOption
+	metrics     *telemetry.Recorder
+	rel         *telemetry.Release // release span and hold metrics
 	// Made once, read-only: what every call would otherwise allocate.
 	nameKeys   []string // {name}
 	nameArg    any      // name, boxed once, as a script key
@@ -131,6 +149,8 @@ func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 		tracing.Primitive.String(primitive),
 		tracing.Watchdog.Bool(m.cfg.Renewed()),
 	)
+	m.metrics = telemetry.For(m.cfg.MeterProvider, primitive, "", name, m.cfg.NameInMetrics)
+	m.rel = &telemetry.Release{Tracer: m.tracer, Name: tracing.SpanReleaseLock, Start: m.spanStart, Metrics: m.metrics}
 	return m
 }
 
@@ -209,15 +229,17 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Cont
 		Wait:     m.cfg.WaitTimeout,
 		Hold:     m.cfg.Lease(),
 		Attempt:  a,
+		Metrics:  m.metrics,
 	}
 	if existing == nil && !once {
 		a.ctx = ctx
 		req.HandOff = a
 	}
-	if err := acquire.Do(ctx, req); err != nil {
+	traced, err := acquire.DoTraced(ctx, req)
+	if err != nil {
 		return nil, m.wrap(op, err)
 	}
-	return m.newHold(ctx, a), nil
+	return m.newHold(ctx, a, traced), nil
 }
 
 // attempt is one acquire's state: what it tries with, and what it got.
@@ -274,7 +296,7 @@ func FencingToken(ctx context.Context) (int64, bool) { return hold.Token(ctx) }
 
 func (m *Mutex) key() hold.Key { return hold.Key{Client: m.client, Kind: primitive, Name: m.name} }
 
-func (m *Mutex) newHold(ctx context.Context, a *attempt) context.Context {
+func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Context {
 	lease := hold.Lease(m.cfg.Watchdog, watchdog.Spec{
 		Kind:      renewKind,
 		Targets:   []watchdog.Target{{Client: m.client, Keys: m.nameKeys, Args: []any{a.owner}}},
@@ -285,7 +307,7 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt) context.Context {
 		Primitive: primitive,
 		Token:     a.token,
 	}, a.count > 1, a.sentAt)
-	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: lease}, m.release)
+	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: lease, Telemetry: m.rel, Traced: traced}, m.release)
 }
 
 // Unlock releases one count of the hold that returned ctx (or that ctx was

@@ -13,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock/internal/acquire"
@@ -21,6 +22,7 @@ import (
 	"github.com/relock-go/relock/internal/member"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/owner"
+	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/internal/workers"
 	"github.com/relock-go/relock/tracing"
 	"github.com/relock-go/relock/watchdog"
@@ -58,6 +60,14 @@ func WithUnlockTimeout(d time.Duration) Option { return options.WithUnlockTimeou
 
 // WithTracerProvider: see lock.WithTracerProvider.
 func WithTracerProvider(tp trace.TracerProvider) Option { return options.WithTracerProvider(tp) }
+
+// WithMeterProvider: see lock.WithMeterProvider. A Redlock also records
+// the members won by each round (relock.redlock.nodes_won).
+func WithMeterProvider(mp metric.MeterProvider) Option { return options.WithMeterProvider(mp) }
+
+// WithNameInMetrics: see lock.WithNameInMetrics (off by default, for
+// cardinality); the name is the members' names joined with commas.
+func WithNameInMetrics() Option { return options.WithNameInMetrics() }
 
 // WithWatchdog: see lock.WithWatchdog.
 func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog(w) }
@@ -118,6 +128,8 @@ type Lock struct {
 	tracer  trace.Tracer
 	// spanStart: kind and the attributes that never change, made once.
 	spanStart []trace.SpanStartOption
+	metrics   *telemetry.Recorder
+	rel       *telemetry.Release // release span and hold metrics
 	// workers try and release the members: reused goroutines, whose
 	// stacks have grown through the client's call path already.
 	workers *workers.Pool
@@ -181,6 +193,8 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 		tracing.Nodes.Int(len(l.nodes)),
 		tracing.Quorum.Int(l.quorum),
 	)
+	l.metrics = telemetry.For(l.cfg.MeterProvider, l.primitive(), "", l.name, l.cfg.NameInMetrics)
+	l.rel = &telemetry.Release{Tracer: l.tracer, Name: tracing.SpanReleaseRedlock, Start: l.spanStart, Metrics: l.metrics}
 	return l
 }
 
@@ -246,6 +260,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 	sctx, span := l.tracer.Start(ctx, tracing.SpanAcquireRedlock, l.spanStart...)
 	defer span.End()
 	recording := span.IsRecording()
+	measured := l.metrics.AcquireEnabled(sctx)
 	if recording {
 		span.SetAttributes(
 			tracing.Owner.String(ownerID),
@@ -264,6 +279,24 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 	attempts := 0
 	var lastErr error
 	finish := func(outcome string, err error) {
+		if measured {
+			m := telemetry.Acquired
+			switch outcome {
+			case tracing.OutcomeNotAcquired:
+				m = telemetry.NotAcquired
+				if !once {
+					m = telemetry.Timeout // the wait bound passed
+				}
+			case tracing.OutcomeCancelled:
+				m = telemetry.Cancelled
+				if errors.Is(err, context.DeadlineExceeded) {
+					m = telemetry.Timeout
+				}
+			case tracing.OutcomeError:
+				m = telemetry.Error
+			}
+			l.metrics.Acquire(sctx, m, time.Since(start))
+		}
 		if !recording {
 			return
 		}
@@ -328,6 +361,9 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 		if recording {
 			span.SetAttributes(tracing.NodesWon.Int(won), tracing.ValidityMillis.Int64(validity.Milliseconds()))
 		}
+		if measured {
+			l.metrics.NodesWon(sctx, won, won >= l.quorum)
+		}
 		if won >= l.quorum && validity > 0 {
 			targets := make([]watchdog.Target, 0, won)
 			for i, o := range outs {
@@ -348,7 +384,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 				span.SetAttributes(tracing.FencingToken.Int64(token))
 			}
 			finish(tracing.OutcomeAcquired, nil)
-			return hold.Start(ctx, l.key(), &hold.Hold{Owner: ownerID, Token: token, Lease: wl}, l.release), nil
+			return hold.Start(ctx, l.key(), &hold.Hold{Owner: ownerID, Token: token, Lease: wl, Telemetry: l.rel, Traced: recording}, l.release), nil
 		}
 		// Not held: give back every member, those that seemed to fail too
 		// (their reply may have been lost after they took it). This matters

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock/internal/acquire"
@@ -19,6 +20,7 @@ import (
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/owner"
 	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/tracing"
 	"github.com/relock-go/relock/watchdog"
 )
@@ -52,6 +54,14 @@ func WithUnlockTimeout(d time.Duration) Option { return options.WithUnlockTimeou
 
 // WithTracerProvider: see lock.WithTracerProvider.
 func WithTracerProvider(tp trace.TracerProvider) Option { return options.WithTracerProvider(tp) }
+
+// WithMeterProvider: see lock.WithMeterProvider. The metrics of an
+// RWMutex carry the side (lock.side: read or write).
+func WithMeterProvider(mp metric.MeterProvider) Option { return options.WithMeterProvider(mp) }
+
+// WithNameInMetrics: see lock.WithNameInMetrics (off by default, for
+// cardinality).
+func WithNameInMetrics() Option { return options.WithNameInMetrics() }
 
 // WithWatchdog: see lock.WithWatchdog.
 func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog(w) }
@@ -108,6 +118,8 @@ type RWMutex struct {
 	hub         *notify.Hub
 	tracer      trace.Tracer
 	spanStart   [2][]trace.SpanStartOption // by side
+	metrics     [2]*telemetry.Recorder     // by side
+	rel         [2]*telemetry.Release      // by side: release span and hold metrics
 }
 
 // New returns the RWMutex called name on client. It does not touch Redis;
@@ -133,6 +145,12 @@ func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 			tracing.Side.String(s.String()),
 			tracing.Watchdog.Bool(rw.cfg.Renewed()),
 		)
+		rw.metrics[s] = telemetry.For(rw.cfg.MeterProvider, primitive, s.String(), name, rw.cfg.NameInMetrics)
+		spanName := tracing.SpanReleaseReadLock
+		if s == write {
+			spanName = tracing.SpanReleaseWriteLock
+		}
+		rw.rel[s] = &telemetry.Release{Tracer: rw.tracer, Name: spanName, Start: rw.spanStart[s], Metrics: rw.metrics[s]}
 	}
 	return rw
 }
@@ -264,7 +282,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 	if s == write {
 		spanName = tracing.SpanAcquireWriteLock
 	}
-	err := acquire.Do(ctx, acquire.Request{
+	traced, err := acquire.DoTraced(ctx, acquire.Request{
 		Tracer:   rw.tracer,
 		SpanName: spanName,
 		Start:    rw.spanStart[s],
@@ -275,11 +293,12 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 		Shared:   s == read,
 		// A re-entry must not queue behind waiters that wait for this very
 		// owner; nor may the writer's own read.
-		Direct: (s == read && (holdsRead || holdsWrite)) || (s == write && holdsWrite),
-		Once:   once,
-		Wait:   rw.cfg.WaitTimeout,
-		Hold:   lease,
-		Try:    try,
+		Direct:  (s == read && (holdsRead || holdsWrite)) || (s == write && holdsWrite),
+		Once:    once,
+		Wait:    rw.cfg.WaitTimeout,
+		Hold:    lease,
+		Try:     try,
+		Metrics: rw.metrics[s],
 	})
 	if err != nil {
 		if marked {
@@ -287,7 +306,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 		}
 		return nil, rw.wrap(op, err)
 	}
-	return rw.newHold(ctx, s, ownerID, count, token, sentAt, lease), nil
+	return rw.newHold(ctx, s, ownerID, count, token, sentAt, lease, traced), nil
 }
 
 // withdrawBound caps how long a writer that gave up spends taking its
@@ -342,7 +361,7 @@ func (rw *RWMutex) spec(s side, ownerID string, lease time.Duration) watchdog.Sp
 	return sp
 }
 
-func (rw *RWMutex) newHold(ctx context.Context, s side, ownerID string, count, token int64, sentAt time.Time, leaseTime time.Duration) context.Context {
+func (rw *RWMutex) newHold(ctx context.Context, s side, ownerID string, count, token int64, sentAt time.Time, leaseTime time.Duration, traced bool) context.Context {
 	sp := rw.spec(s, ownerID, leaseTime)
 	sp.Token = token
 	lease := hold.Lease(rw.cfg.Watchdog, sp, count > 1, sentAt)
@@ -350,7 +369,7 @@ func (rw *RWMutex) newHold(ctx context.Context, s side, ownerID string, count, t
 	if s == write {
 		release = rw.releaseWrite
 	}
-	return hold.Start(ctx, rw.key(s), &hold.Hold{Owner: ownerID, Token: token, Lease: lease}, release)
+	return hold.Start(ctx, rw.key(s), &hold.Hold{Owner: ownerID, Token: token, Lease: lease, Telemetry: rw.rel[s], Traced: traced}, release)
 }
 
 func (rw *RWMutex) latch() string {
@@ -461,7 +480,7 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 		return nil, rw.wrap("downgrade", fmt.Errorf("%w: the write lock was no longer held in Redis", ErrLockLost))
 	}
 	rw.hub.Release(rw.channel)
-	return rw.newHold(parent, read, wh.Owner, vals[0], vals[1], sentAt, rw.cfg.Lease()), nil
+	return rw.newHold(parent, read, wh.Owner, vals[0], vals[1], sentAt, rw.cfg.Lease(), wh.Traced), nil
 }
 
 // Side is one half of an RWMutex as a lock of its own, for APIs that take

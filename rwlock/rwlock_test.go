@@ -1066,6 +1066,19 @@ func TestBadInputWritesNothing(t *testing.T) {
 	})
 }
 
+// acquireSpans returns the ended acquire spans, in order, and counts the
+// release spans (one per release of a traced hold).
+func acquireSpans(rec *tracetest.SpanRecorder) (spans []sdktrace.ReadOnlySpan, releases int) {
+	for _, s := range rec.Ended() {
+		if strings.HasPrefix(s.Name(), "release ") {
+			releases++
+			continue
+		}
+		spans = append(spans, s)
+	}
+	return spans, releases
+}
+
 func TestAcquireSpans(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
@@ -1087,8 +1100,9 @@ func TestAcquireSpans(t *testing.T) {
 		require.ErrorIs(t, err, rwlock.ErrNotAcquired)
 		require.NoError(t, rw.Unlock(w))
 
-		spans := rec.Ended()
+		spans, releases := acquireSpans(rec)
 		require.Len(t, spans, 5)
+		require.Equal(t, 3, releases, "RUnlock, RUnlock, Unlock")
 		want := []struct {
 			name, side, outcome string
 			reentrant           bool

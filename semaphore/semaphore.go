@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock/internal/acquire"
@@ -21,6 +22,7 @@ import (
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/owner"
 	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/tracing"
 	"github.com/relock-go/relock/watchdog"
 )
@@ -53,6 +55,13 @@ func WithUnlockTimeout(d time.Duration) Option { return options.WithUnlockTimeou
 
 // WithTracerProvider sets where acquire spans go.
 func WithTracerProvider(tp trace.TracerProvider) Option { return options.WithTracerProvider(tp) }
+
+// WithMeterProvider: see lock.WithMeterProvider.
+func WithMeterProvider(mp metric.MeterProvider) Option { return options.WithMeterProvider(mp) }
+
+// WithNameInMetrics: see lock.WithNameInMetrics (off by default, for
+// cardinality).
+func WithNameInMetrics() Option { return options.WithNameInMetrics() }
 
 // WithWatchdog sets the watchdog that renews permits.
 func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog(w) }
@@ -96,6 +105,8 @@ type Semaphore struct {
 	hub         *notify.Hub
 	tracer      trace.Tracer
 	spanStart   []trace.SpanStartOption
+	metrics     *telemetry.Recorder
+	rel         *telemetry.Release // release span and hold metrics
 }
 
 // MaxSize is the largest size a Semaphore takes: the scripts count
@@ -144,6 +155,8 @@ func New(client redis.UniversalClient, name string, size int64, opts ...Option) 
 		tracing.Primitive.String(primitive),
 		tracing.Watchdog.Bool(s.cfg.Renewed()),
 	)
+	s.metrics = telemetry.For(s.cfg.MeterProvider, primitive, "", name, s.cfg.NameInMetrics)
+	s.rel = &telemetry.Release{Tracer: s.tracer, Name: tracing.SpanReleaseSemaphore, Start: s.spanStart, Metrics: s.metrics}
 	return s
 }
 
@@ -234,7 +247,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		}
 		return acquire.Result{}, fmt.Errorf("unexpected reply %v", vals)
 	}
-	err := acquire.Do(ctx, acquire.Request{
+	traced, err := acquire.DoTraced(ctx, acquire.Request{
 		Tracer:   s.tracer,
 		SpanName: tracing.SpanAcquireSemaphore,
 		Start:    s.spanStart,
@@ -248,6 +261,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		Hold:     lease,
 		PassOn:   true,
 		Try:      try,
+		Metrics:  s.metrics,
 	})
 	if err != nil {
 		if marked {
@@ -263,7 +277,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		Name:      s.name,
 		Primitive: primitive,
 	}, sentAt)
-	return hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Data: permitID}, s.release), nil
+	return hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Data: permitID, Telemetry: s.rel, Traced: traced}, s.release), nil
 }
 
 // maxMarkLife bounds the life of a waiter's mark in the queue. A waiting

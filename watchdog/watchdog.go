@@ -4,16 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock/internal/clock"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/telemetry"
+	"github.com/relock-go/relock/tracing"
 )
 
 // Clock is the watchdog's time source (see WithClock).
@@ -67,6 +73,19 @@ func WithBatchSize(n int) Option {
 			w.batch = n
 		}
 	}
+}
+
+// WithMeterProvider sets where the watchdog's metrics go (renewals,
+// renewal failures, leases lost; default: the global OpenTelemetry
+// provider when New runs).
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(w *Watchdog) { w.mp = mp }
+}
+
+// WithTracerProvider sets where the span of each renewal pipeline goes
+// (default: the global OpenTelemetry provider).
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(w *Watchdog) { w.tp = tp }
 }
 
 var (
@@ -125,6 +144,12 @@ type Watchdog struct {
 	// aside (the other masters of a Redlock round): one goroutine per client.
 	senders map[redis.UniversalClient]*sender
 
+	mp        metric.MeterProvider
+	tp        trace.TracerProvider
+	metrics   *telemetry.Watchdog
+	tracer    trace.Tracer
+	spanStart []trace.SpanStartOption
+
 	stats struct {
 		renewed, roundTrips, scripts, lost, errors atomic.Int64
 		handoffs                                   atomic.Int64 // wheel goroutines started by handOver
@@ -150,6 +175,9 @@ func New(opts ...Option) *Watchdog {
 	}
 	w.base = w.clock.Now()
 	w.cursor = 0
+	w.metrics = telemetry.NewWatchdog(w.mp)
+	w.tracer = tracing.Tracer(w.tp)
+	w.spanStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
 	return w
 }
 
@@ -483,6 +511,7 @@ func (w *Watchdog) loseLocked(l *Lease, reason string) []func(error) {
 	w.unscheduleLocked(l)
 	w.unregisterLocked(l)
 	w.stats.lost.Add(1)
+	w.metrics.Lost(l.spec.Primitive)
 	cbs := make([]func(error), 0, len(l.onLost))
 	for _, cb := range l.onLost {
 		cbs = append(cbs, cb.f)
@@ -1011,6 +1040,8 @@ func (w *Watchdog) flushNodes(cc *redis.ClusterClient, parts []part, sentAt time
 // exec sends one pipeline of parts and records the replies.
 func (w *Watchdog) exec(c redis.UniversalClient, parts []part, sentAt time.Time) {
 	sent := false
+	var span trace.Span
+	spanCtx := context.Background()
 	for attempt := 0; attempt < 2; attempt++ {
 		pipe := c.Pipeline()
 		w.build(pipe, parts)
@@ -1025,7 +1056,11 @@ func (w *Watchdog) exec(c redis.UniversalClient, parts []part, sentAt time.Time)
 		// A reply after the earliest loss it carries is of no use; until
 		// then it is worth waiting for (a larger pipeline takes longer).
 		timeout := max(deadline.Sub(w.clock.Now()), minReplyTimeout)
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		if span == nil {
+			spanCtx, span = w.tracer.Start(context.Background(), tracing.SpanWatchdogRenew, w.spanStart...)
+			defer span.End()
+		}
+		ctx, cancel := context.WithTimeout(spanCtx, timeout)
 		w.stats.roundTrips.Add(1)
 		w.stats.scripts.Add(int64(pipe.Len()))
 		_, _ = pipe.Exec(ctx) // per-command errors are read below
@@ -1058,6 +1093,8 @@ func (w *Watchdog) exec(c redis.UniversalClient, parts []part, sentAt time.Time)
 
 	now := w.clock.Now()
 	var lost []lostCall
+	var leases, renewed, gone, failed int
+	var firstErr error
 	w.mu.Lock()
 	for _, p := range parts {
 		if p.cmd == nil {
@@ -1072,15 +1109,47 @@ func (w *Watchdog) exec(c redis.UniversalClient, parts []part, sentAt time.Time)
 			case i < len(vals) && vals[i] == int64(1):
 				res = nil
 			}
+			leases++
+			switch {
+			case res == nil:
+				renewed++
+			case res == errGone:
+				gone++
+				w.metrics.Failed(r.l.spec.Primitive, telemetry.Gone, 1)
+			default:
+				failed++
+				if firstErr == nil {
+					firstErr = res
+				}
+				w.metrics.Failed(r.l.spec.Primitive, failureReason(res), 1)
+			}
 			if lc, ok := w.completeLocked(r, res, sentAt, now); ok {
 				lost = append(lost, lc)
 			}
 		}
 	}
 	w.mu.Unlock()
+	if span.IsRecording() {
+		span.SetAttributes(tracing.WatchdogLeases.Int(leases), tracing.WatchdogRenewed.Int(renewed),
+			tracing.WatchdogGone.Int(gone), tracing.WatchdogFailed.Int(failed))
+		if firstErr != nil {
+			span.RecordError(firstErr)
+			span.SetStatus(codes.Error, firstErr.Error())
+		}
+	}
 	for _, lc := range lost {
 		runLost(lc.cbs, lc.err)
 	}
+}
+
+// failureReason classifies a renewal's error: no reply in time, or any
+// other error.
+func failureReason(err error) telemetry.Reason {
+	var nerr net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &nerr) && nerr.Timeout()) {
+		return telemetry.ReplyTimeout
+	}
+	return telemetry.Failed
 }
 
 // build queues one script per non-empty part on p.
@@ -1164,6 +1233,7 @@ func (w *Watchdog) completeLocked(r renewal, res error, sentAt, now time.Time) (
 	case l.okN >= l.spec.Quorum:
 		l.open = false
 		w.stats.renewed.Add(1)
+		w.metrics.Renewed(l.spec.Primitive, 1)
 		if !sentAt.Before(l.lastOK) { // else a RetainAt sent later already moved it
 			due := l.renewAt
 			l.setOKLocked(sentAt)

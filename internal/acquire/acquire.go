@@ -19,6 +19,7 @@ import (
 
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/tracing"
 )
 
@@ -44,6 +45,8 @@ type Request struct {
 	Owner string
 	Lease time.Duration
 	Attrs []attribute.KeyValue
+	// Metrics records the acquire's duration and outcome (nil: none).
+	Metrics *telemetry.Recorder
 
 	Hub     *notify.Hub
 	Channel string
@@ -99,35 +102,61 @@ func SpanStart(attrs ...attribute.KeyValue) []trace.SpanStartOption {
 // ErrNotAcquired on contention (Once) or when Wait passed, the context's
 // cause when ctx ended, or the error of a try.
 func Do(ctx context.Context, req Request) error {
+	_, err := DoTraced(ctx, req)
+	return err
+}
+
+// DoTraced is Do, and reports whether the acquire's span was recording:
+// the hold's release is traced only then (a hold is traced whole or not
+// at all, and an untraced one pays nothing for its release's span).
+func DoTraced(ctx context.Context, req Request) (traced bool, err error) {
 	ctx, span := req.Tracer.Start(ctx, req.SpanName, req.Start...)
 	defer span.End()
-	if !span.IsRecording() {
+	recording := span.IsRecording()
+	measured := req.Metrics.AcquireEnabled(ctx)
+	if !recording && !measured {
 		_, err := loop(ctx, &req)
-		return err
+		return false, err
 	}
-	span.SetAttributes(tracing.Owner.String(req.Owner), tracing.LeaseMillis.Int64(req.Lease.Milliseconds()))
-	span.SetAttributes(req.Attrs...)
+	if recording {
+		span.SetAttributes(tracing.Owner.String(req.Owner), tracing.LeaseMillis.Int64(req.Lease.Milliseconds()))
+		span.SetAttributes(req.Attrs...)
+	}
 	start := time.Now()
 	attempts, err := loop(ctx, &req)
-	outcome := tracing.OutcomeAcquired
+	elapsed := time.Since(start)
+	outcome, metric := tracing.OutcomeAcquired, telemetry.Acquired
 	switch {
 	case err == nil:
 	case errors.Is(err, errs.ErrNotAcquired):
-		outcome = tracing.OutcomeNotAcquired
+		outcome, metric = tracing.OutcomeNotAcquired, telemetry.NotAcquired
+		if !req.Once && req.Wait > 0 && elapsed >= req.Wait {
+			metric = telemetry.Timeout // the wait bound passed
+		}
 	case ctx.Err() != nil && errors.Is(err, context.Cause(ctx)):
-		outcome = tracing.OutcomeCancelled
+		outcome, metric = tracing.OutcomeCancelled, telemetry.Cancelled
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			metric = telemetry.Timeout
+		}
 	default:
-		outcome = tracing.OutcomeError
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
+		outcome, metric = tracing.OutcomeError, telemetry.Error
+		if recording {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
 	}
-	span.SetAttributes(
-		tracing.Outcome.String(outcome),
-		tracing.Attempts.Int(attempts),
-		tracing.WaitMillis.Float64(float64(time.Since(start).Microseconds())/1000),
-		tracing.Try.Bool(req.Once),
-	)
-	return err
+	if measured {
+		req.Metrics.Acquire(ctx, metric, elapsed)
+	}
+	if recording {
+		span.SetAttributes(
+			tracing.Outcome.String(outcome),
+			tracing.Attempts.Int(attempts),
+			tracing.WaitMillis.Float64(float64(elapsed.Microseconds())/1000),
+			tracing.Try.Bool(req.Once),
+		)
+	}
+	return recording, err
 }
 
 var errWaitTimeout = errors.New("wait timeout")

@@ -1,6 +1,6 @@
-// Package doccheck holds the test that keeps the module's documentation
-// whole: every exported identifier of every package (what `go doc`
-// shows) has a doc comment, and every public package has a package
-// comment and an Example. It has no code of its own; Undocumented is
-// exported for the test and for anyone who wants the list.
+// Package doccheck holds the tests that keep the module's documentation
+// whole: every exported identifier of every package (what `go doc` shows)
+// has a doc comment (Undocumented), and every exported function and
+// method of the public packages has an Example (WithoutExample), so that
+// pkg.go.dev shows one and `go test` runs it.
 package doccheck

@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/codes"
 
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/owner"
+	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/watchdog"
 )
 
@@ -31,7 +33,15 @@ type Hold struct {
 	Lease *watchdog.Lease
 	// Data is the primitive's own (a semaphore's permit id, ...).
 	Data any
+	// Telemetry, when set, is the primitive's: its release span and
+	// hold metrics.
+	Telemetry *telemetry.Release
+	// Traced: the acquire's span was recording, so the release gets a
+	// span too.
+	Traced bool
 
+	metered    bool      // the start was recorded: record the end
+	started    time.Time // when the hold began, if metered
 	release    ReleaseFunc
 	parent     context.Context
 	cancel     context.CancelCauseFunc
@@ -67,6 +77,10 @@ func Token(ctx context.Context) (int64, bool) {
 func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) context.Context {
 	h.release = release
 	h.parent = parent
+	// Before anything that may end the hold (below) can run.
+	if t := h.Telemetry; t != nil && t.Metrics.HoldStart(parent) {
+		h.metered, h.started = true, time.Now()
+	}
 	cctx, cancel := context.WithCancelCause(parent)
 	h.cancel = cancel
 	hctx := &holdCtx{Context: cctx, key: key, h: h}
@@ -135,6 +149,7 @@ func (h *Hold) parentDone() {
 	done := make(chan struct{})
 	h.bgDone = done // published to End by the state change below
 	if h.state.CompareAndSwap(live, abandoned) {
+		h.ended(telemetry.Abandoned)
 		defer close(done)
 		_ = h.run(context.WithoutCancel(h.parent))
 	}
@@ -142,6 +157,7 @@ func (h *Hold) parentDone() {
 
 func (h *Hold) markLost(err error) {
 	if h.state.CompareAndSwap(live, lost) {
+		h.ended(telemetry.Lost)
 		h.lostErr.Store(&err)
 		h.cancel(err)
 	}
@@ -150,9 +166,29 @@ func (h *Hold) markLost(err error) {
 // run ends the hold's context first (the holder must stop before the lock
 // can pass on), then gives the hold back; release runs on its own bounded
 // context, so it is not cut short when ctx is the hold's context.
+// It is traced as the primitive's release span.
 func (h *Hold) run(ctx context.Context) error {
 	h.cancel(context.Canceled)
-	return h.release(ctx, h)
+	t := h.Telemetry
+	if t == nil || t.Tracer == nil || !h.Traced {
+		return h.release(ctx, h)
+	}
+	ctx, span := t.Tracer.Start(ctx, t.Name, t.Start...)
+	defer span.End()
+	err := h.release(ctx, h)
+	if err != nil && span.IsRecording() {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	return err
+}
+
+// ended records the end of a metered hold; the caller made the state
+// change from live, so it runs once.
+func (h *Hold) ended(e telemetry.End) {
+	if h.metered {
+		h.Telemetry.Metrics.HoldEnd(context.Background(), e, time.Since(h.started))
+	}
 }
 
 // From returns the hold ctx carries under key.
@@ -181,6 +217,7 @@ func End(ctx context.Context, key Key) error {
 		}
 		return fmt.Errorf("%w: already released", errs.ErrNotHeld)
 	}
+	h.ended(telemetry.Released)
 	h.stopAfter()
 	h.removeLost()
 	return h.run(ctx)
@@ -201,6 +238,7 @@ func Detach(ctx context.Context, key Key) (h *Hold, parent context.Context, err 
 		}
 		return nil, nil, fmt.Errorf("%w: already released", errs.ErrNotHeld)
 	}
+	h.ended(telemetry.Released)
 	h.stopAfter()
 	h.removeLost()
 	return h, h.parent, nil

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock/internal/keys"
@@ -24,7 +25,10 @@ type Config struct {
 	WaitTimeout     time.Duration
 	UnlockTimeout   time.Duration
 	TracerProvider  trace.TracerProvider
-	Watchdog        *watchdog.Watchdog
+	MeterProvider   metric.MeterProvider
+	// NameInMetrics puts the lock name on the primitive's metrics.
+	NameInMetrics bool
+	Watchdog      *watchdog.Watchdog
 	// Redlock: per-node timeout (default lease/10) and clock drift
 	// allowance (default lease/100 + 2 ms).
 	NodeTimeout time.Duration
@@ -168,6 +172,16 @@ func WithUnlockTimeout(d time.Duration) Option {
 // WithTracerProvider: see lock.WithTracerProvider.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(c *Config) { c.TracerProvider = tp }
+}
+
+// WithMeterProvider: see lock.WithMeterProvider.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *Config) { c.MeterProvider = mp }
+}
+
+// WithNameInMetrics: see lock.WithNameInMetrics.
+func WithNameInMetrics() Option {
+	return func(c *Config) { c.NameInMetrics = true }
 }
 
 // WithWatchdog: see lock.WithWatchdog.
