@@ -205,9 +205,10 @@ func (w *Watchdog) Stats() Stats {
 }
 
 // Kind is how one primitive renews its leases: Script renews a batch of
-// leases of one cluster slot. KEYS holds KeysPer keys per lease, ARGV holds
-// the lease time in milliseconds followed by ArgsPer arguments per lease,
-// and it returns an array with 1 (renewed) or 0 (gone) per lease.
+// leases of one cluster slot. KEYS holds KeysPer keys per lease; ARGV
+// holds, for each lease in turn, its lease time in milliseconds and then
+// its ArgsPer arguments (each lease may have its own lease time); it
+// returns an array with 1 (renewed) or 0 (gone) per lease.
 type Kind struct {
 	Name    string
 	Script  *scripts.Script
