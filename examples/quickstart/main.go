@@ -15,9 +15,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relock-go/relock/examples/internal/exredis"
 	"github.com/relock-go/relock/lock"
 )
 
@@ -33,39 +33,14 @@ func main() {
 }
 
 // connect returns a client of REDIS_ADDR, or of an embedded miniredis whose
-// clock is made to follow the wall clock (miniredis expires keys only when
-// told), so leases behave as on a real server.
+// clock follows the wall clock (miniredis expires keys only when told), so
+// leases behave as on a real server.
 func connect() (*redis.Client, func()) {
-	if addr := os.Getenv("REDIS_ADDR"); addr != "" {
-		fmt.Printf("Using Redis at %s.\n\n", addr)
-		rdb := redis.NewClient(&redis.Options{Addr: addr})
-		return rdb, func() { _ = rdb.Close() }
-	}
-	mr, err := miniredis.Run()
+	rdb, stop, err := exredis.Connect(os.Stdout)
 	if err != nil {
 		log.Fatal(err)
 	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(10 * time.Millisecond)
-		defer t.Stop()
-		last := time.Now()
-		for {
-			select {
-			case <-done:
-				return
-			case now := <-t.C:
-				mr.FastForward(now.Sub(last))
-				last = now
-			}
-		}
-	}()
-	fmt.Printf("Using an embedded miniredis at %s (set REDIS_ADDR to use a real Redis).\n\n", mr.Addr())
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	return rdb, func() { _ = rdb.Close(); close(done); wg.Wait(); mr.Close() }
+	return rdb, stop
 }
 
 // nested: a function that holds the lock calls another that takes it too.
