@@ -2,7 +2,6 @@ package semaphore_test
 
 import (
 	"context"
-	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -13,50 +12,24 @@ import (
 
 	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/options"
+	"github.com/relock-go/relock/internal/options/optionstest"
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/semaphore"
 )
 
-// Bits of the fuzzer's option mask: which option is given.
+// The fuzzers' option mask and option sets, shared by the primitives'
+// fuzz tests (optionstest).
 const (
-	fuzzOptLease = 1 << iota
-	fuzzOptWatchdog
-	fuzzOptWait
-	fuzzOptUnlock
+	fuzzOptLease    = optionstest.Lease
+	fuzzOptWatchdog = optionstest.Watchdog
+	fuzzOptWait     = optionstest.Wait
+	fuzzOptUnlock   = optionstest.Unlock
 )
 
-// fuzzOptions builds the options mask asks for, and says whether they are
-// valid and which lease a permit gets.
-func fuzzOptions(mask uint8, lease, wdt, wait, unlock int64) (opts []semaphore.Option, valid bool, effective time.Duration) {
-	valid, effective = true, options.DefaultWatchdogTimeout
-	if mask&fuzzOptWatchdog != 0 {
-		opts = append(opts, semaphore.WithWatchdogTimeout(time.Duration(wdt)))
-		valid = valid && time.Duration(wdt) >= options.MinLease
-		effective = time.Duration(wdt)
-	}
-	if mask&fuzzOptLease != 0 {
-		opts = append(opts, semaphore.WithLeaseTime(time.Duration(lease)))
-		valid = valid && time.Duration(lease) >= options.MinLease
-		effective = time.Duration(lease)
-	}
-	if mask&fuzzOptWait != 0 {
-		opts = append(opts, semaphore.WithWaitTimeout(time.Duration(wait)))
-		valid = valid && wait > 0
-	}
-	if mask&fuzzOptUnlock != 0 {
-		opts = append(opts, semaphore.WithUnlockTimeout(time.Duration(unlock)))
-		// Under a millisecond the unlock latch would live 0 ms.
-		valid = valid && time.Duration(unlock) >= options.MinUnlockTimeout
-	}
-	return opts, valid, effective
-}
-
-// fuzzMayBeLost reports whether a permit of the given lease, acquired at
-// since, may by now be reported lost (the watchdog declares it a tick and
-// 1% early); a lease this short can lapse while the fuzz body runs.
-func fuzzMayBeLost(err error, since time.Time, lease time.Duration) bool {
-	return errors.Is(err, semaphore.ErrLockLost) && time.Since(since) >= lease-lease/100-10*time.Millisecond
-}
+var (
+	fuzzOptions   = optionstest.Fuzz
+	fuzzMayBeLost = optionstest.MayBeLost
+)
 
 // fuzzExactSize: Lua numbers are doubles, so the scripts hold a size
 // exactly only up to 2^53; a larger size is bad input.
