@@ -20,24 +20,6 @@ import (
 	"github.com/relock-go/relock/lock"
 )
 
-// histProcessClient returns a second client of env's server, with its own
-// pool and notify hub, as another process would have.
-func histProcessClient(t *testing.T, env *redistest.Env) redis.UniversalClient {
-	t.Helper()
-	addr := ""
-	switch {
-	case env.Mini != nil:
-		addr = env.Mini.Addr()
-	case env.Server != nil:
-		addr = env.Server.Addr
-	default:
-		t.Fatalf("env has neither miniredis nor a redis-server")
-	}
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
 // histRecord adds the hold that held returned, [acquired, now), when
 // unlock (called right after) succeeds: a hold whose release fails was
 // lost, did not last until now on the server, and fails the test.
@@ -82,7 +64,7 @@ func TestHistoryLockContention(t *testing.T) {
 	for _, b := range redistest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			env := b.New(t)
-			procs := []redis.UniversalClient{env.Client, histProcessClient(t, env)}
+			procs := []redis.UniversalClient{env.Client, env.NewClient(t)}
 			names := []string{"hist:a", "hist:{b}", "{hist}:c"}
 			const perProc, iters = 6, 15
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -162,7 +144,7 @@ func TestHistoryLockFindsLapsedLease(t *testing.T) {
 			const lease = 200 * time.Millisecond
 			h := history.New()
 			first := lock.New(env.Client, "hist:lapse", lock.WithLeaseTime(lease))
-			second := lock.New(histProcessClient(t, env), "hist:lapse")
+			second := lock.New(env.NewClient(t), "hist:lapse")
 
 			h1, err := first.Lock(ctx)
 			require.NoError(t, err)

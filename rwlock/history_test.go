@@ -20,24 +20,6 @@ import (
 	"github.com/relock-go/relock/rwlock"
 )
 
-// histProcessClient returns a second client of env's server, with its own
-// pool and notify hub, as another process would have.
-func histProcessClient(t *testing.T, env *redistest.Env) redis.UniversalClient {
-	t.Helper()
-	addr := ""
-	switch {
-	case env.Mini != nil:
-		addr = env.Mini.Addr()
-	case env.Server != nil:
-		addr = env.Server.Addr
-	default:
-		t.Fatalf("env has neither miniredis nor a redis-server")
-	}
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
 // histHold is a hold in progress: what it was, since when.
 type histHold struct {
 	name     string
@@ -94,7 +76,7 @@ func TestHistoryRWMutexContention(t *testing.T) {
 	for _, b := range redistest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			env := b.New(t)
-			procs := []redis.UniversalClient{env.Client, histProcessClient(t, env)}
+			procs := []redis.UniversalClient{env.Client, env.NewClient(t)}
 			names := []string{"hist:rw:a", "hist:rw:{b}"}
 			const perProc, iters = 6, 15
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -20,24 +20,6 @@ import (
 	"github.com/relock-go/relock/semaphore"
 )
 
-// histProcessClient returns a second client of env's server, with its own
-// pool and notify hub, as another process would have.
-func histProcessClient(t *testing.T, env *redistest.Env) redis.UniversalClient {
-	t.Helper()
-	addr := ""
-	switch {
-	case env.Mini != nil:
-		addr = env.Mini.Addr()
-	case env.Server != nil:
-		addr = env.Server.Addr
-	default:
-		t.Fatalf("env has neither miniredis nor a redis-server")
-	}
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
 // histLeftovers lists the keys left once every permit of the semaphores
 // names was released, apart from what outlives the permits on purpose:
 // the hash that records the size (with used 0) and the unlock latches.
@@ -74,7 +56,7 @@ func TestHistorySemaphoreContention(t *testing.T) {
 	for _, b := range redistest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			env := b.New(t)
-			procs := []redis.UniversalClient{env.Client, histProcessClient(t, env)}
+			procs := []redis.UniversalClient{env.Client, env.NewClient(t)}
 			names := []string{"hist:sem:a", "hist:sem:{b}"}
 			const size, perProc, iters = 3, 6, 15
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -148,7 +130,7 @@ func TestHistorySemaphoreFindsLapsedPermits(t *testing.T) {
 			defer cancel()
 			const lease = 200 * time.Millisecond
 			first := semaphore.New(env.Client, "hist:sem:lapse", 2, semaphore.WithLeaseTime(lease))
-			second := semaphore.New(histProcessClient(t, env), "hist:sem:lapse", 2)
+			second := semaphore.New(env.NewClient(t), "hist:sem:lapse", 2)
 
 			// The scripts read the server's TIME, which miniredis takes from
 			// the wall clock unless pinned: pin it, then move it past the lease.
