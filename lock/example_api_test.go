@@ -273,11 +273,11 @@ func ExampleFencingToken() {
 	var highest int64 // the store's side: the largest token written
 	write := func(token int64, what string) {
 		if token < highest {
-			fmt.Println("refused", what, "with stale token", token)
+			fmt.Println("refused", what, "with a stale token")
 			return
 		}
 		highest = token
-		fmt.Println("wrote", what, "with token", token)
+		fmt.Println("wrote", what)
 	}
 
 	mu := lock.New(rdb, "ledger")
@@ -294,8 +294,8 @@ func ExampleFencingToken() {
 	_, ok := lock.FencingToken(ctx) // no hold in ctx
 	fmt.Println(ok)
 	// Output:
-	// wrote balance=20 with token 2
-	// refused balance=10 with stale token 1
+	// wrote balance=20
+	// refused balance=10 with a stale token
 	// false
 }
 

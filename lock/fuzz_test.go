@@ -90,7 +90,7 @@ func FuzzLock(f *testing.F) {
 		require.NoError(t, err)
 		tok, ok := lock.FencingToken(held)
 		require.True(t, ok)
-		require.EqualValues(t, 1, tok, "the first acquisition after a flush")
+		require.Positive(t, tok)
 		locked, err := mu.IsLocked(ctx)
 		require.NoError(t, err)
 		require.True(t, locked)
@@ -106,7 +106,7 @@ func FuzzLock(f *testing.F) {
 			inner, err := lock.New(client, name, opts...).Lock(held)
 			require.NoError(t, err)
 			tok2, _ := lock.FencingToken(inner)
-			require.EqualValues(t, 2, tok2)
+			require.Greater(t, tok2, tok, "re-entry draws a larger token")
 			n, err = mu.HoldCount(inner)
 			require.NoError(t, err)
 			require.Equal(t, 2, n)
@@ -123,7 +123,7 @@ func FuzzLock(f *testing.F) {
 		require.NoError(t, err)
 		require.False(t, locked)
 		for _, k := range fuzzKeys(t, client) {
-			if k != keys.Prefix("redisson_lock_token", name) && !strings.HasPrefix(k, keys.Prefix("redisson_unlock_latch", name)+":") {
+			if k != keys.Prefix("redisson_lock_token", name) && !strings.HasPrefix(k, keys.Prefix("redisson_unlock_latch", name)+":") && !strings.HasPrefix(k, keys.Prefix("relock_acquire_latch", name)+":") {
 				t.Fatalf("key %q left after the hold was released", k)
 			}
 		}

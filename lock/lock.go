@@ -83,11 +83,12 @@ func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog(w) 
 var luaFS embed.FS
 
 var (
-	acquireScript     = scripts.Load(luaFS, "lua/acquire.lua")
+	acquireScript     = scripts.Load(luaFS, "lua/acquire.lua", scripts.Fence)
 	unlockScript      = scripts.Load(luaFS, "lua/unlock.lua")
 	unlockLastScript  = scripts.Load(luaFS, "lua/unlock_last.lua")
-	transferScript    = scripts.Load(luaFS, "lua/transfer.lua")
+	transferScript    = scripts.Load(luaFS, "lua/transfer.lua", scripts.Fence)
 	forceUnlockScript = scripts.Load(luaFS, "lua/force_unlock.lua")
+	giveBackScript    = scripts.Load(luaFS, "lua/give_back.lua")
 
 	// RenewKind renews lock leases in batches; see package watchdog.
 	renewKind = &watchdog.Kind{Name: "lock", Script: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 1, ArgsPer: 1}
@@ -108,13 +109,15 @@ type Mutex struct {
 	invalid  string // why New's arguments are bad; reported by every call
 	channel  string
 	tokenKey string
-	// latchPrefix + a request id names an unlock latch key.
-	latchPrefix string
-	hub         *notify.Hub
-	tracer      trace.Tracer
-	spanStart   []trace.SpanStartOption
-	metrics     *telemetry.Recorder
-	rel         *telemetry.Release // release span and hold metrics
+	// latchPrefix + a request id names an unlock latch key;
+	// acquireLatchPrefix + a request id, a re-entry's acquire latch.
+	latchPrefix        string
+	acquireLatchPrefix string
+	hub                *notify.Hub
+	tracer             trace.Tracer
+	spanStart          []trace.SpanStartOption
+	metrics            *telemetry.Recorder
+	rel                *telemetry.Release // release span and hold metrics
 	// Made once, read-only: what every call would otherwise allocate.
 	nameKeys   []string // {name}
 	nameArg    any      // name, boxed once, as a script key
@@ -136,6 +139,7 @@ func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 	}
 	m.channel = keys.Prefix("redisson_lock__channel", name)
 	m.latchPrefix = options.LatchPrefix(name)
+	m.acquireLatchPrefix = keys.Prefix("relock_acquire_latch", name) + ":"
 	m.tokenKey = keys.Prefix("redisson_lock_token", name)
 	m.hub = notify.For(client)
 	m.tracer = tracing.Tracer(m.cfg.TracerProvider)
@@ -211,10 +215,16 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Cont
 		ownerID = owner.Mint()
 	}
 	wd := m.cfg.Watchdog
-	a := &attempt{m: m, owner: ownerID, wd: wd, lease: m.cfg.Lease(), leaseID: m.leaseID(ownerID)}
+	a := &attempt{m: m, owner: ownerID, wd: wd, lease: m.cfg.Lease(), leaseID: m.leaseID(ownerID), mode: modeMinted}
 	existing := wd.Find(m.client, a.leaseID)
 	if existing != nil {
 		a.lease = existing.Timeout() // a re-entry keeps the hold's lease: Redis's TTL must be what the watchdog tracks
+	}
+	if existing != nil || ok {
+		// Other holds of this process share the owner: only a latch tells
+		// a second run of this acquisition from theirs.
+		a.mode = modeLatch
+		a.latch = owner.RequestKey(m.acquireLatchPrefix)
 	}
 	req := acquire.Request{
 		Tracer:   m.tracer,
@@ -237,9 +247,35 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Cont
 	}
 	traced, err := acquire.DoTraced(ctx, req)
 	if err != nil {
+		if a.uncertain {
+			m.giveBack(ctx, a)
+		}
 		return nil, m.wrap(op, err)
 	}
 	return m.newHold(ctx, a, traced), nil
+}
+
+// giveBack undoes, in the background, the grant an acquire that gave up
+// may have left in Redis: its last try failed after the script may have
+// run (a reply lost to a timeout or a broken connection). Without it the
+// lock would stay taken by nobody until its lease ran out. A fresh grant
+// is the owner's last count (unlock_last.lua frees it and wakes the
+// waiters, or finds nothing); a re-entry is given back through its latch.
+// Bounded by the unlock timeout; nothing of the caller waits for it.
+func (m *Mutex) giveBack(ctx context.Context, a *attempt) {
+	ctx = context.WithoutCancel(ctx)
+	timeout := m.cfg.UnlockTimeout
+	go func() {
+		if a.latch != "" {
+			n, err := giveBackScript.RunRetrying(ctx, m.client, timeout, []string{m.name, a.latch, m.channel},
+				a.owner, unlockMessage, m.publishArg).Int64()
+			if err == nil && n == 1 {
+				m.hub.Release(m.channel)
+			}
+			return
+		}
+		_, _ = m.releaseLast(ctx, a.owner, a.lease, timeout, false, nil)
+	}()
 }
 
 // attempt is one acquire's state: what it tries with, and what it got.
@@ -252,13 +288,22 @@ type attempt struct {
 	lease   time.Duration
 	leaseID string
 
+	// mode and latch (the acquire latch, with modeLatch) make a second
+	// run of the script return the first run's grant.
+	mode  any
+	latch string
+	// uncertain: the last try failed after its script may have run, so
+	// Redis may hold a grant nobody was told of.
+	uncertain bool
+
 	count, token int64
 	sentAt       time.Time
 }
 
 func (a *attempt) Try(ctx context.Context) (acquire.Result, error) {
 	a.sentAt = a.wd.Now()
-	c, tok, ttl, err := a.m.tryOnce(ctx, a.owner, a.lease)
+	c, tok, ttl, err := a.m.tryOnce(ctx, a.owner, a.lease, a.mode, a.latch)
+	a.uncertain = err != nil && scripts.MayHaveRun(err)
 	if err != nil || c == 0 {
 		return acquire.Result{TTL: ttl}, err
 	}
@@ -387,10 +432,23 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, lease, timeout 
 	return m.runUnlock(ctx, ownerID, lease, timeout)
 }
 
-// tryOnce runs the acquire script once for ownerID: the hold count after
-// it (0 when another owner holds the lock, for ttl) and the token.
-func (m *Mutex) tryOnce(ctx context.Context, ownerID string, lease time.Duration) (count, token int64, ttl time.Duration, err error) {
-	cmd := acquireScript.Call(ctx, m.client, 2, m.nameArg, m.tokenArg, m.msArg(lease), ownerID)
+// Modes of acquire.lua: how a second run of one acquisition is told from
+// another acquisition (boxed once).
+var (
+	modeMinted any = "minted" // the owner was made for this acquisition
+	modeLatch  any = "latch"  // through the acquire latch
+	modeNone   any = ""       // not: the caller counts runs (a Redlock member)
+)
+
+// tryOnce runs the acquire script once for ownerID in mode; latch names
+// the acquire latch (modeLatch). It returns the hold count after it (0
+// when another owner holds the lock, for ttl) and the token.
+func (m *Mutex) tryOnce(ctx context.Context, ownerID string, lease time.Duration, mode any, latch string) (count, token int64, ttl time.Duration, err error) {
+	var latchArg any = m.nameArg // a key of the slot, unused without a latch
+	if latch != "" {
+		latchArg = latch
+	}
+	cmd := acquireScript.Call(ctx, m.client, 3, m.nameArg, m.tokenArg, latchArg, m.msArg(lease), ownerID, mode, m.latchArg)
 	if err := cmd.Err(); err != nil {
 		return 0, 0, 0, err
 	}
@@ -552,7 +610,7 @@ func (m *Mutex) RedlockNode() (member.Node, error) {
 		Kind: primitive,
 		Addr: member.Addr(m.client),
 		Try: func(ctx context.Context, ownerID string, lease time.Duration) (bool, int64, time.Duration, error) {
-			count, token, ttl, err := m.tryOnce(ctx, ownerID, lease)
+			count, token, ttl, err := m.tryOnce(ctx, ownerID, lease, modeNone, "")
 			return count > 0, token, ttl, err
 		},
 		Release: func(ctx context.Context, ownerID string, timeout time.Duration) (bool, error) {

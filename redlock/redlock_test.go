@@ -234,7 +234,7 @@ func TestAcquireAllUpCompetingOwnerRefused(t *testing.T) {
 	}
 	tok, ok := lock.FencingToken(held)
 	require.True(t, ok)
-	require.EqualValues(t, 1, tok)
+	require.Positive(t, tok)
 
 	// Another process (its own clients), another owner: refused on every
 	// member, each member's outcome readable from the error.
@@ -277,7 +277,7 @@ func TestAcquireAllUpCompetingOwnerRefused(t *testing.T) {
 	h2, err := other.TryLock(ctx)
 	require.NoError(t, err)
 	tok2, _ := lock.FencingToken(h2)
-	require.EqualValues(t, 2, tok2)
+	require.Greater(t, tok2, tok)
 	require.NoError(t, other.Unlock(h2))
 }
 
@@ -977,25 +977,36 @@ func TestFencingTokenIsLargestMemberToken(t *testing.T) {
 	require.NoError(t, err)
 	tok, ok := lock.FencingToken(held)
 	require.True(t, ok)
-	require.Equal(t, []int64{6, 101, 18, 1, 43}, tokens(ms.all()...), "each master INCRs its own counter")
-	require.EqualValues(t, slices.Max(tokens(ms.all()...)), tok, "the largest member token")
+	first := tokens(ms.all()...)
+	for i, v := range first {
+		require.Greater(t, v, int64(100), "master %d draws from its clock, above its old counter", i)
+	}
+	require.EqualValues(t, slices.Max(first), tok, "the largest member token")
 	require.NoError(t, rl.Unlock(held))
 
 	held, err = rl.Lock(ctx)
 	require.NoError(t, err)
 	tok2, _ := lock.FencingToken(held)
-	require.EqualValues(t, 102, tok2)
+	require.Greater(t, tok2, tok)
 	require.NoError(t, rl.Unlock(held))
 
-	// The token is advisory: with the master of the largest counter gone,
-	// the next token is the largest of the others, smaller than before.
-	ms.srvs[1].Kill()
+	// With the master of the largest token gone, the next token is the
+	// largest of the others: drawn from their clocks, it still follows
+	// the last one as long as the masters' clocks agree (here, one host).
+	top := slices.Index(tokens(ms.all()...), tok2)
+	require.GreaterOrEqual(t, top, 0)
+	ms.srvs[top].Kill()
+	var rest []int
+	for i := range 5 {
+		if i != top {
+			rest = append(rest, i)
+		}
+	}
 	held, err = rl.Lock(ctx)
 	require.NoError(t, err)
 	tok3, _ := lock.FencingToken(held)
-	require.EqualValues(t, slices.Max(tokens(0, 2, 3, 4)), tok3)
-	require.EqualValues(t, 45, tok3) // 42 + 3 acquisitions on master 4
-	require.Less(t, tok3, tok2, "documented limit: member counters are independent")
+	require.EqualValues(t, slices.Max(tokens(rest...)), tok3)
+	require.Greater(t, tok3, tok2)
 	require.NoError(t, rl.Unlock(held))
 }
 

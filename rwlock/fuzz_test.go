@@ -110,7 +110,7 @@ func FuzzRWMutex(f *testing.F) {
 		require.NoError(t, err)
 		tok, ok := rwlock.FencingToken(held)
 		require.True(t, ok)
-		require.EqualValues(t, 1, tok, "the first acquisition after a flush")
+		require.Positive(t, tok)
 		mode := "read"
 		if write {
 			mode = "write"
@@ -128,7 +128,7 @@ func FuzzRWMutex(f *testing.F) {
 			inner, err := rw.RLock(held)
 			require.NoError(t, err)
 			tok2, _ := rwlock.FencingToken(inner)
-			require.EqualValues(t, 2, tok2)
+			require.Greater(t, tok2, tok, "re-entry draws a larger token")
 			if err := rw.RUnlock(inner); err != nil {
 				require.True(t, fuzzMayBeLost(err, start, effective), "inner runlock: %v", err)
 				return
@@ -150,7 +150,7 @@ func FuzzRWMutex(f *testing.F) {
 			return
 		}
 		for _, k := range fuzzKeys(t, client) {
-			if k != keys.Prefix("redisson_lock_token", name) && !strings.HasPrefix(k, keys.Prefix("redisson_unlock_latch", name)+":") {
+			if k != keys.Prefix("redisson_lock_token", name) && !strings.HasPrefix(k, keys.Prefix("redisson_unlock_latch", name)+":") && !strings.HasPrefix(k, keys.Prefix("relock_acquire_latch", name)+":") {
 				t.Fatalf("key %q left after the hold was released", k)
 			}
 		}

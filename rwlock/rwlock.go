@@ -70,11 +70,11 @@ func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog(w) 
 var luaFS embed.FS
 
 var (
-	readAcquire  = scripts.Load(luaFS, "lua/read_acquire.lua")
-	writeAcquire = scripts.Load(luaFS, "lua/write_acquire.lua")
+	readAcquire  = scripts.Load(luaFS, "lua/read_acquire.lua", scripts.Fence)
+	writeAcquire = scripts.Load(luaFS, "lua/write_acquire.lua", scripts.Fence)
 	readRelease  = scripts.Load(luaFS, "lua/read_release.lua")
 	writeRelease = scripts.Load(luaFS, "lua/write_release.lua")
-	downgrade    = scripts.Load(luaFS, "lua/downgrade.lua")
+	downgrade    = scripts.Load(luaFS, "lua/downgrade.lua", scripts.Fence)
 	withdraw     = scripts.Load(luaFS, "lua/withdraw.lua")
 
 	renewReadKind  = &watchdog.Kind{Name: "rwlock-read", Script: scripts.Load(luaFS, "lua/renew_read.lua"), KeysPer: 2, ArgsPer: 1}

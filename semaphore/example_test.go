@@ -30,18 +30,19 @@ func Example() {
 	_, err = workers.TryAcquire(ctx, 2) // only 1 is free
 	fmt.Println(err)
 
-	_ = workers.Release(held) // gives back exactly those 2
-	free, _ = workers.Available(ctx)
-	fmt.Println("available:", free)
-
-	// Another process that believes in another size is told at once.
+	// Another process that believes in another size is told at once
+	// (Redis records the size while permits are held or wanted).
 	_, err = semaphore.New(rdb, "workers", 5).Acquire(ctx, 1)
 	fmt.Println(errors.Is(err, semaphore.ErrSizeMismatch))
 	fmt.Println(err)
+
+	_ = workers.Release(held) // gives back exactly those 2
+	free, _ = workers.Available(ctx)
+	fmt.Println("available:", free)
 	// Output:
 	// available: 1
 	// relock: tryacquire semaphore "workers": not acquired
-	// available: 3
 	// true
 	// relock: acquire semaphore "workers": semaphore size mismatch: Redis records size 3, this Semaphore was built with 5
+	// available: 3
 }

@@ -70,13 +70,22 @@ func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog(w) 
 var luaFS embed.FS
 
 var (
-	acquireScript   = scripts.Load(luaFS, "lua/acquire.lua")
-	releaseScript   = scripts.Load(luaFS, "lua/release.lua")
-	availableScript = scripts.Load(luaFS, "lua/available.lua")
-	resizeScript    = scripts.Load(luaFS, "lua/resize.lua")
-	withdrawScript  = scripts.Load(luaFS, "lua/withdraw.lua")
-	renewKind       = &watchdog.Kind{Name: "semaphore", Script: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 1, ArgsPer: 1}
+	// state is the purge and the key lifetimes every script that writes
+	// the semaphore's state shares.
+	state           = scripts.NewLib(luaFS, "lua/state.lua")
+	acquireScript   = scripts.Load(luaFS, "lua/acquire.lua", state)
+	releaseScript   = scripts.Load(luaFS, "lua/release.lua", state)
+	availableScript = scripts.Load(luaFS, "lua/available.lua", state)
+	resizeScript    = scripts.Load(luaFS, "lua/resize.lua", state)
+	withdrawScript  = scripts.Load(luaFS, "lua/withdraw.lua", state)
+	renewKind       = &watchdog.Kind{Name: "semaphore", Script: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 3, ArgsPer: 1}
 )
+
+// resizedLife is how long a size recorded by Resize outlives the last
+// permit or waiter (with none, how long it lives): long enough for the
+// Semaphores that share the name to agree, bounded so that a name nobody
+// uses again leaves nothing.
+const resizedLife = time.Hour
 
 const primitive = "semaphore"
 
@@ -128,9 +137,11 @@ func checkSize(size int64) string {
 }
 
 // New returns the Semaphore called name with size permits on client. It
-// does not touch Redis: the first acquire records the size there, and a
-// Semaphore of the same name built with another size gets ErrSizeMismatch
-// from its first call that reaches Redis. Bad arguments (nil client, empty
+// does not touch Redis: an acquire records the size there, for as long as
+// a permit is held or a waiter waits, and a Semaphore of the same name
+// built with another size gets ErrSizeMismatch from its first call that
+// reaches Redis meanwhile. When no permit is held and nobody waits,
+// nothing of the semaphore stays in Redis: every caller passes the size. Bad arguments (nil client, empty
 // name, size <= 0 or > MaxSize, a bad option) are reported as
 // ErrInvalidArgument.
 func New(client redis.UniversalClient, name string, size int64, opts ...Option) *Semaphore {
@@ -216,6 +227,9 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 	permitID := owner.RequestID()
 	var sentAt time.Time
 	marked := false
+	// uncertain: the last try failed after its script may have run, so
+	// Redis may hold permits nobody was told of.
+	uncertain := false
 	try := func(ctx context.Context) (acquire.Result, error) {
 		waiterID := ""
 		if acquire.Queued(ctx) {
@@ -228,6 +242,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 			[]string{s.name, s.permits, s.weights, s.waiters, s.marks, s.channel},
 			size, n, permitID, lease.Milliseconds(), waiterID, s.hub.PublishCommand(), min(lease, maxMarkLife).Milliseconds()).Int64Slice()
 		s.resizing.RUnlock()
+		uncertain = err != nil && scripts.MayHaveRun(err)
 		if err != nil {
 			return acquire.Result{}, err
 		}
@@ -267,11 +282,14 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		if marked {
 			s.withdrawMark(ctx, permitID)
 		}
+		if uncertain {
+			s.giveBack(ctx, permitID)
+		}
 		return nil, s.wrap(op, err)
 	}
 	l := wd.Start(watchdog.Spec{
 		Kind:      renewKind,
-		Targets:   []watchdog.Target{{Client: s.client, Keys: []string{s.permits}, Args: []any{permitID}}},
+		Targets:   []watchdog.Target{{Client: s.client, Keys: []string{s.permits, s.name, s.weights}, Args: []any{permitID}}},
 		Timeout:   lease,
 		Renew:     s.cfg.Renewed(),
 		Name:      s.name,
@@ -317,7 +335,30 @@ const withdrawBound = 250 * time.Millisecond
 func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(s.cfg.UnlockTimeout, withdrawBound))
 	defer cancel()
-	_ = withdrawScript.Run(wctx, s.client, []string{s.waiters, s.marks, s.channel}, waiterID, s.hub.PublishCommand()).Err()
+	_ = withdrawScript.Run(wctx, s.client, []string{s.waiters, s.marks, s.channel, s.name, s.permits, s.weights}, waiterID, s.hub.PublishCommand()).Err()
+}
+
+// giveBack releases, in the background, the permits an acquire that gave
+// up may have left in Redis: its last try failed after the script may
+// have run (a reply lost to a timeout or a broken connection). Without it
+// they would stay taken by nobody until their lease ran out. Bounded by
+// the unlock timeout; nothing of the caller waits for it.
+func (s *Semaphore) giveBack(ctx context.Context, permitID string) {
+	ctx = context.WithoutCancel(ctx)
+	go func() {
+		if n, err := s.runRelease(ctx, permitID); err == nil && n == 1 {
+			s.hub.Release(s.channel)
+		}
+	}()
+}
+
+// runRelease runs the release script for permitID until it answers or the
+// unlock timeout passes: 1 released, -1 not held.
+func (s *Semaphore) runRelease(ctx context.Context, permitID string) (int64, error) {
+	latch := owner.RequestKey(s.latchPrefix)
+	return releaseScript.RunRetrying(ctx, s.client, s.cfg.UnlockTimeout,
+		[]string{s.name, s.permits, s.weights, s.channel, latch, s.waiters, s.marks},
+		permitID, s.hub.PublishCommand(), 2*s.cfg.UnlockTimeout.Milliseconds()).Int64()
 }
 
 // Release gives back the permits of the acquisition that returned ctx (or
@@ -334,10 +375,7 @@ func (s *Semaphore) Release(ctx context.Context) error {
 
 func (s *Semaphore) release(ctx context.Context, h *hold.Hold) error {
 	h.Lease.Stop()
-	latch := owner.RequestKey(s.latchPrefix)
-	res, err := releaseScript.RunRetrying(ctx, s.client, s.cfg.UnlockTimeout,
-		[]string{s.name, s.permits, s.weights, s.channel, latch},
-		h.Data.(string), s.hub.PublishCommand(), 2*s.cfg.UnlockTimeout.Milliseconds()).Int64()
+	res, err := s.runRelease(ctx, h.Data.(string))
 	if err != nil {
 		return err
 	}
@@ -359,7 +397,7 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 	}
 	s.resizing.RLock()
 	size := s.size.Load()
-	vals, err := availableScript.Run(ctx, s.client, []string{s.name, s.permits, s.weights}, size).Int64Slice()
+	vals, err := availableScript.Run(ctx, s.client, []string{s.name, s.permits, s.weights, s.waiters, s.marks}, size).Int64Slice()
 	s.resizing.RUnlock()
 	if err != nil {
 		return 0, s.wrap("available", err)
@@ -376,7 +414,8 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 // Resize records size as the semaphore's size in Redis (so that
 // Semaphores built with it agree) and wakes waiters. This Semaphore uses
 // the new size from now on. Permits held beyond a smaller size stay until
-// released.
+// released. The record lives while permits are held or wanted, and at
+// least an hour: a name nobody uses again leaves nothing behind.
 func (s *Semaphore) Resize(ctx context.Context, size int64) error {
 	if err := s.check("resize", ctx); err != nil {
 		return err
@@ -386,7 +425,7 @@ func (s *Semaphore) Resize(ctx context.Context, size int64) error {
 	}
 	s.resizing.Lock()
 	defer s.resizing.Unlock()
-	if err := resizeScript.Run(ctx, s.client, []string{s.name, s.channel}, size, s.hub.PublishCommand()).Err(); err != nil {
+	if err := resizeScript.Run(ctx, s.client, []string{s.name, s.channel, s.permits, s.weights, s.waiters, s.marks}, size, s.hub.PublishCommand(), resizedLife.Milliseconds()).Err(); err != nil {
 		return s.wrap("resize", err)
 	}
 	s.size.Store(size)

@@ -962,9 +962,13 @@ func TestAcquireSpan(t *testing.T) {
 		require.EqualValues(t, 1, attrs(spans[2].Attributes())[tracing.Permits].AsInt64())
 		require.Equal(t, tracing.OutcomeAcquired, attrs(spans[2].Attributes())[tracing.Outcome].AsString())
 
-		// A size disagreement is an error on the span.
+		// A size disagreement is an error on the span. Redis records the
+		// size while a permit is held (untraced here).
+		kept, err := semaphore.New(env.Universal, "traced", 3).Acquire(ctx, 1)
+		require.NoError(t, err)
 		_, err = semaphore.New(env.Universal, "traced", 4, semaphore.WithTracerProvider(tp)).Acquire(ctx, 1)
 		require.ErrorIs(t, err, semaphore.ErrSizeMismatch)
+		require.NoError(t, semaphore.New(env.Universal, "traced", 3).Release(kept))
 		spans, _ = acquireSpans(rec)
 		require.Len(t, spans, 4)
 		require.Equal(t, tracing.OutcomeError, attrs(spans[3].Attributes())[tracing.Outcome].AsString())

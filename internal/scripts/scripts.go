@@ -2,9 +2,11 @@ package scripts
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -22,19 +24,54 @@ type Script struct {
 	src  any // EVAL's
 }
 
-// Load reads file from fsys (an embed.FS) and returns its Script. A missing
-// file is a programming error, so it panics at package init, never on input.
-func Load(fsys fs.FS, file string) *Script {
+// Lib is Lua shared by several scripts (a script cannot include another):
+// Load puts it before the script's own source.
+type Lib struct{ src string }
+
+//go:embed lua/*.lua
+var libFS embed.FS
+
+// NewLib reads a Lib from fsys (an embed.FS); a missing file panics at
+// package init, as in Load.
+func NewLib(fsys fs.FS, file string) Lib { return Lib{src: mustRead(fsys, file)} }
+
+// Fence defines fence(counter key), which draws a lock's next fencing
+// token: max(counter + 1, server time in µs), kept FenceTTL.
+var Fence = Lib{src: mustRead(libFS, "lua/fence.lua")}
+
+// FenceTTL is how long a fencing counter outlives the last acquisition of
+// its lock (the PX that lua/fence.lua writes): how far back the server's
+// clock may step, across a lost counter, before a token could repeat.
+const FenceTTL = time.Hour
+
+// Load reads file from fsys (an embed.FS), after the libs it uses, and
+// returns its Script. A missing file is a programming error, so it panics
+// at package init, never on input.
+func Load(fsys fs.FS, file string, libs ...Lib) *Script {
+	var b strings.Builder
+	for _, l := range libs {
+		b.WriteString(l.src)
+		b.WriteString("\n")
+	}
+	b.WriteString(mustRead(fsys, file))
+	src := b.String()
+	rs := redis.NewScript(src)
+	return &Script{name: file, rs: rs, hash: rs.Hash(), src: src}
+}
+
+func mustRead(fsys fs.FS, file string) string {
 	src, err := fs.ReadFile(fsys, file)
 	if err != nil {
 		panic(fmt.Sprintf("relock/scripts: %v", err))
 	}
-	rs := redis.NewScript(string(src))
-	return &Script{name: file, rs: rs, hash: rs.Hash(), src: string(src)}
+	return string(src)
 }
 
 // Name is the file the script came from.
 func (s *Script) Name() string { return s.name }
+
+// Source is the Lua sent to Redis: the libs, then the file.
+func (s *Script) Source() string { return s.src.(string) }
 
 // Hash is the script's SHA1, as EVALSHA takes it.
 func (s *Script) Hash() string { return s.rs.Hash() }
@@ -152,6 +189,25 @@ func retry(ctx context.Context, timeout time.Duration, send func(context.Context
 
 // retryable: the reply may be lost (network, timeout) but Redis did not
 // refuse the command.
+// MayHaveRun reports whether a call that failed with err may still have
+// run its script on the server: the command may have been sent before the
+// connection broke, a read timed out or the context ended. Not so for a
+// reply of Redis (the script failed, or never ran), a dial that failed,
+// an exhausted pool or a closed client: nothing was sent then.
+func MayHaveRun(err error) bool {
+	var rerr redis.Error
+	var oerr *net.OpError
+	switch {
+	case err == nil, errors.As(err, &rerr), errors.Is(err, redis.Nil),
+		errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout),
+		errors.Is(err, redis.ErrPoolExhausted):
+		return false
+	case errors.As(err, &oerr) && oerr.Op == "dial":
+		return false
+	}
+	return true
+}
+
 func retryable(err error) bool {
 	var rerr redis.Error
 	if errors.As(err, &rerr) || errors.Is(err, redis.Nil) {

@@ -1,22 +1,59 @@
 -- Acquire, or re-enter, a reentrant lock in Redisson's RLock layout, and
--- draw a fencing token from Redisson RFencedLock's counter.
+-- draw a fencing token from Redisson RFencedLock's counter (fence, from
+-- internal/scripts' lua/fence.lua, which Load puts before this source).
+--
+-- Safe to run twice for one acquisition (a retry after a lost reply,
+-- go-redis's own resend after a read timeout), so that a grant is never
+-- left in Redis that nobody was told of. An owner minted for this
+-- acquisition cannot have a field of its own unless an earlier run of it
+-- put it there: that field is the grant, at one count. Any other
+-- acquisition (an owner that other holds of this process share, a
+-- re-entry) leaves its token in a short-lived latch, which a second run
+-- returns instead of counting again.
 --
 -- KEYS[1]  the lock hash (the lock name); field <owner> = reentry count
 -- KEYS[2]  the fencing token counter, redisson_lock_token:{<name>}
+-- KEYS[3]  the acquire latch, relock_acquire_latch:{<name>}:<request id>
+--          (when ARGV[3] is 'latch'; else any key of the slot, unused)
 -- ARGV[1]  lease in milliseconds (PEXPIRE of the hash)
 -- ARGV[2]  owner id, <process uuid>:<sequence>
+-- ARGV[3]  'minted' (an owner made for this acquisition), 'latch', or ''
+--          (a caller that keeps its own count of runs: a Redlock member)
+-- ARGV[4]  the latch's life in milliseconds
 --
 -- Returns the token alone when the lock was free (count 1): the common
 -- case, kept to the fewest calls and a scalar reply. Returns {count,
--- token} on a re-entry (count > 1), {0, pttl} when another owner holds it.
+-- token} on a re-entry or a second run, {0, pttl} when another owner holds
+-- it.
+local latch = ARGV[3] == 'latch'
 if redis.call('exists', KEYS[1]) == 0 then
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  return redis.call('incr', KEYS[2])
+  local token = fence(KEYS[2])
+  if latch then
+    redis.call('set', KEYS[3], string.format('%.0f', token), 'px', ARGV[4])
+  end
+  return token
 end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+local held = redis.call('hget', KEYS[1], ARGV[2])
+if held == false then
+  return {0, redis.call('pttl', KEYS[1])}
+end
+if ARGV[3] == 'minted' then
+  -- an earlier run of this acquisition took it: the same grant
   redis.call('pexpire', KEYS[1], ARGV[1])
-  return {count, redis.call('incr', KEYS[2])}
+  return {tonumber(held), tonumber(redis.call('get', KEYS[2])) or fence(KEYS[2])}
 end
-return {0, redis.call('pttl', KEYS[1])}
+if latch then
+  local done = redis.call('get', KEYS[3])
+  if done ~= false then
+    return {tonumber(held), tonumber(done)}
+  end
+end
+local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+redis.call('pexpire', KEYS[1], ARGV[1])
+local token = fence(KEYS[2])
+if latch then
+  redis.call('set', KEYS[3], string.format('%.0f', token), 'px', ARGV[4])
+end
+return {count, token}

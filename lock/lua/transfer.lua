@@ -7,7 +7,8 @@
 -- and the token counter still holds its token.
 --
 -- KEYS[1]  the lock hash
--- KEYS[2]  the fencing token counter, redisson_lock_token:{<name>}
+-- KEYS[2]  the fencing token counter, redisson_lock_token:{<name>} (fence:
+--          internal/scripts' lua/fence.lua, loaded before this source)
 -- ARGV[1]  owner id releasing
 -- ARGV[2]  next owner id
 -- ARGV[3]  next owner's lease in milliseconds
@@ -28,4 +29,4 @@ end
 redis.call('del', KEYS[1])
 redis.call('hset', KEYS[1], ARGV[2], 1)
 redis.call('pexpire', KEYS[1], ARGV[3])
-return {1, redis.call('incr', KEYS[2])}
+return {1, fence(KEYS[2])}

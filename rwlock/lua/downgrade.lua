@@ -5,7 +5,8 @@
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the channel, redisson_rwlock:{<name>}
 -- KEYS[3]  this owner's lease keys prefix, {<name>}:<owner>:rwlock_timeout
--- KEYS[4]  fencing token counter, redisson_lock_token:{<name>}
+-- KEYS[4]  fencing token counter, redisson_lock_token:{<name>} (fence:
+--          internal/scripts' lua/fence.lua, loaded before this source)
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner id
 -- ARGV[3]  owner id .. ':write'
@@ -34,4 +35,4 @@ else
   redis.call('hset', KEYS[1], 'mode', 'read')
   redis.call(ARGV[4], KEYS[2], 1)
 end
-return {ind, redis.call('incr', KEYS[4])}
+return {ind, fence(KEYS[4])}

@@ -9,7 +9,8 @@
 --          (one key :<i> per read acquisition, as Redisson)
 -- KEYS[3]  waiting writers, zset {<name>}:rwlock_write_waiters (score =
 --          expiry in server ms)
--- KEYS[4]  fencing token counter, redisson_lock_token:{<name>}
+-- KEYS[4]  fencing token counter, redisson_lock_token:{<name>} (fence:
+--          internal/scripts' lua/fence.lua, loaded before this source)
 -- KEYS[5]  key prefix of the lock, {<name>}, for other readers' lease keys
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner id
@@ -76,6 +77,6 @@ if mode == false or mode == 'read' or redis.call('hexists', KEYS[1], ARGV[3]) ==
   if pttl < lease then
     redis.call('pexpire', KEYS[1], lease)
   end
-  return {ind, redis.call('incr', KEYS[4])}
+  return {ind, fence(KEYS[4])}
 end
 return {0, redis.call('pttl', KEYS[1])}

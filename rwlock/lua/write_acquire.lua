@@ -4,7 +4,8 @@
 --
 -- KEYS[1]  the lock hash (mode, <owner> read counts, <owner>:write count)
 -- KEYS[2]  waiting writers, zset {<name>}:rwlock_write_waiters
--- KEYS[3]  fencing token counter, redisson_lock_token:{<name>}
+-- KEYS[3]  fencing token counter, redisson_lock_token:{<name>} (fence:
+--          internal/scripts' lua/fence.lua, loaded before this source)
 -- KEYS[4]  key prefix of the lock, {<name>}, for readers' lease keys
 -- ARGV[1]  lease in milliseconds (also the life of the waiting mark)
 -- ARGV[2]  owner id .. ':write'
@@ -52,14 +53,14 @@ if mode == false then
   redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
   redis.call('pexpire', KEYS[1], lease)
   redis.call('zrem', KEYS[2], ARGV[4])
-  return {1, redis.call('incr', KEYS[3])}
+  return {1, fence(KEYS[3])}
 end
 if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   local c = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   if redis.call('pttl', KEYS[1]) < lease then
     redis.call('pexpire', KEYS[1], lease)
   end
-  return {c, redis.call('incr', KEYS[3])}
+  return {c, fence(KEYS[3])}
 end
 if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
   return {-1, 0}

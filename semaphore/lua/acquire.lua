@@ -4,7 +4,9 @@
 -- processes: a waiter that could not be served marks itself, and while
 -- an older mark exists no one else takes permits, so a large request is
 -- not starved by a stream of small ones (golang.org/x/sync/semaphore's
--- manner). A mark is a lease too: it lapses if its waiter dies.
+-- manner). A mark is a lease too: it lapses if its waiter dies. Every key
+-- expires with the last permit or mark (purge, settle: state.lua, put
+-- before this source).
 --
 -- KEYS[1]  the semaphore hash: size, used
 -- KEYS[2]  live permits, zset {<name>}:permits (member permit id, score
@@ -15,7 +17,8 @@
 -- KEYS[6]  the channel, redisson_sc:{<name>}
 -- ARGV[1]  size as this client knows it
 -- ARGV[2]  n
--- ARGV[3]  permit id
+-- ARGV[3]  permit id (one per acquisition: a second run of the same
+--          acquisition finds its permit and returns it)
 -- ARGV[4]  lease in milliseconds
 -- ARGV[5]  waiter id, or "" for an attempt that must not mark (a single
 --          attempt, or one made before the waiter queued locally)
@@ -28,8 +31,8 @@
 -- when to try at the latest: the earliest permit expiry, at most a third
 -- of the mark's life so the mark stays fresh); {-2, size} when Redis records
 -- another size; {-3, size} when n exceeds the recorded size.
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local S = {hash = KEYS[1], permits = KEYS[2], weights = KEYS[3], waiters = KEYS[4], marks = KEYS[5]}
+local now = server_ms()
 local n, lease = tonumber(ARGV[2]), tonumber(ARGV[4])
 
 local size = tonumber(redis.call('hget', KEYS[1], 'size'))
@@ -43,28 +46,10 @@ if n > size then
   return {-3, size}
 end
 
-local used = tonumber(redis.call('hget', KEYS[1], 'used')) or 0
-local expired = redis.call('zrangebyscore', KEYS[2], '-inf', now)
-for _, id in ipairs(expired) do
-  used = used - (tonumber(redis.call('hget', KEYS[3], id)) or 0)
-  redis.call('hdel', KEYS[3], id)
-  redis.call('zrem', KEYS[2], id)
-end
-if used < 0 then used = 0 end
--- used is a sum kept beside the permits; with no live permit it is 0,
--- whatever it says (the permits zset was deleted or evicted under it)
-if redis.call('zcard', KEYS[2]) == 0 then
-  used = 0
-  redis.call('del', KEYS[3])
-end
-redis.call('hset', KEYS[1], 'used', used)
-
-local marks = redis.call('hgetall', KEYS[5])
-for i = 1, #marks, 2 do
-  if tonumber(marks[i + 1]) <= now then
-    redis.call('hdel', KEYS[5], marks[i])
-    redis.call('zrem', KEYS[4], marks[i])
-  end
+local used = purge(S, now)
+-- an earlier run of this acquisition (its reply lost) took the permits
+if redis.call('zscore', KEYS[2], ARGV[3]) ~= false then
+  return {1, size - used}
 end
 
 local head = redis.call('zrange', KEYS[4], 0, 0)
@@ -74,7 +59,6 @@ local first = #head == 0 or head[1] == ARGV[5]
 if first and n <= size - used then
   redis.call('zadd', KEYS[2], now + lease, ARGV[3])
   redis.call('hset', KEYS[3], ARGV[3], n)
-  redis.call('hset', KEYS[1], 'used', used + n)
   if ARGV[5] ~= '' then
     redis.call('zrem', KEYS[4], ARGV[5])
     redis.call('hdel', KEYS[5], ARGV[5])
@@ -83,6 +67,7 @@ if first and n <= size - used then
       redis.call(ARGV[6], KEYS[6], 0)
     end
   end
+  settle(S, now, used + n)
   return {1, size - used - n}
 end
 
@@ -92,6 +77,7 @@ if ARGV[5] ~= '' then
   end
   redis.call('hset', KEYS[5], ARGV[5], now + tonumber(ARGV[7]))
 end
+settle(S, now, used)
 -- try again by then at the latest: the mark is refreshed in time
 local ttl = math.floor(tonumber(ARGV[7]) / 3)
 local soonest = redis.call('zrange', KEYS[2], 0, 0, 'withscores')

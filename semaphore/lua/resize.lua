@@ -1,16 +1,24 @@
 -- Change the recorded size deliberately, and wake waiters (a larger size
--- may let them in). Permits held beyond a smaller size stay until released.
+-- may let them in). Permits held beyond a smaller size stay until
+-- released. The record lives while a permit or a mark does, and at least
+-- ARGV[3] ms (purge, settle: state.lua, put before this source).
 --
 -- KEYS[1]  the semaphore hash
 -- KEYS[2]  the channel
+-- KEYS[3]  live permits zset
+-- KEYS[4]  permit weights hash
+-- KEYS[5]  waiters zset
+-- KEYS[6]  waiter marks' expiry hash
 -- ARGV[1]  new size
 -- ARGV[2]  publish command
+-- ARGV[3]  how long the record lives at least, in milliseconds
 --
 -- Returns the previous size, or 0 when none was recorded.
+local S = {hash = KEYS[1], permits = KEYS[3], weights = KEYS[4], waiters = KEYS[5], marks = KEYS[6]}
 local old = tonumber(redis.call('hget', KEYS[1], 'size')) or 0
+local now = server_ms()
+local used = purge(S, now)
 redis.call('hset', KEYS[1], 'size', ARGV[1])
-if redis.call('hexists', KEYS[1], 'used') == 0 then
-  redis.call('hset', KEYS[1], 'used', 0)
-end
+settle(S, now, used, tonumber(ARGV[3]))
 redis.call(ARGV[2], KEYS[2], 0)
 return old

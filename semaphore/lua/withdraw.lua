@@ -1,14 +1,24 @@
--- A waiter gives up: remove its mark and wake the waiters behind it.
+-- A waiter gives up: remove its mark and wake the waiters behind it; the
+-- keys then expire with what is left (purge, settle: state.lua, put before
+-- this source).
 --
 -- KEYS[1]  waiters zset
 -- KEYS[2]  waiter marks' expiry hash
 -- KEYS[3]  the channel
+-- KEYS[4]  the semaphore hash
+-- KEYS[5]  live permits zset
+-- KEYS[6]  permit weights hash
 -- ARGV[1]  waiter id
 -- ARGV[2]  publish command
 --
 -- Returns 1 when a mark was removed.
+local S = {hash = KEYS[4], permits = KEYS[5], weights = KEYS[6], waiters = KEYS[1], marks = KEYS[2]}
 redis.call('hdel', KEYS[2], ARGV[1])
-if redis.call('zrem', KEYS[1], ARGV[1]) == 1 then
+local removed = redis.call('zrem', KEYS[1], ARGV[1])
+local now = server_ms()
+-- a Resize's record keeps the rest of its life
+settle(S, now, purge(S, now), redis.call('pttl', KEYS[4]))
+if removed == 1 then
   redis.call(ARGV[2], KEYS[3], 0)
   return 1
 end

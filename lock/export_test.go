@@ -1,0 +1,15 @@
+package lock
+
+// ScriptSources maps each script's file name (without .lua) to the source
+// sent to Redis (its shared libraries included), for tests that tell the
+// scripts apart in a command hook.
+func ScriptSources() map[string]string {
+	return map[string]string{
+		"acquire":      acquireScript.Source(),
+		"transfer":     transferScript.Source(),
+		"unlock_last":  unlockLastScript.Source(),
+		"unlock":       unlockScript.Source(),
+		"renew":        renewKind.Script.Source(),
+		"force_unlock": forceUnlockScript.Source(),
+	}
+}

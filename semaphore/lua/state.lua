@@ -1,0 +1,60 @@
+-- Shared by the semaphore's scripts (scripts.Lib: put before each one's
+-- source). A semaphore's keys are only worth keeping while a permit or a
+-- waiter's mark lives: purge drops the lapsed ones, and settle deletes
+-- every key when none is left, else makes every key expire with the last
+-- of them, so that a semaphore nobody touches again leaves nothing behind.
+--
+-- S is the five keys: S.hash (size, used), S.permits (zset, score = expiry
+-- in server ms), S.weights (permit id -> n), S.waiters (zset, score =
+-- arrival), S.marks (waiter id -> mark expiry in server ms).
+
+local function server_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- purge removes the permits and marks that lapsed by now and returns the
+-- permits in use after it.
+local function purge(S, now)
+  local used = tonumber(redis.call('hget', S.hash, 'used')) or 0
+  local expired = redis.call('zrangebyscore', S.permits, '-inf', now)
+  for _, id in ipairs(expired) do
+    used = used - (tonumber(redis.call('hget', S.weights, id)) or 0)
+    redis.call('hdel', S.weights, id)
+    redis.call('zrem', S.permits, id)
+  end
+  -- used is a sum kept beside the permits; with no live permit it is 0,
+  -- whatever it says (the permits zset was deleted or evicted under it)
+  if used < 0 or redis.call('zcard', S.permits) == 0 then
+    used = 0
+    redis.call('del', S.weights)
+  end
+  local marks = redis.call('hgetall', S.marks)
+  for i = 1, #marks, 2 do
+    if tonumber(marks[i + 1]) <= now then
+      redis.call('hdel', S.marks, marks[i])
+      redis.call('zrem', S.waiters, marks[i])
+    end
+  end
+  return used
+end
+
+-- settle records used and gives the keys their TTL: the latest expiry of
+-- a permit or a mark, and at least keep ms (a Resize's record); with
+-- nothing to keep, the keys are deleted.
+local function settle(S, now, used, keep)
+  local last = now + (keep or 0)
+  local p = redis.call('zrange', S.permits, -1, -1, 'withscores')
+  if #p > 0 and tonumber(p[2]) > last then last = tonumber(p[2]) end
+  for _, v in ipairs(redis.call('hvals', S.marks)) do
+    if tonumber(v) > last then last = tonumber(v) end
+  end
+  if last <= now then
+    redis.call('del', S.hash, S.permits, S.weights, S.waiters, S.marks)
+    return
+  end
+  redis.call('hset', S.hash, 'used', used)
+  for _, k in ipairs({S.hash, S.permits, S.weights, S.waiters, S.marks}) do
+    redis.call('pexpire', k, last - now)
+  end
+end
