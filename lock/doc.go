@@ -22,4 +22,48 @@
 // in), so a contended critical section costs one round trip; after 16
 // such hand-offs in a row the lock is released through Redis so that
 // waiters of other processes get their turn.
+//
+// # Fencing tokens
+//
+// Every acquisition, re-entry and hand-off included, draws its token from
+// Redisson RFencedLock's counter redisson_lock_token:{name}: the token is
+// max(counter + 1, the server's time in microseconds), computed in the
+// acquire script from Redis's TIME and stored back in the counter with a
+// TTL of an hour, renewed by every acquisition. So no
+// counter outlives the last use of its lock by more than an hour, and a
+// Java RFencedLock, which INCRs the same key, draws the next number.
+//
+// Why tokens never go backwards, even when the counter is lost: while the
+// counter lives, each token is above the last one stored. When Redis
+// forgets it (expired after an hour unused, FLUSHALL, a restart without
+// persistence, a failover to a replica that missed the last write), the
+// next token is the server's current time in microseconds. Every earlier
+// token was at most the server time of its own acquisition plus the
+// number of acquisitions drawn faster than one a microsecond (a few, where
+// a lock takes a round trip), so the new one is larger as long as the
+// server's clock has not stepped back in between. What breaks it: a clock
+// set back by more than the time since the last acquisition (by more than
+// an hour, for a counter that expired), or a failover to a server whose
+// clock is behind the old one's by more than that. Tokens are int64 and
+// exact (Lua computes in doubles, exact below 2^53: the year 2255).
+//
+// # Keys
+//
+// Every key a lock writes has a TTL or is deleted when its hold ends: the
+// hash goes with the last count; the fencing counter lives an hour; unlock
+// and acquire latches (redisson_unlock_latch:{name}:... and
+// relock_acquire_latch:{name}:...) live twice the unlock timeout, 10 s by
+// default.
+//
+// # Lost replies
+//
+// An acquire script whose reply is lost (a read timeout, a broken
+// connection) may still have taken the lock. Each acquisition can be run
+// twice safely: an owner minted for it finds its own field and returns
+// it, and an acquisition by an owner that other holds share (a re-entry,
+// a context that carries a hold) leaves its token in an acquire latch that
+// a second run returns, so neither a retry nor go-redis's own resend
+// counts twice. A Lock or TryLock that gives up after such a failure gives
+// the grant it may have left back in the background, bounded by the
+// unlock timeout, instead of leaving the lock taken by nobody for a lease.
 package lock

@@ -10,12 +10,21 @@
 // returns carries the permit and ends when it ends (ErrLockLost when its
 // lease was lost); Release on it gives exactly those n permits back.
 //
-// The size is stored in Redis by the first acquire; a Semaphore built
-// with another size for the same name gets ErrSizeMismatch, naming both,
-// from its first call that reaches Redis, and Resize changes it on
-// purpose. Keys, all in the name's cluster slot: the hash <name> (size,
-// used), the zset {<name>}:permits (permit id -> expiry), the hash
-// {<name>}:weights (permit id -> n), the waiters' zset {<name>}:waiters and
-// their marks' expiry {<name>}:waiter_expiry; releases publish on
-// redisson_sc:{<name>}.
+// The size is stored in Redis while permits are held or wanted; a
+// Semaphore built with another size for the same name gets
+// ErrSizeMismatch, naming both, from its first call that reaches Redis
+// meanwhile, and Resize changes it on purpose. Keys, all in the name's
+// cluster slot: the hash <name> (size, used), the zset {<name>}:permits
+// (permit id -> expiry), the hash {<name>}:weights (permit id -> n), the
+// waiters' zset {<name>}:waiters and their marks' expiry
+// {<name>}:waiter_expiry; releases publish on redisson_sc:{<name>}.
+//
+// Nothing of a semaphore outlives its last permit or waiter: every script
+// purges the permits and marks that lapsed, then deletes the keys when
+// none is left, or makes them all expire with the last permit or mark
+// (the watchdog's renewals extend them). A size set by Resize is kept an
+// hour at least. Each acquisition is one permit id, so a try run twice (a
+// retry after a lost reply, go-redis's own resend) finds its permit
+// instead of taking more, and an Acquire that gives up after such a
+// failure releases the permit it may have left, in the background.
 package semaphore
