@@ -255,29 +255,6 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Cont
 	return m.newHold(ctx, a, traced), nil
 }
 
-// giveBack undoes, in the background, the grant an acquire that gave up
-// may have left in Redis: its last try failed after the script may have
-// run (a reply lost to a timeout or a broken connection). Without it the
-// lock would stay taken by nobody until its lease ran out. A fresh grant
-// is the owner's last count (unlock_last.lua frees it and wakes the
-// waiters, or finds nothing); a re-entry is given back through its latch.
-// Bounded by the unlock timeout; nothing of the caller waits for it.
-func (m *Mutex) giveBack(ctx context.Context, a *attempt) {
-	ctx = context.WithoutCancel(ctx)
-	timeout := m.cfg.UnlockTimeout
-	go func() {
-		if a.latch != "" {
-			n, err := giveBackScript.RunRetrying(ctx, m.client, timeout, []string{m.name, a.latch, m.channel},
-				a.owner, unlockMessage, m.publishArg).Int64()
-			if err == nil && n == 1 {
-				m.hub.Release(m.channel)
-			}
-			return
-		}
-		_, _ = m.releaseLast(ctx, a.owner, a.lease, timeout, false, nil)
-	}()
-}
-
 // attempt is one acquire's state: what it tries with, and what it got.
 // It is also the claim a local release may hand the lock to.
 type attempt struct {
@@ -431,14 +408,6 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, lease, timeout 
 	}
 	return m.runUnlock(ctx, ownerID, lease, timeout)
 }
-
-// Modes of acquire.lua: how a second run of one acquisition is told from
-// another acquisition (boxed once).
-var (
-	modeMinted any = "minted" // the owner was made for this acquisition
-	modeLatch  any = "latch"  // through the acquire latch
-	modeNone   any = ""       // not: the caller counts runs (a Redlock member)
-)
 
 // tryOnce runs the acquire script once for ownerID in mode; latch names
 // the acquire latch (modeLatch). It returns the hold count after it (0
