@@ -7,8 +7,9 @@
 // (overlaps, permits over capacity, fencing tokens out of order: must be
 // 0), the goroutines left once every primitive is done and the clients are
 // closed (must be back to the count before they were made), and the keys
-// left in Redis (must be 0). It exits non-zero on any violation, failed
-// call, goroutine leak or leftover key.
+// left in Redis: fencing counters and latches, each with its TTL, and
+// nothing else; none without a TTL or with one above 24 h. It exits
+// non-zero on any violation, failed call, goroutine leak or such key.
 //
 //	go run ./internal/soak [-duration 60s] [-goroutines 200] [-locks 50] [-addr host:port]
 //
@@ -198,20 +199,26 @@ func run(duration time.Duration, goroutines, locks int, addr string) int {
 	}
 	failed = failed || len(vs) > 0
 
-	left, counters, sizes, latches := leftovers(admin, runID, drainDeadline)
-	fmt.Printf("keys left: %d (not counted: %d fencing-token counters redisson_lock_token:{name}, kept on purpose as Redisson keeps them, so tokens keep growing across holds; %d semaphore size records, hash <name> with used 0, kept on purpose: the size is recorded by the first acquire)\n",
-		len(left), counters, sizes)
-	if latches > 0 {
-		fmt.Printf("  of which %d unlock latches still not expired at the drain deadline\n", latches)
-	}
-	for i, k := range left {
-		if i == 10 {
-			fmt.Printf("  ... %d more\n", len(left)-10)
-			break
+	ks := leftovers(admin, runID)
+	fmt.Printf("keys left: %d with a TTL (%d fencing counters, %d latches; longest TTL %v), %d without\n",
+		ks.withTTL, ks.counters, ks.latches, ks.maxTTL.Round(time.Second), len(ks.noTTL))
+	for _, bad := range []struct {
+		what string
+		keys []string
+	}{{"without a TTL", ks.noTTL}, {"with a TTL above 24 h", ks.longTTL}, {"that no hold should leave", ks.other}} {
+		if len(bad.keys) == 0 {
+			continue
 		}
-		fmt.Printf("  %q\n", k)
+		failed = true
+		fmt.Printf("FAIL: %d key(s) %s:\n", len(bad.keys), bad.what)
+		for i, k := range bad.keys {
+			if i == 10 {
+				fmt.Printf("  ... %d more\n", len(bad.keys)-10)
+				break
+			}
+			fmt.Printf("  %q\n", k)
+		}
 	}
-	failed = failed || len(left) > 0
 
 	for _, c := range clients {
 		_ = c.Close()
@@ -325,38 +332,49 @@ func record(h *history.History, name string, kind history.Kind, n int64, held co
 	return nil
 }
 
-// leftovers lists this run's keys, waiting until the drain deadline for
-// the unlock latches to expire, apart from the fencing counters and the
-// semaphores' size records with nothing in use.
-func leftovers(admin *redis.Client, runID string, deadline time.Time) (left []string, counters, sizes, latches int) {
+// keysLeft is what a run leaves in Redis once every hold has ended.
+type keysLeft struct {
+	withTTL, counters, latches int
+	maxTTL                     time.Duration
+	noTTL, longTTL             []string
+	other                      []string // neither a fencing counter nor a latch
+}
+
+// leftovers walks this run's keys. Once every hold has ended, only fencing
+// counters (an hour) and unlock or acquire latches (twice the unlock
+// timeout) may be left, each with its TTL; nothing may lack one.
+func leftovers(admin *redis.Client, runID string) keysLeft {
 	ctx := context.Background()
-	for {
-		left, counters, sizes, latches = left[:0], 0, 0, 0
-		iter := admin.Scan(ctx, 0, "*"+runID+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			k := iter.Val()
-			switch {
-			case strings.HasPrefix(k, "redisson_lock_token:"):
-				counters++
-			case strings.HasPrefix(k, "soak:"+runID+":sem:") && !strings.ContainsAny(k, "{}"):
-				if used, err := admin.HGet(ctx, k, "used").Result(); err == nil && used == "0" {
-					sizes++
-				} else {
-					left = append(left, k)
-				}
-			default:
-				if strings.HasPrefix(k, "redisson_unlock_latch:") {
-					latches++
-				}
-				left = append(left, k)
-			}
+	var ks keysLeft
+	iter := admin.Scan(ctx, 0, "*"+runID+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		k := iter.Val()
+		ttl, err := admin.PTTL(ctx, k).Result()
+		switch {
+		case err != nil:
+			ks.other = append(ks.other, k+": PTTL error: "+err.Error())
+			continue
+		case ttl == -2 || ttl == -2*time.Millisecond: // expired since the SCAN
+			continue
+		case ttl < 0:
+			ks.noTTL = append(ks.noTTL, k)
+			continue
+		case ttl > 24*time.Hour:
+			ks.longTTL = append(ks.longTTL, k)
 		}
-		if err := iter.Err(); err != nil {
-			return append(left, "SCAN error: "+err.Error()), counters, sizes, latches
+		ks.withTTL++
+		ks.maxTTL = max(ks.maxTTL, ttl)
+		switch {
+		case strings.HasPrefix(k, "redisson_lock_token:"):
+			ks.counters++
+		case strings.HasPrefix(k, "redisson_unlock_latch:"), strings.HasPrefix(k, "relock_acquire_latch:"):
+			ks.latches++
+		default:
+			ks.other = append(ks.other, k)
 		}
-		if latches == 0 || time.Now().After(deadline) {
-			return left, counters, sizes, latches
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
+	if err := iter.Err(); err != nil {
+		ks.other = append(ks.other, "SCAN error: "+err.Error())
+	}
+	return ks
 }

@@ -439,8 +439,7 @@ func (a *App) leaks(ctx context.Context, in *inspect.Inspector, pattern string, 
 			}
 			fmt.Fprintf(a.Stdout, "%d leak(s) found\n", len(rep.Findings))
 		}
-		fmt.Fprintf(a.Stdout, "kept on purpose, not leaks: %d fencing counter(s) (redisson_lock_token:*, never expire so that tokens keep increasing), %d semaphore size record(s) (the semaphore hash: size, used)\n",
-			rep.FencingCounters, rep.SemaphoreRecords)
+		fmt.Fprintf(a.Stdout, "%d key(s) of ours checked; each must expire within %g h\n", rep.Keys, inspect.MaxTTL.Hours())
 	}
 	if len(rep.Findings) > 0 {
 		return errLeaks

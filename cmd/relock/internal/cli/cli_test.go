@@ -75,9 +75,12 @@ func (m *masker) id(s string) string {
 }
 
 var (
-	agoRE  = regexp.MustCompile(`expired [0-9.]+m?s ago`)
-	msRE   = regexp.MustCompile(`"(ttl_ms|lease_ms|mark_ms)": ([0-9]+)`)
-	tailRE = regexp.MustCompile(`[ \t]+\n`)
+	agoRE = regexp.MustCompile(`expired [0-9.]+m?s ago`)
+	// tokenRE matches the fencing tokens the library draws from the
+	// server's clock (microseconds since 1970: 16 digits until 2286).
+	tokenRE = regexp.MustCompile(`\b1[0-9]{15}\b`)
+	msRE    = regexp.MustCompile(`"(ttl_ms|lease_ms|mark_ms)": ([0-9]+)`)
+	tailRE  = regexp.MustCompile(`[ \t]+\n`)
 )
 
 // maskJSON rounds the positive milliseconds of the JSON output to 10 s.
@@ -122,6 +125,7 @@ func (r *runner) run(stdin string, args ...string) result {
 	mask := func(s string) string {
 		s = r.m.id(s)
 		s = agoRE.ReplaceAllString(s, "expired <d> ago")
+		s = tokenRE.ReplaceAllString(s, "<token>")
 		return maskJSON(s)
 	}
 	return result{code: code, stdout: mask(out.String()), stderr: mask(errOut.String())}
@@ -261,7 +265,7 @@ func TestLeaks(t *testing.T) {
 	ctx := testCtx(t)
 	base := context.Background()
 
-	// a healthy lock: not a leak (its token counter is kept on purpose)
+	// a healthy lock: not a leak (its token counter has a TTL)
 	m := lock.New(c, "ok:1", lock.WithLeaseTime(lease))
 	held, err := m.Lock(owner.With(base, ownerA))
 	if err != nil {
@@ -270,7 +274,8 @@ func TestLeaks(t *testing.T) {
 	t.Cleanup(func() { _ = m.Unlock(held) })
 
 	// by hand: a lock hash that lost its TTL, an unlock latch without TTL,
-	// an rwlock lease key whose hash is gone
+	// an rwlock lease key whose hash is gone, a fencing counter an older
+	// version left without a TTL, one with a TTL above a day
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -280,6 +285,8 @@ func TestLeaks(t *testing.T) {
 	must(c.HSet(ctx, "leak:1", ownerB, 3).Err())
 	must(c.Set(ctx, "redisson_unlock_latch:{leak:1}:"+ownerB+":r9", 1, 0).Err())
 	must(c.Set(ctx, "{gone}:"+ownerC+":rwlock_timeout:1", 1, lease).Err())
+	must(c.Set(ctx, "redisson_lock_token:{old:1}", 42, 0).Err())
+	must(c.Set(ctx, "redisson_lock_token:{old:2}", 42, 48*time.Hour).Err())
 
 	// real dead owners: a reader whose short lease ran out while another
 	// reader keeps the hash alive, and a semaphore permit that expired
@@ -293,10 +300,18 @@ func TestLeaks(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rwLong.RUnlock(r) })
+	// (another permit keeps the semaphore's keys alive: alone, they would
+	// expire with the dead one)
 	sem := semaphore.New(c, "pool:9", 3, semaphore.WithLeaseTime(100*time.Millisecond))
 	if _, err := sem.Acquire(owner.With(base, ownerA), 2); err != nil {
 		t.Fatal(err)
 	}
+	semLong := semaphore.New(c, "pool:9", 3, semaphore.WithLeaseTime(lease))
+	p, err := semLong.Acquire(owner.With(base, ownerD), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = semLong.Release(p) })
 	time.Sleep(300 * time.Millisecond)
 
 	rn := newRunner(t)

@@ -21,7 +21,8 @@ func Example() {
 	ctx := context.Background()
 
 	// A lock held twice by one owner, as lock.Mutex leaves it, but whose
-	// TTL was lost: a leak.
+	// TTL was lost, and a fencing counter an older version left without
+	// one: two leaks.
 	rdb.HSet(ctx, "order:1", "6f1c2a9e-0000-4000-8000-000000000001:7", 2)
 	rdb.Set(ctx, "redisson_lock_token:{order:1}", 12, 0)
 
@@ -32,9 +33,10 @@ func Example() {
 	for _, f := range rep.Findings {
 		fmt.Println(f.Key, f.Problem)
 	}
-	fmt.Println("fencing counters kept:", rep.FencingCounters)
+	fmt.Println("keys checked:", rep.Keys)
 	// Output:
 	// lock 6f1c2a9e-0000-4000-8000-000000000001:7 2 12 -1
 	// order:1 no-ttl
-	// fencing counters kept: 1
+	// redisson_lock_token:{order:1} no-ttl
+	// keys checked: 2
 }

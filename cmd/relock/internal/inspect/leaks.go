@@ -14,14 +14,16 @@ import (
 	"github.com/relock-go/relock/internal/keys"
 )
 
-// Finding is one leak: a key of ours that will not go away on its own, or
-// a holder whose lease has ended but who is still listed.
+// Finding is one leak: a key of ours that will not go away on its own (no
+// TTL) or not soon enough (a TTL above MaxTTL), or a holder whose lease
+// has ended but who is still listed.
 type Finding struct {
 	Key string `json:"key"`
 	// Name is the lock, rwlock or semaphore the key belongs to, when known.
 	Name string `json:"name"`
-	// Problem is a short code: no-ttl, dead-reader, expired-permit,
-	// orphan-lease-key, orphan-permits, orphan-weight, stale-waiter.
+	// Problem is a short code: no-ttl, long-ttl, dead-reader,
+	// expired-permit, orphan-lease-key, orphan-permits, orphan-weight,
+	// stale-waiter.
 	Problem string `json:"problem"`
 	// Holder is the owner, permit or waiter concerned, "" for a whole key.
 	Holder string `json:"holder"`
@@ -32,26 +34,29 @@ type Finding struct {
 // Report is what Leaks finds.
 type Report struct {
 	Findings []Finding `json:"findings"`
-	// FencingCounters and SemaphoreRecords count the keys without TTL that
-	// are kept on purpose and are not leaks: redisson_lock_token:{name}
-	// must keep increasing for the life of a lock name, and a semaphore's
-	// hash records its size.
-	FencingCounters  int `json:"fencing_counters_kept"`
-	SemaphoreRecords int `json:"semaphore_records_kept"`
+	// Keys counts the keys of ours that were checked.
+	Keys int `json:"keys"`
 }
 
+// MaxTTL is the longest a key of ours may have left: every key relock
+// writes has a TTL (a fencing counter lives an hour after its lock's last
+// acquisition) or is deleted when its hold ends, so anything longer was
+// not written by it, or was changed by hand.
+const MaxTTL = 24 * time.Hour
+
 const (
-	tokenPrefix = "redisson_lock_token:"
-	latchPrefix = "redisson_unlock_latch:"
+	tokenPrefix        = "redisson_lock_token:"
+	latchPrefix        = "redisson_unlock_latch:"
+	acquireLatchPrefix = "relock_acquire_latch:"
 )
 
-// semaphore auxiliary keys: no TTL on purpose (they empty themselves as
-// permits are released), checked by content.
+// semaphore auxiliary keys, checked by content as well as TTL.
 var semSuffixes = []string{":permits", ":weights", ":waiters", ":waiter_expiry"}
 
 // Leaks scans the keys matching pattern for leaks:
-//   - locks' and rwlocks' hashes, unlock latches, rwlock lease keys and
-//     write-waiter sets without a TTL (PTTL -1): they never expire;
+//   - any key of ours (locks', rwlocks' and semaphores' keys, fencing
+//     counters, latches, lease keys, waiter sets) without a TTL (PTTL -1),
+//     which never expires, or with one above MaxTTL;
 //   - rwlock readers still listed whose every lease key is gone, and
 //     semaphore permits whose expiry has passed but are still in the
 //     zset (dead owners: cleaned only by the next acquire);
@@ -59,8 +64,7 @@ var semSuffixes = []string{":permits", ":weights", ":waiters", ":waiter_expiry"}
 //     semaphore permits or weights without their semaphore or permit;
 //   - semaphore waiters whose mark has expired.
 //
-// Fencing counters and semaphore size records have no TTL on purpose and
-// are only counted. Findings are sorted by key, then holder.
+// Findings are sorted by key, then holder.
 func (in *Inspector) Leaks(ctx context.Context, pattern string) (Report, error) {
 	rep := Report{Findings: []Finding{}}
 	now, err := in.Now(ctx)
@@ -69,6 +73,23 @@ func (in *Inspector) Leaks(ctx context.Context, pattern string) (Report, error) 
 	}
 	add := func(key, name, problem, holder, format string, args ...any) {
 		rep.Findings = append(rep.Findings, Finding{Key: key, Name: name, Problem: problem, Holder: holder, Detail: fmt.Sprintf(format, args...)})
+	}
+	// checkTTL reports a key of ours that never expires, or not soon
+	// enough; what says what the key is.
+	checkTTL := func(k, name, what string) error {
+		rep.Keys++
+		ttl, err := in.pttl(ctx, k)
+		if err != nil {
+			return err
+		}
+		switch {
+		case ttl == NoTTL:
+			add(k, name, "no-ttl", "", "%s without TTL: it never expires", what)
+		case time.Duration(ttl)*time.Millisecond > MaxTTL:
+			add(k, name, "long-ttl", "", "%s expires in %s, later than the %g h within which everything of relock's expires", what,
+				(time.Duration(ttl) * time.Millisecond).Round(time.Second), MaxTTL.Hours())
+		}
+		return nil
 	}
 
 	// hashes: locks, rwlocks, semaphores, and the semaphores' weights and
@@ -79,6 +100,9 @@ func (in *Inspector) Leaks(ctx context.Context, pattern string) (Report, error) 
 	}
 	for _, k := range hashes {
 		if base, suffix, ok := semAux(k); ok {
+			if err := checkTTL(k, unprefix(base), "semaphore "+strings.TrimPrefix(suffix, ":")+" hash"); err != nil {
+				return rep, err
+			}
 			if err := in.semAuxLeaks(ctx, k, base, suffix, now, add); err != nil {
 				return rep, err
 			}
@@ -91,9 +115,11 @@ func (in *Inspector) Leaks(ctx context.Context, pattern string) (Report, error) 
 		if !ok {
 			continue
 		}
+		if err := checkTTL(k, k, e.Kind+" hash"); err != nil {
+			return rep, err
+		}
 		switch e.Kind {
 		case KindSemaphore:
-			rep.SemaphoreRecords++
 			for _, h := range e.Holders {
 				if h.Expired {
 					add(keys.Suffix(k, "permits"), k, "expired-permit", h.ID,
@@ -107,9 +133,6 @@ func (in *Inspector) Leaks(ctx context.Context, pattern string) (Report, error) 
 				}
 			}
 		default:
-			if e.TTLMs == NoTTL {
-				add(k, k, "no-ttl", "", "%s hash without TTL: its %s never expire", e.Kind, holdersText(e.Holders))
-			}
 			for _, h := range e.Holders {
 				if h.Expired {
 					add(k, k, "dead-reader", h.ID,
@@ -125,25 +148,25 @@ func (in *Inspector) Leaks(ctx context.Context, pattern string) (Report, error) 
 		return rep, err
 	}
 	for _, k := range strs {
+		var err error
 		switch {
 		case strings.HasPrefix(k, tokenPrefix):
-			rep.FencingCounters++
+			err = checkTTL(k, "", "fencing counter")
 		case strings.HasPrefix(k, latchPrefix):
-			ttl, err := in.pttl(ctx, k)
-			if err != nil {
-				return rep, err
-			}
-			if ttl == NoTTL {
-				add(k, "", "no-ttl", "", "unlock latch without TTL: it is meant to live for twice the unlock timeout")
-			}
+			err = checkTTL(k, "", "unlock latch")
+		case strings.HasPrefix(k, acquireLatchPrefix):
+			err = checkTTL(k, "", "acquire latch")
 		default:
 			m := leaseKeyRE.FindStringSubmatch(k)
 			if m == nil {
 				continue
 			}
-			if err := in.leaseKeyLeaks(ctx, k, m[1], m[2], m[3], add); err != nil {
-				return rep, err
+			if err = checkTTL(k, unprefix(m[1]), "rwlock lease key"); err == nil {
+				err = in.leaseKeyLeaks(ctx, k, m[1], m[2], m[3], add)
 			}
+		}
+		if err != nil {
+			return rep, err
 		}
 	}
 
@@ -154,16 +177,15 @@ func (in *Inspector) Leaks(ctx context.Context, pattern string) (Report, error) 
 	}
 	for _, k := range zsets {
 		if base, ok := strings.CutSuffix(k, ":rwlock_write_waiters"); ok {
-			ttl, err := in.pttl(ctx, k)
-			if err != nil {
+			if err := checkTTL(k, unprefix(base), "rwlock write-waiter set"); err != nil {
 				return rep, err
-			}
-			if ttl == NoTTL {
-				add(k, unprefix(base), "no-ttl", "", "rwlock write-waiter set without TTL: a dead writer's mark would block readers forever")
 			}
 			continue
 		}
 		if base, suffix, ok := semAux(k); ok {
+			if err := checkTTL(k, unprefix(base), "semaphore "+strings.TrimPrefix(suffix, ":")+" set"); err != nil {
+				return rep, err
+			}
 			if err := in.semAuxLeaks(ctx, k, base, suffix, now, add); err != nil {
 				return rep, err
 			}
@@ -252,14 +274,7 @@ func (in *Inspector) semAuxLeaks(ctx context.Context, k, base, suffix string, no
 
 // leaseKeyLeaks checks an rwlock reader's lease key.
 func (in *Inspector) leaseKeyLeaks(ctx context.Context, k, base, owner, idx string, add addFunc) error {
-	ttl, err := in.pttl(ctx, k)
-	if err != nil {
-		return err
-	}
 	name := unprefix(base)
-	if ttl == NoTTL {
-		add(k, name, "no-ttl", owner, "rwlock lease key without TTL: the reader's lease never ends")
-	}
 	i, _ := strconv.ParseInt(idx, 10, 64)
 	for _, n := range names(base) {
 		c, err := in.client.HGet(ctx, n, owner).Int64()
@@ -281,15 +296,4 @@ func isNil(err error) bool { return errors.Is(err, redis.Nil) }
 // ago formats a non-positive remaining time in ms as a duration ago.
 func ago(ms int64) string {
 	return (time.Duration(-ms) * time.Millisecond).Round(time.Millisecond).String()
-}
-
-func holdersText(hs []Holder) string {
-	if len(hs) == 0 {
-		return "holders (none listed)"
-	}
-	ids := make([]string, len(hs))
-	for i, h := range hs {
-		ids[i] = h.ID
-	}
-	return "holders (" + strings.Join(ids, ", ") + ")"
 }
