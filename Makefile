@@ -31,7 +31,7 @@ test: redis-server
 	$(GO) test -race -count=1 -timeout 20m ./...
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
 
-# Issue 7 fault suite (build tag faults, so `make test` does not run it
+# The fault suite (build tag faults, so `make test` does not run it
 # twice): toxiproxy latency and partitions, redis-server killed and
 # restarted, the pub/sub connection killed, holder processes killed with
 # SIGKILL and stalled with SIGSTOP. Bounded to a few minutes; CI runs it.
@@ -49,7 +49,7 @@ soak: redis-server
 bench: redis-server
 	$(GO) test -run '^$$' -bench . -skip Scale -benchmem -count 5 ./lock/
 
-# Issue 6 scale scenarios, each run once on a real redis-server: 100k
+# Scale scenarios, each run once on a real redis-server: 100k
 # leases renewed by one watchdog, 10k waiters on one pub/sub connection.
 bench-scale: redis-server
 	$(GO) test -run '^$$' -bench 'Scale' -benchtime 1x -timeout 10m ./watchdog/ ./lock/

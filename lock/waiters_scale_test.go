@@ -20,7 +20,7 @@ import (
 	"github.com/relock-go/relock/lock"
 )
 
-// Scale of waiting (issue 6): 10,000 goroutines of one process wait for
+// Scale of waiting: 10,000 goroutines of one process wait for
 // 1,000 locks over one client, so over one pub/sub connection. Run it with
 // `make bench-scale` (or go test -run '^$' -bench Scale -benchtime 1x
 // ./lock/). It needs a real redis-server.

@@ -24,7 +24,7 @@ import (
 	"github.com/relock-go/relock/watchdog"
 )
 
-// Scale of the watchdog (issue 6): one process holds 100,000 leases and the
+// Scale of the watchdog: one process holds 100,000 leases and the
 // watchdog keeps them alive. The goal the issue sets: every lease renewed
 // each interval, by at most one long-lived goroutine, in at most
 // ceil(100k/100) = 1000 scripts per interval, pipelined.

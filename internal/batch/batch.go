@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/perclient"
 )
 
 const (
@@ -17,23 +19,26 @@ const (
 	maxBatch = 256
 )
 
-var pipes sync.Map // redis.UniversalClient -> *Pipe
+// pipes holds the Pipe of each live client: dropped with the client, so
+// that clients made per tenant or per request do not pile up.
+var pipes perclient.Map[*Pipe]
 
 // For returns the Pipe of client, one per client for the process. Only a
 // single-node *redis.Client is batched; other clients (a cluster client
 // routes each command to its own node) get a Pipe that sends directly.
 func For(client redis.UniversalClient) *Pipe {
-	if p, ok := pipes.Load(client); ok {
-		return p.(*Pipe)
-	}
-	p, _ := pipes.LoadOrStore(client, New(client, defaultSenders))
-	return p.(*Pipe)
+	return pipes.Get(client, newPipe)
+}
+
+func newPipe(client redis.UniversalClient) *Pipe {
+	return New(client, defaultSenders)
 }
 
 // Pipe sends the commands of one client. Its methods are safe for
-// concurrent use.
+// concurrent use. It reaches the client through a weak reference: the
+// pipes registry must not keep it alive.
 type Pipe struct {
-	client  redis.UniversalClient
+	client  perclient.Ref
 	direct  bool
 	senders int
 
@@ -46,7 +51,7 @@ type Pipe struct {
 // in flight at once (at least 1).
 func New(client redis.UniversalClient, senders int) *Pipe {
 	_, single := client.(*redis.Client)
-	return &Pipe{client: client, direct: !single, senders: max(senders, 1)}
+	return &Pipe{client: perclient.NewRef(client), direct: !single, senders: max(senders, 1)}
 }
 
 type call struct {
@@ -68,15 +73,19 @@ var calls = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1
 // cancellation, since its replies belong to all of them: the client's
 // read and write timeouts bound it.
 func (p *Pipe) Process(ctx context.Context, cmd redis.Cmder) error {
+	client := p.client.Client()
+	if client == nil {
+		return redis.ErrClosed // collected: no caller holds it
+	}
 	if p.direct {
-		return p.client.Process(ctx, cmd)
+		return client.Process(ctx, cmd)
 	}
 	p.mu.Lock()
 	if p.flying < p.senders {
 		p.flying++
 		p.mu.Unlock()
 		defer p.handOver() // even if a hook panics: the turn must pass on
-		return p.client.Process(ctx, cmd)
+		return client.Process(ctx, cmd)
 	}
 	c := calls.Get().(*call)
 	c.ctx, c.cmd = ctx, cmd
@@ -127,10 +136,16 @@ func (p *Pipe) send(b []*call) {
 	// The pipeline must not fail for the others because the sender's
 	// context ended.
 	ctx := context.WithoutCancel(b[0].ctx)
-	if len(b) == 1 {
-		_ = p.client.Process(ctx, b[0].cmd)
-	} else {
-		pipe := p.client.Pipeline()
+	client := p.client.Client() // held by the callers waiting in b
+	switch {
+	case client == nil:
+		for _, c := range b {
+			c.cmd.SetErr(redis.ErrClosed)
+		}
+	case len(b) == 1:
+		_ = client.Process(ctx, b[0].cmd)
+	default:
+		pipe := client.Pipeline()
 		for _, c := range b {
 			_ = pipe.Process(ctx, c.cmd)
 		}

@@ -6,5 +6,6 @@
 // latency (a lone command is sent at once), while under load the round
 // trips, system calls and connections per command fall with the load, as
 // auto-pipelining clients do. No goroutine is started: the goroutines that
-// wait take turns sending for each other.
+// wait take turns sending for each other. A Pipe goes with its client
+// (the registry holds clients weakly, see package perclient).
 package batch

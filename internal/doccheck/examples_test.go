@@ -12,7 +12,7 @@ import (
 // publicPackages are the packages whose entry points pkg.go.dev shows.
 var publicPackages = []string{"lock", "rwlock", "semaphore", "redlock", "watchdog", "tracing"}
 
-// TestEveryEntryPointHasAnExample keeps issue 8 done: every exported
+// TestEveryEntryPointHasAnExample: every exported
 // function and method of the public packages has an Example, which
 // pkg.go.dev shows beside it and `go test` runs.
 func TestEveryEntryPointHasAnExample(t *testing.T) {

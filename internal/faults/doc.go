@@ -1,4 +1,4 @@
-// Package faults is relock's network and server fault suite (issue 7). It
+// Package faults is relock's network and server fault suite. It
 // holds no library code: its tests carry the build constraint
 // `//go:build faults`, so `make test` leaves them out, and run with
 //

@@ -10,4 +10,10 @@
 // wakes only the head of the queue (or the run of shared waiters at its
 // head, for read locks), so a process does not stampede Redis and a
 // goroutine that arrives late does not barge past those already waiting.
+//
+// Nothing piles up: a lock's queue, hand-off count and subscription go
+// when its last waiter leaves, and a Hub goes with its client (the
+// registry holds clients weakly, see package perclient), so a service that
+// makes clients per tenant or per request and uses ever new names keeps
+// only what is in use.
 package notify

@@ -6,27 +6,28 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/perclient"
 )
 
 // Linger is how long an idle pub/sub connection stays open after its last
 // channel is unsubscribed, so that bursts of contention do not reconnect.
 const Linger = 100 * time.Millisecond
 
-var hubs sync.Map // redis.UniversalClient -> *Hub
+// hubs holds the hub of each live client: dropped with the client, so that
+// clients made per tenant or per request do not pile up hubs.
+var hubs perclient.Map[*Hub]
 
 // For returns the hub of client, creating it on first use.
 func For(client redis.UniversalClient) *Hub {
-	if h, ok := hubs.Load(client); ok {
-		return h.(*Hub)
-	}
-	h, _ := hubs.LoadOrStore(client, newHub(client))
-	return h.(*Hub)
+	return hubs.Get(client, newHub)
 }
 
-// Hub is the notification hub of one Redis client.
+// Hub is the notification hub of one Redis client. It reaches the client
+// through a weak reference: the hubs registry must not keep it alive.
 type Hub struct {
-	client  redis.UniversalClient
-	cluster *redis.ClusterClient
+	client  perclient.Ref
+	cluster bool
 
 	mu     sync.Mutex
 	queues map[string]*queue // channel -> local waiters
@@ -37,8 +38,8 @@ type Hub struct {
 }
 
 func newHub(client redis.UniversalClient) *Hub {
-	h := &Hub{client: client, queues: map[string]*queue{}, shards: map[string]*shard{}, handOffs: map[string]int{}}
-	h.cluster, _ = client.(*redis.ClusterClient)
+	h := &Hub{client: perclient.NewRef(client), queues: map[string]*queue{}, shards: map[string]*shard{}, handOffs: map[string]int{}}
+	_, h.cluster = client.(*redis.ClusterClient)
 	return h
 }
 
@@ -46,7 +47,7 @@ func newHub(client redis.UniversalClient) *Hub {
 // on a cluster (sharded pub/sub keeps the message on the lock's shard),
 // PUBLISH elsewhere, as Redisson does.
 func (h *Hub) PublishCommand() string {
-	if h.cluster != nil {
+	if h.cluster {
 		return "spublish"
 	}
 	return "publish"
@@ -192,6 +193,12 @@ func (h *Hub) removeLocked(w *Waiter, acquired bool, hold time.Duration) {
 	}
 	if len(q.waiters) == 0 {
 		delete(h.queues, w.channel)
+		if !acquired {
+			// Nobody holds the lock by a hand-off of this chain now (one
+			// that did ends it on release, in Reserve): an idle name
+			// keeps nothing in the hub.
+			delete(h.handOffs, w.channel)
+		}
 		if q.sub != nil {
 			h.unsubscribeLocked(q.sub)
 		}

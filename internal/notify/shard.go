@@ -44,10 +44,14 @@ type subscription struct {
 }
 
 func (h *Hub) shardLocked(ctx context.Context, channel string) (*shard, error) {
+	client := h.client.Client()
+	if client == nil {
+		return nil, redis.ErrClosed // collected: no caller holds it
+	}
 	addr := ""
 	var node *redis.Client
-	if h.cluster != nil {
-		n, err := h.cluster.MasterForKey(ctx, channel)
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		n, err := cc.MasterForKey(ctx, channel)
 		if err != nil {
 			return nil, err
 		}
@@ -60,7 +64,7 @@ func (h *Hub) shardLocked(ctx context.Context, channel string) (*shard, error) {
 	if node != nil {
 		s.ps, s.ssub = node.SSubscribe(ctx), true
 	} else {
-		s.ps = h.client.Subscribe(ctx)
+		s.ps = client.Subscribe(ctx)
 	}
 	h.shards[addr] = s
 	go h.receive(s)

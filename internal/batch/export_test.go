@@ -1,0 +1,4 @@
+package batch
+
+// Pipes is how many clients have a Pipe now.
+func Pipes() int { return pipes.Len() }

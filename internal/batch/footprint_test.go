@@ -1,0 +1,51 @@
+package batch_test
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/batch"
+	"github.com/relock-go/relock/internal/redistest"
+)
+
+// TestClosedClientsLeaveNothing makes, uses and closes 10,000 clients:
+// once they are dropped their Pipes are gone and the heap comes back.
+func TestClosedClientsLeaveNothing(t *testing.T) {
+	for _, b := range redistest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			env := b.New(t)
+			addr := env.Client.Options().Addr
+			ctx := context.Background()
+			before := batch.Pipes()
+			var ms runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			heap := ms.HeapAlloc
+
+			const clients = 10000
+			for range clients {
+				c := redis.NewClient(&redis.Options{Addr: addr})
+				p := batch.For(c)
+				require.Same(t, p, batch.For(c), "one Pipe per client")
+				cmd := redis.NewStatusCmd(ctx, "ping")
+				require.NoError(t, p.Process(ctx, cmd))
+				require.Equal(t, "PONG", cmd.Val())
+				require.NoError(t, c.Close())
+			}
+			require.Eventually(t, func() bool {
+				runtime.GC()
+				return batch.Pipes() <= before
+			}, 30*time.Second, 10*time.Millisecond, "the Pipes of dropped clients are gone")
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			grown := int64(ms.HeapAlloc) - int64(heap)
+			t.Logf("%d clients made, used and dropped: heap %+d B", clients, grown)
+			require.Less(t, grown, int64(4<<20), "the heap came back")
+		})
+	}
+}

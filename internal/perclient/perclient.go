@@ -1,0 +1,118 @@
+package perclient
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"weak"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Map holds one V per live Redis client. Its methods are safe for
+// concurrent use. A V must not refer to its client but through a Ref, or
+// the client would never be collected, nor its entry dropped.
+type Map[V any] struct {
+	m sync.Map // key (see keyOf) -> V
+	// last is the entry found last: a process usually has one client, and
+	// this finds it without building a key (which allocates).
+	last atomic.Pointer[recent[V]]
+}
+
+type recent[V any] struct {
+	ref    Ref
+	v      V
+}
+
+// Get returns client's V, made by newV(client) on first use (newV may run
+// more than once when goroutines race; one result is kept). newV takes the
+// client rather than capturing it, so that a call that finds the V
+// allocates nothing.
+func (m *Map[V]) Get(client redis.UniversalClient, newV func(redis.UniversalClient) V) V {
+	if r := m.last.Load(); r != nil && r.ref.Client() == client {
+		return r.v
+	}
+	k := keyOf(client)
+	v, ok := m.m.Load(k)
+	if !ok {
+		var loaded bool
+		v, loaded = m.m.LoadOrStore(k, newV(client))
+		if !loaded {
+			onCollect(client, func() { m.m.CompareAndDelete(k, v) })
+		}
+	}
+	m.last.Store(&recent[V]{ref: NewRef(client), v: v.(V)})
+	return v.(V)
+}
+
+// Len is how many clients have a V now.
+func (m *Map[V]) Len() int {
+	n := 0
+	m.m.Range(func(any, any) bool { n++; return true })
+	return n
+}
+
+// Ref leads back to a client without keeping it alive.
+type Ref struct {
+	get func() redis.UniversalClient
+}
+
+// NewRef returns a Ref to client.
+func NewRef(client redis.UniversalClient) Ref {
+	switch c := client.(type) {
+	case *redis.Client:
+		return weakRef[redis.Client](c)
+	case *redis.ClusterClient:
+		return weakRef[redis.ClusterClient](c)
+	case *redis.Ring:
+		return weakRef[redis.Ring](c)
+	}
+	return Ref{get: func() redis.UniversalClient { return client }}
+}
+
+func weakRef[T any, P interface {
+	*T
+	redis.UniversalClient
+}](c P) Ref {
+	w := weak.Make((*T)(c))
+	return Ref{get: func() redis.UniversalClient {
+		if v := w.Value(); v != nil {
+			return P(v)
+		}
+		return nil
+	}}
+}
+
+// Client returns the client, or nil once it has been collected (which
+// cannot happen while a caller holds it).
+func (r Ref) Client() redis.UniversalClient { return r.get() }
+
+// keyOf is a comparable key for client that does not keep it alive: a
+// weak.Pointer compares equal only for the same client, and keeps its
+// identity after the client is collected, so a new client at the same
+// address never finds another's entry.
+func keyOf(client redis.UniversalClient) any {
+	switch c := client.(type) {
+	case *redis.Client:
+		return weak.Make(c)
+	case *redis.ClusterClient:
+		return weak.Make(c)
+	case *redis.Ring:
+		return weak.Make(c)
+	}
+	return client
+}
+
+// onCollect runs f once client has been garbage collected (never for a
+// client of another type, held strongly).
+func onCollect(client redis.UniversalClient, f func()) {
+	run := func(f func()) { f() }
+	switch c := client.(type) {
+	case *redis.Client:
+		runtime.AddCleanup(c, run, f)
+	case *redis.ClusterClient:
+		runtime.AddCleanup(c, run, f)
+	case *redis.Ring:
+		runtime.AddCleanup(c, run, f)
+	}
+}

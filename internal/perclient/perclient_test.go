@@ -1,0 +1,64 @@
+package perclient_test
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/relock-go/relock/internal/perclient"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type state struct {
+	client perclient.Ref
+	n      int
+}
+
+// One value per client while it lives; the entry goes with the client,
+// and a Ref does not keep it alive.
+func TestMapFollowsTheClient(t *testing.T) {
+	var m perclient.Map[*state]
+	made := 0
+	mk := func(redis.UniversalClient) func(redis.UniversalClient) *state {
+		return func(c redis.UniversalClient) *state { made++; return &state{client: perclient.NewRef(c), n: made} }
+	}
+	a := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer a.Close()
+	sa := m.Get(a, mk(a))
+	require.Same(t, sa, m.Get(a, mk(a)))
+	require.Equal(t, redis.UniversalClient(a), sa.client.Client())
+
+	func() {
+		b := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+		sb := m.Get(b, mk(b))
+		require.NotSame(t, sa, sb)
+		require.Equal(t, 2, m.Len())
+		require.NoError(t, b.Close())
+	}()
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		return m.Len() == 1
+	}, 10*time.Second, 10*time.Millisecond, "the dropped client's entry is gone")
+	require.Same(t, sa, m.Get(a, mk(a)), "the live client's entry stays")
+	require.Equal(t, 2, made)
+}
+
+// A Ref gives nil once its client has been collected.
+func TestRefDoesNotPin(t *testing.T) {
+	var ref perclient.Ref
+	func() {
+		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+		ref = perclient.NewRef(c)
+		require.NotNil(t, ref.Client())
+		require.NoError(t, c.Close())
+	}()
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		return ref.Client() == nil
+	}, 10*time.Second, 10*time.Millisecond)
+}
