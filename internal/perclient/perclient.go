@@ -20,8 +20,8 @@ type Map[V any] struct {
 }
 
 type recent[V any] struct {
-	ref    Ref
-	v      V
+	ref Ref
+	v   V
 }
 
 // Get returns client's V, made by newV(client) on first use (newV may run
