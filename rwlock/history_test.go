@@ -56,7 +56,8 @@ func histLeftovers(t *testing.T, c redis.UniversalClient, names ...string) []str
 	for _, k := range ks {
 		ok := false
 		for _, name := range names {
-			if k == keys.Prefix("redisson_lock_token", name) || strings.HasPrefix(k, keys.Prefix("redisson_unlock_latch", name)+":") {
+			if k == keys.Prefix("redisson_lock_token", name) || strings.HasPrefix(k, keys.Prefix("redisson_unlock_latch", name)+":") ||
+				strings.HasPrefix(k, keys.Prefix("relock_acquire_latch", name)+":") {
 				ok = true
 			}
 		}

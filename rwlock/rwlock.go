@@ -76,6 +76,7 @@ var (
 	writeRelease = scripts.Load(luaFS, "lua/write_release.lua")
 	downgrade    = scripts.Load(luaFS, "lua/downgrade.lua", scripts.Fence)
 	withdraw     = scripts.Load(luaFS, "lua/withdraw.lua")
+	giveBack     = scripts.Load(luaFS, "lua/give_back.lua")
 
 	renewReadKind  = &watchdog.Kind{Name: "rwlock-read", Script: scripts.Load(luaFS, "lua/renew_read.lua"), KeysPer: 2, ArgsPer: 1}
 	renewWriteKind = &watchdog.Kind{Name: "rwlock-write", Script: scripts.Load(luaFS, "lua/renew_write.lua"), KeysPer: 1, ArgsPer: 1}
@@ -113,13 +114,15 @@ type RWMutex struct {
 	prefix   string // {name}, the prefix of readers' lease keys
 	waiters  string // zset of waiting writers
 	tokenKey string
-	// latchPrefix + a request id names an unlock latch key.
-	latchPrefix string
-	hub         *notify.Hub
-	tracer      trace.Tracer
-	spanStart   [2][]trace.SpanStartOption // by side
-	metrics     [2]*telemetry.Recorder     // by side
-	rel         [2]*telemetry.Release      // by side: release span and hold metrics
+	// latchPrefix + a request id names an unlock latch key;
+	// acquireLatchPrefix + a request id, an acquire latch.
+	latchPrefix        string
+	acquireLatchPrefix string
+	hub                *notify.Hub
+	tracer             trace.Tracer
+	spanStart          [2][]trace.SpanStartOption // by side
+	metrics            [2]*telemetry.Recorder     // by side
+	rel                [2]*telemetry.Release      // by side: release span and hold metrics
 }
 
 // New returns the RWMutex called name on client. It does not touch Redis;
@@ -132,6 +135,7 @@ func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	}
 	rw.channel = keys.Prefix("redisson_rwlock", name)
 	rw.latchPrefix = options.LatchPrefix(name)
+	rw.acquireLatchPrefix = keys.Prefix("relock_acquire_latch", name) + ":"
 	rw.prefix = keys.Suffix(name, "")
 	rw.prefix = rw.prefix[:len(rw.prefix)-1] // "{name}" (or "name" with its own tag)
 	rw.waiters = keys.Suffix(name, "rwlock_write_waiters")
@@ -240,6 +244,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 	if err := rw.check(op, ctx); err != nil {
 		return nil, err
 	}
+	_, shared := owner.From(ctx)
 	ctx, ownerID := owner.Ensure(ctx)
 	wd := rw.cfg.Watchdog
 	readLease := wd.Find(rw.client, rw.leaseID(read, ownerID))
@@ -260,13 +265,24 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 	var count, token int64
 	var sentAt time.Time
 	marked := false
+	// A second run of this acquisition's script (a retry after a lost
+	// reply, go-redis's resend) must return the first run's grant: an
+	// owner minted here finds its own field; one that other holds share
+	// goes through an acquire latch. uncertain: the last try failed after
+	// its script may have run.
+	mode, latch := modeMinted, ""
+	if shared {
+		mode, latch = modeLatch, owner.RequestKey(rw.acquireLatchPrefix)
+	}
+	uncertain := false
 	try := func(ctx context.Context) (acquire.Result, error) {
 		sentAt = wd.Now()
 		member := ""
 		if s == write && acquire.Queued(ctx) {
 			member = ownerID // only the head of the local queue marks
 		}
-		c, tok, ttl, err := rw.tryOnce(ctx, s, ownerID, lease, member)
+		c, tok, ttl, err := rw.tryOnce(ctx, s, ownerID, lease, member, mode, latch)
+		uncertain = err != nil && scripts.MayHaveRun(err)
 		if err != nil || c == 0 {
 			marked = marked || member != ""
 			return acquire.Result{TTL: ttl}, err
@@ -303,6 +319,9 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 	if err != nil {
 		if marked {
 			rw.withdrawMark(ctx, ownerID)
+		}
+		if uncertain {
+			rw.giveBack(ctx, s, ownerID, latch)
 		}
 		return nil, rw.wrap(op, err)
 	}
@@ -378,17 +397,23 @@ func (rw *RWMutex) latch() string {
 
 // tryOnce runs side s's acquire script once for ownerID: the count after
 // it (0 when it must wait, for ttl) and the token. member marks a waiting
-// writer ("" for none).
-func (rw *RWMutex) tryOnce(ctx context.Context, s side, ownerID string, lease time.Duration, member string) (count, token int64, ttl time.Duration, err error) {
+// writer ("" for none); mode and latch (the acquire latch, with
+// modeLatch) make a second run return the first run's grant.
+func (rw *RWMutex) tryOnce(ctx context.Context, s side, ownerID string, lease time.Duration, member string, mode any, latch string) (count, token int64, ttl time.Duration, err error) {
+	latchKey := rw.name // a key of the slot, unused without a latch
+	if latch != "" {
+		latchKey = latch
+	}
+	latchLife := 2 * rw.cfg.UnlockTimeout.Milliseconds()
 	var vals []int64
 	if s == read {
 		vals, err = readAcquire.Run(ctx, rw.client,
-			[]string{rw.name, rw.timeoutPrefix(ownerID), rw.waiters, rw.tokenKey, rw.prefix},
-			lease.Milliseconds(), ownerID, ownerID+":write").Int64Slice()
+			[]string{rw.name, rw.timeoutPrefix(ownerID), rw.waiters, rw.tokenKey, rw.prefix, latchKey},
+			lease.Milliseconds(), ownerID, ownerID+":write", mode, latchLife).Int64Slice()
 	} else {
 		vals, err = writeAcquire.Run(ctx, rw.client,
-			[]string{rw.name, rw.waiters, rw.tokenKey, rw.prefix},
-			lease.Milliseconds(), ownerID+":write", ownerID, member).Int64Slice()
+			[]string{rw.name, rw.waiters, rw.tokenKey, rw.prefix, latchKey},
+			lease.Milliseconds(), ownerID+":write", ownerID, member, mode, latchLife).Int64Slice()
 	}
 	switch {
 	case err != nil:
@@ -542,7 +567,7 @@ func (s *Side) RedlockNode() (member.Node, error) {
 		Kind: sd.String() + " lock",
 		Addr: member.Addr(rw.client),
 		Try: func(ctx context.Context, ownerID string, lease time.Duration) (bool, int64, time.Duration, error) {
-			count, token, ttl, err := rw.tryOnce(ctx, sd, ownerID, lease, "")
+			count, token, ttl, err := rw.tryOnce(ctx, sd, ownerID, lease, "", modeNone, "")
 			return count > 0, token, ttl, err
 		},
 		Release: func(ctx context.Context, ownerID string, timeout time.Duration) (bool, error) {

@@ -141,7 +141,7 @@ func onlyBookkeepingLeft(t testing.TB, c redis.UniversalClient, names ...string)
 			if strings.Contains(name, "{") {
 				tag = name
 			}
-			if k == "redisson_lock_token:"+tag || strings.HasPrefix(k, "redisson_unlock_latch:"+tag+":") {
+			if k == "redisson_lock_token:"+tag || strings.HasPrefix(k, "redisson_unlock_latch:"+tag+":") || strings.HasPrefix(k, "relock_acquire_latch:"+tag+":") {
 				return true
 			}
 		}

@@ -219,13 +219,13 @@ func lockName(t testing.TB) string {
 // are closed.
 func checkLeaks(t *testing.T) {
 	t.Helper()
-	ignore := goleak.IgnoreCurrent()
+	ignore := []goleak.Option{goleak.IgnoreCurrent(), ignoreToxiproxy}
 	t.Cleanup(func() {
 		// Longer than goleak's own retries: go-redis's pool probes a
 		// server it failed to dial once a second until the pool closes.
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			err := goleak.Find(ignore)
+			err := goleak.Find(ignore...)
 			if err == nil {
 				return
 			}

@@ -12,9 +12,18 @@
 -- KEYS[4]  fencing token counter, redisson_lock_token:{<name>} (fence:
 --          internal/scripts' lua/fence.lua, loaded before this source)
 -- KEYS[5]  key prefix of the lock, {<name>}, for other readers' lease keys
+-- KEYS[6]  the acquire latch, relock_acquire_latch:{<name>}:<request id>
+--          (with 'latch'; else any key of the slot, unused)
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner id
 -- ARGV[3]  owner id .. ':write'
+-- ARGV[4]  'minted', 'latch' or '': how a second run of this acquisition
+--          (a retry after a lost reply, go-redis's resend) is told from
+--          another one, as in lock/lua/acquire.lua: an owner minted for it
+--          finds its own grant; otherwise the acquire latch KEYS[6] holds
+--          the first run's token ('': a Redlock member, which counts runs
+--          itself)
+-- ARGV[5]  the latch's life in milliseconds
 --
 -- Returns {count, token} when acquired; {0, ttl} when not, ttl being when
 -- to try again at the latest (ms).
@@ -48,7 +57,19 @@ if mode == 'read' then
   end
 end
 
-local mine = redis.call('hexists', KEYS[1], ARGV[2]) == 1
+local held = redis.call('hget', KEYS[1], ARGV[2])
+local mine = held ~= false
+local latch = ARGV[4] == 'latch'
+if mine and ARGV[4] == 'minted' then
+  -- an earlier run of this acquisition took it: the same grant
+  return {tonumber(held), tonumber(redis.call('get', KEYS[4])) or fence(KEYS[4])}
+end
+if mine and latch then
+  local done = redis.call('get', KEYS[6])
+  if done ~= false then
+    return {tonumber(held), tonumber(done)}
+  end
+end
 if mode == false or mode == 'read' or redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
   if not mine and mode ~= 'write' then
     local first = redis.call('zrange', KEYS[3], 0, 0, 'withscores')
@@ -77,6 +98,10 @@ if mode == false or mode == 'read' or redis.call('hexists', KEYS[1], ARGV[3]) ==
   if pttl < lease then
     redis.call('pexpire', KEYS[1], lease)
   end
-  return {ind, fence(KEYS[4])}
+  local token = fence(KEYS[4])
+  if latch then
+    redis.call('set', KEYS[6], string.format('%.0f', token), 'px', ARGV[5])
+  end
+  return {ind, token}
 end
 return {0, redis.call('pttl', KEYS[1])}

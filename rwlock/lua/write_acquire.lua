@@ -7,6 +7,8 @@
 -- KEYS[3]  fencing token counter, redisson_lock_token:{<name>} (fence:
 --          internal/scripts' lua/fence.lua, loaded before this source)
 -- KEYS[4]  key prefix of the lock, {<name>}, for readers' lease keys
+-- KEYS[5]  the acquire latch, relock_acquire_latch:{<name>}:<request id>
+--          (with 'latch'; else any key of the slot, unused)
 -- ARGV[1]  lease in milliseconds (also the life of the waiting mark)
 -- ARGV[2]  owner id .. ':write'
 -- ARGV[3]  owner id (its read hold makes this an upgrade, refused)
@@ -14,6 +16,13 @@
 --          attempt that must not mark (one made before the writer queued
 --          locally: the local queue's head is the process's one writer in
 --          line)
+-- ARGV[5]  'minted', 'latch' or '': how a second run of this acquisition
+--          (a retry after a lost reply, go-redis's resend) is told from
+--          another one, as in lock/lua/acquire.lua: an owner minted for it
+--          finds its own grant; otherwise the acquire latch KEYS[5] holds
+--          the first run's token ('': a Redlock member, which counts runs
+--          itself)
+-- ARGV[6]  the latch's life in milliseconds
 --
 -- Returns {count, token} when acquired; {-1, 0} when the owner holds only
 -- a read lock (upgrade); {0, ttl} when it must wait, ttl being when to try
@@ -49,18 +58,38 @@ if mode == 'read' then
   end
 end
 
+local latch = ARGV[5] == 'latch'
 if mode == false then
   redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
   redis.call('pexpire', KEYS[1], lease)
   redis.call('zrem', KEYS[2], ARGV[4])
-  return {1, fence(KEYS[3])}
+  local token = fence(KEYS[3])
+  if latch then
+    redis.call('set', KEYS[5], string.format('%.0f', token), 'px', ARGV[6])
+  end
+  return {1, token}
 end
-if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  local c = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+local held = redis.call('hget', KEYS[1], ARGV[2])
+if mode == 'write' and held ~= false then
   if redis.call('pttl', KEYS[1]) < lease then
     redis.call('pexpire', KEYS[1], lease)
   end
-  return {c, fence(KEYS[3])}
+  if ARGV[5] == 'minted' then
+    -- an earlier run of this acquisition took it: the same grant
+    return {tonumber(held), tonumber(redis.call('get', KEYS[3])) or fence(KEYS[3])}
+  end
+  if latch then
+    local done = redis.call('get', KEYS[5])
+    if done ~= false then
+      return {tonumber(held), tonumber(done)}
+    end
+  end
+  local c = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  local token = fence(KEYS[3])
+  if latch then
+    redis.call('set', KEYS[5], string.format('%.0f', token), 'px', ARGV[6])
+  end
+  return {c, token}
 end
 if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
   return {-1, 0}

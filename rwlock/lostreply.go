@@ -1,0 +1,35 @@
+package rwlock
+
+import "context"
+
+// Modes of the acquire scripts: how a second run of one acquisition is
+// told from another acquisition (boxed once).
+var (
+	modeMinted any = "minted" // the owner was made for this acquisition
+	modeLatch  any = "latch"  // through the acquire latch
+	modeNone   any = ""       // not: the caller counts runs (a Redlock member)
+)
+
+// giveBack undoes, in the background, the grant an acquire that gave up
+// may have left in Redis: its last try failed after the script may have
+// run (a reply lost to a timeout or a broken connection). Without it the
+// lock would stay taken by nobody until its lease ran out. A minted
+// owner's field can only be that grant, released as any hold of the side
+// is (nothing when it is not there); with a latch, the latch says whether
+// that run counted, and is taken away so the count goes back once.
+// Bounded by twice the unlock timeout; nothing of the caller waits for it.
+func (rw *RWMutex) giveBack(ctx context.Context, s side, ownerID, latch string) {
+	ctx = context.WithoutCancel(ctx)
+	timeout := rw.cfg.UnlockTimeout
+	go func() {
+		if latch != "" {
+			n, err := giveBack.RunRetrying(ctx, rw.client, timeout, []string{latch}).Int64()
+			if err != nil || n == 0 {
+				return
+			}
+		}
+		if n, err := rw.runRelease(ctx, s, ownerID, timeout); err == nil && n == 1 {
+			rw.hub.Release(rw.channel)
+		}
+	}()
+}

@@ -1,0 +1,156 @@
+package rwlock_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/owner"
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/rwlock"
+)
+
+// acquireHook is a go-redis hook on the acquire scripts (read and write):
+// it sends each twice when twice is set (a resend after a lost reply) and
+// makes the next lose replies look lost to a read timeout after Redis ran
+// the script.
+type acquireHook struct {
+	ids   map[any]bool // EVALSHA hashes and EVAL sources
+	twice bool
+	lose  atomic.Int32
+}
+
+func newAcquireHook() *acquireHook {
+	h := &acquireHook{ids: map[any]bool{}}
+	for _, src := range rwlock.AcquireScriptSources() {
+		h.ids[src] = true
+		h.ids[redis.NewScript(src).Hash()] = true
+	}
+	return h
+}
+
+func (h *acquireHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *acquireHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, c redis.Cmder) error {
+		if args := c.Args(); len(args) < 2 || !h.ids[args[1]] {
+			return next(ctx, c)
+		}
+		err := next(ctx, c)
+		if err == nil && h.twice {
+			err = next(ctx, c)
+		}
+		if err == nil && h.lose.Add(-1) >= 0 {
+			err = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+			c.SetErr(err)
+		}
+		return err
+	}
+}
+
+func (h *acquireHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestLostAcquireReplyGivenBack: a Try's script takes the read or write
+// lock but its reply is lost: the Try reports the error, and the grant
+// nobody was told of is given back at once, not left to its 30 s lease.
+func TestLostAcquireReplyGivenBack(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		for _, side := range []string{"read", "write"} {
+			ctx := ctxT(t)
+			name := "lost:" + side
+			lossy := env.NewClient(t)
+			hook := newAcquireHook()
+			lossy.AddHook(hook)
+			hook.lose.Store(1)
+			rw := rwlock.New(lossy, name)
+			var err error
+			if side == "read" {
+				_, err = rw.TryRLock(ctx)
+			} else {
+				_, err = rw.TryLock(ctx)
+			}
+			require.ErrorIs(t, err, os.ErrDeadlineExceeded, side)
+			require.ErrorContains(t, err, `rwlock "`+name+`"`)
+			other := rwlock.New(env.Universal, name)
+			require.Eventually(t, func() bool {
+				w, err := other.TryLock(ctx)
+				if err != nil {
+					return false
+				}
+				return other.Unlock(w) == nil
+			}, 5*time.Second, 5*time.Millisecond, "%s: the lost grant was given back", side)
+		}
+	})
+}
+
+// TestAcquireScriptRunTwice: go-redis may send a script again after a read
+// timeout, so it can run twice for one try; fresh acquisitions and
+// re-entries of either side each count once.
+func TestAcquireScriptRunTwice(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		c := env.NewClient(t)
+		hook := newAcquireHook()
+		hook.twice = true
+		c.AddHook(hook)
+		rw := rwlock.New(c, "twice")
+		w, err := rw.Lock(ctx)
+		require.NoError(t, err)
+		w2, err := rw.Lock(w)
+		require.NoError(t, err)
+		require.Equal(t, 2, count(t, env.Universal, "twice", ownerField(t, w)+":write"))
+		r, err := rw.RLock(w2) // the writer reads
+		require.NoError(t, err)
+		require.Equal(t, 1, count(t, env.Universal, "twice", ownerField(t, w)))
+		require.NoError(t, rw.RUnlock(r))
+		require.NoError(t, rw.Unlock(w2))
+		require.NoError(t, rw.Unlock(w))
+		require.Zero(t, env.Universal.Exists(ctx, "twice").Val(), "freed by the last unlock")
+
+		r, err = rw.RLock(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, count(t, env.Universal, "twice", ownerField(t, r)))
+		require.NoError(t, rw.RUnlock(r))
+		require.Zero(t, env.Universal.Exists(ctx, "twice").Val())
+	})
+}
+
+// TestLostReentryReplyGivenBack: a read re-entry's reply is lost: RLock
+// reports the error at once, and the count it added (with its lease key)
+// is given back through its latch, so the outer hold's RUnlock frees it.
+func TestLostReentryReplyGivenBack(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		lossy := env.NewClient(t)
+		hook := newAcquireHook()
+		lossy.AddHook(hook)
+		rw := rwlock.New(lossy, "lost:reentry")
+		r, err := rw.RLock(ctx)
+		require.NoError(t, err)
+		hook.lose.Store(1)
+		_, err = rw.RLock(r)
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+		id := ownerField(t, r)
+		require.Eventually(t, func() bool { return count(t, env.Universal, "lost:reentry", id) == 1 }, 5*time.Second, time.Millisecond,
+			"the lost re-entry was given back")
+		require.NoError(t, rw.RUnlock(r))
+		require.Zero(t, env.Universal.Exists(ctx, "lost:reentry").Val(), "freed by the outer hold's unlock")
+	})
+}
+
+// ownerField is the hash field of held's owner (its read count; the write
+// count is this with ":write").
+func ownerField(t testing.TB, held context.Context) string {
+	t.Helper()
+	id, ok := owner.From(held)
+	require.True(t, ok, "a hold's context carries its owner")
+	return id
+}
