@@ -19,19 +19,38 @@ import (
 // time: the script ran, the caller cannot know it.
 var errReadTimeout = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
 
-// loseAcquireReplies makes the next n replies of the acquire script look
-// lost to a read timeout, after Redis ran the script.
+// loseAcquireReplies makes the next n replies of the acquire script that
+// granted the lock look lost to a read timeout, after Redis ran the
+// script. It returns the count of granting replies seen. Replies of tries
+// that found the lock held pass: a waiter's try still in flight when the
+// hook is added must not be what it loses.
 func loseAcquireReplies(t testing.TB, c redis.UniversalClient, n int32) *atomic.Int32 {
 	log := newScriptLog(t)
 	c.AddHook(log)
 	var lost atomic.Int32
 	gate := func(ev *scriptEvent, sent bool) {
-		if ev.name == "acquire" && sent && ev.cmd.Err() == nil && lost.Add(1) <= n {
+		if ev.name == "acquire" && sent && ev.cmd.Err() == nil && granted(ev.cmd) && lost.Add(1) <= n {
 			ev.cmd.SetErr(errReadTimeout)
 		}
 	}
 	log.gate.Store(&gate)
 	return &lost
+}
+
+// granted tells an acquire script's reply that took the lock (a token
+// alone, or {count > 0, token}) from one that found it held ({0, pttl}).
+func granted(cmd *redis.Cmd) bool {
+	switch v := cmd.Val().(type) {
+	case int64:
+		return true
+	case []any:
+		if len(v) != 2 {
+			return false
+		}
+		c, ok := v[0].(int64)
+		return ok && c > 0
+	}
+	return false
 }
 
 // TestLostAcquireReplyGivenBack: TryLock's script takes the lock but its
