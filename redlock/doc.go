@@ -6,19 +6,34 @@
 // *rwlock.RWMutex; all members of one Lock are held by one owner.
 //
 // An acquire tries every member at once, each bounded by a node timeout
-// (lease/10 by default), and holds when the quorum was won within the
-// validity time: lease - elapsed - drift (drift = lease/100 + 2 ms). On
-// failure every member is released, those that seemed to fail too, before
-// the next round (after a random delay), or in the background once the
-// wait is over. The first round is made whatever WithWaitTimeout says.
-// One owner's rounds share its owner id on the members (so that a hold
-// re-enters), so a release of a failed round that reaches a stalled member
-// late (it timed out here, but the member ran it after resuming) can undo
-// that owner's next hold on that member; the watchdog then finds the
-// member gone and reports ErrLockLost once the quorum is lost. The watchdog renews
-// every member won and needs the quorum; losing it ends the hold's context
-// with ErrLockLost. Unlock releases every member in parallel and succeeds
-// when a quorum (for NewMulti: all) released.
+// (DefaultNodeTimeout, 250 ms, or lease/10 when shorter), and returns as
+// soon as its outcome is decided: the quorum won, or out of reach. The
+// other members then get a grace as long again as the decision took (plus
+// 10 ms): healthy ones answer within it and join the hold; a stalled one
+// is left behind, and what its attempt takes later is given back at once.
+// A hold is valid when the quorum was won within the validity time: lease
+// - elapsed - drift (drift = lease/100 + 2 ms). On failure the members
+// won, and those whose reply may have been lost, are given back in the
+// background, and the next round follows after a random delay. The first
+// round is made whatever WithWaitTimeout says.
+//
+// Each round of a fresh acquisition has an owner id of its own on the
+// members, so a give-back that reaches a member late (after a timeout, or
+// from a stalled master once it resumes) finds only its own round and can
+// never undo a later hold of the same caller. A context that already
+// carries an owner (a hold of this Lock, or of the other side of a member
+// RWMutex) acquires as that owner, so that the members count it as a
+// re-entry; such a round gives back only the members it is known to have
+// counted on. The watchdog renews every member won and needs the quorum;
+// losing it ends the hold's context with ErrLockLost, and what survives of
+// the hold is given back at once. Unlock releases the members won in
+// parallel and returns as soon as a quorum (for NewMulti: all) released,
+// or can no longer; the rest finish in the background, bounded by the
+// unlock timeout. Drain waits for what a Lock left in the background,
+// before a program or a test ends.
+//
+// A member keeps its own options for its own use; in a Redlock the
+// Redlock's options (lease, watchdog, timeouts) apply to every member.
 //
 // What Redlock guarantees, and what it does not. Its safety argument rests
 // on time: the holder must finish within the validity time, and the

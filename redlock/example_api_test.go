@@ -125,12 +125,40 @@ func ExampleLock_Unlock() {
 	held, _ := rl.Lock(context.Background())
 
 	fmt.Println(rl.Unlock(held))
+	_ = rl.Drain(context.Background()) // the members past the quorum
 	fmt.Println("left:", masters[0].Exists("job:cleanup"), masters[1].Exists("job:cleanup"), masters[2].Exists("job:cleanup"))
 	fmt.Println(errors.Is(rl.Unlock(held), redlock.ErrNotHeld))
 	// Output:
 	// <nil>
 	// left: false false false
 	// true
+}
+
+// Unlock returns once a quorum of members released; Drain waits for the
+// rest (and any give-back still running), so that nothing of the Lock
+// runs on after a program or a test ends.
+func ExampleLock_Drain() {
+	var members []redlock.Member
+	var masters []*miniredis.Miniredis
+	for range 3 {
+		mr, _ := miniredis.Run()
+		defer mr.Close()
+		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		defer rdb.Close()
+		masters = append(masters, mr)
+		members = append(members, lock.New(rdb, "job:report"))
+	}
+	rl := redlock.New(members)
+	held, _ := rl.Lock(context.Background())
+	_ = rl.Unlock(held)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fmt.Println(rl.Drain(ctx))
+	fmt.Println("left:", masters[0].Exists("job:report"), masters[1].Exists("job:report"), masters[2].Exists("job:report"))
+	// Output:
+	// <nil>
+	// left: false false false
 }
 
 // Quorum is len(members)/2+1 for New, every member for NewMulti.

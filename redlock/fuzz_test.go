@@ -143,7 +143,7 @@ func FuzzRedlock(f *testing.F) {
 		}
 		if errors.Is(err, redlock.ErrNotAcquired) {
 			// Only when the configuration leaves (next to) no validity time.
-			nt := effective / 10
+			nt := min(redlock.DefaultNodeTimeout, effective/10)
 			if mask&fuzzOptNodeTimeout != 0 {
 				nt = time.Duration(nodeTimeout)
 			}
@@ -153,6 +153,7 @@ func FuzzRedlock(f *testing.F) {
 			}
 			require.True(t, d >= effective/2 || nt < 5*time.Millisecond || effective < time.Second,
 				"a valid Redlock on idle masters was not acquired: %v", err)
+			require.NoError(t, l.Drain(ctx))
 			fuzzOnlyCounters(t, ctx, clients, name)
 			return
 		}
@@ -176,6 +177,7 @@ func FuzzRedlock(f *testing.F) {
 			require.True(t, errors.Is(err, redlock.ErrLockLost) && effective < time.Second, "unlock: %v", err)
 			return
 		}
+		require.NoError(t, l.Drain(ctx))
 		fuzzOnlyCounters(t, ctx, clients, name)
 	})
 }

@@ -7,8 +7,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -72,13 +70,23 @@ func WithNameInMetrics() Option { return options.WithNameInMetrics() }
 // WithWatchdog: see lock.WithWatchdog.
 func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog(w) }
 
-// WithNodeTimeout bounds each member's attempt (default lease/10), so a
-// dead master costs about that, not the client's own timeouts.
+// WithNodeTimeout bounds each member's attempt (default
+// DefaultNodeTimeout, or lease/10 when that is shorter), so that a dead
+// master costs at most that, not the client's own timeouts. A round
+// returns as soon as its outcome is decided, so the node timeout is paid
+// only when the members that answered cannot decide it alone.
 func WithNodeTimeout(d time.Duration) Option { return options.WithNodeTimeout(d) }
 
 // WithDrift sets the clock drift allowance subtracted from the validity
 // time (default lease/100 + 2 ms).
 func WithDrift(d time.Duration) Option { return options.WithDrift(d) }
+
+// DefaultNodeTimeout bounds a member's attempt unless WithNodeTimeout says
+// otherwise: many round trips of a loaded master on a LAN or across zones
+// (a few ms) and a GC pause of its client, but short enough that a
+// round that needs a dead member's answer is decided well within a lease.
+// redsync derives 400 ms from its 8 s expiry in the same spirit.
+const DefaultNodeTimeout = 250 * time.Millisecond
 
 // Node outcomes in a NodeError.
 const (
@@ -86,6 +94,9 @@ const (
 	OutcomeHeld     = "held by another owner"
 	OutcomeTimeout  = "timeout"
 	OutcomeError    = "error"
+	// OutcomePending: the round was decided before the member answered;
+	// what its attempt takes afterwards is given back.
+	OutcomePending = "pending"
 )
 
 // NodeError is one member's outcome in an attempt that did not reach the
@@ -133,11 +144,7 @@ type Lock struct {
 	// workers try and release the members: reused goroutines, whose
 	// stacks have grown through the client's call path already.
 	workers *workers.Pool
-	// givingBack: the give-backs of failed rounds still running, by
-	// owner (see giveBack); a round of the same owner waits for them.
-	givingMu   sync.Mutex
-	givingBack map[string]*giveBackRun
-	giving     atomic.Int32 // len(givingBack): a round reads only this when 0
+	bg      background // what runs on after a call returned (Drain)
 }
 
 // New returns a Redlock over members, one per independent Redis master:
@@ -180,7 +187,7 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 		l.quorum = len(l.nodes)
 	}
 	if l.cfg.NodeTimeout <= 0 {
-		l.cfg.NodeTimeout = max(l.cfg.Lease()/10, time.Millisecond)
+		l.cfg.NodeTimeout = max(min(DefaultNodeTimeout, l.cfg.Lease()/10), time.Millisecond)
 	}
 	if l.cfg.Drift < 0 {
 		l.cfg.Drift = l.cfg.Lease()/100 + 2*time.Millisecond
@@ -228,10 +235,11 @@ func (l *Lock) key() hold.Key {
 }
 
 // Lock takes the lock: every member is tried in parallel, each bounded by
-// the node timeout; it is held when the quorum was won within the validity
-// time (lease - elapsed - drift). Otherwise every member is released and,
-// after a random delay, it tries again, until ctx or WithWaitTimeout ends
-// the wait. The returned context is as lock.Mutex.Lock's; its fencing
+// the node timeout, and a round returns as soon as it is decided (see the
+// package documentation); it is held when the quorum was won within the
+// validity time (lease - elapsed - drift). Otherwise what the round took
+// is given back in the background and, after a random delay, it tries
+// again, until ctx or WithWaitTimeout ends the wait. The returned context is as lock.Mutex.Lock's; its fencing
 // token is the largest of the members won (advisory: see the package
 // documentation).
 func (l *Lock) Lock(ctx context.Context) (context.Context, error) {
@@ -255,7 +263,14 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 	if err := l.check(op, ctx); err != nil {
 		return nil, err
 	}
-	ctx, ownerID := owner.Ensure(ctx)
+	// A context that carries an owner (a hold of this Lock, or of a
+	// member's other side) acquires as that owner, so that the members
+	// count it as a re-entry; any other acquisition takes a new id each
+	// round (see round).
+	ownerID, reentry := owner.From(ctx)
+	if !reentry {
+		ownerID = owner.Mint()
+	}
 	lease := l.cfg.Lease()
 	sctx, span := l.tracer.Start(ctx, tracing.SpanAcquireRedlock, l.spanStart...)
 	defer span.End()
@@ -320,16 +335,21 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 		finish(tracing.OutcomeCancelled, cause)
 		return l.wrap(op, fmt.Errorf("%w (last attempt: %w)", cause, lastErr))
 	}
+	// pending: the give-back of a re-entry's failed round, which the next
+	// round waits for, as it could undo what that round takes.
+	var pending <-chan struct{}
 	for {
 		attempts++
-		// A round does not start while a give-back of this owner's that an
-		// earlier call left behind is still running: that release could
-		// undo what this round takes. (This narrows the race, it does not
-		// close it: a release that timed out, or a try left behind on a
-		// stalled member, may still reach that member later. See the
-		// package documentation.)
-		if !l.awaitGiveBack(wctx, ownerID) {
-			return nil, ended()
+		if pending != nil {
+			select {
+			case <-pending:
+			case <-wctx.Done():
+				return nil, ended()
+			}
+		}
+		r := &round{id: ownerID, reentry: reentry}
+		if !reentry && attempts > 1 {
+			r.id = owner.Mint()
 		}
 		// The first round is made whatever the wait bound, as a lock's
 		// first try is: a bound shorter than a round trip must not refuse
@@ -340,14 +360,16 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 		}
 		sentAt := l.cfg.Watchdog.Now()
 		began := time.Now()
-		outs := l.tryAll(roundCtx, ownerID, lease)
+		outs := l.tryAll(roundCtx, r, lease)
 		elapsed := time.Since(began)
 		won, token := 0, int64(0)
+		r.won = make([]bool, len(outs))
 		var nodeErrs []error
 		for i, o := range outs {
 			outcome := OutcomeAcquired
 			if o.acquired {
 				won++
+				r.won[i] = true
 				token = max(token, o.token)
 			} else {
 				nodeErrs = append(nodeErrs, o.err)
@@ -365,10 +387,17 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 			l.metrics.NodesWon(sctx, won, won >= l.quorum)
 		}
 		if won >= l.quorum && validity > 0 {
+			if !reentry {
+				// A member whose reply was lost may hold a grant of this
+				// round that nobody counted: its id is the round's alone.
+				if which := mayHold(outs); which != nil {
+					l.giveBack(ctx, r, which)
+				}
+			}
 			targets := make([]watchdog.Target, 0, won)
 			for i, o := range outs {
 				if o.acquired {
-					targets = append(targets, l.nodes[i].Renewal(ownerID))
+					targets = append(targets, l.nodes[i].Renewal(r.id))
 				}
 			}
 			wl := l.cfg.Watchdog.Start(watchdog.Spec{
@@ -380,34 +409,34 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 				Name:      l.name,
 				Primitive: l.primitive(),
 			}, sentAt)
+			// A lost hold gives back what survives of it at once.
+			wl.OnLost(func(error) { l.releaseLost(r) })
 			if recording {
 				span.SetAttributes(tracing.FencingToken.Int64(token))
 			}
 			finish(tracing.OutcomeAcquired, nil)
-			return hold.Start(ctx, l.key(), &hold.Hold{Owner: ownerID, Token: token, Lease: wl, Telemetry: l.rel, Traced: recording}, l.release), nil
+			return hold.Start(ctx, l.key(), &hold.Hold{Owner: r.id, Token: token, Lease: wl, Data: r, Telemetry: l.rel, Traced: recording}, l.release), nil
 		}
-		// Not held: give back every member, those that seemed to fail too
-		// (their reply may have been lost after they took it). This matters
-		// for liveness only: a member not given back expires by its lease,
-		// and this owner never counts it as held. So the caller is not held
-		// past the end of its wait for it: the give-back runs on the
-		// workers, each member's bounded by the node timeout, and is
-		// waited for only while the wait goes on (wctx; for TryLock the
-		// caller's ctx): between rounds it is synchronous, so that the next
-		// round does not race its own release, but once the wait has ended
-		// (ctx done, the wait timeout) the caller returns at once and the
-		// give-back finishes in the background (the workers end 100 ms
-		// after it). A later round of the same owner waits for it first
-		// (awaitGiveBack).
-		waitCtx := wctx
-		if once {
-			waitCtx = sctx
-		}
-		giveBackDone := l.giveBack(ctx, ownerID)
-		if waitCtx.Err() == nil {
-			select {
-			case <-giveBackDone:
-			case <-waitCtx.Done():
+		// Not held: give back in the background what the round may have
+		// taken. A fresh round's id is its own, so the caller does not
+		// wait for it: the members won are given back, and those whose
+		// reply may have been lost after they took it (the attempts left
+		// behind give back their own). A re-entry gives back only the
+		// members it counted on, and its next round waits for that.
+		if reentry {
+			pending = l.giveBack(ctx, r, r.won)
+		} else {
+			which := mayHold(outs)
+			for i, w := range r.won {
+				if w {
+					if which == nil {
+						which = make([]bool, len(r.won))
+					}
+					which[i] = true
+				}
+			}
+			if which != nil {
+				l.giveBack(ctx, r, which)
 			}
 		}
 		if won >= l.quorum {
@@ -430,75 +459,6 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 	}
 }
 
-// giveBackRun is one owner's give-backs in flight.
-type giveBackRun struct {
-	n    int           // give-backs running
-	done chan struct{} // closed when n drops to 0
-}
-
-// giveBack releases ownerID's hold on every member in parallel on the
-// workers, each bounded by the node timeout (go-redis's own timeouts bound
-// the first attempt, the node timeout its retries), and returns a channel
-// closed when all have answered or given up. The caller may leave before:
-// the workers finish it, and no goroutine outlives it by more than the
-// workers' linger. Until it is done, ownerID is in givingBack.
-func (l *Lock) giveBack(ctx context.Context, ownerID string) <-chan struct{} {
-	ctx = context.WithoutCancel(ctx)
-	l.givingMu.Lock()
-	if l.givingBack == nil {
-		l.givingBack = make(map[string]*giveBackRun)
-	}
-	run := l.givingBack[ownerID]
-	if run == nil {
-		run = &giveBackRun{done: make(chan struct{})}
-		l.givingBack[ownerID] = run
-		l.giving.Add(1)
-	}
-	run.n++
-	l.givingMu.Unlock()
-
-	done := make(chan struct{})
-	var left atomic.Int32
-	left.Store(int32(len(l.nodes)))
-	for _, n := range l.nodes {
-		l.workers.Go(func() {
-			_, _ = n.Release(ctx, ownerID, l.cfg.NodeTimeout)
-			if left.Add(-1) > 0 {
-				return
-			}
-			close(done)
-			l.givingMu.Lock()
-			if run.n--; run.n == 0 {
-				delete(l.givingBack, ownerID)
-				l.giving.Add(-1)
-				close(run.done)
-			}
-			l.givingMu.Unlock()
-		})
-	}
-	return done
-}
-
-// awaitGiveBack waits until no give-back of ownerID's is running; false
-// when ctx ended first.
-func (l *Lock) awaitGiveBack(ctx context.Context, ownerID string) bool {
-	if l.giving.Load() == 0 {
-		return true
-	}
-	l.givingMu.Lock()
-	run := l.givingBack[ownerID]
-	l.givingMu.Unlock()
-	if run == nil {
-		return true
-	}
-	select {
-	case <-run.done:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 var errWait = errors.New("wait timeout")
 
 // isTimeout: the node did not answer in time (our deadline, or the
@@ -506,113 +466,6 @@ var errWait = errors.New("wait timeout")
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
-}
-
-// tryAll makes one attempt on every member at once, each bounded by the
-// node timeout. go-redis bounds a call by its context only with
-// ContextTimeoutEnabled, so a stalled node is left behind rather than
-// waited for: its attempt goes on in the background and, should it still
-// take the lock, gives it back at once.
-func (l *Lock) tryAll(ctx context.Context, ownerID string, lease time.Duration) []outcome {
-	type result struct {
-		i     int
-		ok    bool
-		token int64
-		ttl   time.Duration
-		err   error
-	}
-	n := len(l.nodes)
-	outs := make([]outcome, n)
-	// Each member's attempt and the deadline race for claimed[i]: the
-	// attempt's result counts only if it claims first; one left behind
-	// gives back what it took.
-	claimed := make([]atomic.Bool, n)
-	results := make(chan result, n)
-	nctx, cancel := context.WithTimeout(ctx, l.cfg.NodeTimeout)
-	defer cancel()
-	for i, node := range l.nodes {
-		l.workers.Go(func() {
-			ok, token, ttl, err := node.Try(nctx, ownerID, lease)
-			if claimed[i].CompareAndSwap(false, true) {
-				results <- result{i, ok, token, ttl, err}
-				return
-			}
-			if ok {
-				_, _ = node.Release(context.WithoutCancel(ctx), ownerID, l.cfg.UnlockTimeout)
-			}
-		})
-	}
-	answered := make([]bool, n)
-	record := func(r result) {
-		answered[r.i] = true
-		ne := &NodeError{Index: r.i, Node: l.nodes[r.i].Addr + " " + l.nodes[r.i].Name}
-		switch {
-		case r.err == nil && r.ok:
-			outs[r.i] = outcome{acquired: true, token: r.token}
-			return
-		case r.err == nil:
-			ne.Outcome = OutcomeHeld
-		case isTimeout(r.err) || nctx.Err() != nil:
-			ne.Outcome, ne.Err = OutcomeTimeout, r.err
-		default:
-			ne.Outcome, ne.Err = OutcomeError, r.err
-		}
-		outs[r.i] = outcome{ttl: r.ttl, err: ne}
-	}
-	for got := 0; got < n; got++ {
-		select {
-		case r := <-results:
-			record(r)
-			continue
-		case <-nctx.Done():
-		}
-		// The node timeout passed: the members that have not answered are
-		// left behind, except those whose answer is already on its way.
-		pending := 0
-		for i := range n {
-			if !answered[i] && !claimed[i].CompareAndSwap(false, true) {
-				pending++
-			} else if !answered[i] {
-				record(result{i: i, err: nctx.Err()})
-			}
-		}
-		for range pending {
-			record(<-results)
-		}
-		break
-	}
-	return outs
-}
-
-// releaseAll releases owner's hold on every member in parallel and never
-// stops half-way; it returns the members that failed.
-func (l *Lock) releaseAll(ctx context.Context, ownerID string, timeout time.Duration) []error {
-	errsOut := make([]error, len(l.nodes))
-	var wg sync.WaitGroup
-	for i, n := range l.nodes {
-		release := func() {
-			if _, err := n.Release(ctx, ownerID, timeout); err != nil {
-				errsOut[i] = &NodeError{Index: i, Node: n.Addr + " " + n.Name, Outcome: OutcomeError, Err: err}
-			}
-		}
-		if i == len(l.nodes)-1 {
-			release() // the last on this goroutine: one goroutine fewer
-			break
-		}
-		wg.Add(1)
-		l.workers.Go(func() {
-			defer wg.Done()
-			release()
-		})
-	}
-	wg.Wait()
-	var failed []error
-	for _, e := range errsOut {
-		if e != nil {
-			failed = append(failed, e)
-		}
-	}
-	return failed
 }
 
 // Unlock releases the hold that returned ctx on every member in parallel.
@@ -625,17 +478,4 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return err
 	}
 	return l.wrap("unlock", hold.End(ctx, l.key()))
-}
-
-func (l *Lock) release(ctx context.Context, h *hold.Hold) error {
-	h.Lease.Stop()
-	failed := l.releaseAll(ctx, h.Owner, l.cfg.UnlockTimeout)
-	span := trace.SpanFromContext(ctx)
-	for _, f := range failed {
-		span.AddEvent("release failed", trace.WithAttributes(attribute.String("member", f.Error())))
-	}
-	if len(l.nodes)-len(failed) >= l.quorum {
-		return nil
-	}
-	return fmt.Errorf("released %d of %d members, quorum %d: %w", len(l.nodes)-len(failed), len(l.nodes), l.quorum, errors.Join(failed...))
 }

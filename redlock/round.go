@@ -1,0 +1,323 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/scripts"
+)
+
+// A round is one attempt on every member under one member owner id. A
+// fresh acquisition mints a new id for each round, so that whatever of a
+// round reaches a member late (a give-back, an attempt left behind) can
+// only touch that round's own field, never a later hold of the same
+// caller. A re-entry (ctx carries an owner: a hold of this Lock, or of a
+// member's other side) uses that id, so that the members count it; its
+// give-backs touch only the members it is known to have counted on.
+
+// round is what a round won, kept in its hold.
+type round struct {
+	id      string // the members' owner field
+	reentry bool
+	won     []bool // by member
+	// ended: released, or given back after a loss; nothing more to do.
+	ended atomic.Bool
+}
+
+// background counts what a Lock left running (attempts left behind,
+// give-backs, releases past the quorum), for Drain.
+type background struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0
+}
+
+func (b *background) add(n int) {
+	b.mu.Lock()
+	if b.n == 0 {
+		b.idle = make(chan struct{})
+	}
+	b.n += n
+	b.mu.Unlock()
+}
+
+func (b *background) done() {
+	b.mu.Lock()
+	if b.n--; b.n == 0 {
+		close(b.idle)
+	}
+	b.mu.Unlock()
+}
+
+func (b *background) wait(ctx context.Context) error {
+	b.mu.Lock()
+	if b.n == 0 {
+		b.mu.Unlock()
+		return nil
+	}
+	idle := b.idle
+	b.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// Drain waits until what this Lock left running in the background has
+// ended, or ctx ends: attempts on members that had not answered when a
+// round was decided (each given back if it took its member), the
+// give-backs of failed rounds and of lost holds, and the releases that
+// Unlock did not wait for once the quorum had released. Each of them is
+// bounded by the node or the unlock timeout, and none needs Drain to
+// finish; call it before a program or a test ends, so that nothing of the
+// Lock is still running.
+func (l *Lock) Drain(ctx context.Context) error {
+	if err := l.check("drain", ctx); err != nil {
+		return err
+	}
+	if err := l.bg.wait(ctx); err != nil {
+		return l.wrap("drain", err)
+	}
+	return nil
+}
+
+// graceSlack is added to the grace the other members get once a round
+// won its quorum: scheduling noise on a loaded client.
+const graceSlack = 10 * time.Millisecond
+
+// tryAll makes one attempt on every member at once for round r, each
+// bounded by the node timeout, and returns as soon as the outcome is
+// decided (the quorum won, or out of reach) and the other members have
+// answered or are past their grace (as long again as the decision took). The attempts still
+// running then go on in the background: one that takes its member
+// afterwards gives it back at once (a fresh round's also when its reply
+// was lost). Answers already on their way when the round is decided are
+// counted, so a member whose grant arrives then joins the hold.
+func (l *Lock) tryAll(ctx context.Context, r *round, lease time.Duration) []outcome {
+	type result struct {
+		i     int
+		ok    bool
+		token int64
+		ttl   time.Duration
+		err   error
+	}
+	n := len(l.nodes)
+	outs := make([]outcome, n)
+	// Each attempt and the round's decision race for claimed[i]: the
+	// attempt's result counts only if it claims first.
+	claimed := make([]atomic.Bool, n)
+	results := make(chan result, n)
+	// Not cancelled when the round is decided: an attempt left behind
+	// must still learn whether it took its member, to give it back.
+	nctx, cancel := context.WithTimeout(ctx, l.cfg.NodeTimeout)
+	stop := cancel // by the last attempt to return
+	var running atomic.Int32
+	running.Store(int32(n))
+	l.bg.add(1)
+	giveBackCtx := context.WithoutCancel(ctx)
+	for i, node := range l.nodes {
+		l.workers.Go(func() {
+			ok, token, ttl, err := node.Try(nctx, r.id, lease)
+			if claimed[i].CompareAndSwap(false, true) {
+				results <- result{i, ok, token, ttl, err}
+			} else if ok || (!r.reentry && err != nil && scripts.MayHaveRun(err)) {
+				_, _ = node.Release(giveBackCtx, r.id, l.cfg.UnlockTimeout)
+			}
+			if running.Add(-1) == 0 {
+				stop()
+				l.bg.done()
+			}
+		})
+	}
+	answered := make([]bool, n)
+	won, failed := 0, 0
+	record := func(res result, pending bool) {
+		answered[res.i] = true
+		ne := &NodeError{Index: res.i, Node: l.nodes[res.i].Addr + " " + l.nodes[res.i].Name}
+		switch {
+		case res.err == nil && res.ok:
+			outs[res.i] = outcome{acquired: true, token: res.token}
+			won++
+			return
+		case pending:
+			ne.Outcome = OutcomePending
+		case res.err == nil:
+			ne.Outcome = OutcomeHeld
+		case isTimeout(res.err) || nctx.Err() != nil:
+			ne.Outcome, ne.Err = OutcomeTimeout, res.err
+		default:
+			ne.Outcome, ne.Err = OutcomeError, res.err
+		}
+		failed++
+		outs[res.i] = outcome{ttl: res.ttl, err: ne}
+	}
+	// Once the outcome is decided (the quorum won, or out of reach), the
+	// other members get a grace as long again as that took (and
+	// graceSlack): healthy members answer within it, to join the hold or
+	// be reported, while a stalled one costs no more than that.
+	var grace <-chan time.Time
+	began := time.Now()
+collect:
+	for got := 0; got < n; got++ {
+		if (won >= l.quorum || failed > n-l.quorum) && grace == nil {
+			t := time.NewTimer(time.Since(began) + graceSlack)
+			defer t.Stop()
+			grace = t.C
+		}
+		select {
+		case res := <-results:
+			record(res, false)
+		case <-grace:
+			break collect
+		case <-nctx.Done():
+			break collect
+		}
+	}
+	// Decided, or the node timeout passed: the members that have not
+	// answered are left behind, but for those whose answer is on its way.
+	timedOut := nctx.Err() != nil
+	inFlight := 0
+	for i := range n {
+		switch {
+		case answered[i]:
+		case claimed[i].CompareAndSwap(false, true):
+			if timedOut {
+				record(result{i: i, err: nctx.Err()}, false)
+			} else {
+				record(result{i: i}, true)
+			}
+		default:
+			inFlight++
+		}
+	}
+	for range inFlight {
+		record(<-results, false)
+	}
+	return outs
+}
+
+// giveBack releases round r's count on the members in which in the
+// background, each on a worker and bounded by the unlock
+// timeout, and returns a channel closed when every one has answered or
+// given up.
+func (l *Lock) giveBack(ctx context.Context, r *round, which []bool) <-chan struct{} {
+	ctx = context.WithoutCancel(ctx)
+	done := make(chan struct{})
+	var left atomic.Int32
+	for _, w := range which {
+		if w {
+			left.Add(1)
+		}
+	}
+	if left.Load() == 0 {
+		close(done)
+		return done
+	}
+	l.bg.add(int(left.Load()))
+	for i, n := range l.nodes {
+		if !which[i] {
+			continue
+		}
+		l.workers.Go(func() {
+			defer l.bg.done()
+			_, _ = n.Release(ctx, r.id, l.cfg.UnlockTimeout)
+			if left.Add(-1) == 0 {
+				close(done)
+			}
+		})
+	}
+	return done
+}
+
+// mayHold marks the members of a won round that answered with an error
+// after their script may have run: they may hold a grant of the round
+// that nobody counted. nil when there is none.
+func mayHold(outs []outcome) []bool {
+	var which []bool
+	for i, o := range outs {
+		if o.acquired || o.err == nil || o.err.Outcome == OutcomeHeld || o.err.Outcome == OutcomePending {
+			continue
+		}
+		if o.err.Err != nil && !scripts.MayHaveRun(o.err.Err) {
+			continue
+		}
+		if which == nil {
+			which = make([]bool, len(outs))
+		}
+		which[i] = true
+	}
+	return which
+}
+
+// release is the hold's release: the members it won, in parallel. It
+// returns once a quorum of them (for a multi-lock: all) has released, or
+// can no longer; the others finish in the background (see Drain).
+func (l *Lock) release(ctx context.Context, h *hold.Hold) error {
+	h.Lease.Stop()
+	r := h.Data.(*round)
+	if !r.ended.CompareAndSwap(false, true) {
+		return nil
+	}
+	total := 0
+	for _, w := range r.won {
+		if w {
+			total++
+		}
+	}
+	need := min(l.quorum, total)
+	type result struct {
+		i   int
+		err error
+	}
+	results := make(chan result, total)
+	l.bg.add(total)
+	for i, n := range l.nodes {
+		if !r.won[i] {
+			continue
+		}
+		l.workers.Go(func() {
+			defer l.bg.done()
+			_, err := n.Release(context.WithoutCancel(ctx), r.id, l.cfg.UnlockTimeout)
+			results <- result{i, err}
+		})
+	}
+	released := 0
+	var failed []error
+	for got := 0; got < total && released < need && len(failed) <= total-need; got++ {
+		res := <-results
+		if res.err == nil {
+			released++
+			continue
+		}
+		n := l.nodes[res.i]
+		failed = append(failed, &NodeError{Index: res.i, Node: n.Addr + " " + n.Name, Outcome: OutcomeError, Err: res.err})
+	}
+	span := trace.SpanFromContext(ctx)
+	for _, f := range failed {
+		span.AddEvent("release failed", trace.WithAttributes(attribute.String("member", f.Error())))
+	}
+	if released >= need {
+		return nil
+	}
+	return fmt.Errorf("released %d of %d members, quorum %d: %w", released, len(l.nodes), l.quorum, errors.Join(failed...))
+}
+
+// releaseLost gives back, in the background, what survives of a hold the
+// watchdog found lost: the other members would otherwise stay taken until
+// their lease ran out. It runs on the goroutine that found the loss, so
+// it only hands the work to the workers.
+func (l *Lock) releaseLost(r *round) {
+	if r.ended.CompareAndSwap(false, true) {
+		l.giveBack(context.Background(), r, r.won)
+	}
+}
