@@ -31,20 +31,20 @@ test: redis-server
 	$(GO) test -race -count=1 -timeout 20m ./...
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
 
-# The fault suite (build tag faults, so `make test` does not run it
-# twice): toxiproxy latency and partitions, redis-server killed and
-# restarted, the pub/sub connection killed, holder processes killed with
-# SIGKILL and stalled with SIGSTOP. Bounded to a few minutes; CI runs it.
+# The fault suite (in tools/, a module of its own, so that toxiproxy and
+# its graph stay out of the library's go.mod; build tag faults): toxiproxy
+# latency and partitions, redis-server killed and restarted, the pub/sub
+# connection killed, holder processes killed with SIGKILL and stalled with
+# SIGSTOP. Bounded to a few minutes; CI runs it.
 test-faults: redis-server
-	$(GO) vet -tags faults ./internal/faults/...
-	$(GO) test -race -tags faults -count=1 -timeout 10m ./internal/faults/...
+	cd tools && $(GO) vet -tags faults ./... && $(GO) test -race -tags faults -count=1 -timeout 10m ./faults/...
 
 # Soak: 200 goroutines x 50 locks of mixed primitives for SOAK_DURATION
 # (default 60s) on its own redis-server; fails on any overlap, leaked
 # goroutine or key left behind. Not in CI.
 SOAK_DURATION ?= 60s
 soak: redis-server
-	$(GO) run ./internal/soak -duration $(SOAK_DURATION) $(SOAK_ARGS)
+	cd tools && $(GO) run ./soak -duration $(SOAK_DURATION) $(SOAK_ARGS)
 
 bench: redis-server
 	$(GO) test -run '^$$' -bench . -skip Scale -benchmem -count 5 ./lock/

@@ -1,7 +1,7 @@
 // Package history records who held which lock when, as seen by the
 // clients, and checks the record for violations of mutual exclusion,
 // of a semaphore's capacity and of fencing-token order. Contention tests
-// and the soak program (internal/soak) feed it; a Check that reports
+// and the soak program (tools/soak) feed it; a Check that reports
 // nothing is their verdict.
 //
 // A hold is recorded as the interval [Acquired, Released): Acquired is

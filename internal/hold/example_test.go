@@ -8,15 +8,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/watchdog"
+	"github.com/relock-go/relock/internal/lease"
 )
 
 func Example() {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled here
 	defer c.Close()
-	clk := watchdog.NewFakeClock(time.Unix(0, 0))
-	wd := watchdog.New(watchdog.WithClock(clk))
-	lease := wd.Start(watchdog.Spec{Targets: []watchdog.Target{{Client: c, Keys: []string{"k"}}}, Timeout: time.Minute}, clk.Now())
+	clk := lease.NewFakeClock(time.Unix(0, 0))
+	wd := lease.New(lease.WithClock(clk))
+	lease := wd.Start(lease.Spec{Targets: []lease.Target{{Client: c, Keys: []string{"k"}}}, Timeout: time.Minute}, clk.Now())
 
 	key := hold.Key{Client: c, Kind: "example", Name: "k"}
 	ctx := hold.Start(context.Background(), key, &hold.Hold{Token: 42, Lease: lease},

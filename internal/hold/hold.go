@@ -10,9 +10,9 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/relock-go/relock/internal/errs"
+	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/owner"
 	"github.com/relock-go/relock/internal/telemetry"
-	"github.com/relock-go/relock/watchdog"
 )
 
 // Key names one primitive (and side) in a context.
@@ -30,7 +30,7 @@ type ReleaseFunc func(ctx context.Context, h *Hold) error
 type Hold struct {
 	Owner string
 	Token int64
-	Lease *watchdog.Lease
+	Lease *lease.Lease
 	// Data is the primitive's own (a semaphore's permit id, ...).
 	Data any
 	// Telemetry, when set, is the primitive's: its release span and
@@ -256,7 +256,7 @@ func (h *Hold) Release(ctx context.Context) error { return h.run(ctx) }
 // tracks, else a new one. A fresh acquisition that finds a lease still
 // registered means Redis lost the earlier hold before the watchdog
 // noticed: that lease is declared lost.
-func Lease(wd *watchdog.Watchdog, spec watchdog.Spec, reentrant bool, sentAt time.Time) *watchdog.Lease {
+func Lease(wd *lease.Watchdog, spec lease.Spec, reentrant bool, sentAt time.Time) *lease.Lease {
 	if old := wd.Find(spec.Targets[0].Client, spec.ID); old != nil {
 		// The same hold in Redis: a re-entry, or a concurrent acquisition
 		// by this owner that Redis ordered after this fresh one (higher token).

@@ -11,22 +11,22 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/relock-go/relock/internal/errs"
-	"github.com/relock-go/relock/watchdog"
+	"github.com/relock-go/relock/internal/lease"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // A fixed lease on a fake clock never talks to Redis, so the client is
 // never dialled.
-func setup(t *testing.T) (*watchdog.Watchdog, *watchdog.FakeClock, redis.UniversalClient) {
-	clk := watchdog.NewFakeClock(time.Unix(1_700_000_000, 0))
+func setup(t *testing.T) (*lease.Watchdog, *lease.FakeClock, redis.UniversalClient) {
+	clk := lease.NewFakeClock(time.Unix(1_700_000_000, 0))
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { _ = c.Close() })
-	return watchdog.New(watchdog.WithClock(clk)), clk, c
+	return lease.New(lease.WithClock(clk)), clk, c
 }
 
-func spec(c redis.UniversalClient, id string) watchdog.Spec {
-	return watchdog.Spec{Targets: []watchdog.Target{{Client: c, Keys: []string{"k"}}}, Timeout: time.Second, ID: id, Name: "k", Primitive: "test"}
+func spec(c redis.UniversalClient, id string) lease.Spec {
+	return lease.Spec{Targets: []lease.Target{{Client: c, Keys: []string{"k"}}}, Timeout: time.Second, ID: id, Name: "k", Primitive: "test"}
 }
 
 func TestEndOnce(t *testing.T) {

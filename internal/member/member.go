@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/watchdog"
+	"github.com/relock-go/relock/internal/lease"
 )
 
 // Node is one member of a Redlock.
@@ -23,7 +23,7 @@ type Node struct {
 	// timeout (idempotent). held is false when owner held nothing there.
 	Release func(ctx context.Context, owner string, timeout time.Duration) (held bool, err error)
 	// Renewal is the watchdog target that renews owner's hold.
-	Renewal func(owner string) watchdog.Target
+	Renewal func(owner string) lease.Target
 }
 
 // Addr names client's server(s) for errors.

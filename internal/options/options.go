@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock/internal/keys"
-	"github.com/relock-go/relock/watchdog"
+	"github.com/relock-go/relock/internal/lease"
 )
 
 // Defaults, as Redisson's.
@@ -28,7 +28,7 @@ type Config struct {
 	MeterProvider   metric.MeterProvider
 	// NameInMetrics puts the lock name on the primitive's metrics.
 	NameInMetrics bool
-	Watchdog      *watchdog.Watchdog
+	Watchdog      *lease.Watchdog
 	// Redlock: per-node timeout (default lease/10) and clock drift
 	// allowance (default lease/100 + 2 ms).
 	NodeTimeout time.Duration
@@ -50,7 +50,7 @@ func Apply(opts []Option) Config {
 		}
 	}
 	if c.Watchdog == nil {
-		c.Watchdog = watchdog.Default()
+		c.Watchdog = lease.Default()
 	}
 	return c
 }
@@ -185,7 +185,7 @@ func WithNameInMetrics() Option {
 }
 
 // WithWatchdog: see lock.WithWatchdog.
-func WithWatchdog(w *watchdog.Watchdog) Option {
+func WithWatchdog(w *lease.Watchdog) Option {
 	return func(c *Config) { c.Watchdog = w }
 }
 

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/relock-go/relock/watchdog"
+	"github.com/relock-go/relock/internal/lease"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -17,7 +17,7 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, DefaultWatchdogTimeout, c.Lease())
 	require.True(t, c.Renewed())
 	require.Equal(t, DefaultUnlockTimeout, c.UnlockTimeout)
-	require.Same(t, watchdog.Default(), c.Watchdog)
+	require.Same(t, lease.Default(), c.Watchdog)
 	require.Empty(t, c.Err)
 }
 

@@ -11,7 +11,7 @@
 // nothing else; none without a TTL or with one above 24 h. It exits
 // non-zero on any violation, failed call, goroutine leak or such key.
 //
-//	go run ./internal/soak [-duration 60s] [-goroutines 200] [-locks 50] [-addr host:port]
+//	cd tools && go run ./soak [-duration 60s] [-goroutines 200] [-locks 50] [-addr host:port]
 //
 // Without -addr it starts its own redis-server on loopback
 // (internal/redistest.Launch). With -addr it touches only keys that hold

@@ -1,4 +1,4 @@
-package watchdog
+package lease
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ func watchdogGoroutines(w *Watchdog) int {
 	n := 0
 	for g := range strings.SplitSeq(buf.String(), "\n\n") {
 		for line := range strings.SplitSeq(g, "\n") {
-			if strings.Contains(line, "relock/watchdog.(*Watchdog).") && strings.Contains(line, recv) {
+			if strings.Contains(line, "relock/internal/lease.(*Watchdog).") && strings.Contains(line, recv) {
 				n++
 				break
 			}

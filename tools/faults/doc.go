@@ -2,10 +2,10 @@
 // holds no library code: its tests carry the build constraint
 // `//go:build faults`, so `make test` leaves them out, and run with
 //
-//	go vet -tags faults ./internal/faults/...
-//	go test -race -tags faults -count=1 -timeout 10m ./internal/faults/...
+//	cd tools && go vet -tags faults ./... && go test -race -tags faults -count=1 -timeout 10m ./faults/...
 //
-// (`make test-faults`, called by CI). Every test runs real redis-server
+// (`make test-faults`, called by CI). tools is a module of its own, so
+// that toxiproxy and its graph stay out of the library's go.mod. Every test runs real redis-server
 // processes from internal/redistest on loopback ports, so without
 // redis-server they fail under CI=true and skip loudly elsewhere.
 //

@@ -1,7 +1,7 @@
 //go:build unix
 
 // Command holder is the child process of relock's process-level fault tests
-// (package internal/faults, build tag faults). It exists so those tests can
+// (package tools/faults, build tag faults). It exists so those tests can
 // SIGKILL or SIGSTOP a real lock holder, which they cannot do to a goroutine
 // of their own process.
 //
