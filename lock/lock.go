@@ -147,7 +147,7 @@ func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 	m.nameArg, m.channelArg, m.tokenArg = name, m.channel, m.tokenKey
 	m.leaseArg = m.cfg.Lease().Milliseconds()
 	m.publishArg = m.hub.PublishCommand()
-	m.latchArg = latchLifetime(m.cfg.UnlockTimeout)
+	m.latchArg = options.LatchLife(m.cfg.UnlockTimeout)
 	m.spanStart = acquire.SpanStart(
 		tracing.LockName.String(name),
 		tracing.Primitive.String(primitive),
@@ -447,7 +447,7 @@ func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout ti
 	latch := owner.RequestKey(m.latchPrefix)
 	latchArg := m.latchArg
 	if timeout != m.cfg.UnlockTimeout {
-		latchArg = latchLifetime(timeout)
+		latchArg = options.LatchLife(timeout)
 	}
 	res, err := unlockScript.RunRetrying(ctx, m.client, timeout, []string{m.name, m.channel, latch},
 		unlockMessage, m.msArg(lease), ownerID, m.publishArg, latchArg).Int64()
@@ -488,11 +488,6 @@ func (m *Mutex) msArg(lease time.Duration) any {
 	}
 	return lease.Milliseconds()
 }
-
-// latchLifetime is how long an unlock latch lives (ms): it outlives every
-// retry comfortably, so a late retry still finds it instead of
-// decrementing again.
-func latchLifetime(unlockTimeout time.Duration) int64 { return 2 * unlockTimeout.Milliseconds() }
 
 // ForceUnlock deletes the lock whoever holds it and wakes the waiters; it
 // reports whether there was a lock. The holder learns of it at its next

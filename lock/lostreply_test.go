@@ -2,7 +2,6 @@ package lock_test
 
 import (
 	"context"
-	"net"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -15,10 +14,6 @@ import (
 	"github.com/relock-go/relock/lock"
 )
 
-// errReadTimeout is what go-redis returns when a reply does not come in
-// time: the script ran, the caller cannot know it.
-var errReadTimeout = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
-
 // loseAcquireReplies makes the next n replies of the acquire script that
 // granted the lock look lost to a read timeout, after Redis ran the
 // script. It returns the count of granting replies seen. Replies of tries
@@ -30,7 +25,7 @@ func loseAcquireReplies(t testing.TB, c redis.UniversalClient, n int32) *atomic.
 	var lost atomic.Int32
 	gate := func(ev *scriptEvent, sent bool) {
 		if ev.name == "acquire" && sent && ev.cmd.Err() == nil && granted(ev.cmd) && lost.Add(1) <= n {
-			ev.cmd.SetErr(errReadTimeout)
+			ev.cmd.SetErr(redistest.ErrReadTimeout)
 		}
 	}
 	log.gate.Store(&gate)

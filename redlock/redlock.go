@@ -257,6 +257,9 @@ type outcome struct {
 	token    int64
 	ttl      time.Duration
 	err      *NodeError
+	// behind: the round did not wait for the attempt, which gives back
+	// itself whatever it takes.
+	behind bool
 }
 
 func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Context, error) {

@@ -196,6 +196,7 @@ collect:
 			} else {
 				record(result{i: i}, true)
 			}
+			outs[i].behind = true
 		default:
 			inFlight++
 		}
@@ -239,13 +240,14 @@ func (l *Lock) giveBack(ctx context.Context, r *round, which []bool) <-chan stru
 	return done
 }
 
-// mayHold marks the members of a won round that answered with an error
-// after their script may have run: they may hold a grant of the round
-// that nobody counted. nil when there is none.
+// mayHold marks the members of a round that answered with an error after
+// their script may have run: they may hold a grant of the round that
+// nobody counted. (An attempt left behind gives back its own.) nil when
+// there is none.
 func mayHold(outs []outcome) []bool {
 	var which []bool
 	for i, o := range outs {
-		if o.acquired || o.err == nil || o.err.Outcome == OutcomeHeld || o.err.Outcome == OutcomePending {
+		if o.acquired || o.behind || o.err == nil || o.err.Outcome == OutcomeHeld {
 			continue
 		}
 		if o.err.Err != nil && !scripts.MayHaveRun(o.err.Err) {

@@ -26,15 +26,19 @@ func (ms *masters) stop(t *testing.T, i int) (resume func()) {
 	return resume
 }
 
-// patient: clients whose reads wait out a stall of several seconds, so
-// that a release sent to a stopped master is answered once it resumes.
-func patient(o *redis.Options) { o.ReadTimeout = 10 * time.Second }
-
-func warm(t *testing.T, ctx context.Context, cs []*redis.Client) {
+// patientMasters starts n masters and one process's clients of them,
+// whose reads wait out a stall of several seconds (so that a release sent
+// to a stopped master is answered once it resumes), each with a
+// connection open (so that a stall hits a command, not a dial).
+func patientMasters(t *testing.T, ctx context.Context, n int) (*masters, []*redis.Client) {
 	t.Helper()
+	redistest.RequireRedisServer(t)
+	ms := startMasters(t, n)
+	cs := ms.process(t, func(o *redis.Options) { o.ReadTimeout = 10 * time.Second })
 	for _, c := range cs {
-		require.NoError(t, c.Ping(ctx).Err()) // a connection each, so a stall hits a command
+		require.NoError(t, c.Ping(ctx).Err())
 	}
+	return ms, cs
 }
 
 // TestUnlockWithStalledMembersReturnsOnQuorum: two of five masters stop
@@ -42,11 +46,8 @@ func warm(t *testing.T, ctx context.Context, cs []*redis.Client) {
 // released, not after the stalled ones; their releases finish in the
 // background once they resume.
 func TestUnlockWithStalledMembersReturnsOnQuorum(t *testing.T) {
-	redistest.RequireRedisServer(t)
 	ctx := ctxT(t)
-	ms := startMasters(t, 5)
-	cs := ms.process(t, patient)
-	warm(t, ctx, cs)
+	ms, cs := patientMasters(t, ctx, 5)
 	rl := redlock.New(mutexes(cs, "stop:unlock"), redlock.WithUnlockTimeout(10*time.Second))
 	held, err := rl.Lock(ctx)
 	require.NoError(t, err)
@@ -71,11 +72,8 @@ func TestUnlockWithStalledMembersReturnsOnQuorum(t *testing.T) {
 // node timeout, and what the stalled attempts take once their masters
 // resume is given back.
 func TestLockWithStalledMembersReturnsOnQuorum(t *testing.T) {
-	redistest.RequireRedisServer(t)
 	ctx := ctxT(t)
-	ms := startMasters(t, 5)
-	cs := ms.process(t, patient)
-	warm(t, ctx, cs)
+	ms, cs := patientMasters(t, ctx, 5)
 	const nodeTimeout = 5 * time.Second
 	rl := redlock.New(mutexes(cs, "stop:lock"), redlock.WithNodeTimeout(nodeTimeout), redlock.WithUnlockTimeout(10*time.Second))
 
@@ -99,11 +97,8 @@ func TestLockWithStalledMembersReturnsOnQuorum(t *testing.T) {
 // stopped one fails TryLock after the node timeout, and the member it
 // took elsewhere is given back.
 func TestMultiLockWithStalledMember(t *testing.T) {
-	redistest.RequireRedisServer(t)
 	ctx := ctxT(t)
-	ms := startMasters(t, 2)
-	cs := ms.process(t, patient)
-	warm(t, ctx, cs)
+	ms, cs := patientMasters(t, ctx, 2)
 	ml := redlock.NewMulti([]redlock.Member{lock.New(cs[0], "acct:1"), lock.New(cs[1], "acct:2")},
 		redlock.WithNodeTimeout(200*time.Millisecond), redlock.WithUnlockTimeout(10*time.Second))
 	resume := ms.stop(t, 1)

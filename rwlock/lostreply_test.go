@@ -2,13 +2,10 @@ package rwlock_test
 
 import (
 	"context"
-	"net"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/owner"
@@ -16,46 +13,10 @@ import (
 	"github.com/relock-go/relock/rwlock"
 )
 
-// acquireHook is a go-redis hook on the acquire scripts (read and write):
-// it sends each twice when twice is set (a resend after a lost reply) and
-// makes the next lose replies look lost to a read timeout after Redis ran
-// the script.
-type acquireHook struct {
-	ids   map[any]bool // EVALSHA hashes and EVAL sources
-	twice bool
-	lose  atomic.Int32
-}
-
-func newAcquireHook() *acquireHook {
-	h := &acquireHook{ids: map[any]bool{}}
-	for _, src := range rwlock.AcquireScriptSources() {
-		h.ids[src] = true
-		h.ids[redis.NewScript(src).Hash()] = true
-	}
-	return h
-}
-
-func (h *acquireHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *acquireHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, c redis.Cmder) error {
-		if args := c.Args(); len(args) < 2 || !h.ids[args[1]] {
-			return next(ctx, c)
-		}
-		err := next(ctx, c)
-		if err == nil && h.twice {
-			err = next(ctx, c)
-		}
-		if err == nil && h.lose.Add(-1) >= 0 {
-			err = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
-			c.SetErr(err)
-		}
-		return err
-	}
-}
-
-func (h *acquireHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+// newAcquireHook is a go-redis hook on the read and write acquire
+// scripts (see redistest.ScriptFaults).
+func newAcquireHook() *redistest.ScriptFaults {
+	return redistest.NewScriptFaults(rwlock.AcquireScriptSources()...)
 }
 
 // TestLostAcquireReplyGivenBack: a Try's script takes the read or write
@@ -69,7 +30,7 @@ func TestLostAcquireReplyGivenBack(t *testing.T) {
 			lossy := env.NewClient(t)
 			hook := newAcquireHook()
 			lossy.AddHook(hook)
-			hook.lose.Store(1)
+			hook.Lose.Store(1)
 			rw := rwlock.New(lossy, name)
 			var err error
 			if side == "read" {
@@ -99,7 +60,7 @@ func TestAcquireScriptRunTwice(t *testing.T) {
 		ctx := ctxT(t)
 		c := env.NewClient(t)
 		hook := newAcquireHook()
-		hook.twice = true
+		hook.Twice = true
 		c.AddHook(hook)
 		rw := rwlock.New(c, "twice")
 		w, err := rw.Lock(ctx)
@@ -135,7 +96,7 @@ func TestLostReentryReplyGivenBack(t *testing.T) {
 		rw := rwlock.New(lossy, "lost:reentry")
 		r, err := rw.RLock(ctx)
 		require.NoError(t, err)
-		hook.lose.Store(1)
+		hook.Lose.Store(1)
 		_, err = rw.RLock(r)
 		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
 		id := ownerField(t, r)

@@ -118,6 +118,7 @@ type RWMutex struct {
 	// acquireLatchPrefix + a request id, an acquire latch.
 	latchPrefix        string
 	acquireLatchPrefix string
+	latchLife          any // an acquire latch's PX (ms), boxed once
 	hub                *notify.Hub
 	tracer             trace.Tracer
 	spanStart          [2][]trace.SpanStartOption // by side
@@ -136,6 +137,7 @@ func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	rw.channel = keys.Prefix("redisson_rwlock", name)
 	rw.latchPrefix = options.LatchPrefix(name)
 	rw.acquireLatchPrefix = keys.Prefix("relock_acquire_latch", name) + ":"
+	rw.latchLife = options.LatchLife(rw.cfg.UnlockTimeout)
 	rw.prefix = keys.Suffix(name, "")
 	rw.prefix = rw.prefix[:len(rw.prefix)-1] // "{name}" (or "name" with its own tag)
 	rw.waiters = keys.Suffix(name, "rwlock_write_waiters")
@@ -404,16 +406,15 @@ func (rw *RWMutex) tryOnce(ctx context.Context, s side, ownerID string, lease ti
 	if latch != "" {
 		latchKey = latch
 	}
-	latchLife := 2 * rw.cfg.UnlockTimeout.Milliseconds()
 	var vals []int64
 	if s == read {
 		vals, err = readAcquire.Run(ctx, rw.client,
 			[]string{rw.name, rw.timeoutPrefix(ownerID), rw.waiters, rw.tokenKey, rw.prefix, latchKey},
-			lease.Milliseconds(), ownerID, ownerID+":write", mode, latchLife).Int64Slice()
+			lease.Milliseconds(), ownerID, ownerID+":write", mode, rw.latchLife).Int64Slice()
 	} else {
 		vals, err = writeAcquire.Run(ctx, rw.client,
 			[]string{rw.name, rw.waiters, rw.tokenKey, rw.prefix, latchKey},
-			lease.Milliseconds(), ownerID+":write", ownerID, member, mode, latchLife).Int64Slice()
+			lease.Milliseconds(), ownerID+":write", ownerID, member, mode, rw.latchLife).Int64Slice()
 	}
 	switch {
 	case err != nil:
@@ -437,11 +438,11 @@ func (rw *RWMutex) runRelease(ctx context.Context, s side, ownerID string, timeo
 	if s == read {
 		res, err = readRelease.RunRetrying(ctx, rw.client, timeout,
 			[]string{rw.name, rw.channel, rw.timeoutPrefix(ownerID), rw.prefix, rw.latch()},
-			ownerID, rw.hub.PublishCommand(), 2*timeout.Milliseconds()).Int64()
+			ownerID, rw.hub.PublishCommand(), options.LatchLife(timeout)).Int64()
 	} else {
 		res, err = writeRelease.RunRetrying(ctx, rw.client, timeout,
 			[]string{rw.name, rw.channel, rw.latch()},
-			ownerID+":write", rw.hub.PublishCommand(), 2*timeout.Milliseconds()).Int64()
+			ownerID+":write", rw.hub.PublishCommand(), options.LatchLife(timeout)).Int64()
 	}
 	if err == nil && res == 1 {
 		rw.hub.Release(rw.channel)

@@ -2,54 +2,22 @@ package semaphore_test
 
 import (
 	"context"
-	"net"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/semaphore"
 )
 
-// loseReplies is a go-redis hook that lets the acquire script run and
-// then makes its reply look lost to a read timeout, lose times.
-type loseReplies struct {
-	sha  string
-	src  string
-	lose atomic.Int32
-	seen atomic.Int32
-}
-
-func newLoseReplies(n int32) *loseReplies {
-	src := semaphore.AcquireScriptSource()
-	l := &loseReplies{sha: redis.NewScript(src).Hash(), src: src}
-	l.lose.Store(n)
-	return l
-}
-
-func (l *loseReplies) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (l *loseReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, c redis.Cmder) error {
-		args := c.Args()
-		if len(args) < 2 || (args[1] != l.sha && args[1] != l.src) {
-			return next(ctx, c)
-		}
-		err := next(ctx, c)
-		l.seen.Add(1)
-		if err == nil && l.lose.Add(-1) >= 0 {
-			err = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
-			c.SetErr(err)
-		}
-		return err
-	}
-}
-
-func (l *loseReplies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+// newLoseReplies makes the acquire script's next n replies look lost to
+// a read timeout, after Redis ran it.
+func newLoseReplies(n int32) *redistest.ScriptFaults {
+	f := redistest.NewScriptFaults(semaphore.AcquireScriptSource())
+	f.Lose.Store(n)
+	return f
 }
 
 // TestLostAcquireReplyGivenBack: TryAcquire's script takes the permits
@@ -91,8 +59,8 @@ func TestLostAcquireReplyRetryFindsPermit(t *testing.T) {
 			got, err = w.Acquire(ctx, 2)
 			done <- err
 		}()
-		require.Eventually(t, func() bool { return hook.seen.Load() >= 2 }, 5*time.Second, time.Millisecond, "the waiter tried twice")
-		hook.lose.Store(1)
+		require.Eventually(t, func() bool { return hook.Seen.Load() >= 2 }, 5*time.Second, time.Millisecond, "the waiter tried twice")
+		hook.Lose.Store(1)
 		require.NoError(t, s.Release(all))
 		select {
 		case err := <-done:

@@ -358,7 +358,7 @@ func (s *Semaphore) runRelease(ctx context.Context, permitID string) (int64, err
 	latch := owner.RequestKey(s.latchPrefix)
 	return releaseScript.RunRetrying(ctx, s.client, s.cfg.UnlockTimeout,
 		[]string{s.name, s.permits, s.weights, s.channel, latch, s.waiters, s.marks},
-		permitID, s.hub.PublishCommand(), 2*s.cfg.UnlockTimeout.Milliseconds()).Int64()
+		permitID, s.hub.PublishCommand(), options.LatchLife(s.cfg.UnlockTimeout)).Int64()
 }
 
 // Release gives back the permits of the acquisition that returned ctx (or

@@ -110,6 +110,11 @@ func (c *Config) Check(client redis.UniversalClient, noun, name string) string {
 	return c.Err
 }
 
+// LatchLife is how long (ms) the latch of a call retried within timeout
+// lives: it outlives every retry comfortably, so a late retry still finds
+// it instead of counting again.
+func LatchLife(timeout time.Duration) int64 { return 2 * timeout.Milliseconds() }
+
 // LatchPrefix is the prefix of name's unlock latch keys,
 // redisson_unlock_latch:{name}:, to which a request id is appended.
 func LatchPrefix(name string) string {

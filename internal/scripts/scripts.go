@@ -36,7 +36,10 @@ var libFS embed.FS
 func NewLib(fsys fs.FS, file string) Lib { return Lib{src: mustRead(fsys, file)} }
 
 // Fence defines fence(counter key), which draws a lock's next fencing
-// token: max(counter + 1, server time in µs), kept FenceTTL.
+// token: max(counter + 1, server time in µs), kept FenceTTL; and, for an
+// acquisition that may run twice, grant (a token kept in its acquire
+// latch), granted (the token an earlier run kept) and last (the token
+// last drawn).
 var Fence = Lib{src: mustRead(libFS, "lua/fence.lua")}
 
 // FenceTTL is how long a fencing counter outlives the last acquisition of

@@ -25,15 +25,11 @@
 -- case, kept to the fewest calls and a scalar reply. Returns {count,
 -- token} on a re-entry or a second run, {0, pttl} when another owner holds
 -- it.
-local latch = ARGV[3] == 'latch'
+local latch = ARGV[3] == 'latch' and KEYS[3]
 if redis.call('exists', KEYS[1]) == 0 then
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  local token = fence(KEYS[2])
-  if latch then
-    redis.call('set', KEYS[3], string.format('%.0f', token), 'px', ARGV[4])
-  end
-  return token
+  return grant(KEYS[2], latch, ARGV[4])
 end
 local held = redis.call('hget', KEYS[1], ARGV[2])
 if held == false then
@@ -42,18 +38,12 @@ end
 if ARGV[3] == 'minted' then
   -- an earlier run of this acquisition took it: the same grant
   redis.call('pexpire', KEYS[1], ARGV[1])
-  return {tonumber(held), tonumber(redis.call('get', KEYS[2])) or fence(KEYS[2])}
+  return {tonumber(held), last(KEYS[2])}
 end
-if latch then
-  local done = redis.call('get', KEYS[3])
-  if done ~= false then
-    return {tonumber(held), tonumber(done)}
-  end
+local done = granted(latch)
+if done then
+  return {tonumber(held), done}
 end
 local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
 redis.call('pexpire', KEYS[1], ARGV[1])
-local token = fence(KEYS[2])
-if latch then
-  redis.call('set', KEYS[3], string.format('%.0f', token), 'px', ARGV[4])
-end
-return {count, token}
+return {count, grant(KEYS[2], latch, ARGV[4])}

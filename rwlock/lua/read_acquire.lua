@@ -59,16 +59,14 @@ end
 
 local held = redis.call('hget', KEYS[1], ARGV[2])
 local mine = held ~= false
-local latch = ARGV[4] == 'latch'
+local latch = ARGV[4] == 'latch' and KEYS[6]
 if mine and ARGV[4] == 'minted' then
   -- an earlier run of this acquisition took it: the same grant
-  return {tonumber(held), tonumber(redis.call('get', KEYS[4])) or fence(KEYS[4])}
+  return {tonumber(held), last(KEYS[4])}
 end
-if mine and latch then
-  local done = redis.call('get', KEYS[6])
-  if done ~= false then
-    return {tonumber(held), tonumber(done)}
-  end
+local done = mine and granted(latch)
+if done then
+  return {tonumber(held), done}
 end
 if mode == false or mode == 'read' or redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
   if not mine and mode ~= 'write' then
@@ -98,10 +96,6 @@ if mode == false or mode == 'read' or redis.call('hexists', KEYS[1], ARGV[3]) ==
   if pttl < lease then
     redis.call('pexpire', KEYS[1], lease)
   end
-  local token = fence(KEYS[4])
-  if latch then
-    redis.call('set', KEYS[6], string.format('%.0f', token), 'px', ARGV[5])
-  end
-  return {ind, token}
+  return {ind, grant(KEYS[4], latch, ARGV[5])}
 end
 return {0, redis.call('pttl', KEYS[1])}

@@ -58,16 +58,12 @@ if mode == 'read' then
   end
 end
 
-local latch = ARGV[5] == 'latch'
+local latch = ARGV[5] == 'latch' and KEYS[5]
 if mode == false then
   redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
   redis.call('pexpire', KEYS[1], lease)
   redis.call('zrem', KEYS[2], ARGV[4])
-  local token = fence(KEYS[3])
-  if latch then
-    redis.call('set', KEYS[5], string.format('%.0f', token), 'px', ARGV[6])
-  end
-  return {1, token}
+  return {1, grant(KEYS[3], latch, ARGV[6])}
 end
 local held = redis.call('hget', KEYS[1], ARGV[2])
 if mode == 'write' and held ~= false then
@@ -76,20 +72,14 @@ if mode == 'write' and held ~= false then
   end
   if ARGV[5] == 'minted' then
     -- an earlier run of this acquisition took it: the same grant
-    return {tonumber(held), tonumber(redis.call('get', KEYS[3])) or fence(KEYS[3])}
+    return {tonumber(held), last(KEYS[3])}
   end
-  if latch then
-    local done = redis.call('get', KEYS[5])
-    if done ~= false then
-      return {tonumber(held), tonumber(done)}
-    end
+  local done = granted(latch)
+  if done then
+    return {tonumber(held), done}
   end
   local c = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  local token = fence(KEYS[3])
-  if latch then
-    redis.call('set', KEYS[5], string.format('%.0f', token), 'px', ARGV[6])
-  end
-  return {c, token}
+  return {c, grant(KEYS[3], latch, ARGV[6])}
 end
 if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
   return {-1, 0}

@@ -26,3 +26,32 @@ local function fence(key)
   redis.call('set', key, string.format('%.0f', token), 'px', 3600000)
   return token
 end
+
+-- An acquisition that may run twice (a retry after a lost reply) keeps
+-- its token in a short-lived acquire latch, relock_acquire_latch:{<name>}:
+-- <request id>, so that the second run returns it instead of counting
+-- again. latch is that key, or false for an acquisition without one.
+
+-- grant(counter, latch, ms) draws the next token, kept in latch for ms.
+local function grant(counter, latch, ms)
+  local token = fence(counter)
+  if latch then
+    redis.call('set', latch, string.format('%.0f', token), 'px', ms)
+  end
+  return token
+end
+
+-- granted(latch) is the token an earlier run kept in latch, or nil.
+local function granted(latch)
+  if latch then
+    return tonumber(redis.call('get', latch))
+  end
+  return nil
+end
+
+-- last(counter) is the token the last acquisition drew (an owner minted
+-- for one acquisition finds its own grant), or a new one when the counter
+-- is gone.
+local function last(counter)
+  return tonumber(redis.call('get', counter)) or fence(counter)
+end

@@ -1,0 +1,64 @@
+package redistest
+
+import (
+	"context"
+	"net"
+	"os"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrReadTimeout is what go-redis returns when a reply does not come in
+// time: the command may have run, the caller cannot know it.
+var ErrReadTimeout error = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+
+// ScriptFaults is a go-redis hook on the scripts it was made with (their
+// EVALSHA hash or EVAL source): with Twice it sends each call twice, as
+// go-redis's resend after a read timeout would; the next Lose calls have
+// their reply replaced by ErrReadTimeout after Redis ran the script. Seen
+// counts the calls.
+type ScriptFaults struct {
+	ids   map[any]bool
+	Twice bool
+	Lose  atomic.Int32
+	Seen  atomic.Int32
+}
+
+// NewScriptFaults returns a ScriptFaults on the scripts with sources srcs.
+func NewScriptFaults(srcs ...string) *ScriptFaults {
+	f := &ScriptFaults{ids: map[any]bool{}}
+	for _, src := range srcs {
+		f.ids[src] = true
+		f.ids[redis.NewScript(src).Hash()] = true
+	}
+	return f
+}
+
+// DialHook is go-redis's, unchanged.
+func (f *ScriptFaults) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook applies the faults to the calls of f's scripts.
+func (f *ScriptFaults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, c redis.Cmder) error {
+		if args := c.Args(); len(args) < 2 || !f.ids[args[1]] {
+			return next(ctx, c)
+		}
+		err := next(ctx, c)
+		if err == nil && f.Twice {
+			err = next(ctx, c)
+		}
+		f.Seen.Add(1)
+		if err == nil && f.Lose.Add(-1) >= 0 {
+			err = ErrReadTimeout
+			c.SetErr(err)
+		}
+		return err
+	}
+}
+
+// ProcessPipelineHook is go-redis's, unchanged: the scripts under test
+// are not pipelined.
+func (f *ScriptFaults) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
