@@ -283,13 +283,14 @@ func (l *Lock) release(ctx context.Context, h *hold.Hold) error {
 	}
 	results := make(chan result, total)
 	l.bg.add(total)
+	bgCtx := context.WithoutCancel(ctx) // the releases outlive the call
 	for i, n := range l.nodes {
 		if !r.won[i] {
 			continue
 		}
 		l.workers.Go(func() {
 			defer l.bg.done()
-			_, err := n.Release(context.WithoutCancel(ctx), r.id, l.cfg.UnlockTimeout)
+			_, err := n.Release(bgCtx, r.id, l.cfg.UnlockTimeout)
 			results <- result{i, err}
 		})
 	}
