@@ -253,6 +253,27 @@ func (h *relockRedlockHandle) Lock() error {
 
 func (h *relockRedlockHandle) Unlock() error { return h.l.Unlock(h.held) }
 
+// perAcquisition makes l's handle anew for every Lock (a new redlock.New
+// over new lock.New values, a new redsync Mutex), as a request handler does.
+func perAcquisition(l lib) lib {
+	mk := l.make
+	l.make = func(key string) handle { return &freshHandle{make: mk, key: key} }
+	return l
+}
+
+type freshHandle struct {
+	make func(string) handle
+	key  string
+	cur  handle
+}
+
+func (h *freshHandle) Lock() error {
+	h.cur = h.make(h.key)
+	return h.cur.Lock()
+}
+
+func (h *freshHandle) Unlock() error { return h.cur.Unlock() }
+
 // ---- redsync ----
 
 type redsyncHandle struct{ m *redsync.Mutex }

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,6 +45,7 @@ func main() {
 	flag.DurationVar(&cfg.hold, "hold", 100*time.Microsecond, "critical section of the contended rows (spun, not slept)")
 	flag.StringVar(&retries, "retry", "1ms,5ms", "retry delays of the polling peers in the contended row")
 	flag.BoolVar(&cfg.noLoop, "rueidis-noloop", false, "run rueidislock with NoLoopTracking (its README's advice for Redis >= 7.0.5; it stalled under in-process contention here)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	flag.Parse()
 
 	var err error
@@ -75,7 +77,25 @@ func main() {
 		stop()
 	}()
 
-	if err := run(ctx, &cfg); err != nil {
+	stopProfile := func() {}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: -cpuprofile: %v\n", err)
+			os.Exit(2)
+		}
+		stopProfile = func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}
+	}
+
+	err = run(ctx, &cfg)
+	stopProfile()
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(1)
 	}

@@ -215,7 +215,7 @@ func printRatios(w io.Writer, results []*result) {
 		}
 	}
 
-	for _, sc := range []string{sc1g, sc64g, scRedlock} {
+	for _, sc := range []string{sc1g, sc64g, scRedlock, scRedlockNew} {
 		rl := find(results, sc, libRelock)
 		if rl == nil {
 			continue

@@ -13,13 +13,14 @@ import (
 
 // Scenario names.
 const (
-	sc1g        = "1g-distinct"
-	sc64g       = "64g-distinct"
-	scOneKey    = "16g-onekey-100us"
-	scRedlock   = "redlock-5"
-	scReentrant = "reentrant"
-	scRW        = "rw-16r-1w"
-	scSem       = "sem-32-on-4"
+	sc1g         = "1g-distinct"
+	sc64g        = "64g-distinct"
+	scOneKey     = "16g-onekey-100us"
+	scRedlock    = "redlock-5"
+	scRedlockNew = "redlock-5-new"
+	scReentrant  = "reentrant"
+	scRW         = "rw-16r-1w"
+	scSem        = "sem-32-on-4"
 )
 
 // What the latency columns of a row measure.
@@ -123,18 +124,25 @@ func rows(cfg *config) []rowSpec {
 			return e.mutexRow(ctx, pick(e), 1, rlKey, 0, kindPair, e.masterPids)
 		}
 	}
-	add(rowSpec{scenario: scRedlock, label: libRaw, family: libRaw, kind: kindPair, masters: true,
-		run: redlockRow(func(e *env) lib {
-			return rawRedlockLib(e.masterClients(func(n *node) *redisClient { return n.raw }), e.masterShas())
-		})})
-	add(rowSpec{scenario: scRedlock, label: libRelock, family: libRelock, kind: kindPair, masters: true,
-		run: redlockRow(func(e *env) lib {
-			return relockRedlockLib(e.masterClients(func(n *node) *redisClient { return n.relock }))
-		})})
-	add(rowSpec{scenario: scRedlock, label: libRedsync, family: libRedsync, kind: kindPair, masters: true,
-		run: redlockRow(func(e *env) lib {
-			return redsyncLib(e.masterClients(func(n *node) *redisClient { return n.redsync }), time.Millisecond)
-		})})
+	// The same, once with one lock value per goroutine and once with a new
+	// one per acquisition, as a request handler builds it.
+	for _, sc := range []struct {
+		name string
+		wrap func(lib) lib
+	}{{scRedlock, func(l lib) lib { return l }}, {scRedlockNew, perAcquisition}} {
+		add(rowSpec{scenario: sc.name, label: libRaw, family: libRaw, kind: kindPair, masters: true,
+			run: redlockRow(func(e *env) lib {
+				return sc.wrap(rawRedlockLib(e.masterClients(func(n *node) *redisClient { return n.raw }), e.masterShas()))
+			})})
+		add(rowSpec{scenario: sc.name, label: libRelock, family: libRelock, kind: kindPair, masters: true,
+			run: redlockRow(func(e *env) lib {
+				return sc.wrap(relockRedlockLib(e.masterClients(func(n *node) *redisClient { return n.relock })))
+			})})
+		add(rowSpec{scenario: sc.name, label: libRedsync, family: libRedsync, kind: kindPair, masters: true,
+			run: redlockRow(func(e *env) lib {
+				return sc.wrap(redsyncLib(e.masterClients(func(n *node) *redisClient { return n.redsync }), time.Millisecond))
+			})})
+	}
 
 	// relock only.
 	add(rowSpec{scenario: scReentrant, label: libRelock, family: libRelock, kind: kindPair,

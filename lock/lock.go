@@ -22,6 +22,7 @@ import (
 	"github.com/relock-go/relock/internal/owner"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
+	"github.com/relock-go/relock/internal/workers"
 	"github.com/relock-go/relock/tracing"
 	"github.com/relock-go/relock/watchdog"
 )
@@ -570,9 +571,11 @@ func (m *Mutex) RedlockNode() (member.Node, error) {
 		return member.Node{}, err
 	}
 	return member.Node{
-		Name: m.name,
-		Kind: primitive,
-		Addr: member.Addr(m.client),
+		Name:    m.name,
+		Kind:    primitive,
+		Addr:    member.Addr(m.client),
+		Workers: workers.For(m.client),
+		Given:   m.cfg.Given,
 		Try: func(ctx context.Context, ownerID string, lease time.Duration) (bool, int64, time.Duration, error) {
 			count, token, ttl, err := m.tryOnce(ctx, ownerID, lease, modeNone, "")
 			return count > 0, token, ttl, err

@@ -32,8 +32,13 @@
 // unlock timeout. Drain waits for what a Lock left in the background,
 // before a program or a test ends.
 //
-// A member keeps its own options for its own use; in a Redlock the
-// Redlock's options (lease, watchdog, timeouts) apply to every member.
+// Options given to the members are honoured: a member's lease (lease time
+// or watchdog timeout), unlock timeout and watchdog become the Redlock's
+// when New was given none of its own. Members that disagree with each
+// other, or with the Redlock's options, are refused with
+// ErrInvalidArgument naming the member, since one hold cannot have two
+// leases; nothing is written then. A member's other options (its wait
+// timeout, tracer and meter) serve only its own calls.
 //
 // What Redlock guarantees, and what it does not. Its safety argument rests
 // on time: the holder must finish within the validity time, and the

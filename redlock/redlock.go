@@ -21,7 +21,6 @@ import (
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/owner"
 	"github.com/relock-go/relock/internal/telemetry"
-	"github.com/relock-go/relock/internal/workers"
 	"github.com/relock-go/relock/tracing"
 	"github.com/relock-go/relock/watchdog"
 )
@@ -141,10 +140,7 @@ type Lock struct {
 	spanStart []trace.SpanStartOption
 	metrics   *telemetry.Recorder
 	rel       *telemetry.Release // release span and hold metrics
-	// workers try and release the members: reused goroutines, whose
-	// stacks have grown through the client's call path already.
-	workers *workers.Pool
-	bg      background // what runs on after a call returned (Drain)
+	bg        background         // what runs on after a call returned (Drain)
 }
 
 // New returns a Redlock over members, one per independent Redis master:
@@ -158,21 +154,25 @@ func New(members []Member, opts ...Option) *Lock { return newLock(members, false
 func NewMulti(members []Member, opts ...Option) *Lock { return newLock(members, true, opts) }
 
 func newLock(members []Member, multi bool, opts []Option) *Lock {
-	l := &Lock{multi: multi, cfg: options.Apply(opts), workers: workers.New(0)}
+	l := &Lock{multi: multi, cfg: options.Apply(opts)}
 	names := make([]string, 0, len(members))
+	// Every member is looked at, so that an error names the whole lock.
 	for i, m := range members {
 		if m == nil {
-			l.invalid = fmt.Sprintf("member %d is nil", i)
-			break
+			l.refuse("member %d is nil", i)
+			continue
 		}
 		n, err := m.RedlockNode()
 		if err != nil {
 			reason := strings.TrimPrefix(errs.Reason(err).Error(), errs.ErrInvalidArgument.Error()+": ")
-			l.invalid = fmt.Sprintf("member %d: %s", i, reason)
-			break
+			l.refuse("member %d: %s", i, reason)
+			continue
+		}
+		names = append(names, n.Name)
+		if reason := l.cfg.Adopt(n.Given); reason != "" {
+			l.refuse("member %d: %s", i, reason)
 		}
 		l.nodes = append(l.nodes, n)
-		names = append(names, n.Name)
 	}
 	l.name = strings.Join(names, ",")
 	switch {
@@ -203,6 +203,13 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 	l.metrics = telemetry.For(l.cfg.MeterProvider, l.primitive(), "", l.name, l.cfg.NameInMetrics)
 	l.rel = &telemetry.Release{Tracer: l.tracer, Name: tracing.SpanReleaseRedlock, Start: l.spanStart, Metrics: l.metrics}
 	return l
+}
+
+// refuse records the first reason the Lock cannot be used.
+func (l *Lock) refuse(format string, args ...any) {
+	if l.invalid == "" {
+		l.invalid = fmt.Sprintf(format, args...)
+	}
 }
 
 func (l *Lock) primitive() string {

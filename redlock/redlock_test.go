@@ -25,6 +25,7 @@ import (
 
 	"github.com/relock-go/relock/internal/member"
 	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/internal/workers"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/redlock"
 	"github.com/relock-go/relock/rwlock"
@@ -542,7 +543,7 @@ func (f *lateMember) count() int {
 
 func (f *lateMember) RedlockNode() (member.Node, error) {
 	return member.Node{
-		Name: "late", Kind: "lock", Addr: "fake:0",
+		Name: "late", Kind: "lock", Addr: "fake:0", Workers: workers.New(0),
 		Try: func(ctx context.Context, _ string, _ time.Duration) (bool, int64, time.Duration, error) {
 			<-ctx.Done()
 			f.mu.Lock()

@@ -126,7 +126,7 @@ func (l *Lock) tryAll(ctx context.Context, r *round, lease time.Duration) []outc
 	l.bg.add(1)
 	giveBackCtx := context.WithoutCancel(ctx)
 	for i, node := range l.nodes {
-		l.workers.Go(func() {
+		node.Workers.Go(func() {
 			ok, token, ttl, err := node.Try(nctx, r.id, lease)
 			if claimed[i].CompareAndSwap(false, true) {
 				results <- result{i, ok, token, ttl, err}
@@ -229,7 +229,7 @@ func (l *Lock) giveBack(ctx context.Context, r *round, which []bool) <-chan stru
 		if !which[i] {
 			continue
 		}
-		l.workers.Go(func() {
+		n.Workers.Go(func() {
 			defer l.bg.done()
 			_, _ = n.Release(ctx, r.id, l.cfg.UnlockTimeout)
 			if left.Add(-1) == 0 {
@@ -288,7 +288,7 @@ func (l *Lock) release(ctx context.Context, h *hold.Hold) error {
 		if !r.won[i] {
 			continue
 		}
-		l.workers.Go(func() {
+		n.Workers.Go(func() {
 			defer l.bg.done()
 			_, err := n.Release(bgCtx, r.id, l.cfg.UnlockTimeout)
 			results <- result{i, err}
@@ -318,7 +318,7 @@ func (l *Lock) release(ctx context.Context, h *hold.Hold) error {
 // releaseLost gives back, in the background, what survives of a hold the
 // watchdog found lost: the other members would otherwise stay taken until
 // their lease ran out. It runs on the goroutine that found the loss, so
-// it only hands the work to the workers.
+// it only hands the work to the members' workers.
 func (l *Lock) releaseLost(r *round) {
 	if r.ended.CompareAndSwap(false, true) {
 		l.giveBack(context.Background(), r, r.won)

@@ -21,6 +21,7 @@ import (
 	"github.com/relock-go/relock/internal/owner"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
+	"github.com/relock-go/relock/internal/workers"
 	"github.com/relock-go/relock/tracing"
 	"github.com/relock-go/relock/watchdog"
 )
@@ -564,9 +565,11 @@ func (s *Side) RedlockNode() (member.Node, error) {
 		sd = write
 	}
 	return member.Node{
-		Name: rw.name,
-		Kind: sd.String() + " lock",
-		Addr: member.Addr(rw.client),
+		Name:    rw.name,
+		Kind:    sd.String() + " lock",
+		Addr:    member.Addr(rw.client),
+		Workers: workers.For(rw.client),
+		Given:   rw.cfg.Given,
 		Try: func(ctx context.Context, ownerID string, lease time.Duration) (bool, int64, time.Duration, error) {
 			count, token, ttl, err := rw.tryOnce(ctx, sd, ownerID, lease, "", modeNone, "")
 			return count > 0, token, ttl, err

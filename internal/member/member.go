@@ -8,6 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/lease"
+	"github.com/relock-go/relock/internal/options"
+	"github.com/relock-go/relock/internal/workers"
 )
 
 // Node is one member of a Redlock.
@@ -24,6 +26,11 @@ type Node struct {
 	Release func(ctx context.Context, owner string, timeout time.Duration) (held bool, err error)
 	// Renewal is the watchdog target that renews owner's hold.
 	Renewal func(owner string) lease.Target
+	// Workers run the calls to this member (workers.For its client).
+	Workers *workers.Pool
+	// Given is what the member's own options set of what it must share
+	// with the Redlock (its lease, unlock timeout, watchdog).
+	Given options.Shared
 }
 
 // Addr names client's server(s) for errors.

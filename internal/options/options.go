@@ -34,8 +34,64 @@ type Config struct {
 	NodeTimeout time.Duration
 	Drift       time.Duration // < 0: the default
 
+	// Given is what the options set explicitly of what a Redlock and its
+	// members share; the Redlock adopts a member's, or refuses a conflict.
+	Given Shared
+
 	// Err is the first invalid option, reported by every call.
 	Err string
+}
+
+// Shared are the settings a Redlock and its members must agree on: the
+// lease (its length and whether it is renewed), the unlock timeout and the
+// watchdog. A zero field was not given.
+type Shared struct {
+	LeaseTime, WatchdogTimeout, UnlockTimeout time.Duration
+	Watchdog                                  *lease.Watchdog
+}
+
+// Adopt takes into c what a member gave explicitly and c did not, and
+// returns why the two conflict ("" when they do not): a Redlock honours
+// its members' options, but cannot hold two leases at once.
+func (c *Config) Adopt(m Shared) string {
+	g := &c.Given
+	leaseOf := func(s Shared) string {
+		if s.LeaseTime > 0 {
+			return fmt.Sprintf("lease time %v", s.LeaseTime)
+		}
+		return fmt.Sprintf("watchdog timeout %v", s.WatchdogTimeout)
+	}
+	if m.LeaseTime > 0 || m.WatchdogTimeout > 0 {
+		switch {
+		case g.LeaseTime == 0 && g.WatchdogTimeout == 0:
+			g.LeaseTime, g.WatchdogTimeout = m.LeaseTime, m.WatchdogTimeout
+			c.LeaseTime = m.LeaseTime
+			if m.WatchdogTimeout > 0 {
+				c.WatchdogTimeout = m.WatchdogTimeout
+			}
+		case g.LeaseTime != m.LeaseTime || (m.WatchdogTimeout > 0 && g.WatchdogTimeout != m.WatchdogTimeout):
+			return fmt.Sprintf("%s differs from the %s given to the Redlock or an earlier member", leaseOf(m), leaseOf(*g))
+		}
+	}
+	if m.UnlockTimeout > 0 {
+		switch g.UnlockTimeout {
+		case 0:
+			g.UnlockTimeout, c.UnlockTimeout = m.UnlockTimeout, m.UnlockTimeout
+		case m.UnlockTimeout:
+		default:
+			return fmt.Sprintf("unlock timeout %v differs from the %v given to the Redlock or an earlier member", m.UnlockTimeout, g.UnlockTimeout)
+		}
+	}
+	if m.Watchdog != nil {
+		switch g.Watchdog {
+		case nil:
+			g.Watchdog, c.Watchdog = m.Watchdog, m.Watchdog
+		case m.Watchdog:
+		default:
+			return "its watchdog differs from the one given to the Redlock or an earlier member"
+		}
+	}
+	return ""
 }
 
 // Option configures a primitive.
@@ -128,7 +184,7 @@ func WithLeaseTime(d time.Duration) Option {
 			c.invalid("lease time %v must be at least %v", d, MinLease)
 			return
 		}
-		c.LeaseTime = d
+		c.LeaseTime, c.Given.LeaseTime = d, d
 	}
 }
 
@@ -139,7 +195,7 @@ func WithWatchdogTimeout(d time.Duration) Option {
 			c.invalid("watchdog timeout %v must be at least %v", d, MinLease)
 			return
 		}
-		c.WatchdogTimeout = d
+		c.WatchdogTimeout, c.Given.WatchdogTimeout = d, d
 	}
 }
 
@@ -170,7 +226,7 @@ func WithUnlockTimeout(d time.Duration) Option {
 			c.invalid("unlock timeout %v must be at least %v", d, MinUnlockTimeout)
 			return
 		}
-		c.UnlockTimeout = d
+		c.UnlockTimeout, c.Given.UnlockTimeout = d, d
 	}
 }
 
@@ -191,7 +247,7 @@ func WithNameInMetrics() Option {
 
 // WithWatchdog: see lock.WithWatchdog.
 func WithWatchdog(w *lease.Watchdog) Option {
-	return func(c *Config) { c.Watchdog = w }
+	return func(c *Config) { c.Watchdog, c.Given.Watchdog = w, w }
 }
 
 // WithNodeTimeout: see redlock.WithNodeTimeout.

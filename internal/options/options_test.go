@@ -81,3 +81,37 @@ func TestNodeTimeoutAtLeastAMillisecond(t *testing.T) {
 	require.Empty(t, c.Err)
 	require.Equal(t, time.Millisecond, c.NodeTimeout)
 }
+
+// A Redlock's config adopts what a member gave and it did not, keeps what
+// agrees, and names the first conflict.
+func TestAdopt(t *testing.T) {
+	wd := lease.New()
+	member := Apply([]Option{WithLeaseTime(2 * time.Second), WithUnlockTimeout(time.Second), WithWatchdog(wd)}).Given
+
+	c := Apply(nil)
+	require.Empty(t, c.Adopt(member))
+	require.Equal(t, 2*time.Second, c.Lease())
+	require.False(t, c.Renewed())
+	require.Equal(t, time.Second, c.UnlockTimeout)
+	require.Same(t, wd, c.Watchdog)
+	require.Empty(t, c.Adopt(member), "the same settings again agree")
+	require.Empty(t, c.Adopt(Apply(nil).Given), "a member that gave nothing agrees")
+
+	for name, tc := range map[string]struct {
+		redlock, member []Option
+		reason          string
+	}{
+		"lease":            {[]Option{WithLeaseTime(time.Second)}, []Option{WithLeaseTime(2 * time.Second)}, "lease time 2s differs from the lease time 1s"},
+		"fixed vs renewed": {[]Option{WithWatchdogTimeout(time.Second)}, []Option{WithLeaseTime(time.Second)}, "lease time 1s differs from the watchdog timeout 1s"},
+		"renewed vs fixed": {[]Option{WithLeaseTime(time.Second)}, []Option{WithWatchdogTimeout(time.Second)}, "watchdog timeout 1s differs from the lease time 1s"},
+		"unlock":           {[]Option{WithUnlockTimeout(time.Second)}, []Option{WithUnlockTimeout(time.Minute)}, "unlock timeout 1m0s differs from the 1s"},
+		"watchdog":         {[]Option{WithWatchdog(lease.New())}, []Option{WithWatchdog(wd)}, "watchdog differs"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := Apply(tc.redlock)
+			before := c
+			require.Contains(t, c.Adopt(Apply(tc.member).Given), tc.reason)
+			require.Equal(t, before.Lease(), c.Lease(), "a conflict changes nothing")
+		})
+	}
+}

@@ -14,12 +14,17 @@ import (
 // the client would never be collected, nor its entry dropped.
 type Map[V any] struct {
 	m sync.Map // key (see keyOf) -> V
-	// last is the entry found last: a process usually has one client, and
-	// this finds it without building a key (which allocates).
-	last atomic.Pointer[recent[V]]
+	// recent are the entries found last, newest first: a process has a few
+	// clients (one, or one per Redlock master), and this finds theirs
+	// without building a key, which allocates and takes a runtime lock.
+	recent atomic.Pointer[[]entry[V]]
 }
 
-type recent[V any] struct {
+// recentMax bounds Map.recent: a Redlock over up to this many masters
+// finds each of its clients there.
+const recentMax = 8
+
+type entry[V any] struct {
 	ref Ref
 	v   V
 }
@@ -29,8 +34,14 @@ type recent[V any] struct {
 // client rather than capturing it, so that a call that finds the V
 // allocates nothing.
 func (m *Map[V]) Get(client redis.UniversalClient, newV func(redis.UniversalClient) V) V {
-	if r := m.last.Load(); r != nil && r.ref.Client() == client {
-		return r.v
+	var recent []entry[V]
+	if p := m.recent.Load(); p != nil {
+		recent = *p
+	}
+	for _, e := range recent {
+		if e.ref.Client() == client {
+			return e.v
+		}
 	}
 	k := keyOf(client)
 	v, ok := m.m.Load(k)
@@ -41,7 +52,11 @@ func (m *Map[V]) Get(client redis.UniversalClient, newV func(redis.UniversalClie
 			onCollect(client, func() { m.m.CompareAndDelete(k, v) })
 		}
 	}
-	m.last.Store(&recent[V]{ref: NewRef(client), v: v.(V)})
+	// A lost race between two misses drops one entry: it is only a cache.
+	next := make([]entry[V], 0, recentMax)
+	next = append(next, entry[V]{ref: NewRef(client), v: v.(V)})
+	next = append(next, recent[:min(len(recent), recentMax-1)]...)
+	m.recent.Store(&next)
 	return v.(V)
 }
 

@@ -62,3 +62,37 @@ func TestRefDoesNotPin(t *testing.T) {
 		return ref.Client() == nil
 	}, 10*time.Second, 10*time.Millisecond)
 }
+
+// Several clients used in turn (a Redlock's masters) each find their own
+// value, from the recent entries or the map, and a lookup that finds its
+// entry allocates nothing.
+func TestMapManyClientsInTurn(t *testing.T) {
+	var m perclient.Map[*state]
+	var cs []*redis.Client
+	for range 12 { // more than the recent entries hold
+		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+		defer c.Close()
+		cs = append(cs, c)
+	}
+	made := 0
+	mk := func(c redis.UniversalClient) *state { made++; return &state{client: perclient.NewRef(c), n: made} }
+	want := map[*redis.Client]*state{}
+	for round := range 3 {
+		for _, c := range cs {
+			s := m.Get(c, mk)
+			if round == 0 {
+				want[c] = s
+			}
+			require.Same(t, want[c], s)
+			require.Equal(t, redis.UniversalClient(c), s.client.Client())
+		}
+	}
+	require.Equal(t, len(cs), made)
+	five := cs[:5]
+	allocs := testing.AllocsPerRun(100, func() {
+		for _, c := range five {
+			m.Get(c, mk)
+		}
+	})
+	require.Zero(t, allocs, "five clients in turn are found among the recent entries")
+}

@@ -3,6 +3,10 @@ package workers
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/perclient"
 )
 
 // DefaultLinger is how long an idle worker waits for another call.
@@ -54,3 +58,13 @@ func (p *Pool) work(f func()) {
 
 // Started is how many goroutines the pool has started.
 func (p *Pool) Started() uint64 { return p.started.Load() }
+
+// pools holds one Pool per Redis client.
+var pools perclient.Map[*Pool]
+
+func newPool(redis.UniversalClient) *Pool { return New(0) }
+
+// For returns client's Pool, shared by every lock on that client: the
+// workers that talked to a server last are the ones reused, whichever
+// lock value (new per request, often) calls next.
+func For(client redis.UniversalClient) *Pool { return pools.Get(client, newPool) }

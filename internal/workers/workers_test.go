@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
 	"github.com/relock-go/relock/internal/workers"
@@ -72,4 +73,21 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// For gives one Pool per client, the same on every call.
+func TestForIsPerClient(t *testing.T) {
+	a := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer a.Close()
+	b := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer b.Close()
+	if workers.For(a) != workers.For(a) {
+		t.Fatal("two pools for one client")
+	}
+	if workers.For(a) == workers.For(b) {
+		t.Fatal("one pool for two clients")
+	}
+	done := make(chan struct{})
+	workers.For(a).Go(func() { close(done) })
+	<-done
 }
