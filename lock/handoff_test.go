@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/notify"
-	"github.com/relock-go/relock/internal/owner"
+	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/lock"
 )
@@ -319,7 +319,7 @@ func waitIdle(t testing.TB, l *scriptLog, acquires int, settle time.Duration) {
 
 func ownerOf(t testing.TB, ctx context.Context) string {
 	t.Helper()
-	id, ok := owner.From(ctx)
+	id, ok := hold.Owner(ctx)
 	require.True(t, ok)
 	return id
 }

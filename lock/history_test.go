@@ -15,7 +15,7 @@ import (
 
 	"github.com/relock-go/relock/internal/history"
 	"github.com/relock-go/relock/internal/keys"
-	"github.com/relock-go/relock/internal/owner"
+	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/lock"
 )
@@ -30,7 +30,7 @@ func histRecord(t *testing.T, h *history.History, name string, held context.Cont
 		t.Errorf("release %q: %v", name, err)
 		return
 	}
-	id, _ := owner.From(held)
+	id, _ := hold.Owner(held)
 	tok, ok := token(held)
 	h.Add(history.Hold{Lock: name, Owner: id, Kind: kind, Token: tok, HasToken: ok, Acquired: acquired, Released: released})
 }
@@ -162,7 +162,7 @@ func TestHistoryLockFindsLapsedLease(t *testing.T) {
 				held     context.Context
 				from, to time.Time
 			}{{h1, a1, r1}, {h2, a2, r2}} {
-				id, _ := owner.From(x.held)
+				id, _ := hold.Owner(x.held)
 				tok, ok := lock.FencingToken(x.held)
 				require.True(t, ok)
 				h.Add(history.Hold{Lock: "hist:lapse", Owner: id, Kind: history.Exclusive, Token: tok, HasToken: ok, Acquired: x.from, Released: x.to})

@@ -13,7 +13,6 @@ import (
 
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/keys"
-	"github.com/relock-go/relock/internal/owner"
 	"github.com/relock-go/relock/internal/redistest"
 )
 
@@ -29,7 +28,7 @@ func TestUnlockRetryDoesNotDecrementTwice(t *testing.T) {
 			require.NoError(t, err)
 			inner, err := mu.Lock(held)
 			require.NoError(t, err)
-			id, _ := owner.From(held)
+			id, _ := hold.Owner(held)
 
 			latch := keys.Prefix("redisson_unlock_latch", "latch") + ":req-1"
 			run := func() int64 {

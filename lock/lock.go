@@ -75,6 +75,14 @@ func WithMeterProvider(mp metric.MeterProvider) Option { return options.WithMete
 // well-known names.
 func WithNameInMetrics() Option { return options.WithNameInMetrics() }
 
+// WithHoldScopedToContext ends a hold when the context given to Lock
+// ends, as database/sql's BeginTx ends a transaction: renewal stops and
+// the hold is released in the background. Without it, that context
+// bounds the wait only (as in x/sync/semaphore, etcd's concurrency.Mutex
+// and redsync), and the hold lasts until Unlock, its loss, or the end of
+// Do.
+func WithHoldScopedToContext() Option { return options.WithHoldScopedToContext() }
+
 // WithWatchdog sets the watchdog that renews leases (default:
 // watchdog.Default(), shared by the process). Tests pass one with a fake
 // clock.
@@ -209,9 +217,9 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Cont
 	if ctx == nil {
 		return nil, errs.Invalid(op, primitive, m.name, "nil context")
 	}
-	// A new owner is minted here but carried only by the hold's context,
-	// which answers for it: one context less per acquire.
-	ownerID, ok := owner.From(ctx)
+	// Re-entry is per lock: only a hold of this lock in ctx lends its
+	// owner. A new owner is carried by the hold's context alone.
+	ownerID, ok := hold.OwnerOf(ctx, m.key())
 	if !ok {
 		ownerID = owner.Mint()
 	}
@@ -317,6 +325,13 @@ type grant struct {
 // store to reject writes from a holder that has since lost the lock.
 func FencingToken(ctx context.Context) (int64, bool) { return hold.Token(ctx) }
 
+// NewOwner returns a context with ctx's values but none of its holds, of
+// any primitive: what is acquired through it is a fresh owner's. A
+// goroutine handed a hold's context shares that hold (as if handed a held
+// mutex) and re-enters the lock through it; NewOwner makes it an owner of
+// its own instead, which waits for the hold like any other.
+func NewOwner(ctx context.Context) context.Context { return hold.NewOwner(ctx) }
+
 func (m *Mutex) key() hold.Key { return hold.Key{Client: m.client, Kind: primitive, Name: m.name} }
 
 func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Context {
@@ -330,7 +345,7 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Co
 		Primitive: primitive,
 		Token:     a.token,
 	}, a.count > 1, a.sentAt)
-	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: lease, Telemetry: m.rel, Traced: traced}, m.release)
+	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: lease, Telemetry: m.rel, Traced: traced, Scoped: m.cfg.ScopedHold}, m.release)
 }
 
 // Unlock releases one count of the hold that returned ctx (or that ctx was
@@ -512,7 +527,7 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	if err := m.checkCtx("holdcount", ctx); err != nil {
 		return 0, err
 	}
-	id, ok := owner.From(ctx)
+	id, ok := hold.OwnerOf(ctx, m.key())
 	if !ok {
 		return 0, nil
 	}
@@ -576,6 +591,8 @@ func (m *Mutex) RedlockNode() (member.Node, error) {
 		Addr:    member.Addr(m.client),
 		Workers: workers.For(m.client),
 		Given:   m.cfg.Given,
+		Key:     m.key(),
+		Reenter: []hold.Key{m.key()},
 		Try: func(ctx context.Context, ownerID string, lease time.Duration) (bool, int64, time.Duration, error) {
 			count, token, ttl, err := m.tryOnce(ctx, ownerID, lease, modeNone, "")
 			return count > 0, token, ttl, err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -357,10 +358,11 @@ func TestBadInputWritesNothing(t *testing.T) {
 	})
 }
 
+// With WithHoldScopedToContext, a hold ends with its acquiring context.
 func TestAcquiringContextEndedFreesHold(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		parent, cancel := context.WithCancel(ctxT(t))
-		mu := lock.New(env.Universal, "scoped")
+		mu := lock.New(env.Universal, "scoped", lock.WithHoldScopedToContext())
 		held, err := mu.Lock(parent)
 		require.NoError(t, err)
 		cancel()
@@ -371,6 +373,96 @@ func TestAcquiringContextEndedFreesHold(t *testing.T) {
 		require.ErrorIs(t, held.Err(), context.Canceled)
 		require.NoError(t, mu.Unlock(held), "Unlock of a hold its context ended is nil")
 		require.ErrorIs(t, mu.Unlock(held), lock.ErrNotHeld, "but only once")
+	})
+}
+
+// By default the acquiring context bounds the wait only: a deadline that
+// passes, or a cancel right after Lock (redsync's and redislock's idiom),
+// leaves the hold alone. Measured before: a 200 ms timeout on a free lock
+// lost it 50 ms after the deadline, with cause context.Canceled.
+func TestAcquiringContextBoundsWaitOnly(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		mu := lock.New(env.Universal, "waitonly", lock.WithWatchdogTimeout(300*time.Millisecond))
+		wait, cancel := context.WithTimeout(ctxT(t), 200*time.Millisecond)
+		held, err := mu.Lock(wait)
+		require.NoError(t, err)
+		_, hasDeadline := held.Deadline()
+		require.False(t, hasDeadline, "the wait's deadline is not the hold's")
+		<-wait.Done()
+		cancel()
+		time.Sleep(400 * time.Millisecond) // past the deadline and a whole lease: renewed
+		require.NoError(t, held.Err(), "the hold outlives the context that bounded its wait")
+		locked, err := mu.IsLocked(ctxT(t))
+		require.NoError(t, err)
+		require.True(t, locked)
+		n, err := mu.HoldCount(held)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+
+		// The other common shape: cancel at once, work on held.
+		other := lock.New(env.Universal, "waitonly:2")
+		wctx, wcancel := context.WithTimeout(ctxT(t), time.Second)
+		held2, err := other.Lock(wctx)
+		wcancel()
+		require.NoError(t, err)
+		time.Sleep(100 * time.Millisecond)
+		require.NoError(t, held2.Err())
+
+		require.NoError(t, mu.Unlock(held))
+		require.NoError(t, other.Unlock(held2))
+		require.ErrorIs(t, context.Cause(held), context.Canceled)
+		locked, err = mu.IsLocked(ctxT(t))
+		require.NoError(t, err)
+		require.False(t, locked)
+	})
+}
+
+// Re-entry is per lock: goroutines fanned out from a hold of Y (the
+// errgroup pattern) are separate owners of X and exclude each other there.
+// Before, they all re-entered X as Y's owner, inside X at once.
+func TestFanOutFromAnotherHoldExcludes(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		y := lock.New(env.Universal, "fan:y")
+		x := lock.New(env.Universal, "fan:x")
+		heldY, err := y.Lock(ctx)
+		require.NoError(t, err)
+		var inside, overlaps, entered atomic.Int32
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				held, err := x.Lock(heldY)
+				if !assert.NoError(t, err) {
+					return
+				}
+				if inside.Add(1) > 1 {
+					overlaps.Add(1)
+				}
+				entered.Add(1)
+				n, err := x.HoldCount(held)
+				assert.NoError(t, err)
+				assert.Equal(t, 1, n, "a fresh owner, not a re-entry")
+				time.Sleep(20 * time.Millisecond)
+				inside.Add(-1)
+				assert.NoError(t, x.Unlock(held))
+			}()
+		}
+		wg.Wait()
+		require.EqualValues(t, 4, entered.Load())
+		require.Zero(t, overlaps.Load(), "goroutines fanned out from a hold of y overlapped inside x")
+
+		// The same lock through the hold re-enters; NewOwner opts out.
+		inner, err := y.Lock(heldY)
+		require.NoError(t, err)
+		n, err := y.HoldCount(inner)
+		require.NoError(t, err)
+		require.Equal(t, 2, n)
+		require.NoError(t, y.Unlock(inner))
+		_, err = y.TryLock(lock.NewOwner(heldY))
+		require.ErrorIs(t, err, lock.ErrNotAcquired, "a new owner does not share the hold")
+		require.NoError(t, y.Unlock(heldY))
 	})
 }
 

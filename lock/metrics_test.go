@@ -142,9 +142,11 @@ func TestMetricHoldDuration(t *testing.T) {
 		require.EqualValues(t, 1, n)
 		require.GreaterOrEqual(t, s, 0.02)
 
-		// Abandoned: the acquiring context ends first.
+		// Abandoned: the acquiring context of a hold scoped to it ends first.
+		scoped := lock.New(env.U(), "m:hold", lock.WithMeterProvider(r.Provider),
+			lock.WithWatchdog(wd), lock.WithWatchdogTimeout(300*time.Millisecond), lock.WithHoldScopedToContext())
 		actx, cancel := context.WithCancel(ctx)
-		held, err = mu.Lock(actx)
+		held, err = scoped.Lock(actx)
 		require.NoError(t, err)
 		cancel()
 		<-held.Done()
@@ -224,8 +226,9 @@ func TestReleaseSpan(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, mu.Unlock(held))
 		// An abandoned hold's background release is traced too.
+		scoped := lock.New(env.U(), "m:span", lock.WithTracerProvider(tp), lock.WithHoldScopedToContext())
 		actx, cancel := context.WithCancel(ctx)
-		_, err = mu.Lock(actx)
+		_, err = scoped.Lock(actx)
 		require.NoError(t, err)
 		cancel()
 		require.Eventually(t, func() bool { return len(rec.Ended()) == 4 }, 5*time.Second, 5*time.Millisecond)

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/owner"
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/watchdog"
@@ -79,10 +80,9 @@ func TestConcurrentFreshAcquireSameOwner(t *testing.T) {
 	srv := redistest.StartServer(t)
 	rdb := srv.Client(t)
 	ctx := context.Background()
-	a := lock.New(rdb, "A")
-	hA, err := a.Lock(ctx)
-	require.NoError(t, err)
-	defer a.Unlock(hA)
+	// Holds of other locks no longer lend their owner, so the one owner
+	// is pinned, as only this module's tests can.
+	hA := owner.With(ctx, owner.Mint())
 	b := lock.New(rdb, "B", lock.WithWatchdog(watchdog.New()))
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
@@ -119,13 +119,13 @@ func TestReentryKeepsTheHoldsLease(t *testing.T) {
 	require.NoError(t, outer.Unlock(held))
 }
 
-// After the acquiring context ended, a deferred Unlock returns only once
-// the background release is done.
+// After the acquiring context of a hold scoped to it ended, a deferred
+// Unlock returns only once the background release is done.
 func TestUnlockAfterAbandonWaitsForRelease(t *testing.T) {
 	srv := redistest.StartServer(t)
 	rdb := srv.Client(t)
 	rdb.AddHook(latency{})
-	mu := lock.New(rdb, "abandon")
+	mu := lock.New(rdb, "abandon", lock.WithHoldScopedToContext())
 	for range 30 {
 		reqCtx, cancel := context.WithCancel(context.Background())
 		held, err := mu.Lock(reqCtx)

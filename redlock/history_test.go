@@ -13,7 +13,7 @@ import (
 
 	"github.com/relock-go/relock/internal/history"
 	"github.com/relock-go/relock/internal/keys"
-	"github.com/relock-go/relock/internal/owner"
+	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/redlock"
@@ -106,7 +106,7 @@ func TestHistoryRedlockContention(t *testing.T) {
 								t.Errorf("unlock %v: %v", names, err)
 								return
 							}
-							id, _ := owner.From(held)
+							id, _ := hold.Owner(held)
 							tok, ok := lock.FencingToken(held)
 							for _, r := range names {
 								h.Add(history.Hold{Lock: r.name, Owner: id, Kind: history.Exclusive, Acquired: acquired, Released: released,

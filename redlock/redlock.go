@@ -62,6 +62,10 @@ func WithTracerProvider(tp trace.TracerProvider) Option { return options.WithTra
 // the members won by each round (relock.redlock.nodes_won).
 func WithMeterProvider(mp metric.MeterProvider) Option { return options.WithMeterProvider(mp) }
 
+// WithHoldScopedToContext: see lock.WithHoldScopedToContext (off by
+// default: the acquiring context bounds the wait only).
+func WithHoldScopedToContext() Option { return options.WithHoldScopedToContext() }
+
 // WithNameInMetrics: see lock.WithNameInMetrics (off by default, for
 // cardinality); the name is the members' names joined with commas.
 func WithNameInMetrics() Option { return options.WithNameInMetrics() }
@@ -141,6 +145,10 @@ type Lock struct {
 	metrics   *telemetry.Recorder
 	rel       *telemetry.Release // release span and hold metrics
 	bg        background         // what runs on after a call returned (Drain)
+	// memberKeys: a hold of this Lock is a hold of each member too.
+	// reenter: the holds through which an acquisition re-enters (this
+	// Lock's, a member's, a member's other side).
+	memberKeys, reenter []hold.Key
 }
 
 // New returns a Redlock over members, one per independent Redis master:
@@ -173,6 +181,11 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 			l.refuse("member %d: %s", i, reason)
 		}
 		l.nodes = append(l.nodes, n)
+		l.memberKeys = append(l.memberKeys, n.Key)
+	}
+	l.reenter = append([]hold.Key{l.key()}, l.memberKeys...)
+	for _, n := range l.nodes {
+		l.reenter = append(l.reenter, n.Reenter...)
 	}
 	l.name = strings.Join(names, ",")
 	switch {
@@ -277,7 +290,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 	// member's other side) acquires as that owner, so that the members
 	// count it as a re-entry; any other acquisition takes a new id each
 	// round (see round).
-	ownerID, reentry := owner.From(ctx)
+	ownerID, reentry := hold.OwnerOf(ctx, l.reenter...)
 	if !reentry {
 		ownerID = owner.Mint()
 	}
@@ -425,7 +438,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 				span.SetAttributes(tracing.FencingToken.Int64(token))
 			}
 			finish(tracing.OutcomeAcquired, nil)
-			return hold.Start(ctx, l.key(), &hold.Hold{Owner: r.id, Token: token, Lease: wl, Data: r, Telemetry: l.rel, Traced: recording}, l.release), nil
+			return hold.Start(ctx, l.key(), &hold.Hold{Owner: r.id, Token: token, Lease: wl, Data: r, Telemetry: l.rel, Traced: recording, Scoped: l.cfg.ScopedHold, Also: l.memberKeys}, l.release), nil
 		}
 		// Not held: give back in the background what the round may have
 		// taken. A fresh round's id is its own, so the caller does not

@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/owner"
+	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/redlock"
@@ -151,13 +151,13 @@ func TestLateGiveBackCannotUndoNextHold(t *testing.T) {
 	rl := redlock.New(members)
 	first, err := rl.Lock(ctx)
 	require.NoError(t, err)
-	firstID, _ := owner.From(first)
+	firstID, _ := hold.Owner(first)
 	require.NoError(t, rl.Unlock(first))
 	require.NoError(t, rl.Drain(ctx))
 
 	next, err := rl.Lock(ctx) // the same caller, the same ctx
 	require.NoError(t, err)
-	nextID, _ := owner.From(next)
+	nextID, _ := hold.Owner(next)
 	require.NotEqual(t, firstID, nextID, "one owner per hold on the members")
 
 	// The first hold's give-back arrives now, on every member.
@@ -174,7 +174,7 @@ func TestLateGiveBackCannotUndoNextHold(t *testing.T) {
 	// A re-entry still counts on the members under the hold's owner.
 	inner, err := rl.Lock(next)
 	require.NoError(t, err)
-	innerID, _ := owner.From(inner)
+	innerID, _ := hold.Owner(inner)
 	require.Equal(t, nextID, innerID)
 	require.NoError(t, rl.Unlock(inner))
 	require.NoError(t, next.Err())

@@ -15,7 +15,7 @@ import (
 
 	"github.com/relock-go/relock/internal/history"
 	"github.com/relock-go/relock/internal/keys"
-	"github.com/relock-go/relock/internal/owner"
+	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/rwlock"
 )
@@ -41,7 +41,7 @@ func histRelease(t *testing.T, h *history.History, x histHold, release func(cont
 }
 
 func histAdd(h *history.History, x histHold, released time.Time) {
-	id, _ := owner.From(x.held)
+	id, _ := hold.Owner(x.held)
 	tok, ok := rwlock.FencingToken(x.held)
 	h.Add(history.Hold{Lock: x.name, Owner: id, Kind: x.kind, Token: tok, HasToken: ok, Acquired: x.acquired, Released: released})
 }

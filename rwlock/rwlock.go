@@ -60,6 +60,10 @@ func WithTracerProvider(tp trace.TracerProvider) Option { return options.WithTra
 // RWMutex carry the side (lock.side: read or write).
 func WithMeterProvider(mp metric.MeterProvider) Option { return options.WithMeterProvider(mp) }
 
+// WithHoldScopedToContext: see lock.WithHoldScopedToContext (off by
+// default: the acquiring context bounds the wait only).
+func WithHoldScopedToContext() Option { return options.WithHoldScopedToContext() }
+
 // WithNameInMetrics: see lock.WithNameInMetrics (off by default, for
 // cardinality).
 func WithNameInMetrics() Option { return options.WithNameInMetrics() }
@@ -247,8 +251,12 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 	if err := rw.check(op, ctx); err != nil {
 		return nil, err
 	}
-	_, shared := owner.From(ctx)
-	ctx, ownerID := owner.Ensure(ctx)
+	// Re-entry is per lock: a hold of either side of this lock in ctx
+	// lends its owner (a re-entry, write-then-read, a downgrade's read).
+	ownerID, shared := hold.OwnerOf(ctx, rw.key(read), rw.key(write))
+	if !shared {
+		ownerID = owner.Mint()
+	}
 	wd := rw.cfg.Watchdog
 	readLease := wd.Find(rw.client, rw.leaseID(read, ownerID))
 	writeLease := wd.Find(rw.client, rw.leaseID(write, ownerID))
@@ -391,7 +399,7 @@ func (rw *RWMutex) newHold(ctx context.Context, s side, ownerID string, count, t
 	if s == write {
 		release = rw.releaseWrite
 	}
-	return hold.Start(ctx, rw.key(s), &hold.Hold{Owner: ownerID, Token: token, Lease: lease, Telemetry: rw.rel[s], Traced: traced}, release)
+	return hold.Start(ctx, rw.key(s), &hold.Hold{Owner: ownerID, Token: token, Lease: lease, Telemetry: rw.rel[s], Traced: traced, Scoped: rw.cfg.ScopedHold}, release)
 }
 
 func (rw *RWMutex) latch() string {
@@ -570,6 +578,8 @@ func (s *Side) RedlockNode() (member.Node, error) {
 		Addr:    member.Addr(rw.client),
 		Workers: workers.For(rw.client),
 		Given:   rw.cfg.Given,
+		Key:     rw.key(sd),
+		Reenter: []hold.Key{rw.key(read), rw.key(write)},
 		Try: func(ctx context.Context, ownerID string, lease time.Duration) (bool, int64, time.Duration, error) {
 			count, token, ttl, err := rw.tryOnce(ctx, sd, ownerID, lease, "", modeNone, "")
 			return count > 0, token, ttl, err

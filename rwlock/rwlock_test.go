@@ -445,14 +445,15 @@ func TestWriterMayTakeReadLock(t *testing.T) {
 	})
 }
 
-// TestReadOnWriteHoldEndsWithIt: a read hold taken on the write hold's
-// context is scoped by it (as every hold is by the context it was acquired
-// with), so unlocking the write side releases it too, in the background.
-// Keeping a read lock past the write lock is what Downgrade is for.
+// TestReadOnWriteHoldEndsWithIt: with WithHoldScopedToContext, a read
+// hold taken on the write hold's context is scoped by it (as every hold is
+// by the context it was acquired with), so unlocking the write side
+// releases it too, in the background. (By default the read hold outlives
+// the write hold: TestWriterMayTakeReadLock.)
 func TestReadOnWriteHoldEndsWithIt(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		rw := rwlock.New(env.Universal, "scope")
+		rw := rwlock.New(env.Universal, "scope", rwlock.WithHoldScopedToContext())
 		w, err := rw.Lock(ctx)
 		require.NoError(t, err)
 		r, err := rw.RLock(w)
@@ -947,9 +948,10 @@ func TestDeletedHashReportedLost(t *testing.T) {
 	}
 }
 
+// With WithHoldScopedToContext, a hold ends with its acquiring context.
 func TestAcquiringContextEndedFreesHold(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
-		rw := rwlock.New(env.Universal, "scoped")
+		rw := rwlock.New(env.Universal, "scoped", rwlock.WithHoldScopedToContext())
 		for _, s := range []string{"read", "write"} {
 			parent, cancel := context.WithCancel(ctxT(t))
 			var held context.Context
@@ -982,6 +984,44 @@ func TestAcquiringContextEndedFreesHold(t *testing.T) {
 		require.Eventually(t, func() bool { return !exists(t, env.Universal, "scoped") }, settle, poll)
 		require.NoError(t, rw.RUnlock(d))
 		onlyBookkeepingLeft(t, env.Universal, "scoped")
+	})
+}
+
+// By default the acquiring context bounds the wait only: a hold of either
+// side, and the read hold a downgrade returns, outlive it.
+func TestAcquiringContextBoundsWaitOnly(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		rw := rwlock.New(env.Universal, "waitonly")
+		for _, s := range []string{"read", "write", "downgrade"} {
+			parent, cancel := context.WithTimeout(ctxT(t), 200*time.Millisecond)
+			var held context.Context
+			var err error
+			switch s {
+			case "read":
+				held, err = rw.RLock(parent)
+			case "write":
+				held, err = rw.Lock(parent)
+			case "downgrade":
+				var w context.Context
+				w, err = rw.Lock(parent)
+				require.NoError(t, err)
+				held, err = rw.Downgrade(w)
+			}
+			require.NoError(t, err, s)
+			<-parent.Done()
+			cancel()
+			time.Sleep(100 * time.Millisecond) // a scoped hold would be gone by now
+			require.NoError(t, held.Err(), "%s: the hold outlives the wait's deadline", s)
+			require.True(t, exists(t, env.Universal, "waitonly"), s)
+			if s == "write" {
+				require.NoError(t, rw.Unlock(held))
+			} else {
+				require.NoError(t, rw.RUnlock(held))
+			}
+			require.ErrorIs(t, context.Cause(held), context.Canceled)
+			require.False(t, exists(t, env.Universal, "waitonly"), s)
+		}
+		onlyBookkeepingLeft(t, env.Universal, "waitonly")
 	})
 }
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/relock-go/relock/internal/history"
 	"github.com/relock-go/relock/internal/keys"
-	"github.com/relock-go/relock/internal/owner"
+	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/semaphore"
 )
@@ -95,7 +95,7 @@ func TestHistorySemaphoreContention(t *testing.T) {
 								t.Errorf("release %d of %q: %v", n, name, err)
 								return
 							}
-							id, _ := owner.From(held)
+							id, _ := hold.Owner(held)
 							h.Add(history.Hold{Lock: name, Owner: id, Kind: history.Permits, N: n, Size: size, Acquired: acquired, Released: released})
 							holds.Add(1)
 						}

@@ -59,6 +59,10 @@ func WithTracerProvider(tp trace.TracerProvider) Option { return options.WithTra
 // WithMeterProvider: see lock.WithMeterProvider.
 func WithMeterProvider(mp metric.MeterProvider) Option { return options.WithMeterProvider(mp) }
 
+// WithHoldScopedToContext: see lock.WithHoldScopedToContext (off by
+// default: the acquiring context bounds the wait only).
+func WithHoldScopedToContext() Option { return options.WithHoldScopedToContext() }
+
 // WithNameInMetrics: see lock.WithNameInMetrics (off by default, for
 // cardinality).
 func WithNameInMetrics() Option { return options.WithNameInMetrics() }
@@ -221,7 +225,10 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 	if n <= 0 || n > size {
 		return nil, errs.Invalid(op, primitive, s.name, fmt.Sprintf("n %d must be in 1..size %d", n, size))
 	}
-	ctx, ownerID := owner.Ensure(ctx)
+	ownerID, ok := hold.OwnerOf(ctx, s.key())
+	if !ok {
+		ownerID = owner.Mint()
+	}
 	wd := s.cfg.Watchdog
 	lease := s.cfg.Lease()
 	permitID := owner.RequestID()
@@ -295,7 +302,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		Name:      s.name,
 		Primitive: primitive,
 	}, sentAt)
-	return hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Data: permitID, Telemetry: s.rel, Traced: traced}, s.release), nil
+	return hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Data: permitID, Telemetry: s.rel, Traced: traced, Scoped: s.cfg.ScopedHold}, s.release), nil
 }
 
 // maxMarkLife bounds the life of a waiter's mark in the queue. A waiting

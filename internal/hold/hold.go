@@ -3,6 +3,7 @@ package hold
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +40,13 @@ type Hold struct {
 	// Traced: the acquire's span was recording, so the release gets a
 	// span too.
 	Traced bool
+	// Scoped: the hold ends when the acquiring context does, released in
+	// the background (WithHoldScopedToContext). Otherwise that context
+	// bounded the wait only, and the hold keeps its values alone.
+	Scoped bool
+	// Also are other keys this hold answers for: a Redlock's hold is a
+	// hold of each of its members too, so that one re-enters on it.
+	Also []Key
 
 	metered    bool      // the start was recorded: record the end
 	started    time.Time // when the hold began, if metered
@@ -70,10 +78,11 @@ func Token(ctx context.Context) (int64, bool) {
 	return t, ok
 }
 
-// Start returns the context of a new hold: a child of parent that carries
-// the hold under key and its token. When parent ends first, the hold is
-// released in the background; when the lease is lost, the context ends
-// with the loss.
+// Start returns the context of a new hold: it carries parent's values
+// (not its cancellation or deadline: parent bounded the wait), the hold
+// under key and its token, and ends when the hold does; when the lease is
+// lost, with the loss. A Scoped hold is a child of parent instead, and is
+// released in the background when parent ends first.
 func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) context.Context {
 	h.release = release
 	h.parent = parent
@@ -81,13 +90,17 @@ func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) contex
 	if t := h.Telemetry; t != nil && t.Metrics.HoldStart(parent) {
 		h.metered, h.started = true, time.Now()
 	}
-	cctx, cancel := context.WithCancelCause(parent)
+	base := parent
+	if !h.Scoped {
+		base = context.WithoutCancel(parent)
+	}
+	cctx, cancel := context.WithCancelCause(base)
 	h.cancel = cancel
 	hctx := &holdCtx{Context: cctx, key: key, h: h}
 	// Only End reads stopAfter and removeLost, and only the caller that
 	// gets hctx can reach End, so setting them after arming is safe.
 	h.stopAfter = noStop
-	if parent.Done() != nil { // a parent that never ends needs no watch
+	if h.Scoped && parent.Done() != nil { // a parent that never ends needs no watch
 		h.stopAfter = context.AfterFunc(parent, h.parentDone)
 	}
 	h.removeLost = h.Lease.OnLost(h.markLost)
@@ -128,16 +141,57 @@ func (h *Hold) checkLease() {
 func (c *holdCtx) Value(k any) any {
 	switch k := k.(type) {
 	case Key:
-		if k == c.key {
+		if k == c.key || slices.Contains(c.h.Also, k) {
 			return c.h
 		}
 	case tokenKey:
 		return c.h.Token
-	}
-	if owner.IsKey(k) {
-		return c.h.Owner // so nested acquires on the hold's context re-enter
+	case ownerProbe:
+		return c.h.Owner
 	}
 	return c.Context.Value(k)
+}
+
+// OwnerOf returns the owner of the innermost hold ctx carries under one of
+// keys: an acquisition of the same lock (or its other side) through ctx
+// re-enters as that owner. Holds of other locks do not count, so
+// goroutines fanned out from a hold of one lock are separate owners of
+// every other. A hold that has ended still names its owner, who may hold
+// the lock through an outer hold. Without such a hold, an owner pinned
+// with owner.With (tests name their owners so) is used.
+func OwnerOf(ctx context.Context, keys ...Key) (string, bool) {
+	for _, k := range keys {
+		if h, ok := From(ctx, k); ok && h.Owner != "" {
+			return h.Owner, true
+		}
+	}
+	return owner.From(ctx)
+}
+
+// Owner returns the owner of the innermost hold ctx carries, of any lock:
+// for inspection (a test, a soak's report), never for acquiring.
+func Owner(ctx context.Context) (string, bool) {
+	id, ok := ctx.Value(ownerProbe{}).(string)
+	return id, ok && id != ""
+}
+
+type ownerProbe struct{}
+
+// NewOwner returns a context with ctx's values but none of its holds:
+// what is acquired through it is a fresh owner's, even of a lock ctx holds.
+func NewOwner(ctx context.Context) context.Context { return fresh{ctx} }
+
+type fresh struct{ context.Context }
+
+func (f fresh) Value(k any) any {
+	switch k.(type) {
+	case Key, ownerProbe:
+		return nil
+	}
+	if owner.IsKey(k) {
+		return nil
+	}
+	return f.Context.Value(k)
 }
 
 // parentDone runs when the acquiring context ends before the hold does.

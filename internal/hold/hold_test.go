@@ -12,6 +12,7 @@ import (
 
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/lease"
+	"github.com/relock-go/relock/internal/owner"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -49,13 +50,15 @@ func TestEndOnce(t *testing.T) {
 	require.EqualValues(t, 1, releases.Load())
 }
 
-func TestParentEndReleasesInBackground(t *testing.T) {
+// A Scoped hold ends with its acquiring context, released in the
+// background.
+func TestScopedParentEndReleasesInBackground(t *testing.T) {
 	wd, clk, c := setup(t)
 	key := Key{Client: c, Kind: "test", Name: "k"}
 	parent, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	lease := Lease(wd, spec(c, "b"), false, clk.Now())
-	ctx := Start(parent, key, &Hold{Lease: lease}, func(ctx context.Context, h *Hold) error {
+	ctx := Start(parent, key, &Hold{Lease: lease, Scoped: true}, func(ctx context.Context, h *Hold) error {
 		require.NoError(t, ctx.Err(), "the release runs on a context that is not cancelled")
 		h.Lease.Stop()
 		close(done)
@@ -116,4 +119,73 @@ func TestResumedHolderSeesLapseAtOnce(t *testing.T) {
 	}
 	require.ErrorIs(t, End(ctx, key), errs.ErrLockLost)
 	require.EqualValues(t, 1, wd.Stats().Lost, "declared lost once, by Check or by the wheel")
+}
+
+type valueKey struct{}
+
+// By default the acquiring context bounded the wait only: its end and its
+// deadline do not reach the hold, whose context keeps its values.
+func TestParentBoundsWaitOnly(t *testing.T) {
+	wd, clk, c := setup(t)
+	key := Key{Client: c, Kind: "test", Name: "k"}
+	parent, cancel := context.WithTimeout(context.WithValue(context.Background(), valueKey{}, "v"), time.Hour)
+	var releases atomic.Int32
+	lease := Lease(wd, spec(c, "w"), false, clk.Now())
+	ctx := Start(parent, key, &Hold{Owner: "o", Lease: lease}, func(_ context.Context, h *Hold) error {
+		releases.Add(1)
+		h.Lease.Stop()
+		return nil
+	})
+	_, hasDeadline := ctx.Deadline()
+	require.False(t, hasDeadline, "the wait's deadline is not the hold's")
+	cancel()
+	time.Sleep(20 * time.Millisecond) // a scoped hold would be released by now
+	require.NoError(t, ctx.Err(), "the hold outlives the context that bounded its wait")
+	require.Zero(t, releases.Load())
+	require.Equal(t, "v", ctx.Value(valueKey{}), "values are kept")
+	require.NoError(t, End(ctx, key))
+	require.EqualValues(t, 1, releases.Load())
+	require.ErrorIs(t, context.Cause(ctx), context.Canceled)
+}
+
+// Re-entry is per lock: a hold lends its owner to acquisitions of its own
+// key (or one it answers for), not to other locks; NewOwner hides holds.
+func TestOwnerPerLock(t *testing.T) {
+	wd, clk, c := setup(t)
+	x := Key{Client: c, Kind: "test", Name: "x"}
+	y := Key{Client: c, Kind: "test", Name: "y"}
+	member := Key{Client: c, Kind: "test", Name: "member"}
+	stop := func(_ context.Context, h *Hold) error { h.Lease.Stop(); return nil }
+	heldY := Start(context.Background(), y, &Hold{Owner: "owner-y", Lease: Lease(wd, spec(c, "y"), false, clk.Now()), Also: []Key{member}}, stop)
+
+	id, ok := OwnerOf(heldY, y)
+	require.True(t, ok)
+	require.Equal(t, "owner-y", id)
+	_, ok = OwnerOf(heldY, x)
+	require.False(t, ok, "a hold of y is no owner of x")
+	id, ok = OwnerOf(heldY, x, member)
+	require.True(t, ok, "a hold answers for the keys it was given (a Redlock's members)")
+	require.Equal(t, "owner-y", id)
+
+	fanned, cancel := context.WithCancel(heldY) // errgroup-style fan-out
+	defer cancel()
+	_, ok = OwnerOf(fanned, x)
+	require.False(t, ok)
+	id, _ = Owner(fanned)
+	require.Equal(t, "owner-y", id, "inspection still finds the innermost hold")
+
+	fresh := NewOwner(heldY)
+	_, ok = OwnerOf(fresh, y)
+	require.False(t, ok, "NewOwner hides the holds")
+	_, ok = Owner(fresh)
+	require.False(t, ok)
+	tok, ok := Token(fresh)
+	require.True(t, ok, "and keeps the token")
+	require.Zero(t, tok)
+
+	pinned := owner.With(context.Background(), "pinned")
+	id, ok = OwnerOf(pinned, x)
+	require.True(t, ok)
+	require.Equal(t, "pinned", id)
+	require.NoError(t, End(heldY, y))
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/workers"
@@ -28,6 +29,12 @@ type Node struct {
 	Renewal func(owner string) lease.Target
 	// Workers run the calls to this member (workers.For its client).
 	Workers *workers.Pool
+	// Key is the member's hold key; a Redlock's hold answers for it, so
+	// that the member re-enters through the Redlock's context. Reenter
+	// are the keys whose holds lend their owner to the member (its own,
+	// and an rwlock's other side).
+	Key     hold.Key
+	Reenter []hold.Key
 	// Given is what the member's own options set of what it must share
 	// with the Redlock (its lease, unlock timeout, watchdog).
 	Given options.Shared

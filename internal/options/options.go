@@ -28,7 +28,9 @@ type Config struct {
 	MeterProvider   metric.MeterProvider
 	// NameInMetrics puts the lock name on the primitive's metrics.
 	NameInMetrics bool
-	Watchdog      *lease.Watchdog
+	// ScopedHold ends a hold with its acquiring context.
+	ScopedHold bool
+	Watchdog   *lease.Watchdog
 	// Redlock: per-node timeout (default lease/10) and clock drift
 	// allowance (default lease/100 + 2 ms).
 	NodeTimeout time.Duration
@@ -243,6 +245,11 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // WithNameInMetrics: see lock.WithNameInMetrics.
 func WithNameInMetrics() Option {
 	return func(c *Config) { c.NameInMetrics = true }
+}
+
+// WithHoldScopedToContext: see lock.WithHoldScopedToContext.
+func WithHoldScopedToContext() Option {
+	return func(c *Config) { c.ScopedHold = true }
 }
 
 // WithWatchdog: see lock.WithWatchdog.

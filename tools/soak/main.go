@@ -37,7 +37,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/history"
-	"github.com/relock-go/relock/internal/owner"
+	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/rwlock"
@@ -321,7 +321,7 @@ func record(h *history.History, name string, kind history.Kind, n int64, held co
 	if err := release(held); err != nil {
 		return fmt.Errorf("release %s %q: %w", kind, name, err)
 	}
-	id, _ := owner.From(held)
+	id, _ := hold.Owner(held)
 	hd := history.Hold{Lock: name, Owner: id, Kind: kind, Acquired: acquired, Released: released}
 	if kind == history.Permits {
 		hd.N, hd.Size = n, semSize
