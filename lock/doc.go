@@ -4,12 +4,23 @@
 // same name.
 //
 // Ownership travels in the context. Lock returns a context that carries
-// the owner: pass it on, and a nested Lock of the same name re-enters
-// instead of deadlocking; Unlock takes it back. Two goroutines that start
-// from their own contexts are two owners. The returned context is done
-// when the hold ends, with cause ErrLockLost if the lease was lost (the
-// holder must stop writing), and carries a fencing token (FencingToken)
-// that a store can use to refuse writes from a holder that lost the lock.
+// the hold: pass it on, and a nested Lock of the same lock re-enters
+// instead of deadlocking; Unlock takes it back. Re-entry is per lock: the
+// hold of lock Y makes nobody an owner of lock X, so goroutines fanned out
+// from Y's hold (an errgroup) exclude each other on X. Goroutines handed
+// X's own hold share it, as if handed a held mutex; NewOwner gives one an
+// owner of its own. Two goroutines that start from their own contexts are
+// two owners.
+//
+// The context given to Lock bounds the wait only, as in x/sync/semaphore,
+// etcd's concurrency.Mutex and redsync: once Lock returns, its
+// cancellation and deadline do not reach the hold (the returned context
+// keeps its values). A hold ends by Unlock, by loss, or when Do returns;
+// WithHoldScopedToContext ends it with the acquiring context instead. The
+// returned context is done when the hold ends, with cause ErrLockLost if
+// the lease was lost (the holder must stop writing), and carries a
+// fencing token (FencingToken) that a store can use to refuse writes from
+// a holder that lost the lock.
 //
 // The lock is a Redis hash named after the lock, field <owner> = count,
 // with a TTL: 30 s by default, renewed every 10 s by the process's

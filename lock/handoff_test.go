@@ -20,8 +20,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/lock"
 )

@@ -192,14 +192,24 @@ func (m *Mutex) checkCtx(op string, ctx context.Context) error {
 
 func (m *Mutex) wrap(op string, err error) error { return errs.New(op, primitive, m.name, err) }
 
-// Lock takes the lock, waiting while another owner holds it. The returned
-// context carries the owner (a nested Lock on it re-enters), the fencing
-// token, and is done when this hold ends: cause ErrLockLost if the lease
-// was lost, context.Canceled after Unlock. ctx scopes the hold: when ctx
-// ends, renewal stops and the hold is released in the background. ctx's
-// deadline bounds the wait too; WithWaitTimeout bounds the wait alone.
+// Lock takes the lock, waiting while another owner holds it; ctx bounds
+// the wait (so does WithWaitTimeout), not the hold. The returned context
+// carries ctx's values, the hold (a nested Lock of this lock on it
+// re-enters; other locks see a fresh owner) and its fencing token, and is
+// done only when this hold ends: cause ErrLockLost if the lease was lost,
+// context.Canceled after Unlock. WithHoldScopedToContext ends the hold
+// with ctx instead.
 func (m *Mutex) Lock(ctx context.Context) (context.Context, error) {
 	return m.acquire(ctx, "lock", false)
+}
+
+// Do takes the lock (as Lock), runs fn with the hold's context and
+// unlocks on every path, a panic in fn included. It returns fn's error
+// joined with Unlock's. fn should stop when held is done:
+// context.Cause(held) is ErrLockLost when the lease was lost, and Do's
+// error then matches ErrLockLost too.
+func (m *Mutex) Do(ctx context.Context, fn func(held context.Context) error) error {
+	return hold.Do(ctx, m.Lock, m.Unlock, fn)
 }
 
 // TryLock makes one attempt: ErrNotAcquired when another owner holds the

@@ -491,6 +491,12 @@ func isTimeout(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
+// Do takes the lock (as Lock), runs fn with the hold's context and
+// unlocks on every path, a panic in fn included; see lock.Mutex.Do.
+func (l *Lock) Do(ctx context.Context, fn func(held context.Context) error) error {
+	return hold.Do(ctx, l.Lock, l.Unlock, fn)
+}
+
 // Unlock releases the hold that returned ctx on every member in parallel.
 // It returns nil when a quorum of members released (the failed ones are
 // added as events to ctx's span, if any), and otherwise an error naming

@@ -317,8 +317,10 @@ func TestReentrantAndScopedHold(t *testing.T) {
 	require.NoError(t, rl.Drain(ctx))
 	require.Equal(t, zeros(5), ms.existsOn(t, "re", ms.all()...))
 
-	// The acquiring context scopes the hold: when it ends, the hold is
-	// released in the background and a later Unlock returns nil.
+	// With WithHoldScopedToContext the acquiring context scopes the hold:
+	// when it ends, the hold is released in the background and a later
+	// Unlock returns nil.
+	rl = redlock.New(mutexes(ms.process(t), "re"), redlock.WithHoldScopedToContext())
 	scope, cancel := context.WithCancel(ctx)
 	held, err := rl.Lock(scope)
 	require.NoError(t, err)
@@ -328,6 +330,46 @@ func TestReentrantAndScopedHold(t *testing.T) {
 		return slices.Equal(zeros(5), ms.existsOn(t, "re", ms.all()...))
 	}, 5*time.Second, 10*time.Millisecond)
 	require.NoError(t, rl.Unlock(held))
+	require.NoError(t, rl.Drain(ctx))
+}
+
+// By default the acquiring context bounds the wait only; a member locked
+// through the Redlock's hold re-enters on it, and a hold of another lock
+// lends nothing.
+func TestWaitOnlyAndPerLockReentry(t *testing.T) {
+	ctx := ctxT(t)
+	ms := startMasters(t, 3)
+	cs := ms.process(t)
+	rl := redlock.New(mutexes(cs, "wo"))
+	wait, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
+	held, err := rl.Lock(wait)
+	require.NoError(t, err)
+	<-wait.Done()
+	cancel()
+	time.Sleep(100 * time.Millisecond)
+	require.NoError(t, held.Err(), "the hold outlives the wait's deadline")
+	require.Equal(t, ones(3), ms.existsOn(t, "wo", ms.all()...))
+
+	// A member, through the Redlock's hold: a re-entry (count 2).
+	m0 := lock.New(cs[0], "wo")
+	in, err := m0.TryLock(held)
+	require.NoError(t, err)
+	n, err := m0.HoldCount(in)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.NoError(t, m0.Unlock(in))
+
+	// Another Redlock's hold lends nothing: a fresh owner, refused.
+	other := redlock.New(mutexes(cs, "wo:other"))
+	oh, err := other.Lock(ctx)
+	require.NoError(t, err)
+	_, err = rl.TryLock(oh)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	require.NoError(t, other.Unlock(oh))
+	require.NoError(t, rl.Unlock(held))
+	require.NoError(t, rl.Drain(ctx))
+	require.NoError(t, other.Drain(ctx))
+	require.Equal(t, zeros(3), ms.existsOn(t, "wo", ms.all()...))
 }
 
 func TestWaitBounds(t *testing.T) {
@@ -1045,8 +1087,7 @@ func TestFencingTokenIsLargestMemberToken(t *testing.T) {
 func TestRWLockSidesAsMembers(t *testing.T) {
 	ctx := ctxT(t)
 	ms := startMasters(t, 5)
-	sides := func(write bool) []redlock.Member {
-		cs := ms.process(t) // each Redlock is its own process
+	sidesOn := func(cs []*redis.Client, write bool) []redlock.Member {
 		out := make([]redlock.Member, len(cs))
 		for i, c := range cs {
 			rw := rwlock.New(c, "doc")
@@ -1057,6 +1098,9 @@ func TestRWLockSidesAsMembers(t *testing.T) {
 			}
 		}
 		return out
+	}
+	sides := func(write bool) []redlock.Member {
+		return sidesOn(ms.process(t), write) // each Redlock is its own process
 	}
 	r1, r2, w := redlock.New(sides(false)), redlock.New(sides(false)), redlock.New(sides(true))
 
@@ -1087,10 +1131,13 @@ func TestRWLockSidesAsMembers(t *testing.T) {
 	require.NoError(t, w.Drain(ctx))
 	require.Equal(t, zeros(5), ms.existsOn(t, "doc", ms.all()...))
 
-	// The writer's own read side re-enters (downgrade) on its owner.
+	// The writer's own read side, in the same process, re-enters
+	// (downgrade) on its owner.
+	cs := ms.process(t)
+	w = redlock.New(sidesOn(cs, true))
 	wh, err = w.Lock(ctx)
 	require.NoError(t, err)
-	rr := redlock.New(sides(false))
+	rr := redlock.New(sidesOn(cs, false))
 	rh, err := rr.TryLock(wh)
 	require.NoError(t, err, "the writer may take the read lock")
 	require.NoError(t, rr.Unlock(rh))

@@ -224,6 +224,18 @@ func (rw *RWMutex) TryLock(ctx context.Context) (context.Context, error) {
 	return rw.acquire(ctx, "trylock", write, true)
 }
 
+// RDo takes the read lock (as RLock), runs fn with the hold's context and
+// read-unlocks on every path, a panic in fn included; see lock.Mutex.Do.
+func (rw *RWMutex) RDo(ctx context.Context, fn func(held context.Context) error) error {
+	return hold.Do(ctx, rw.RLock, rw.RUnlock, fn)
+}
+
+// Do takes the write lock (as Lock), runs fn with the hold's context and
+// unlocks on every path, a panic in fn included; see lock.Mutex.Do.
+func (rw *RWMutex) Do(ctx context.Context, fn func(held context.Context) error) error {
+	return hold.Do(ctx, rw.Lock, rw.Unlock, fn)
+}
+
 // RUnlock releases the read hold that returned ctx; see lock.Mutex.Unlock
 // for the return values.
 func (rw *RWMutex) RUnlock(ctx context.Context) error {
@@ -486,7 +498,7 @@ func (rw *RWMutex) released(h *hold.Hold, res int64, err error) error {
 
 // Downgrade turns the write hold that returned ctx into a read hold, in
 // one script, so no other writer can get in between. It returns the read
-// hold's context (scoped like the write hold was); the write hold's
+// hold's context (made from the write hold's acquiring context); the write hold's
 // context ends. Waiting readers are woken when no write count remains.
 func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 	if err := rw.check("downgrade", ctx); err != nil {

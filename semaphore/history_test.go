@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/history"
-	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/semaphore"
 )

@@ -368,6 +368,12 @@ func (s *Semaphore) runRelease(ctx context.Context, permitID string) (int64, err
 		permitID, s.hub.PublishCommand(), options.LatchLife(s.cfg.UnlockTimeout)).Int64()
 }
 
+// Do acquires n permits (as Acquire), runs fn with the hold's context and
+// releases them on every path, a panic in fn included; see lock.Mutex.Do.
+func (s *Semaphore) Do(ctx context.Context, n int64, fn func(held context.Context) error) error {
+	return hold.Do(ctx, func(ctx context.Context) (context.Context, error) { return s.Acquire(ctx, n) }, s.Release, fn)
+}
+
 // Release gives back the permits of the acquisition that returned ctx (or
 // that ctx was derived from) and wakes waiters. A second Release of the
 // same acquisition returns ErrNotHeld; a permit whose lease was lost,

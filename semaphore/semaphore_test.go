@@ -766,10 +766,11 @@ func TestBadInputWritesNothing(t *testing.T) {
 	})
 }
 
+// With WithHoldScopedToContext, permits go with their acquiring context.
 func TestAcquiringContextEndedReleasesPermit(t *testing.T) {
 	each(t, func(t *testing.T, env *env) {
 		parent, cancel := context.WithCancel(ctxT(t))
-		s := semaphore.New(env.Universal, "scoped", 3)
+		s := semaphore.New(env.Universal, "scoped", 3, semaphore.WithHoldScopedToContext())
 		held, err := s.Acquire(parent, 2)
 		require.NoError(t, err)
 		require.EqualValues(t, 1, available(t, s))
@@ -781,6 +782,23 @@ func TestAcquiringContextEndedReleasesPermit(t *testing.T) {
 		require.ErrorIs(t, held.Err(), context.Canceled)
 		require.NoError(t, s.Release(held), "Release of a permit its context ended is nil")
 		require.ErrorIs(t, s.Release(held), semaphore.ErrNotHeld, "but only once")
+		require.EqualValues(t, 3, available(t, s))
+	})
+}
+
+// By default the acquiring context bounds the wait only.
+func TestAcquiringContextBoundsWaitOnly(t *testing.T) {
+	each(t, func(t *testing.T, env *env) {
+		s := semaphore.New(env.Universal, "waitonly", 3)
+		wait, cancel := context.WithTimeout(ctxT(t), 150*time.Millisecond)
+		held, err := s.Acquire(wait, 2)
+		require.NoError(t, err)
+		<-wait.Done()
+		cancel()
+		time.Sleep(100 * time.Millisecond)
+		require.NoError(t, held.Err(), "the permits outlive the wait's deadline")
+		require.EqualValues(t, 1, available(t, s))
+		require.NoError(t, s.Release(held))
 		require.EqualValues(t, 3, available(t, s))
 	})
 }

@@ -2,6 +2,7 @@ package hold
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -323,4 +324,19 @@ func Lease(wd *lease.Watchdog, spec lease.Spec, reentrant bool, sentAt time.Time
 		}
 	}
 	return wd.Start(spec, sentAt)
+}
+
+// Do is every primitive's scoped helper: it acquires, runs fn with the
+// hold's context, and releases on every path, a panic in fn included (the
+// panic then goes on). It returns fn's error joined with the release's;
+// a hold lost during fn is in both: fn sees its context end with
+// ErrLockLost, and the release reports it.
+func Do(ctx context.Context, acquire func(context.Context) (context.Context, error),
+	release func(context.Context) error, fn func(held context.Context) error) (err error) {
+	held, err := acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, release(held)) }()
+	return fn(held)
 }

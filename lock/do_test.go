@@ -1,0 +1,73 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/lock"
+)
+
+// Do releases on every path: a returned error, a panic, and a hold lost
+// while fn runs (fn sees it through held, Do's error matches it).
+func TestDoReleasesOnEveryPath(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		mu := lock.New(env.Universal, "do", lock.WithWatchdogTimeout(300*time.Millisecond))
+		isLocked := func() bool {
+			locked, err := mu.IsLocked(ctx)
+			require.NoError(t, err)
+			return locked
+		}
+
+		errWork := errors.New("work failed")
+		err := mu.Do(ctx, func(held context.Context) error {
+			require.True(t, isLocked())
+			n, err := mu.HoldCount(held)
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			return errWork
+		})
+		require.ErrorIs(t, err, errWork)
+		require.False(t, isLocked(), "released after an error")
+
+		require.PanicsWithValue(t, "boom", func() {
+			_ = mu.Do(ctx, func(context.Context) error { panic("boom") })
+		})
+		require.False(t, isLocked(), "released after a panic")
+
+		err = mu.Do(ctx, func(held context.Context) error {
+			require.NoError(t, env.Universal.Del(ctx, "do").Err())
+			select {
+			case <-held.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatal("the loss was not seen through held")
+			}
+			return context.Cause(held)
+		})
+		require.ErrorIs(t, err, lock.ErrLockLost)
+
+		wait, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		err = mu.Do(wait, func(held context.Context) error {
+			<-wait.Done()
+			time.Sleep(20 * time.Millisecond)
+			return held.Err() // the wait's deadline does not end the hold
+		})
+		require.NoError(t, err)
+
+		other, err := mu.Lock(ctx)
+		require.NoError(t, err)
+		short, cancel2 := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel2()
+		ran := false
+		err = mu.Do(short, func(context.Context) error { ran = true; return nil })
+		require.ErrorIs(t, err, context.DeadlineExceeded, "not acquired: fn is not run")
+		require.False(t, ran)
+		require.NoError(t, mu.Unlock(other))
+	})
+}

@@ -1,0 +1,65 @@
+package rwlock_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/rwlock"
+)
+
+// RDo reads under the read lock and read-unlocks on every path.
+func ExampleRWMutex_RDo() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	rw := rwlock.New(rdb, "catalog")
+	err := rw.RDo(context.Background(), func(held context.Context) error {
+		fmt.Println("reading, mode:", mr.HGet("catalog", "mode"))
+		return nil
+	})
+	fmt.Println(err, mr.Exists("catalog"))
+	// Output:
+	// reading, mode: read
+	// <nil> false
+}
+
+// Do writes under the write lock and unlocks on every path; a nested
+// RLock through the write hold re-enters (the writer may read).
+func ExampleRWMutex_Do() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	rw := rwlock.New(rdb, "catalog")
+	err := rw.Do(context.Background(), func(held context.Context) error {
+		fmt.Println("writing, mode:", mr.HGet("catalog", "mode"))
+		return rw.RDo(held, func(context.Context) error { return nil })
+	})
+	fmt.Println(err, mr.Exists("catalog"))
+	// Output:
+	// writing, mode: write
+	// <nil> false
+}
+
+// WithHoldScopedToContext: see lock.WithHoldScopedToContext.
+func ExampleWithHoldScopedToContext() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	rw := rwlock.New(rdb, "catalog", rwlock.WithHoldScopedToContext())
+	request, cancel := context.WithCancel(context.Background())
+	held, _ := rw.RLock(request)
+	cancel()
+	<-held.Done()
+	fmt.Println(context.Cause(held), rw.RUnlock(held))
+	// Output:
+	// context canceled <nil>
+}
