@@ -71,3 +71,23 @@ func TestDoReleasesOnEveryPath(t *testing.T) {
 		require.NoError(t, mu.Unlock(other))
 	})
 }
+
+// The commonest slip, Unlock with the parent context instead of the one
+// Lock returned, is ErrNotHeld that names the live hold.
+func TestUnlockWithParentNamesTheLiveHold(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		mu := lock.New(env.Universal, "slip")
+		held, err := mu.Lock(ctx)
+		require.NoError(t, err)
+		err = mu.Unlock(ctx)
+		require.ErrorIs(t, err, lock.ErrNotHeld)
+		require.ErrorContains(t, err, `unlock lock "slip"`)
+		require.ErrorContains(t, err, "this process holds it through 1 other context(s), the oldest acquired")
+		require.ErrorContains(t, err, "pass the context that the acquire returned")
+		require.NoError(t, mu.Unlock(held))
+		err = mu.Unlock(ctx)
+		require.ErrorIs(t, err, lock.ErrNotHeld)
+		require.NotContains(t, err.Error(), "other context", "no live hold left to name")
+	})
+}

@@ -119,5 +119,27 @@ func ExampleWithHoldScopedToContext() {
 	}
 	fmt.Println("released:", context.Cause(held), mu.Unlock(held))
 	// Output:
-	// released: context canceled <nil>
+	// released: context canceled: the hold of lock "request:5" ended with its acquiring context (context canceled) <nil>
+}
+
+// A Mutex's FencingToken is its own hold's token, even from a context of
+// holds of other locks taken inside it: the order's token from a line
+// item's context.
+func ExampleMutex_FencingToken() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	order, item := lock.New(rdb, "order:1"), lock.New(rdb, "order:1:item:3")
+	_ = order.Do(context.Background(), func(o context.Context) error {
+		return item.Do(o, func(i context.Context) error {
+			orderTok, _ := order.FencingToken(i)
+			itemTok, _ := item.FencingToken(i)
+			innermost, _ := lock.FencingToken(i)
+			fmt.Println(orderTok < itemTok, innermost == itemTok)
+			return nil
+		})
+	})
+	// Output: true true
 }

@@ -46,7 +46,7 @@ func TestUnlockRetryDoesNotDecrementTwice(t *testing.T) {
 			require.Greater(t, pttl, time.Duration(0), "the latch expires by itself")
 
 			// Bookkeeping: the replayed release stands for inner's.
-			h, _, err := hold.Detach(inner, mu.key())
+			h, _, err := hold.Detach(inner, mu.key(), &mu.holds)
 			require.NoError(t, err)
 			require.False(t, h.Lease.Release(), "the outer hold keeps the lease")
 			h.Close()

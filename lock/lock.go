@@ -112,6 +112,9 @@ const (
 // methods are safe for concurrent use; ownership travels in the context,
 // not in the Mutex, so one Mutex may be shared by many goroutines.
 type Mutex struct {
+	// holds are the live holds made through this value, named when an
+	// Unlock comes through a context that carries none.
+	holds    hold.Live
 	client   redis.UniversalClient
 	name     string
 	cfg      options.Config
@@ -335,6 +338,12 @@ type grant struct {
 // store to reject writes from a holder that has since lost the lock.
 func FencingToken(ctx context.Context) (int64, bool) { return hold.Token(ctx) }
 
+// FencingToken returns the fencing token of this lock's innermost hold
+// that ctx carries, even when holds of other locks were taken inside it
+// (an order's token from a line item's context), where the package-level
+// FencingToken gives the innermost hold's of any lock.
+func (m *Mutex) FencingToken(ctx context.Context) (int64, bool) { return hold.TokenOf(ctx, m.key()) }
+
 // NewOwner returns a context with ctx's values but none of its holds, of
 // any primitive: what is acquired through it is a fresh owner's. A
 // goroutine handed a hold's context shares that hold (as if handed a held
@@ -355,7 +364,7 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Co
 		Primitive: primitive,
 		Token:     a.token,
 	}, a.count > 1, a.sentAt)
-	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: lease, Telemetry: m.rel, Traced: traced, Scoped: m.cfg.ScopedHold}, m.release)
+	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: lease, Telemetry: m.rel, Traced: traced, Scoped: m.cfg.ScopedHold, Live: &m.holds}, m.release)
 }
 
 // Unlock releases one count of the hold that returned ctx (or that ctx was
@@ -373,7 +382,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if ctx == nil {
 		return errs.Invalid("unlock", primitive, m.name, "nil context")
 	}
-	return m.wrap("unlock", hold.End(ctx, m.key()))
+	return m.wrap("unlock", hold.End(ctx, m.key(), &m.holds))
 }
 
 // release gives one count back to Redis. The last count stops the lease

@@ -50,5 +50,26 @@ func ExampleWithHoldScopedToContext() {
 	fmt.Println(context.Cause(held))
 	_ = rl.Drain(context.Background())
 	// Output:
-	// context canceled
+	// context canceled: the hold of redlock "job:nightly,job:nightly,job:nightly" ended with its acquiring context (context canceled)
+}
+
+// FencingToken: see lock.Mutex.FencingToken (a Redlock's token is
+// advisory: see the package documentation).
+func ExampleLock_FencingToken() {
+	var members []redlock.Member
+	for range 3 {
+		mr, _ := miniredis.Run()
+		defer mr.Close()
+		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		defer rdb.Close()
+		members = append(members, lock.New(rdb, "job:nightly"))
+	}
+	rl := redlock.New(members)
+	_ = rl.Do(context.Background(), func(held context.Context) error {
+		tok, ok := rl.FencingToken(held)
+		fmt.Println(tok > 0, ok)
+		return nil
+	})
+	_ = rl.Drain(context.Background())
+	// Output: true true
 }

@@ -160,18 +160,28 @@ func FuzzRedlock(f *testing.F) {
 		require.NoError(t, err)
 		_, ok := lock.FencingToken(held)
 		require.True(t, ok)
+		// A member that had not answered when the round was decided (a
+		// loaded machine) is left behind and holds nothing; the others
+		// hold it once each, and they are a quorum.
+		heldOn := 0
 		for i := range n {
 			mode, err := clients[i].HGet(ctx, name, "mode").Result()
 			if kindOf[i] == fuzzMutex {
 				require.ErrorIs(t, err, redis.Nil, "member %d: a lock hash has no mode", i)
 				cnt, err := clients[i].HLen(ctx, name).Result()
 				require.NoError(t, err)
-				require.EqualValues(t, 1, cnt, "member %d: one holder", i)
+				require.LessOrEqual(t, cnt, int64(1), "member %d: one holder", i)
+				heldOn += int(cnt)
+				continue
+			}
+			if errors.Is(err, redis.Nil) {
 				continue
 			}
 			require.NoError(t, err)
 			require.Equal(t, map[int]string{fuzzWriteSide: "write", fuzzReadSide: "read"}[kindOf[i]], mode, "member %d", i)
+			heldOn++
 		}
+		require.GreaterOrEqual(t, heldOn, l.Quorum(), "held on a quorum")
 		if err := l.Unlock(held); err != nil {
 			// A fixed lease this short may lapse while the body runs.
 			require.True(t, errors.Is(err, redlock.ErrLockLost) && effective < time.Second, "unlock: %v", err)

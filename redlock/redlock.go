@@ -133,6 +133,9 @@ func (e *NodeError) Unwrap() error {
 // (Redlock, across independent masters), NewMulti all of them (lock
 // several resources together).
 type Lock struct {
+	// holds are the live holds made through this value, named when an
+	// Unlock comes through a context that carries none.
+	holds   hold.Live
 	nodes   []member.Node
 	quorum  int
 	multi   bool
@@ -251,7 +254,7 @@ func (l *Lock) check(op string, ctx context.Context) error {
 }
 
 func (l *Lock) key() hold.Key {
-	return hold.Key{Kind: l.primitive(), Name: fmt.Sprintf("%p", l)}
+	return hold.Key{Kind: l.primitive(), Name: l.name, ID: fmt.Sprintf("%p", l)}
 }
 
 // Lock takes the lock: every member is tried in parallel, each bounded by
@@ -438,7 +441,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 				span.SetAttributes(tracing.FencingToken.Int64(token))
 			}
 			finish(tracing.OutcomeAcquired, nil)
-			return hold.Start(ctx, l.key(), &hold.Hold{Owner: r.id, Token: token, Lease: wl, Data: r, Telemetry: l.rel, Traced: recording, Scoped: l.cfg.ScopedHold, Also: l.memberKeys}, l.release), nil
+			return hold.Start(ctx, l.key(), &hold.Hold{Owner: r.id, Token: token, Lease: wl, Data: r, Telemetry: l.rel, Traced: recording, Scoped: l.cfg.ScopedHold, Also: l.memberKeys, Live: &l.holds}, l.release), nil
 		}
 		// Not held: give back in the background what the round may have
 		// taken. A fresh round's id is its own, so the caller does not
@@ -491,6 +494,11 @@ func isTimeout(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
+// FencingToken returns the fencing token of this Lock's hold that ctx
+// carries, even when holds of other locks were taken inside it; see
+// lock.Mutex.FencingToken.
+func (l *Lock) FencingToken(ctx context.Context) (int64, bool) { return hold.TokenOf(ctx, l.key()) }
+
 // Do takes the lock (as Lock), runs fn with the hold's context and
 // unlocks on every path, a panic in fn included; see lock.Mutex.Do.
 func (l *Lock) Do(ctx context.Context, fn func(held context.Context) error) error {
@@ -506,5 +514,5 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if err := l.check("unlock", ctx); err != nil {
 		return err
 	}
-	return l.wrap("unlock", hold.End(ctx, l.key()))
+	return l.wrap("unlock", hold.End(ctx, l.key(), &l.holds))
 }

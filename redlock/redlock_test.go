@@ -975,11 +975,20 @@ func TestMultiOneMemberHeldElsewhere(t *testing.T) {
 
 	_, err = ml.TryLock(ctx)
 	require.ErrorIs(t, err, redlock.ErrNotAcquired)
-	require.ErrorContains(t, err, "won 2 of 3 members, quorum 3")
-	nes := nodeErrors(err)
-	require.Len(t, nes, 1)
-	require.Equal(t, 1, nes[0].Index)
-	require.Equal(t, redlock.OutcomeHeld, nes[0].Outcome)
+	require.ErrorContains(t, err, "of 3 members, quorum 3")
+	// The round is decided by b's answer; a or c may not have answered
+	// within the grace on a loaded machine (pending, given back by its
+	// attempt), so b's is the one error sure to be there.
+	var heldElsewhere []int
+	for _, ne := range nodeErrors(err) {
+		if ne.Outcome == redlock.OutcomeHeld {
+			heldElsewhere = append(heldElsewhere, ne.Index)
+		} else {
+			require.Equal(t, redlock.OutcomePending, ne.Outcome, "member %d", ne.Index)
+		}
+	}
+	require.Equal(t, []int{1}, heldElsewhere)
+	require.NoError(t, ml.Drain(ctx))
 	require.Equal(t, []int64{0}, ms.existsOn(t, "a", 0), "nothing held afterwards")
 	require.Equal(t, []int64{0}, ms.existsOn(t, "c", 2), "nothing held afterwards")
 	require.NoError(t, bHeld.Err(), "the other holder is untouched")

@@ -61,5 +61,25 @@ func ExampleWithHoldScopedToContext() {
 	<-held.Done()
 	fmt.Println(context.Cause(held), rw.RUnlock(held))
 	// Output:
-	// context canceled <nil>
+	// context canceled: the hold of rlock "catalog" ended with its acquiring context (context canceled) <nil>
+}
+
+// FencingToken: see lock.Mutex.FencingToken.
+func ExampleRWMutex_FencingToken() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	catalog := rwlock.New(rdb, "catalog")
+	_ = catalog.Do(context.Background(), func(held context.Context) error {
+		tok, ok := catalog.FencingToken(held)
+		fmt.Println(tok > 0, ok)
+		_, ok = rwlock.New(rdb, "other").FencingToken(held)
+		fmt.Println(ok)
+		return nil
+	})
+	// Output:
+	// true true
+	// false
 }

@@ -111,6 +111,9 @@ func (s side) String() string {
 // the write lock gets ErrUpgradeNotSupported at once. A waiting writer
 // blocks new readers, as sync.RWMutex does, so writers do not starve.
 type RWMutex struct {
+	// holds are the live holds made through this value, named when an
+	// Unlock comes through a context that carries none.
+	holds    hold.Live
 	client   redis.UniversalClient
 	name     string
 	cfg      options.Config
@@ -242,7 +245,7 @@ func (rw *RWMutex) RUnlock(ctx context.Context) error {
 	if err := rw.check("runlock", ctx); err != nil {
 		return err
 	}
-	return rw.wrap("runlock", hold.End(ctx, rw.key(read)))
+	return rw.wrap("runlock", hold.End(ctx, rw.key(read), &rw.holds))
 }
 
 // Unlock releases the write hold that returned ctx; see lock.Mutex.Unlock
@@ -251,13 +254,20 @@ func (rw *RWMutex) Unlock(ctx context.Context) error {
 	if err := rw.check("unlock", ctx); err != nil {
 		return err
 	}
-	return rw.wrap("unlock", hold.End(ctx, rw.key(write)))
+	return rw.wrap("unlock", hold.End(ctx, rw.key(write), &rw.holds))
 }
 
 // FencingToken returns the fencing token of the hold that returned ctx:
 // every acquisition, read or write, draws one from the counter the lock
 // shares with Redisson's RFencedLock of the same name.
 func FencingToken(ctx context.Context) (int64, bool) { return hold.Token(ctx) }
+
+// FencingToken returns the fencing token of this lock's hold that ctx
+// carries (the write hold's when it carries both sides), even when holds
+// of other locks were taken inside it; see lock.Mutex.FencingToken.
+func (rw *RWMutex) FencingToken(ctx context.Context) (int64, bool) {
+	return hold.TokenOf(ctx, rw.key(write), rw.key(read))
+}
 
 func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (context.Context, error) {
 	if err := rw.check(op, ctx); err != nil {
@@ -411,7 +421,7 @@ func (rw *RWMutex) newHold(ctx context.Context, s side, ownerID string, count, t
 	if s == write {
 		release = rw.releaseWrite
 	}
-	return hold.Start(ctx, rw.key(s), &hold.Hold{Owner: ownerID, Token: token, Lease: lease, Telemetry: rw.rel[s], Traced: traced, Scoped: rw.cfg.ScopedHold}, release)
+	return hold.Start(ctx, rw.key(s), &hold.Hold{Owner: ownerID, Token: token, Lease: lease, Telemetry: rw.rel[s], Traced: traced, Scoped: rw.cfg.ScopedHold, Live: &rw.holds}, release)
 }
 
 func (rw *RWMutex) latch() string {
@@ -504,7 +514,7 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 	if err := rw.check("downgrade", ctx); err != nil {
 		return nil, err
 	}
-	wh, parent, err := hold.Detach(ctx, rw.key(write))
+	wh, parent, err := hold.Detach(ctx, rw.key(write), &rw.holds)
 	if err != nil {
 		return nil, rw.wrap("downgrade", err)
 	}

@@ -46,5 +46,5 @@ func ExampleWithHoldScopedToContext() {
 	<-held.Done()
 	fmt.Println(context.Cause(held), exports.Release(held))
 	// Output:
-	// context canceled <nil>
+	// context canceled: the hold of semaphore "exports" ended with its acquiring context (context canceled) <nil>
 }

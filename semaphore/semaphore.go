@@ -99,6 +99,9 @@ const primitive = "semaphore"
 // weight n, a lease renewed by the watchdog, so a crashed holder's permits
 // come back when its lease ends.
 type Semaphore struct {
+	// holds are the live holds made through this value, named when an
+	// Unlock comes through a context that carries none.
+	holds  hold.Live
 	client redis.UniversalClient
 	name   string
 	size   atomic.Int64
@@ -302,7 +305,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		Name:      s.name,
 		Primitive: primitive,
 	}, sentAt)
-	return hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Data: permitID, Telemetry: s.rel, Traced: traced, Scoped: s.cfg.ScopedHold}, s.release), nil
+	return hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Data: permitID, Telemetry: s.rel, Traced: traced, Scoped: s.cfg.ScopedHold, Live: &s.holds}, s.release), nil
 }
 
 // maxMarkLife bounds the life of a waiter's mark in the queue. A waiting
@@ -383,7 +386,7 @@ func (s *Semaphore) Release(ctx context.Context) error {
 	if err := s.check("release", ctx); err != nil {
 		return err
 	}
-	return s.wrap("release", hold.End(ctx, s.key()))
+	return s.wrap("release", hold.End(ctx, s.key(), &s.holds))
 }
 
 func (s *Semaphore) release(ctx context.Context, h *hold.Hold) error {

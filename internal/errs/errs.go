@@ -32,6 +32,9 @@ func (e *Error) Error() string {
 	if kind == "" {
 		kind = "lock"
 	}
+	if e.Op == kind { // "relock: lock "x"", not "relock: lock lock "x""
+		return fmt.Sprintf("relock: %s %q: %v", kind, e.Name, e.Err)
+	}
 	return fmt.Sprintf("relock: %s %s %q: %v", e.Op, kind, e.Name, e.Err)
 }
 

@@ -30,3 +30,15 @@ func TestErrorNamesOperationAndLock(t *testing.T) {
 	require.ErrorIs(t, again, ErrLockLost)
 	require.Equal(t, ErrNotHeld, Reason(ErrNotHeld))
 }
+
+// The operation is not repeated when it is the primitive's own name.
+func TestNoDoubledWord(t *testing.T) {
+	err := New("lock", "lock", "x", ErrNotAcquired)
+	if got, want := err.Error(), `relock: lock "x": not acquired`; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	err = New("unlock", "lock", "x", ErrNotHeld)
+	if got, want := err.Error(), `relock: unlock lock "x": not held`; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}

@@ -22,8 +22,8 @@ func Example() {
 	ctx := hold.Start(context.Background(), key, &hold.Hold{Token: 42, Lease: lease},
 		func(ctx context.Context, h *hold.Hold) error { h.Lease.Stop(); return nil })
 	tok, _ := hold.Token(ctx)
-	fmt.Println(tok, hold.End(ctx, key), context.Cause(ctx))
-	fmt.Println(hold.End(ctx, key))
+	fmt.Println(tok, hold.End(ctx, key, nil), context.Cause(ctx))
+	fmt.Println(hold.End(ctx, key, nil))
 	// Output:
 	// 42 <nil> context canceled
 	// not held: already released

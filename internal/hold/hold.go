@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +23,8 @@ type Key struct {
 	Client redis.UniversalClient
 	Kind   string // "lock", "rlock", "wlock", "semaphore", ...
 	Name   string
+	// ID tells apart values whose name alone is not the lock (a Redlock).
+	ID string
 }
 
 // ReleaseFunc gives a hold back to Redis. It runs once per hold, from
@@ -48,6 +51,12 @@ type Hold struct {
 	// Also are other keys this hold answers for: a Redlock's hold is a
 	// hold of each of its members too, so that one re-enters on it.
 	Also []Key
+	// Live, when set, is the primitive value's set of live holds, which
+	// names this one in the error of an Unlock through a wrong context.
+	Live *Live
+
+	key   Key
+	since time.Time
 
 	metered    bool      // the start was recorded: record the end
 	started    time.Time // when the hold began, if metered
@@ -82,20 +91,22 @@ func Token(ctx context.Context) (int64, bool) {
 // Start returns the context of a new hold: it carries parent's values
 // (not its cancellation or deadline: parent bounded the wait), the hold
 // under key and its token, and ends when the hold does; when the lease is
-// lost, with the loss. A Scoped hold is a child of parent instead, and is
-// released in the background when parent ends first.
+// lost, with the loss. A Scoped hold ends when parent does, released in
+// the background.
 func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) context.Context {
 	h.release = release
 	h.parent = parent
+	h.key, h.since = key, time.Now()
+	if h.Live != nil {
+		h.Live.add(h)
+	}
 	// Before anything that may end the hold (below) can run.
 	if t := h.Telemetry; t != nil && t.Metrics.HoldStart(parent) {
 		h.metered, h.started = true, time.Now()
 	}
-	base := parent
-	if !h.Scoped {
-		base = context.WithoutCancel(parent)
-	}
-	cctx, cancel := context.WithCancelCause(base)
+	// Not a child of parent even when Scoped: parentDone ends it, with a
+	// cause that says why.
+	cctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	h.cancel = cancel
 	hctx := &holdCtx{Context: cctx, key: key, h: h}
 	// Only End reads stopAfter and removeLost, and only the caller that
@@ -169,6 +180,21 @@ func OwnerOf(ctx context.Context, keys ...Key) (string, bool) {
 	return owner.From(ctx)
 }
 
+// TokenOf returns the fencing token of the innermost hold ctx carries
+// under the first of keys it has a hold of: one lock's token in a chain
+// of nested holds of several.
+func TokenOf(ctx context.Context, keys ...Key) (int64, bool) {
+	if ctx == nil {
+		return 0, false
+	}
+	for _, k := range keys {
+		if h, ok := From(ctx, k); ok {
+			return h.Token, true
+		}
+	}
+	return 0, false
+}
+
 // Owner returns the owner of the innermost hold ctx carries, of any lock:
 // for inspection (a test, a soak's report), never for acquiring.
 func Owner(ctx context.Context) (string, bool) {
@@ -195,6 +221,54 @@ func (f fresh) Value(k any) any {
 	return f.Context.Value(k)
 }
 
+// Live is the set of live holds made through one primitive value. The
+// zero Live is ready; a nil *Live tracks nothing.
+type Live struct {
+	mu    sync.Mutex
+	holds map[*Hold]struct{}
+}
+
+func (l *Live) add(h *Hold) {
+	l.mu.Lock()
+	if l.holds == nil {
+		l.holds = map[*Hold]struct{}{}
+	}
+	l.holds[h] = struct{}{}
+	l.mu.Unlock()
+}
+
+func (l *Live) remove(h *Hold) {
+	l.mu.Lock()
+	delete(l.holds, h)
+	l.mu.Unlock()
+}
+
+// notHeld is ErrNotHeld for a release through a context without a hold of
+// key; when this process holds key through another context (the parent of
+// the hold's, passed by mistake), it says since when.
+func (l *Live) notHeld(key Key) error {
+	if l == nil {
+		return errs.ErrNotHeld
+	}
+	var oldest time.Time
+	n := 0
+	l.mu.Lock()
+	for h := range l.holds {
+		if h.key == key {
+			n++
+			if oldest.IsZero() || h.since.Before(oldest) {
+				oldest = h.since
+			}
+		}
+	}
+	l.mu.Unlock()
+	if n == 0 {
+		return errs.ErrNotHeld
+	}
+	return fmt.Errorf("%w through this context, which carries no hold of it; this process holds it through %d other context(s), the oldest acquired %v ago (at %s): pass the context that the acquire returned",
+		errs.ErrNotHeld, n, time.Since(oldest).Round(time.Millisecond), oldest.Format(time.RFC3339Nano))
+}
+
 // parentDone runs when the acquiring context ends before the hold does.
 func (h *Hold) parentDone() {
 	if err := h.Lease.Lost(); err != nil {
@@ -206,6 +280,9 @@ func (h *Hold) parentDone() {
 	if h.state.CompareAndSwap(live, abandoned) {
 		h.ended(telemetry.Abandoned)
 		defer close(done)
+		// The cause says why, and still matches context.Canceled.
+		h.cancel(fmt.Errorf("%w: the hold of %s %q ended with its acquiring context (%v)",
+			context.Canceled, h.key.Kind, h.key.Name, context.Cause(h.parent)))
 		_ = h.run(context.WithoutCancel(h.parent))
 	}
 }
@@ -241,6 +318,9 @@ func (h *Hold) run(ctx context.Context) error {
 // ended records the end of a metered hold; the caller made the state
 // change from live, so it runs once.
 func (h *Hold) ended(e telemetry.End) {
+	if h.Live != nil {
+		h.Live.remove(h)
+	}
 	if h.metered {
 		h.Telemetry.Metrics.HoldEnd(context.Background(), e, time.Since(h.started))
 	}
@@ -257,10 +337,10 @@ func From(ctx context.Context, key Key) (*Hold, bool) {
 // no live hold, the loss (matching ErrLockLost) when it was lost, nil when
 // it was already released because its context ended; else what the
 // release returned.
-func End(ctx context.Context, key Key) error {
+func End(ctx context.Context, key Key, holds *Live) error {
 	h, ok := From(ctx, key)
 	if !ok {
-		return errs.ErrNotHeld
+		return holds.notHeld(key)
 	}
 	if !h.state.CompareAndSwap(live, released) {
 		if h.state.CompareAndSwap(abandoned, released) {
@@ -282,10 +362,10 @@ func End(ctx context.Context, key Key) error {
 // running its release: the caller gives the hold back to Redis itself (a
 // downgrade turns it into another hold in one script) and then calls
 // Close. Parent is the context the hold was acquired with.
-func Detach(ctx context.Context, key Key) (h *Hold, parent context.Context, err error) {
+func Detach(ctx context.Context, key Key, holds *Live) (h *Hold, parent context.Context, err error) {
 	h, ok := From(ctx, key)
 	if !ok {
-		return nil, nil, errs.ErrNotHeld
+		return nil, nil, holds.notHeld(key)
 	}
 	if !h.state.CompareAndSwap(live, released) {
 		if h.state.Load() == lost {

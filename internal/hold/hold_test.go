@@ -43,10 +43,10 @@ func TestEndOnce(t *testing.T) {
 	tok, ok := Token(ctx)
 	require.True(t, ok)
 	require.EqualValues(t, 7, tok)
-	require.ErrorIs(t, End(context.Background(), key), errs.ErrNotHeld, "no hold in that context")
-	require.NoError(t, End(ctx, key))
+	require.ErrorIs(t, End(context.Background(), key, nil), errs.ErrNotHeld, "no hold in that context")
+	require.NoError(t, End(ctx, key, nil))
 	require.ErrorIs(t, context.Cause(ctx), context.Canceled)
-	require.ErrorIs(t, End(ctx, key), errs.ErrNotHeld)
+	require.ErrorIs(t, End(ctx, key, nil), errs.ErrNotHeld)
 	require.EqualValues(t, 1, releases.Load())
 }
 
@@ -66,8 +66,8 @@ func TestScopedParentEndReleasesInBackground(t *testing.T) {
 	})
 	cancel()
 	<-done
-	require.NoError(t, End(ctx, key), "released because its context ended: nil")
-	require.ErrorIs(t, End(ctx, key), errs.ErrNotHeld)
+	require.NoError(t, End(ctx, key, nil), "released because its context ended: nil")
+	require.ErrorIs(t, End(ctx, key, nil), errs.ErrNotHeld)
 }
 
 func TestLostHold(t *testing.T) {
@@ -87,8 +87,8 @@ func TestLostHold(t *testing.T) {
 	})
 	lease.Lose("test")
 	require.ErrorIs(t, context.Cause(ctx), errs.ErrLockLost)
-	require.ErrorIs(t, End(ctx, key), errs.ErrLockLost)
-	require.ErrorIs(t, End(nested, Key{Client: c, Kind: "test", Name: "k2"}), errs.ErrLockLost,
+	require.ErrorIs(t, End(ctx, key, nil), errs.ErrLockLost)
+	require.ErrorIs(t, End(nested, Key{Client: c, Kind: "test", Name: "k2"}, nil), errs.ErrLockLost,
 		"a hold whose parent ended because of the loss is lost, not abandoned")
 	fresh := Lease(wd, spec(c, "c"), false, clk.Now())
 	require.NotSame(t, lease, fresh)
@@ -117,7 +117,7 @@ func TestResumedHolderSeesLapseAtOnce(t *testing.T) {
 	default:
 		t.Fatal("Done is not closed")
 	}
-	require.ErrorIs(t, End(ctx, key), errs.ErrLockLost)
+	require.ErrorIs(t, End(ctx, key, nil), errs.ErrLockLost)
 	require.EqualValues(t, 1, wd.Stats().Lost, "declared lost once, by Check or by the wheel")
 }
 
@@ -143,7 +143,7 @@ func TestParentBoundsWaitOnly(t *testing.T) {
 	require.NoError(t, ctx.Err(), "the hold outlives the context that bounded its wait")
 	require.Zero(t, releases.Load())
 	require.Equal(t, "v", ctx.Value(valueKey{}), "values are kept")
-	require.NoError(t, End(ctx, key))
+	require.NoError(t, End(ctx, key, nil))
 	require.EqualValues(t, 1, releases.Load())
 	require.ErrorIs(t, context.Cause(ctx), context.Canceled)
 }
@@ -187,5 +187,5 @@ func TestOwnerPerLock(t *testing.T) {
 	id, ok = OwnerOf(pinned, x)
 	require.True(t, ok)
 	require.Equal(t, "pinned", id)
-	require.NoError(t, End(heldY, y))
+	require.NoError(t, End(heldY, y, nil))
 }
