@@ -254,6 +254,9 @@ func (rw *RWMutex) Unlock(ctx context.Context) error {
 	if err := rw.check("unlock", ctx); err != nil {
 		return err
 	}
+	if hold.Nested(ctx, rw.key(write), rw.key(read)) {
+		return rw.wrap("unlock", fmt.Errorf("%w: the context is a read hold's, taken inside the write hold: RUnlock it, and Unlock the write hold's own context", ErrNotHeld))
+	}
 	return rw.wrap("unlock", hold.End(ctx, rw.key(write), &rw.holds))
 }
 

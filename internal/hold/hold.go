@@ -195,6 +195,22 @@ func TokenOf(ctx context.Context, keys ...Key) (int64, bool) {
 	return 0, false
 }
 
+// Nested reports whether ctx's hold under inner is live and was taken
+// through the context of its hold under outer: releasing the outer one
+// through ctx would be out of order.
+func Nested(ctx context.Context, outer, inner Key) bool {
+	hi, ok := From(ctx, inner)
+	if !ok || hi.state.Load() != live {
+		return false
+	}
+	ho, ok := From(ctx, outer)
+	if !ok {
+		return false
+	}
+	in, ok := From(hi.parent, outer)
+	return ok && in == ho
+}
+
 // Owner returns the owner of the innermost hold ctx carries, of any lock:
 // for inspection (a test, a soak's report), never for acquiring.
 func Owner(ctx context.Context) (string, bool) {
