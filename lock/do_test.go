@@ -91,3 +91,36 @@ func TestUnlockWithParentNamesTheLiveHold(t *testing.T) {
 		require.NotContains(t, err.Error(), "other context", "no live hold left to name")
 	})
 }
+
+// A ForceUnlock made in this process ends the holders here at once, not
+// at their next renewal (10 s with the default lease); a holder of another
+// lock is untouched.
+func TestForceUnlockSeenLocallyAtOnce(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		mu := lock.New(env.Universal, "force")
+		held, err := mu.Lock(ctx)
+		require.NoError(t, err)
+		inner, err := lock.New(env.Universal, "force").Lock(held) // re-entry through another value
+		require.NoError(t, err)
+		bystander := lock.New(env.Universal, "force:other")
+		other, err := bystander.Lock(ctx)
+		require.NoError(t, err)
+
+		removed, err := lock.New(env.Universal, "force").ForceUnlock(ctx)
+		require.NoError(t, err)
+		require.True(t, removed)
+		for _, h := range []context.Context{held, inner} {
+			select {
+			case <-h.Done():
+			default:
+				t.Fatal("the holder did not learn of the ForceUnlock at once")
+			}
+			require.ErrorIs(t, context.Cause(h), lock.ErrLockLost)
+			require.ErrorContains(t, context.Cause(h), "force-unlocked")
+		}
+		require.ErrorIs(t, mu.Unlock(held), lock.ErrLockLost)
+		require.NoError(t, other.Err(), "another lock's holder is untouched")
+		require.NoError(t, bystander.Unlock(other))
+	})
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/member"
 	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/options"
@@ -525,8 +526,9 @@ func (m *Mutex) msArg(lease time.Duration) any {
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes the waiters; it
-// reports whether there was a lock. The holder learns of it at its next
-// renewal (its context ends with ErrLockLost).
+// reports whether there was a lock. A holder in this process (on this
+// client and watchdog) learns of it at once; one elsewhere at its next
+// renewal. Either way its context ends with ErrLockLost.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := m.checkCtx("forceunlock", ctx); err != nil {
 		return false, err
@@ -536,6 +538,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, m.wrap("forceunlock", err)
 	}
 	if n == 1 {
+		lease.LoseAll(m.cfg.Watchdog, m.client, primitive, m.name, "force-unlocked")
 		m.hub.Release(m.channel)
 	}
 	return n == 1, nil
