@@ -124,3 +124,27 @@ func TestForceUnlockSeenLocallyAtOnce(t *testing.T) {
 		require.NoError(t, bystander.Unlock(other))
 	})
 }
+
+// Remaining follows the lease: within it while held, renewed by the
+// watchdog past a whole lease, 0 once the hold ended.
+func TestRemainingFollowsTheLease(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		const leaseTime = 300 * time.Millisecond
+		mu := lock.New(env.Universal, "left", lock.WithWatchdogTimeout(leaseTime))
+		held, err := mu.Lock(ctx)
+		require.NoError(t, err)
+		left, ok := lock.Remaining(held)
+		require.True(t, ok)
+		require.Greater(t, left, time.Duration(0))
+		require.LessOrEqual(t, left, leaseTime)
+		time.Sleep(leaseTime + 100*time.Millisecond) // renewed every lease/3
+		left, ok = lock.Remaining(held)
+		require.True(t, ok)
+		require.Greater(t, left, time.Duration(0), "renewed: still time left after a whole lease")
+		require.NoError(t, mu.Unlock(held))
+		left, ok = lock.Remaining(held)
+		require.True(t, ok)
+		require.Zero(t, left)
+	})
+}

@@ -143,3 +143,25 @@ func ExampleMutex_FencingToken() {
 	})
 	// Output: true true
 }
+
+// Remaining tells a holder how long it may still count on its hold.
+func ExampleRemaining() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	mu := lock.New(rdb, "report:8", lock.WithLeaseTime(10*time.Second))
+	held, _ := mu.Lock(context.Background())
+	left, ok := lock.Remaining(held)
+	fmt.Println(ok, left > 9*time.Second, left <= 10*time.Second)
+	_ = mu.Unlock(held)
+	left, ok = lock.Remaining(held)
+	fmt.Println(ok, left)
+	_, ok = lock.Remaining(context.Background())
+	fmt.Println(ok)
+	// Output:
+	// true true true
+	// true 0s
+	// false
+}

@@ -345,6 +345,13 @@ func FencingToken(ctx context.Context) (int64, bool) { return hold.Token(ctx) }
 // FencingToken gives the innermost hold's of any lock.
 func (m *Mutex) FencingToken(ctx context.Context) (int64, bool) { return hold.TokenOf(ctx, m.key()) }
 
+// Remaining returns how long the innermost hold ctx carries may still be
+// counted on: until the instant by which its lease must be renewed (it
+// grows back with every renewal; a fixed lease only shrinks), 0 once the
+// hold ended; false when ctx carries no hold. A holder with a long step
+// ahead asks before taking it.
+func Remaining(ctx context.Context) (time.Duration, bool) { return hold.Remaining(ctx) }
+
 // NewOwner returns a context with ctx's values but none of its holds, of
 // any primitive: what is acquired through it is a fresh owner's. A
 // goroutine handed a hold's context shares that hold (as if handed a held

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -72,4 +73,24 @@ func ExampleLock_FencingToken() {
 	})
 	_ = rl.Drain(context.Background())
 	// Output: true true
+}
+
+// Remaining: the validity the hold has left, renewed by the watchdog.
+func ExampleRemaining() {
+	var members []redlock.Member
+	for range 3 {
+		mr, _ := miniredis.Run()
+		defer mr.Close()
+		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		defer rdb.Close()
+		members = append(members, lock.New(rdb, "job:nightly"))
+	}
+	rl := redlock.New(members, redlock.WithLeaseTime(10*time.Second))
+	_ = rl.Do(context.Background(), func(held context.Context) error {
+		left, ok := redlock.Remaining(held)
+		fmt.Println(ok, left > 9*time.Second, left <= 10*time.Second)
+		return nil
+	})
+	_ = rl.Drain(context.Background())
+	// Output: true true true
 }

@@ -494,6 +494,10 @@ func isTimeout(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
+// Remaining returns how long the innermost hold ctx carries may still be
+// counted on (for a Redlock, the validity left as the watchdog counts it); see lock.Remaining.
+func Remaining(ctx context.Context) (time.Duration, bool) { return hold.Remaining(ctx) }
+
 // FencingToken returns the fencing token of this Lock's hold that ctx
 // carries, even when holds of other locks were taken inside it; see
 // lock.Mutex.FencingToken.

@@ -3,6 +3,7 @@ package rwlock_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -82,4 +83,20 @@ func ExampleRWMutex_FencingToken() {
 	// Output:
 	// true true
 	// false
+}
+
+// Remaining: see lock.Remaining.
+func ExampleRemaining() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	rw := rwlock.New(rdb, "catalog", rwlock.WithLeaseTime(10*time.Second))
+	_ = rw.RDo(context.Background(), func(held context.Context) error {
+		left, ok := rwlock.Remaining(held)
+		fmt.Println(ok, left > 9*time.Second)
+		return nil
+	})
+	// Output: true true
 }

@@ -260,6 +260,10 @@ func (rw *RWMutex) Unlock(ctx context.Context) error {
 	return rw.wrap("unlock", hold.End(ctx, rw.key(write), &rw.holds))
 }
 
+// Remaining returns how long the innermost hold ctx carries may still be
+// counted on; see lock.Remaining.
+func Remaining(ctx context.Context) (time.Duration, bool) { return hold.Remaining(ctx) }
+
 // FencingToken returns the fencing token of the hold that returned ctx:
 // every acquisition, read or write, draws one from the counter the lock
 // shares with Redisson's RFencedLock of the same name.

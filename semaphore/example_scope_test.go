@@ -3,6 +3,7 @@ package semaphore_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -47,4 +48,20 @@ func ExampleWithHoldScopedToContext() {
 	fmt.Println(context.Cause(held), exports.Release(held))
 	// Output:
 	// context canceled: the hold of semaphore "exports" ended with its acquiring context (context canceled) <nil>
+}
+
+// Remaining: see lock.Remaining.
+func ExampleRemaining() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	exports := semaphore.New(rdb, "exports", 4, semaphore.WithLeaseTime(10*time.Second))
+	_ = exports.Do(context.Background(), 1, func(held context.Context) error {
+		left, ok := semaphore.Remaining(held)
+		fmt.Println(ok, left > 9*time.Second)
+		return nil
+	})
+	// Output: true true
 }

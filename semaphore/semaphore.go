@@ -377,6 +377,10 @@ func (s *Semaphore) Do(ctx context.Context, n int64, fn func(held context.Contex
 	return hold.Do(ctx, func(ctx context.Context) (context.Context, error) { return s.Acquire(ctx, n) }, s.Release, fn)
 }
 
+// Remaining returns how long the innermost hold ctx carries may still be
+// counted on; see lock.Remaining.
+func Remaining(ctx context.Context) (time.Duration, bool) { return hold.Remaining(ctx) }
+
 // Release gives back the permits of the acquisition that returned ctx (or
 // that ctx was derived from) and wakes waiters. A second Release of the
 // same acquisition returns ErrNotHeld; a permit whose lease was lost,

@@ -160,6 +160,8 @@ func (c *holdCtx) Value(k any) any {
 		return c.h.Token
 	case ownerProbe:
 		return c.h.Owner
+	case holdProbe:
+		return c.h
 	}
 	return c.Context.Value(k)
 }
@@ -211,6 +213,24 @@ func Nested(ctx context.Context, outer, inner Key) bool {
 	return ok && in == ho
 }
 
+// Remaining is how long the innermost hold ctx carries may still be
+// counted on (see lease.Remaining); false when ctx carries no hold.
+func Remaining(ctx context.Context) (time.Duration, bool) {
+	if ctx == nil {
+		return 0, false
+	}
+	h, ok := ctx.Value(holdProbe{}).(*Hold)
+	if !ok {
+		return 0, false
+	}
+	if h.state.Load() != live {
+		return 0, true
+	}
+	return lease.Remaining(h.Lease), true
+}
+
+type holdProbe struct{}
+
 // Owner returns the owner of the innermost hold ctx carries, of any lock:
 // for inspection (a test, a soak's report), never for acquiring.
 func Owner(ctx context.Context) (string, bool) {
@@ -228,7 +248,7 @@ type fresh struct{ context.Context }
 
 func (f fresh) Value(k any) any {
 	switch k.(type) {
-	case Key, ownerProbe:
+	case Key, ownerProbe, holdProbe:
 		return nil
 	}
 	if owner.IsKey(k) {

@@ -1,6 +1,10 @@
 package lease
 
-import "github.com/redis/go-redis/v9"
+import (
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // LoseAll declares lost every lease w tracks of the primitive's name on
 // client, with reason, and returns how many: a ForceUnlock made by this
@@ -19,4 +23,17 @@ func LoseAll(w *Watchdog, client redis.UniversalClient, primitive, name, reason 
 		l.Lose(reason)
 	}
 	return len(found)
+}
+
+// Remaining is how long the holder of l may still count on it: until the
+// instant by which a renewal must succeed (0 once lost or stopped). With
+// the watchdog renewing, it grows back after every renewal.
+func Remaining(l *Lease) time.Duration {
+	w := l.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if l.lost || l.stopped {
+		return 0
+	}
+	return max(l.lossAt.Sub(w.clock.Now()), 0)
 }
