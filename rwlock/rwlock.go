@@ -227,18 +227,6 @@ func (rw *RWMutex) TryLock(ctx context.Context) (context.Context, error) {
 	return rw.acquire(ctx, "trylock", write, true)
 }
 
-// RDo takes the read lock (as RLock), runs fn with the hold's context and
-// read-unlocks on every path, a panic in fn included; see lock.Mutex.Do.
-func (rw *RWMutex) RDo(ctx context.Context, fn func(held context.Context) error) error {
-	return hold.Do(ctx, rw.RLock, rw.RUnlock, fn)
-}
-
-// Do takes the write lock (as Lock), runs fn with the hold's context and
-// unlocks on every path, a panic in fn included; see lock.Mutex.Do.
-func (rw *RWMutex) Do(ctx context.Context, fn func(held context.Context) error) error {
-	return hold.Do(ctx, rw.Lock, rw.Unlock, fn)
-}
-
 // RUnlock releases the read hold that returned ctx; see lock.Mutex.Unlock
 // for the return values.
 func (rw *RWMutex) RUnlock(ctx context.Context) error {
@@ -260,21 +248,10 @@ func (rw *RWMutex) Unlock(ctx context.Context) error {
 	return rw.wrap("unlock", hold.End(ctx, rw.key(write), &rw.holds))
 }
 
-// Remaining returns how long the innermost hold ctx carries may still be
-// counted on; see lock.Remaining.
-func Remaining(ctx context.Context) (time.Duration, bool) { return hold.Remaining(ctx) }
-
 // FencingToken returns the fencing token of the hold that returned ctx:
 // every acquisition, read or write, draws one from the counter the lock
 // shares with Redisson's RFencedLock of the same name.
 func FencingToken(ctx context.Context) (int64, bool) { return hold.Token(ctx) }
-
-// FencingToken returns the fencing token of this lock's hold that ctx
-// carries (the write hold's when it carries both sides), even when holds
-// of other locks were taken inside it; see lock.Mutex.FencingToken.
-func (rw *RWMutex) FencingToken(ctx context.Context) (int64, bool) {
-	return hold.TokenOf(ctx, rw.key(write), rw.key(read))
-}
 
 func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (context.Context, error) {
 	if err := rw.check(op, ctx); err != nil {

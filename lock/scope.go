@@ -1,0 +1,40 @@
+package lock
+
+import (
+	"context"
+	"time"
+
+	"github.com/relock-go/relock/internal/hold"
+)
+
+// What a holder does with a hold beyond Unlock: the scoped helper, and
+// the questions it may ask of its context.
+
+// Do takes the lock (as Lock), runs fn with the hold's context and
+// unlocks on every path, a panic in fn included. It returns fn's error
+// joined with Unlock's. fn should stop when held is done:
+// context.Cause(held) is ErrLockLost when the lease was lost, and Do's
+// error then matches ErrLockLost too.
+func (m *Mutex) Do(ctx context.Context, fn func(held context.Context) error) error {
+	return hold.Do(ctx, m.Lock, m.Unlock, fn)
+}
+
+// FencingToken returns the fencing token of this lock's innermost hold
+// that ctx carries, even when holds of other locks were taken inside it
+// (an order's token from a line item's context), where the package-level
+// FencingToken gives the innermost hold's of any lock.
+func (m *Mutex) FencingToken(ctx context.Context) (int64, bool) { return hold.TokenOf(ctx, m.key()) }
+
+// Remaining returns how long the innermost hold ctx carries may still be
+// counted on: until the instant by which its lease must be renewed (it
+// grows back with every renewal; a fixed lease only shrinks), 0 once the
+// hold ended; false when ctx carries no hold. A holder with a long step
+// ahead asks before taking it.
+func Remaining(ctx context.Context) (time.Duration, bool) { return hold.Remaining(ctx) }
+
+// NewOwner returns a context with ctx's values but none of its holds, of
+// any primitive: what is acquired through it is a fresh owner's. A
+// goroutine handed a hold's context shares that hold (as if handed a held
+// mutex) and re-enters the lock through it; NewOwner makes it an owner of
+// its own instead, which waits for the hold like any other.
+func NewOwner(ctx context.Context) context.Context { return hold.NewOwner(ctx) }

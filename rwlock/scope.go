@@ -1,0 +1,34 @@
+package rwlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/relock-go/relock/internal/hold"
+)
+
+// What a holder does with a hold beyond the unlocks: the scoped helpers,
+// and the questions it may ask of its context.
+
+// RDo takes the read lock (as RLock), runs fn with the hold's context and
+// read-unlocks on every path, a panic in fn included; see lock.Mutex.Do.
+func (rw *RWMutex) RDo(ctx context.Context, fn func(held context.Context) error) error {
+	return hold.Do(ctx, rw.RLock, rw.RUnlock, fn)
+}
+
+// Do takes the write lock (as Lock), runs fn with the hold's context and
+// unlocks on every path, a panic in fn included; see lock.Mutex.Do.
+func (rw *RWMutex) Do(ctx context.Context, fn func(held context.Context) error) error {
+	return hold.Do(ctx, rw.Lock, rw.Unlock, fn)
+}
+
+// Remaining returns how long the innermost hold ctx carries may still be
+// counted on; see lock.Remaining.
+func Remaining(ctx context.Context) (time.Duration, bool) { return hold.Remaining(ctx) }
+
+// FencingToken returns the fencing token of this lock's hold that ctx
+// carries (the write hold's when it carries both sides), even when holds
+// of other locks were taken inside it; see lock.Mutex.FencingToken.
+func (rw *RWMutex) FencingToken(ctx context.Context) (int64, bool) {
+	return hold.TokenOf(ctx, rw.key(write), rw.key(read))
+}
