@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/redistest"
@@ -146,5 +147,33 @@ func TestRemainingFollowsTheLease(t *testing.T) {
 		left, ok = lock.Remaining(held)
 		require.True(t, ok)
 		require.Zero(t, left)
+	})
+}
+
+// A waiter of this process that takes the lock right after a ForceUnlock
+// (woken by its unlock message) keeps its hold: only the holds from
+// before the ForceUnlock are declared lost.
+func TestForceUnlockSparesTheNextHolder(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		for range 10 {
+			mu := lock.New(env.Universal, "force:next")
+			held, err := mu.Lock(ctx)
+			require.NoError(t, err)
+			next := make(chan context.Context, 1)
+			go func() {
+				h, err := mu.Lock(ctx)
+				assert.NoError(t, err)
+				next <- h
+			}()
+			time.Sleep(5 * time.Millisecond) // the waiter is queued
+			removed, err := mu.ForceUnlock(ctx)
+			require.NoError(t, err)
+			require.True(t, removed)
+			h := <-next
+			require.ErrorIs(t, context.Cause(held), lock.ErrLockLost)
+			require.NoError(t, h.Err(), "the next holder is not the one force-unlocked")
+			require.NoError(t, mu.Unlock(h))
+		}
 	})
 }

@@ -511,12 +511,13 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := m.checkCtx("forceunlock", ctx); err != nil {
 		return false, err
 	}
+	held := lease.Held(m.cfg.Watchdog, m.client, primitive, m.name)
 	n, err := forceUnlockScript.Run(ctx, m.client, []string{m.name, m.channel}, unlockMessage, m.hub.PublishCommand()).Int64()
 	if err != nil {
 		return false, m.wrap("forceunlock", err)
 	}
 	if n == 1 {
-		lease.LoseAll(m.cfg.Watchdog, m.client, primitive, m.name, "force-unlocked")
+		lease.LoseAll(held, "force-unlocked")
 		m.hub.Release(m.channel)
 	}
 	return n == 1, nil

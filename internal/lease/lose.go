@@ -6,23 +6,29 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// LoseAll declares lost every lease w tracks of the primitive's name on
-// client, with reason, and returns how many: a ForceUnlock made by this
-// process ends its own holders at once, not at their next renewal. It
-// scans the registry, which is fine for an operator's action.
-func LoseAll(w *Watchdog, client redis.UniversalClient, primitive, name, reason string) int {
+// Held returns the leases w tracks of the primitive's name on client. A
+// ForceUnlock takes them before its script runs and declares them lost
+// after it (LoseAll), so that its own process's holders learn of it at
+// once, not at their next renewal; a hold that a waiter takes right after
+// the unlock message is not among them. It scans the registry, which is
+// fine for an operator's action.
+func Held(w *Watchdog, client redis.UniversalClient, primitive, name string) []*Lease {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	var found []*Lease
 	for k, l := range w.registry {
 		if k.client == client && l.spec.Primitive == primitive && l.spec.Name == name {
 			found = append(found, l)
 		}
 	}
-	w.mu.Unlock()
-	for _, l := range found {
+	return found
+}
+
+// LoseAll declares each of ls lost with reason.
+func LoseAll(ls []*Lease, reason string) {
+	for _, l := range ls {
 		l.Lose(reason)
 	}
-	return len(found)
 }
 
 // Remaining is how long the holder of l may still count on it: until the
