@@ -177,3 +177,35 @@ func TestForceUnlockSparesTheNextHolder(t *testing.T) {
 		}
 	})
 }
+
+// A goroutine given NewOwner of a hold's context waits for that hold and
+// takes the lock when it is released (its wait does not end with the
+// hold's context).
+func TestNewOwnerWaitsForTheHold(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		mu := lock.New(env.Universal, "newowner")
+		held, err := mu.Lock(ctx)
+		require.NoError(t, err)
+		_, ok := lock.FencingToken(lock.NewOwner(held))
+		require.False(t, ok, "a fresh owner carries no token")
+		next := make(chan error, 1)
+		go func() {
+			next <- mu.Do(lock.NewOwner(held), func(h context.Context) error {
+				n, err := mu.HoldCount(h)
+				if err == nil && n != 1 {
+					err = errors.New("not a fresh owner")
+				}
+				return err
+			})
+		}()
+		time.Sleep(50 * time.Millisecond)
+		require.NoError(t, mu.Unlock(held))
+		select {
+		case err := <-next:
+			require.NoError(t, err)
+		case <-time.After(5 * time.Second):
+			t.Fatal("the new owner never got the lock")
+		}
+	})
+}

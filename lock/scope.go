@@ -33,8 +33,10 @@ func (m *Mutex) FencingToken(ctx context.Context) (int64, bool) { return hold.To
 func Remaining(ctx context.Context) (time.Duration, bool) { return hold.Remaining(ctx) }
 
 // NewOwner returns a context with ctx's values but none of its holds, of
-// any primitive: what is acquired through it is a fresh owner's. A
-// goroutine handed a hold's context shares that hold (as if handed a held
-// mutex) and re-enters the lock through it; NewOwner makes it an owner of
-// its own instead, which waits for the hold like any other.
+// any primitive, nor their tokens, nor ctx's cancellation (a hold's
+// context ends with the hold, which would end a wait for that very lock):
+// what is acquired through it is a fresh owner's. A goroutine handed a
+// hold's context shares that hold (as if handed a held mutex) and
+// re-enters the lock through it; NewOwner makes it an owner of its own
+// instead, which waits for the hold like any other.
 func NewOwner(ctx context.Context) context.Context { return hold.NewOwner(ctx) }

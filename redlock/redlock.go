@@ -186,11 +186,11 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 		l.nodes = append(l.nodes, n)
 		l.memberKeys = append(l.memberKeys, n.Key)
 	}
-	l.reenter = append([]hold.Key{l.key()}, l.memberKeys...)
+	l.name = strings.Join(names, ",")
+	l.reenter = append([]hold.Key{l.key()}, l.memberKeys...) // key() needs the name
 	for _, n := range l.nodes {
 		l.reenter = append(l.reenter, n.Reenter...)
 	}
-	l.name = strings.Join(names, ",")
 	switch {
 	case l.invalid != "":
 	case len(members) == 0:

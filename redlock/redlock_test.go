@@ -358,6 +358,8 @@ func TestWaitOnlyAndPerLockReentry(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	require.NoError(t, m0.Unlock(in))
+	require.ErrorIs(t, m0.Unlock(held), lock.ErrNotHeld, "a member cannot end the Redlock's hold")
+	require.NoError(t, held.Err())
 
 	// Another Redlock's hold lends nothing: a fresh owner, refused.
 	other := redlock.New(mutexes(cs, "wo:other"))

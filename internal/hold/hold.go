@@ -153,7 +153,13 @@ func (h *Hold) checkLease() {
 func (c *holdCtx) Value(k any) any {
 	switch k := k.(type) {
 	case Key:
-		if k == c.key || slices.Contains(c.h.Also, k) {
+		if k == c.key {
+			return c.h
+		}
+	case also:
+		// Only re-entry asks this: a member's Unlock or Downgrade must
+		// not end the Redlock's hold.
+		if slices.Contains(c.h.Also, k.Key) {
 			return c.h
 		}
 	case tokenKey:
@@ -176,6 +182,9 @@ func (c *holdCtx) Value(k any) any {
 func OwnerOf(ctx context.Context, keys ...Key) (string, bool) {
 	for _, k := range keys {
 		if h, ok := From(ctx, k); ok && h.Owner != "" {
+			return h.Owner, true
+		}
+		if h, ok := ctx.Value(also{k}).(*Hold); ok && h.Owner != "" {
 			return h.Owner, true
 		}
 	}
@@ -240,15 +249,20 @@ func Owner(ctx context.Context) (string, bool) {
 
 type ownerProbe struct{}
 
-// NewOwner returns a context with ctx's values but none of its holds:
-// what is acquired through it is a fresh owner's, even of a lock ctx holds.
-func NewOwner(ctx context.Context) context.Context { return fresh{ctx} }
+// also asks for a hold that answers for a key it was given (Hold.Also).
+type also struct{ Key }
+
+// NewOwner returns a context with ctx's values but none of its holds (nor
+// their tokens) and none of its cancellation (a hold's context ends with
+// the hold, which would end a wait for that very lock): what is acquired
+// through it is a fresh owner's, even of a lock ctx holds.
+func NewOwner(ctx context.Context) context.Context { return fresh{context.WithoutCancel(ctx)} }
 
 type fresh struct{ context.Context }
 
 func (f fresh) Value(k any) any {
 	switch k.(type) {
-	case Key, ownerProbe, holdProbe:
+	case Key, also, ownerProbe, holdProbe, tokenKey:
 		return nil
 	}
 	if owner.IsKey(k) {
