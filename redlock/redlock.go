@@ -187,8 +187,8 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 		l.memberKeys = append(l.memberKeys, n.Key)
 	}
 	l.name = strings.Join(names, ",")
-	l.reenter = append([]hold.Key{l.key()}, l.memberKeys...) // key() needs the name
-	for _, n := range l.nodes {
+	l.reenter = []hold.Key{l.key()} // key() needs the name
+	for _, n := range l.nodes {     // each member's Reenter holds its own key
 		l.reenter = append(l.reenter, n.Reenter...)
 	}
 	switch {

@@ -102,7 +102,7 @@ func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) contex
 	}
 	// Before anything that may end the hold (below) can run.
 	if t := h.Telemetry; t != nil && t.Metrics.HoldStart(parent) {
-		h.metered, h.started = true, time.Now()
+		h.metered, h.started = true, h.since
 	}
 	// Not a child of parent even when Scoped: parentDone ends it, with a
 	// cause that says why.
@@ -164,8 +164,6 @@ func (c *holdCtx) Value(k any) any {
 		}
 	case tokenKey:
 		return c.h.Token
-	case ownerProbe:
-		return c.h.Owner
 	case holdProbe:
 		return c.h
 	}
@@ -243,11 +241,12 @@ type holdProbe struct{}
 // Owner returns the owner of the innermost hold ctx carries, of any lock:
 // for inspection (a test, a soak's report), never for acquiring.
 func Owner(ctx context.Context) (string, bool) {
-	id, ok := ctx.Value(ownerProbe{}).(string)
-	return id, ok && id != ""
+	h, ok := ctx.Value(holdProbe{}).(*Hold)
+	if !ok || h.Owner == "" {
+		return "", false
+	}
+	return h.Owner, true
 }
-
-type ownerProbe struct{}
 
 // also asks for a hold that answers for a key it was given (Hold.Also).
 type also struct{ Key }
@@ -262,7 +261,7 @@ type fresh struct{ context.Context }
 
 func (f fresh) Value(k any) any {
 	switch k.(type) {
-	case Key, also, ownerProbe, holdProbe, tokenKey:
+	case Key, also, holdProbe, tokenKey:
 		return nil
 	}
 	if owner.IsKey(k) {
