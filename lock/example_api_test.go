@@ -216,9 +216,9 @@ func ExampleMutex_Name() {
 	// Output: order:1 true
 }
 
-// RedlockNode is what makes a *Mutex a redlock.Member; package redlock
-// calls it, programs pass the Mutex.
-func ExampleMutex_RedlockNode() {
+// A *Mutex is a redlock.Member: here two accounts locked together, all
+// or nothing. A member with bad arguments makes the Redlock refuse.
+func Example_redlockMember() {
 	mr, _ := miniredis.Run()
 	defer mr.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
@@ -232,7 +232,7 @@ func ExampleMutex_RedlockNode() {
 	fmt.Println(err, mr.Exists("account:1"), mr.Exists("account:2"))
 	_ = both.Unlock(held)
 
-	_, err = lock.New(rdb, "").RedlockNode() // an invalid Mutex is refused
+	_, err = redlock.New([]redlock.Member{lock.New(rdb, "")}).Lock(ctx) // an invalid Mutex is refused
 	fmt.Println(errors.Is(err, lock.ErrInvalidArgument))
 	// Output:
 	// <nil> true true

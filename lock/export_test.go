@@ -9,7 +9,7 @@ func ScriptSources() map[string]string {
 		"transfer":     transferScript.Source(),
 		"unlock_last":  unlockLastScript.Source(),
 		"unlock":       unlockScript.Source(),
-		"renew":        renewKind.Script.Source(),
+		"renew":        renewer.Lua.Source(),
 		"force_unlock": forceUnlockScript.Source(),
 	}
 }

@@ -63,7 +63,7 @@ func TestNoRenewalAfterUnlock(t *testing.T) {
 	srv := redistest.StartServer(t)
 	rdb := srv.Client(t)
 	var renewals atomic.Int64
-	rdb.AddHook(countHook{sha: renewKind.Script.Hash(), n: &renewals})
+	rdb.AddHook(countHook{sha: renewer.Lua.Hash(), n: &renewals})
 	ctx := context.Background()
 	const timeout = 90 * time.Millisecond // renewed every 30 ms
 	for range 20 {

@@ -87,7 +87,7 @@ func WithHoldScopedToContext() Option { return options.WithHoldScopedToContext()
 // WithWatchdog sets the watchdog that renews leases (default:
 // watchdog.Default(), shared by the process). Tests pass one with a fake
 // clock.
-func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog(w) }
+func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog((*lease.Watchdog)(w)) }
 
 //go:embed lua/*.lua
 var luaFS embed.FS
@@ -101,7 +101,7 @@ var (
 	giveBackScript    = scripts.Load(luaFS, "lua/give_back.lua")
 
 	// RenewKind renews lock leases in batches; see package watchdog.
-	renewKind = &watchdog.Kind{Name: "lock", Script: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 1, ArgsPer: 1}
+	renewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 1, ArgsPer: 1}
 )
 
 const (
@@ -113,6 +113,7 @@ const (
 // methods are safe for concurrent use; ownership travels in the context,
 // not in the Mutex, so one Mutex may be shared by many goroutines.
 type Mutex struct {
+	redlockHook // makes the Mutex a redlock.Member
 	// holds are the live holds made through this value, named when an
 	// Unlock comes through a context that carries none.
 	holds    hold.Live
@@ -146,6 +147,7 @@ type Mutex struct {
 // ErrInvalidArgument by every method, before anything is written.
 func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 	m := &Mutex{client: client, name: name, cfg: options.Apply(opts)}
+	m.redlockHook = m.redlockNode
 	m.invalid = m.cfg.Check(client, "lock", name)
 	if m.invalid != "" {
 		return m
@@ -275,7 +277,7 @@ type attempt struct {
 	m       *Mutex
 	ctx     context.Context // the caller's, for a Discard
 	owner   string
-	wd      *watchdog.Watchdog // sentAt is on its clock
+	wd      *lease.Watchdog // sentAt is on its clock
 	lease   time.Duration
 	leaseID string
 
@@ -333,9 +335,9 @@ func FencingToken(ctx context.Context) (int64, bool) { return hold.Token(ctx) }
 func (m *Mutex) key() hold.Key { return hold.Key{Client: m.client, Kind: primitive, Name: m.name} }
 
 func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Context {
-	lease := hold.Lease(m.cfg.Watchdog, watchdog.Spec{
-		Kind:      renewKind,
-		Targets:   []watchdog.Target{{Client: m.client, Keys: m.nameKeys, Args: []any{a.owner}}},
+	ls := hold.Lease(m.cfg.Watchdog, lease.Spec{
+		Renewer:   renewer,
+		Targets:   []lease.Target{{Client: m.client, Keys: m.nameKeys, Args: []any{a.owner}}},
 		Timeout:   a.lease,
 		Renew:     m.cfg.Renewed(),
 		ID:        a.leaseID,
@@ -343,7 +345,7 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Co
 		Primitive: primitive,
 		Token:     a.token,
 	}, a.count > 1, a.sentAt)
-	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: lease, Telemetry: m.rel, Traced: traced, Scoped: m.cfg.ScopedHold, Live: &m.holds}, m.release)
+	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: ls, Telemetry: m.rel, Traced: traced, Scoped: m.cfg.ScopedHold, Live: &m.holds}, m.release)
 }
 
 // Unlock releases one count of the hold that returned ctx (or that ctx was
@@ -393,7 +395,7 @@ func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
 // lapsed decides what a retried release that finds nothing means. Should
 // Redis hold more counts than the process knew, runUnlock decrements
 // instead.
-func (m *Mutex) releaseLast(ctx context.Context, ownerID string, lease, timeout time.Duration, passOn bool, held *watchdog.Lease) (int64, error) {
+func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, timeout time.Duration, passOn bool, held *lease.Lease) (int64, error) {
 	var res int64
 	var err error
 	var w *notify.Waiter
@@ -420,7 +422,7 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, lease, timeout 
 	if err != nil || res != -2 {
 		return res, err
 	}
-	return m.runUnlock(ctx, ownerID, lease, timeout)
+	return m.runUnlock(ctx, ownerID, leaseTime, timeout)
 }
 
 // tryOnce runs the acquire script once for ownerID in mode; latch names
@@ -577,12 +579,13 @@ func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
 	return ms, nil
 }
 
-// RedlockNode returns the Mutex as a member of a Redlock (package
+// redlockHook is embedded under this name, so that the Mutex is a
+// redlock.Member without an exported method.
+type redlockHook = member.Hook
+
+// redlockNode returns the Mutex as a member of a Redlock (package
 // redlock): the adapter drives it for one owner across all members.
-func (m *Mutex) RedlockNode() (member.Node, error) {
-	if m == nil {
-		return member.Node{}, errs.Invalid("redlock", primitive, "", "nil *lock.Mutex")
-	}
+func (m *Mutex) redlockNode() (member.Node, error) {
 	if err := m.check("redlock"); err != nil {
 		return member.Node{}, err
 	}
@@ -604,8 +607,8 @@ func (m *Mutex) RedlockNode() (member.Node, error) {
 			res, err := m.releaseLast(ctx, ownerID, m.cfg.Lease(), timeout, false, nil)
 			return res != -1, err
 		},
-		Renewal: func(ownerID string) watchdog.Target {
-			return watchdog.Target{Kind: renewKind, Client: m.client, Keys: []string{m.name}, Args: []any{ownerID}}
+		Renewal: func(ownerID string) lease.Target {
+			return lease.Target{Renewer: renewer, Client: m.client, Keys: []string{m.name}, Args: []any{ownerID}}
 		},
 	}, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/member"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/owner"
@@ -34,9 +35,13 @@ var (
 )
 
 // Member is a lock on one Redis that a Redlock can drive: *lock.Mutex,
-// and the ReadLocker and WriteLocker sides of an *rwlock.RWMutex.
+// and the ReadLocker and WriteLocker sides of an *rwlock.RWMutex. It is
+// sealed: its other method is unexported, so only this module's
+// primitives implement it.
 type Member interface {
-	RedlockNode() (member.Node, error)
+	// Name is the member lock's name.
+	Name() string
+	member.Source
 }
 
 // Option configures a Lock: the options of package lock, plus
@@ -71,7 +76,7 @@ func WithHoldScopedToContext() Option { return options.WithHoldScopedToContext()
 func WithNameInMetrics() Option { return options.WithNameInMetrics() }
 
 // WithWatchdog: see lock.WithWatchdog.
-func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog(w) }
+func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog((*lease.Watchdog)(w)) }
 
 // WithNodeTimeout bounds each member's attempt (default
 // DefaultNodeTimeout, or lease/10 when that is shorter), so that a dead
@@ -173,7 +178,7 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 			l.refuse("member %d is nil", i)
 			continue
 		}
-		n, err := m.RedlockNode()
+		n, err := member.NodeOf(m)
 		if err != nil {
 			reason := strings.TrimPrefix(errs.Reason(err).Error(), errs.ErrInvalidArgument.Error()+": ")
 			l.refuse("member %d: %s", i, reason)
@@ -297,7 +302,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 	if !reentry {
 		ownerID = owner.Mint()
 	}
-	lease := l.cfg.Lease()
+	leaseTime := l.cfg.Lease()
 	sctx, span := l.tracer.Start(ctx, tracing.SpanAcquireRedlock, l.spanStart...)
 	defer span.End()
 	recording := span.IsRecording()
@@ -305,7 +310,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 	if recording {
 		span.SetAttributes(
 			tracing.Owner.String(ownerID),
-			tracing.LeaseMillis.Int64(lease.Milliseconds()),
+			tracing.LeaseMillis.Int64(leaseTime.Milliseconds()),
 			tracing.Try.Bool(once),
 		)
 	}
@@ -386,7 +391,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 		}
 		sentAt := l.cfg.Watchdog.Now()
 		began := time.Now()
-		outs := l.tryAll(roundCtx, r, lease)
+		outs := l.tryAll(roundCtx, r, leaseTime)
 		elapsed := time.Since(began)
 		won, token := 0, int64(0)
 		r.won = make([]bool, len(outs))
@@ -405,7 +410,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 				span.AddEvent("member", trace.WithAttributes(attribute.Int("index", i), attribute.String("outcome", outcome)))
 			}
 		}
-		validity := lease - elapsed - l.cfg.Drift
+		validity := leaseTime - elapsed - l.cfg.Drift
 		if recording {
 			span.SetAttributes(tracing.NodesWon.Int(won), tracing.ValidityMillis.Int64(validity.Milliseconds()))
 		}
@@ -420,17 +425,17 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 					l.giveBack(ctx, r, which)
 				}
 			}
-			targets := make([]watchdog.Target, 0, won)
+			targets := make([]lease.Target, 0, won)
 			for i, o := range outs {
 				if o.acquired {
 					targets = append(targets, l.nodes[i].Renewal(r.id))
 				}
 			}
-			wl := l.cfg.Watchdog.Start(watchdog.Spec{
-				Kind:      targets[0].Kind,
+			wl := l.cfg.Watchdog.Start(lease.Spec{
+				Renewer:   targets[0].Renewer,
 				Targets:   targets,
 				Quorum:    l.quorum,
-				Timeout:   lease,
+				Timeout:   leaseTime,
 				Renew:     l.cfg.Renewed(),
 				Name:      l.name,
 				Primitive: l.primitive(),
@@ -466,7 +471,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 			}
 		}
 		if won >= l.quorum {
-			nodeErrs = append(nodeErrs, fmt.Errorf("validity time used up: took %v of a %v lease", elapsed, lease))
+			nodeErrs = append(nodeErrs, fmt.Errorf("validity time used up: took %v of a %v leaseTime", elapsed, leaseTime))
 		}
 		lastErr = fmt.Errorf("%w: won %d of %d members, quorum %d: %w", ErrNotAcquired, won, len(l.nodes), l.quorum, errors.Join(nodeErrs...))
 		if once {

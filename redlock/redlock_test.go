@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
+	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/member"
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/internal/workers"
@@ -575,6 +576,7 @@ func TestStalledNodeReportedAsTimeout(t *testing.T) {
 // when the node timeout ends, as a stalled master's late reply does. It
 // counts what it holds, so a release behind the hold's back shows.
 type lateMember struct {
+	memberHook
 	mu   sync.Mutex
 	held int
 }
@@ -585,7 +587,12 @@ func (f *lateMember) count() int {
 	return f.held
 }
 
-func (f *lateMember) RedlockNode() (member.Node, error) {
+// memberHook is embedded under this name, as the primitives embed it.
+type memberHook = member.Hook
+
+func (f *lateMember) Name() string { return "late" }
+
+func (f *lateMember) node() (member.Node, error) {
 	return member.Node{
 		Name: "late", Kind: "lock", Addr: "fake:0", Workers: workers.New(0),
 		Try: func(ctx context.Context, _ string, _ time.Duration) (bool, int64, time.Duration, error) {
@@ -605,7 +612,7 @@ func (f *lateMember) RedlockNode() (member.Node, error) {
 			return true, nil
 		},
 		// A fixed lease is never renewed, so the target is never sent.
-		Renewal: func(string) watchdog.Target { return watchdog.Target{Keys: []string{"late"}} },
+		Renewal: func(string) lease.Target { return lease.Target{Keys: []string{"late"}} },
 	}, nil
 }
 
@@ -632,6 +639,7 @@ var lateAttempts = func() int {
 func TestLateAnswerCountedIsKept(t *testing.T) {
 	ctx := ctxT(t)
 	f := &lateMember{}
+	f.memberHook = f.node
 	rl := redlock.NewMulti([]redlock.Member{f}, redlock.WithNodeTimeout(time.Millisecond),
 		redlock.WithLeaseTime(time.Minute), redlock.WithWatchdog(watchdog.New()))
 	won, lost, released := 0, 0, 0

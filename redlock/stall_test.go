@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/member"
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/redlock"
@@ -162,7 +163,7 @@ func TestLateGiveBackCannotUndoNextHold(t *testing.T) {
 
 	// The first hold's give-back arrives now, on every member.
 	for _, m := range members {
-		node, err := m.RedlockNode()
+		node, err := member.NodeOf(m)
 		require.NoError(t, err)
 		released, err := node.Release(ctx, firstID, time.Second)
 		require.NoError(t, err)

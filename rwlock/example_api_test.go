@@ -320,9 +320,9 @@ func ExampleSide_Name() {
 	// Output: catalog catalog
 }
 
-// RedlockNode makes a side a redlock.Member: here a multi-lock reads the
-// catalog and writes an order, all or nothing.
-func ExampleSide_RedlockNode() {
+// A side is a redlock.Member: here a multi-lock reads the catalog and
+// writes an order, all or nothing.
+func Example_redlockMember() {
 	mr, _ := miniredis.Run()
 	defer mr.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})

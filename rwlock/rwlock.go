@@ -15,6 +15,7 @@ import (
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/member"
 	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/options"
@@ -69,7 +70,7 @@ func WithHoldScopedToContext() Option { return options.WithHoldScopedToContext()
 func WithNameInMetrics() Option { return options.WithNameInMetrics() }
 
 // WithWatchdog: see lock.WithWatchdog.
-func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog(w) }
+func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog((*lease.Watchdog)(w)) }
 
 //go:embed lua/*.lua
 var luaFS embed.FS
@@ -83,8 +84,8 @@ var (
 	withdraw     = scripts.Load(luaFS, "lua/withdraw.lua")
 	giveBack     = scripts.Load(luaFS, "lua/give_back.lua")
 
-	renewReadKind  = &watchdog.Kind{Name: "rwlock-read", Script: scripts.Load(luaFS, "lua/renew_read.lua"), KeysPer: 2, ArgsPer: 1}
-	renewWriteKind = &watchdog.Kind{Name: "rwlock-write", Script: scripts.Load(luaFS, "lua/renew_write.lua"), KeysPer: 1, ArgsPer: 1}
+	readRenewer  = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew_read.lua"), KeysPer: 2, ArgsPer: 1}
+	writeRenewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew_write.lua"), KeysPer: 1, ArgsPer: 1}
 )
 
 const primitive = "rwlock"
@@ -267,13 +268,13 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 	readLease := wd.Find(rw.client, rw.leaseID(read, ownerID))
 	writeLease := wd.Find(rw.client, rw.leaseID(write, ownerID))
 	holdsRead, holdsWrite := readLease != nil, writeLease != nil
-	lease := rw.cfg.Lease()
+	leaseTime := rw.cfg.Lease()
 	// A re-entry keeps the hold's lease: what Redis holds must be what the
 	// watchdog tracks.
 	if s == read && readLease != nil {
-		lease = readLease.Timeout()
+		leaseTime = readLease.Timeout()
 	} else if s == write && writeLease != nil {
-		lease = writeLease.Timeout()
+		leaseTime = writeLease.Timeout()
 	}
 	if s == write && holdsRead && !holdsWrite {
 		return nil, rw.wrap(op, ErrUpgradeNotSupported)
@@ -298,7 +299,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 		if s == write && acquire.Queued(ctx) {
 			member = ownerID // only the head of the local queue marks
 		}
-		c, tok, ttl, err := rw.tryOnce(ctx, s, ownerID, lease, member, mode, latch)
+		c, tok, ttl, err := rw.tryOnce(ctx, s, ownerID, leaseTime, member, mode, latch)
 		uncertain = err != nil && scripts.MayHaveRun(err)
 		if err != nil || c == 0 {
 			marked = marked || member != ""
@@ -320,7 +321,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 		SpanName: spanName,
 		Start:    rw.spanStart[s],
 		Owner:    ownerID,
-		Lease:    lease,
+		Lease:    leaseTime,
 		Hub:      rw.hub,
 		Channel:  rw.channel,
 		Shared:   s == read,
@@ -329,7 +330,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 		Direct:  (s == read && (holdsRead || holdsWrite)) || (s == write && holdsWrite),
 		Once:    once,
 		Wait:    rw.cfg.WaitTimeout,
-		Hold:    lease,
+		Hold:    leaseTime,
 		Try:     try,
 		Metrics: rw.metrics[s],
 	})
@@ -342,7 +343,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 		}
 		return nil, rw.wrap(op, err)
 	}
-	return rw.newHold(ctx, s, ownerID, count, token, sentAt, lease, traced), nil
+	return rw.newHold(ctx, s, ownerID, count, token, sentAt, leaseTime, traced), nil
 }
 
 // withdrawBound caps how long a writer that gave up spends taking its
@@ -379,20 +380,20 @@ func (rw *RWMutex) withdrawMark(ctx context.Context, ownerID string) {
 	_ = withdraw.Run(wctx, rw.client, []string{rw.waiters, rw.channel}, ownerID, rw.hub.PublishCommand()).Err()
 }
 
-func (rw *RWMutex) spec(s side, ownerID string, lease time.Duration) watchdog.Spec {
-	sp := watchdog.Spec{
-		Timeout:   lease,
+func (rw *RWMutex) spec(s side, ownerID string, leaseTime time.Duration) lease.Spec {
+	sp := lease.Spec{
+		Timeout:   leaseTime,
 		Renew:     rw.cfg.Renewed(),
 		ID:        rw.leaseID(s, ownerID),
 		Name:      rw.name,
 		Primitive: primitive,
 	}
 	if s == read {
-		sp.Kind = renewReadKind
-		sp.Targets = []watchdog.Target{{Client: rw.client, Keys: []string{rw.name, rw.timeoutPrefix(ownerID)}, Args: []any{ownerID}}}
+		sp.Renewer = readRenewer
+		sp.Targets = []lease.Target{{Client: rw.client, Keys: []string{rw.name, rw.timeoutPrefix(ownerID)}, Args: []any{ownerID}}}
 	} else {
-		sp.Kind = renewWriteKind
-		sp.Targets = []watchdog.Target{{Client: rw.client, Keys: []string{rw.name}, Args: []any{ownerID + ":write"}}}
+		sp.Renewer = writeRenewer
+		sp.Targets = []lease.Target{{Client: rw.client, Keys: []string{rw.name}, Args: []any{ownerID + ":write"}}}
 	}
 	return sp
 }
@@ -400,12 +401,12 @@ func (rw *RWMutex) spec(s side, ownerID string, lease time.Duration) watchdog.Sp
 func (rw *RWMutex) newHold(ctx context.Context, s side, ownerID string, count, token int64, sentAt time.Time, leaseTime time.Duration, traced bool) context.Context {
 	sp := rw.spec(s, ownerID, leaseTime)
 	sp.Token = token
-	lease := hold.Lease(rw.cfg.Watchdog, sp, count > 1, sentAt)
+	ls := hold.Lease(rw.cfg.Watchdog, sp, count > 1, sentAt)
 	release := rw.releaseRead
 	if s == write {
 		release = rw.releaseWrite
 	}
-	return hold.Start(ctx, rw.key(s), &hold.Hold{Owner: ownerID, Token: token, Lease: lease, Telemetry: rw.rel[s], Traced: traced, Scoped: rw.cfg.ScopedHold, Live: &rw.holds}, release)
+	return hold.Start(ctx, rw.key(s), &hold.Hold{Owner: ownerID, Token: token, Lease: ls, Telemetry: rw.rel[s], Traced: traced, Scoped: rw.cfg.ScopedHold, Live: &rw.holds}, release)
 }
 
 func (rw *RWMutex) latch() string {
@@ -416,7 +417,7 @@ func (rw *RWMutex) latch() string {
 // it (0 when it must wait, for ttl) and the token. member marks a waiting
 // writer ("" for none); mode and latch (the acquire latch, with
 // modeLatch) make a second run return the first run's grant.
-func (rw *RWMutex) tryOnce(ctx context.Context, s side, ownerID string, lease time.Duration, member string, mode any, latch string) (count, token int64, ttl time.Duration, err error) {
+func (rw *RWMutex) tryOnce(ctx context.Context, s side, ownerID string, leaseTime time.Duration, member string, mode any, latch string) (count, token int64, ttl time.Duration, err error) {
 	latchKey := rw.name // a key of the slot, unused without a latch
 	if latch != "" {
 		latchKey = latch
@@ -425,11 +426,11 @@ func (rw *RWMutex) tryOnce(ctx context.Context, s side, ownerID string, lease ti
 	if s == read {
 		vals, err = readAcquire.Run(ctx, rw.client,
 			[]string{rw.name, rw.timeoutPrefix(ownerID), rw.waiters, rw.tokenKey, rw.prefix, latchKey},
-			lease.Milliseconds(), ownerID, ownerID+":write", mode, rw.latchLife).Int64Slice()
+			leaseTime.Milliseconds(), ownerID, ownerID+":write", mode, rw.latchLife).Int64Slice()
 	} else {
 		vals, err = writeAcquire.Run(ctx, rw.client,
 			[]string{rw.name, rw.waiters, rw.tokenKey, rw.prefix, latchKey},
-			lease.Milliseconds(), ownerID+":write", ownerID, member, mode, rw.latchLife).Int64Slice()
+			leaseTime.Milliseconds(), ownerID+":write", ownerID, member, mode, rw.latchLife).Int64Slice()
 	}
 	switch {
 	case err != nil:
@@ -527,15 +528,22 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 // Side is one half of an RWMutex as a lock of its own, for APIs that take
 // a Lock/TryLock/Unlock value, such as a redlock member.
 type Side struct {
-	rw    *RWMutex
-	write bool
+	redlockHook // makes the side a redlock.Member
+	rw          *RWMutex
+	write       bool
 }
 
 // ReadLocker returns the read side.
-func (rw *RWMutex) ReadLocker() *Side { return &Side{rw: rw} }
+func (rw *RWMutex) ReadLocker() *Side { return rw.side(false) }
 
 // WriteLocker returns the write side.
-func (rw *RWMutex) WriteLocker() *Side { return &Side{rw: rw, write: true} }
+func (rw *RWMutex) WriteLocker() *Side { return rw.side(true) }
+
+func (rw *RWMutex) side(write bool) *Side {
+	s := &Side{rw: rw, write: write}
+	s.redlockHook = s.redlockNode
+	return s
+}
 
 // Lock takes this side (RLock or Lock).
 func (s *Side) Lock(ctx context.Context) (context.Context, error) {
@@ -564,10 +572,14 @@ func (s *Side) Unlock(ctx context.Context) error {
 // Name is the lock's name.
 func (s *Side) Name() string { return s.rw.name }
 
-// RedlockNode returns this side as a member of a Redlock (package
+// redlockHook is embedded under this name, so that a Side is a
+// redlock.Member without an exported method.
+type redlockHook = member.Hook
+
+// redlockNode returns this side as a member of a Redlock (package
 // redlock). A Redlock writer does not mark itself as waiting.
-func (s *Side) RedlockNode() (member.Node, error) {
-	if s == nil || s.rw == nil {
+func (s *Side) redlockNode() (member.Node, error) {
+	if s.rw == nil {
 		return member.Node{}, errs.Invalid("redlock", primitive, "", "nil rwlock side")
 	}
 	rw := s.rw
@@ -586,19 +598,19 @@ func (s *Side) RedlockNode() (member.Node, error) {
 		Given:   rw.cfg.Given,
 		Key:     rw.key(sd),
 		Reenter: []hold.Key{rw.key(read), rw.key(write)},
-		Try: func(ctx context.Context, ownerID string, lease time.Duration) (bool, int64, time.Duration, error) {
-			count, token, ttl, err := rw.tryOnce(ctx, sd, ownerID, lease, "", modeNone, "")
+		Try: func(ctx context.Context, ownerID string, leaseTime time.Duration) (bool, int64, time.Duration, error) {
+			count, token, ttl, err := rw.tryOnce(ctx, sd, ownerID, leaseTime, "", modeNone, "")
 			return count > 0, token, ttl, err
 		},
 		Release: func(ctx context.Context, ownerID string, timeout time.Duration) (bool, error) {
 			res, err := rw.runRelease(ctx, sd, ownerID, timeout)
 			return res != -1, err
 		},
-		Renewal: func(ownerID string) watchdog.Target {
+		Renewal: func(ownerID string) lease.Target {
 			t := rw.spec(sd, ownerID, rw.cfg.Lease()).Targets[0]
-			t.Kind = renewReadKind
+			t.Renewer = readRenewer
 			if sd == write {
-				t.Kind = renewWriteKind
+				t.Renewer = writeRenewer
 			}
 			return t
 		},

@@ -18,6 +18,7 @@ import (
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/owner"
@@ -68,7 +69,7 @@ func WithHoldScopedToContext() Option { return options.WithHoldScopedToContext()
 func WithNameInMetrics() Option { return options.WithNameInMetrics() }
 
 // WithWatchdog sets the watchdog that renews permits.
-func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog(w) }
+func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog((*lease.Watchdog)(w)) }
 
 //go:embed lua/*.lua
 var luaFS embed.FS
@@ -82,7 +83,7 @@ var (
 	availableScript = scripts.Load(luaFS, "lua/available.lua", state)
 	resizeScript    = scripts.Load(luaFS, "lua/resize.lua", state)
 	withdrawScript  = scripts.Load(luaFS, "lua/withdraw.lua", state)
-	renewKind       = &watchdog.Kind{Name: "semaphore", Script: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 3, ArgsPer: 1}
+	renewer         = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 3, ArgsPer: 1}
 )
 
 // resizedLife is how long a size recorded by Resize outlives the last
@@ -199,7 +200,9 @@ func (s *Semaphore) check(op string, ctx context.Context) error {
 	return nil
 }
 
-func (s *Semaphore) key() hold.Key { return hold.Key{Client: s.client, Kind: primitive, Name: s.name} }
+func (s *Semaphore) key() hold.Key {
+	return hold.Key{Client: s.client, Kind: primitive, Name: s.name}
+}
 
 func (s *Semaphore) mismatch(recorded, mine int64) error {
 	return fmt.Errorf("%w: Redis records size %d, this Semaphore was built with %d", ErrSizeMismatch, recorded, mine)
@@ -233,7 +236,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		ownerID = owner.Mint()
 	}
 	wd := s.cfg.Watchdog
-	lease := s.cfg.Lease()
+	leaseTime := s.cfg.Lease()
 	permitID := owner.RequestID()
 	var sentAt time.Time
 	marked := false
@@ -250,7 +253,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		sentAt = wd.Now()
 		vals, err := acquireScript.Run(ctx, s.client,
 			[]string{s.name, s.permits, s.weights, s.waiters, s.marks, s.channel},
-			size, n, permitID, lease.Milliseconds(), waiterID, s.hub.PublishCommand(), min(lease, maxMarkLife).Milliseconds()).Int64Slice()
+			size, n, permitID, leaseTime.Milliseconds(), waiterID, s.hub.PublishCommand(), min(leaseTime, maxMarkLife).Milliseconds()).Int64Slice()
 		s.resizing.RUnlock()
 		uncertain = err != nil && scripts.MayHaveRun(err)
 		if err != nil {
@@ -277,13 +280,13 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		SpanName: tracing.SpanAcquireSemaphore,
 		Start:    s.spanStart,
 		Owner:    ownerID,
-		Lease:    lease,
+		Lease:    leaseTime,
 		Attrs:    []attribute.KeyValue{tracing.Size.Int64(size), tracing.Permits.Int64(n)},
 		Hub:      s.hub,
 		Channel:  s.channel,
 		Once:     once,
 		Wait:     s.cfg.WaitTimeout,
-		Hold:     lease,
+		Hold:     leaseTime,
 		PassOn:   true,
 		Try:      try,
 		Metrics:  s.metrics,
@@ -297,10 +300,10 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		}
 		return nil, s.wrap(op, err)
 	}
-	l := wd.Start(watchdog.Spec{
-		Kind:      renewKind,
-		Targets:   []watchdog.Target{{Client: s.client, Keys: []string{s.permits, s.name, s.weights}, Args: []any{permitID}}},
-		Timeout:   lease,
+	l := wd.Start(lease.Spec{
+		Renewer:   renewer,
+		Targets:   []lease.Target{{Client: s.client, Keys: []string{s.permits, s.name, s.weights}, Args: []any{permitID}}},
+		Timeout:   leaseTime,
 		Renew:     s.cfg.Renewed(),
 		Name:      s.name,
 		Primitive: primitive,

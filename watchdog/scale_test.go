@@ -516,7 +516,7 @@ func startSampler() *sampler {
 			if n%5 == 0 {
 				buf.Reset()
 				_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)
-				s.maxWD = max(s.maxWD, countStacks(buf.String(), "relock/watchdog.(*Watchdog)"))
+				s.maxWD = max(s.maxWD, countStacks(buf.String(), "relock/internal/lease.(*Watchdog)"))
 			}
 			select {
 			case <-s.stopCh:

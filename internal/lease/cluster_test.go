@@ -89,7 +89,7 @@ func TestClusterBatchesGroupBySlot(t *testing.T) {
 	cc.AddHook(audit)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	require.NoError(t, stringKind.Script.Preload(ctx, cc))
+	require.NoError(t, stringRenewer.Lua.Preload(ctx, cc))
 
 	const n, timeout = 240, 900 * time.Millisecond // renewed every 300 ms
 	w := New(WithBatchSize(8))
@@ -140,7 +140,7 @@ func TestClusterMasterDownSparesOtherMasters(t *testing.T) {
 	cc, servers := redistest.StartCluster(t, 3, redistest.WithArgs("--cluster-require-full-coverage", "no"))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	require.NoError(t, stringKind.Script.Preload(ctx, cc))
+	require.NoError(t, stringRenewer.Lua.Preload(ctx, cc))
 
 	const n, timeout = 60, 1500 * time.Millisecond
 	w := New(WithBatchSize(8))

@@ -17,7 +17,7 @@ import (
 )
 
 // watchdogGoroutines counts the goroutines with a frame of w's methods on
-// their stack (the wheel, a flush, a sender), from a goroutine dump that
+// their stack (the wheel, a flush, a asideQueue), from a goroutine dump that
 // shows the receiver: other tests' watchdogs may still be winding down.
 func watchdogGoroutines(w *Watchdog) int {
 	var buf bytes.Buffer
@@ -59,7 +59,7 @@ func TestOneGoroutineWhileFlushing(t *testing.T) {
 	clk := NewFakeClock(epoch)
 	w := New(WithClock(clk), WithBatchSize(50))
 	w.pipeLeases = 100 // 250 leases: three pipelines of 100, 100, 50
-	require.NoError(t, stringKind.Script.Preload(ctx, rdb))
+	require.NoError(t, stringRenewer.Lua.Preload(ctx, rdb))
 	const n = 250
 	leases := make([]*Lease, n)
 	for i := range leases {
@@ -114,7 +114,7 @@ func TestReplyTimeoutScalesWithTimeToLoss(t *testing.T) {
 	defer l.Stop()
 	var rec lostRecorder
 	l.OnLost(rec.f)
-	require.NoError(t, stringKind.Script.Preload(ctx, rdb))
+	require.NoError(t, stringRenewer.Lua.Preload(ctx, rdb))
 
 	const pause = 700 * time.Millisecond
 	require.NoError(t, admin.ClientPause(ctx, pause).Err())
@@ -139,7 +139,7 @@ func TestLateRoundKeepsPhases(t *testing.T) {
 	w := New(WithClock(clk))
 	const n = 100
 	const timeout = 3 * time.Second // renewed every second
-	require.NoError(t, stringKind.Script.Preload(ctx, rdb))
+	require.NoError(t, stringRenewer.Lua.Preload(ctx, rdb))
 	leases := make([]*Lease, n)
 	for i := range leases {
 		if i > 0 {
@@ -188,7 +188,7 @@ func TestStopFromOnLostWhileFlushing(t *testing.T) {
 	clk := NewFakeClock(epoch)
 	w := New(WithClock(clk), WithBatchSize(10))
 	w.pipeLeases = 10
-	require.NoError(t, stringKind.Script.Preload(ctx, rdb))
+	require.NoError(t, stringRenewer.Lua.Preload(ctx, rdb))
 	const n = 30
 	leases := make([]*Lease, n)
 	for i := range leases {
@@ -229,8 +229,8 @@ func TestStalledServerHandsTheWheelOver(t *testing.T) {
 	slow, fast := srvs[0].Client(t), srvs[1].Client(t)
 	admin := srvs[0].Client(t)
 	ctx := context.Background()
-	require.NoError(t, stringKind.Script.Preload(ctx, slow))
-	require.NoError(t, stringKind.Script.Preload(ctx, fast))
+	require.NoError(t, stringRenewer.Lua.Preload(ctx, slow))
+	require.NoError(t, stringRenewer.Lua.Preload(ctx, fast))
 	w := New()
 	t0 := time.Now()
 	a := hold(t, ctx, w, slow, "a", 3*time.Second, true) // renewed at 1 s
@@ -281,12 +281,12 @@ func turnsSettle(w *Watchdog) bool {
 func TestEventsWithinOneTick(t *testing.T) {
 	_, rdb := redistest.Miniredis(t)
 	ctx := context.Background()
-	require.NoError(t, stringKind.Script.Preload(ctx, rdb))
+	require.NoError(t, stringRenewer.Lua.Preload(ctx, rdb))
 	clk := NewFakeClock(epoch)
 	w := New(WithClock(clk)) // ticks of 10 ms from epoch
 	start := func(key string, timeout time.Duration, renew bool) *Lease {
 		require.NoError(t, rdb.Set(ctx, key, "me", 0).Err())
-		return w.Start(Spec{Kind: stringKind, Targets: []Target{{Client: rdb, Keys: []string{key}, Args: []any{"me"}}},
+		return w.Start(Spec{Renewer: stringRenewer, Targets: []Target{{Client: rdb, Keys: []string{key}, Args: []any{"me"}}},
 			Timeout: timeout, Renew: renew, Name: key, Primitive: "test"}, clk.Now())
 	}
 	// At 2 ms and 5 ms: renewals due at 1.002 s and 1.005 s; fixed leases
@@ -326,7 +326,7 @@ func TestEventsWithinOneTick(t *testing.T) {
 func TestHandoffBoundIgnoresRenewedRounds(t *testing.T) {
 	_, rdb := redistest.Miniredis(t)
 	ctx := context.Background()
-	require.NoError(t, stringKind.Script.Preload(ctx, rdb))
+	require.NoError(t, stringRenewer.Lua.Preload(ctx, rdb))
 	clk := NewFakeClock(epoch)
 	w := New(WithClock(clk))
 	const n = 50

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(redistest.Main(m)) }
 //go:embed testdata/*.lua
 var testFS embed.FS
 
-var stringKind = &Kind{Name: "test", Script: scripts.Load(testFS, "testdata/renew_string.lua"), KeysPer: 1, ArgsPer: 1}
+var stringRenewer = &RenewScript{Lua: scripts.Load(testFS, "testdata/renew_string.lua"), KeysPer: 1, ArgsPer: 1}
 
 var epoch = time.Unix(1_700_000_000, 0)
 
@@ -48,7 +48,7 @@ func hold(t *testing.T, ctx context.Context, w *Watchdog, c redis.UniversalClien
 	t.Helper()
 	sent := w.Now()
 	require.NoError(t, c.Set(ctx, key, "me", timeout).Err())
-	return w.Start(Spec{Kind: stringKind, Targets: []Target{{Client: c, Keys: []string{key}, Args: []any{"me"}}},
+	return w.Start(Spec{Renewer: stringRenewer, Targets: []Target{{Client: c, Keys: []string{key}, Args: []any{"me"}}},
 		Timeout: timeout, Renew: renew, ID: key, Name: key, Primitive: "test"}, sent)
 }
 
@@ -65,7 +65,7 @@ func TestBatchedRenewalOneRoundTripPerTick(t *testing.T) {
 	clk := NewFakeClock(epoch)
 	w := New(WithClock(clk), WithBatchSize(100))
 	const n = 250
-	require.NoError(t, stringKind.Script.Preload(ctx, rdb)) // else the first round also loads it
+	require.NoError(t, stringRenewer.Lua.Preload(ctx, rdb)) // else the first round also loads it
 	leases := make([]*Lease, n)
 	for i := range leases {
 		leases[i] = hold(t, ctx, w, rdb, fmt.Sprintf("k%d", i), 30*time.Second, true)
@@ -193,7 +193,7 @@ func TestStopDoesNotWaitForAStalledReply(t *testing.T) {
 	l := hold(t, ctx, w, rdb, "inflight", 30*time.Second, true)
 	// Block the server so the renewal stays in flight.
 	admin := srv.Client(t)
-	require.NoError(t, stringKind.Script.Preload(ctx, rdb))
+	require.NoError(t, stringRenewer.Lua.Preload(ctx, rdb))
 	require.NoError(t, admin.ClientPause(ctx, 300*time.Millisecond).Err())
 	advance(t, clk, 10*time.Second)
 	require.Eventually(t, func() bool { return w.Stats().RoundTrips == 1 }, 5*time.Second, time.Millisecond)
@@ -257,7 +257,7 @@ func TestClusterOneScriptPerSlot(t *testing.T) {
 	clk := NewFakeClock(epoch)
 	w := New(WithClock(clk))
 	ctx := context.Background()
-	require.NoError(t, stringKind.Script.Preload(ctx, cc))
+	require.NoError(t, stringRenewer.Lua.Preload(ctx, cc))
 	// Keys under three hash tags: three slots, so one script each, in one
 	// pipeline per master.
 	var leases []*Lease

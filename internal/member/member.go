@@ -2,7 +2,9 @@ package member
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -49,4 +51,34 @@ func Addr(client redis.UniversalClient) string {
 		return fmt.Sprint(c.Options().Addrs)
 	}
 	return fmt.Sprintf("%T", client)
+}
+
+// Source is a primitive a Redlock can drive. Its one method is unexported,
+// so only a type that embeds a Hook (this module's primitives, through an
+// unexported alias) has it: redlock.Member is sealed by it.
+type Source interface {
+	redlockNode() (Node, error)
+}
+
+// Hook, embedded in a primitive, makes it a Source: the function returns
+// the primitive as a member. A primitive not made by its constructor has
+// none.
+type Hook func() (Node, error)
+
+func (h Hook) redlockNode() (Node, error) {
+	if h == nil {
+		return Node{}, errNotMade
+	}
+	return h()
+}
+
+var errNotMade = errors.New("not made by its package's New")
+
+// NodeOf returns s as a member. A nil pointer is refused with the reason,
+// not dereferenced.
+func NodeOf(s Source) (Node, error) {
+	if v := reflect.ValueOf(s); s == nil || v.Kind() == reflect.Pointer && v.IsNil() {
+		return Node{}, fmt.Errorf("nil %T", s)
+	}
+	return s.redlockNode()
 }

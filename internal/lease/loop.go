@@ -1,0 +1,122 @@
+package lease
+
+import (
+	"time"
+)
+
+// run is the wheel's goroutine (generation gen); it exits when the wheel
+// has been empty for idleLinger, or after a round whose reply outlived the
+// instant the wheel had to turn again (a new goroutine runs the wheel then).
+func (w *Watchdog) run(gen uint64) {
+	timer := w.clock.NewTimer(time.Hour)
+	timer.Stop() // armed below, at each turn
+	defer timer.Stop()
+	var idle *time.Timer // real time: a fake clock must not see it; made once
+	defer func() {
+		if idle != nil {
+			idle.Stop()
+		}
+	}()
+	for {
+		w.mu.Lock()
+		if w.count == 0 {
+			w.wakeAt = w.clock.Now().Add(idleLinger)
+			w.mu.Unlock()
+			if idle == nil {
+				idle = time.NewTimer(idleLinger)
+			} else {
+				idle.Reset(idleLinger)
+			}
+			select {
+			case <-idle.C:
+			case <-w.kick:
+			}
+			idle.Stop()
+			w.mu.Lock()
+			if w.count == 0 {
+				w.running = false
+				w.mu.Unlock()
+				return
+			}
+			w.mu.Unlock()
+			continue
+		}
+		now := w.clock.Now()
+		w.stats.turns.Add(1)
+		batch, lost := w.advanceLocked(now)
+		empty := w.count == 0
+		sleep := w.nextWakeLocked(now)
+		w.wakeAt = now.Add(sleep)
+		if len(batch) > 0 {
+			w.startFlushLocked(now)
+		}
+		w.mu.Unlock()
+
+		for _, lc := range lost {
+			runLost(lc.cbs, lc.err)
+		}
+		if len(batch) > 0 {
+			w.send(batch, now)
+			if !w.endFlush(gen) {
+				return // handed over: another goroutine runs the wheel
+			}
+		}
+		if empty {
+			continue // to the idle wait
+		}
+		// After a slow round this instant has passed: the timer fires at
+		// once and advanceLocked catches up on the ticks missed.
+		timer.ResetAt(now.Add(sleep))
+		select {
+		case <-timer.C():
+		case <-w.kick:
+			if !timer.Stop() {
+				select {
+				case <-timer.C():
+				default:
+				}
+			}
+		}
+	}
+}
+
+// startFlushLocked arms the handoff for a round the wheel's goroutine is
+// about to send: if the round is not done by the earliest instant the wheel
+// must turn, another goroutine takes the wheel over. The timer runs on real
+// time for the clock's duration (a fake clock has no timer callbacks).
+func (w *Watchdog) startFlushLocked(now time.Time) {
+	w.flushing = true
+	w.flushSeq++
+	seq := w.flushSeq
+	w.handoffAt = w.dueLocked()
+	w.handoff = time.AfterFunc(max(w.handoffAt.Sub(now), 0), func() { w.handOver(seq) })
+}
+
+// endFlush ends the round of the wheel goroutine gen; false if the wheel
+// was handed over meanwhile.
+func (w *Watchdog) endFlush(gen uint64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.gen != gen {
+		return false
+	}
+	w.flushing = false
+	w.handoff.Stop()
+	w.handoff = nil
+	return true
+}
+
+// handOver starts a new wheel goroutine when round seq is still waiting
+// for its reply at the instant the wheel must turn.
+func (w *Watchdog) handOver(seq uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.flushing || w.flushSeq != seq {
+		return
+	}
+	w.flushing = false
+	w.handoff = nil
+	w.gen++
+	w.stats.handoffs.Add(1)
+	go w.run(w.gen)
+}

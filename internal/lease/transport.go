@@ -1,0 +1,344 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/telemetry"
+	"github.com/relock-go/relock/tracing"
+)
+
+var errGone = errors.New("lease key gone")
+
+// tgt is the target r renews.
+func (r renewal) targetOf() *Target { return &r.l.spec.Targets[r.target] }
+
+// send renews a round's batch, whose round started at sentAt. The wheel's
+// goroutine sends it itself: per client the pipelines of one script per
+// (slot, kind) chunk. A round over several clients (the masters of a
+// Redlock) sends the largest share itself and hands each other client's to
+// that client's asideQueue goroutine, so that a stalled master holds back
+// neither the wheel nor the other masters.
+func (w *Watchdog) send(batch []renewal, sentAt time.Time) {
+	c0 := batch[0].targetOf().Client
+	one := true
+	for _, r := range batch[1:] {
+		if r.targetOf().Client != c0 {
+			one = false
+			break
+		}
+	}
+	if one {
+		w.flush(c0, batch, sentAt)
+		return
+	}
+	byClient := map[redis.UniversalClient][]renewal{}
+	for _, r := range batch {
+		c := r.targetOf().Client
+		byClient[c] = append(byClient[c], r)
+	}
+	var inline redis.UniversalClient
+	for c, rs := range byClient {
+		if inline == nil || len(rs) > len(byClient[inline]) {
+			inline = c
+		}
+	}
+	for c, rs := range byClient {
+		if c != inline {
+			w.sendAside(c, rs, sentAt)
+		}
+	}
+	w.flush(inline, byClient[inline], sentAt)
+}
+
+// asideQueue queues renewals for a client whose asideQueue goroutine is busy.
+type asideQueue struct {
+	rs     []renewal
+	sentAt time.Time // start of the earliest round queued
+}
+
+// sendAside flushes rs on c's asideQueue goroutine, started if there is none:
+// at most one goroutine per client, however long its server stalls.
+func (w *Watchdog) sendAside(c redis.UniversalClient, rs []renewal, sentAt time.Time) {
+	w.mu.Lock()
+	if q := w.asideQueues[c]; q != nil {
+		if len(q.rs) == 0 {
+			q.sentAt = sentAt
+		}
+		q.rs = append(q.rs, rs...)
+		w.mu.Unlock()
+		return
+	}
+	if w.asideQueues == nil {
+		w.asideQueues = map[redis.UniversalClient]*asideQueue{}
+	}
+	w.asideQueues[c] = &asideQueue{}
+	w.mu.Unlock()
+	go w.drain(c, rs, sentAt)
+}
+
+func (w *Watchdog) drain(c redis.UniversalClient, rs []renewal, sentAt time.Time) {
+	for {
+		w.flush(c, rs, sentAt)
+		w.mu.Lock()
+		q := w.asideQueues[c]
+		if len(q.rs) == 0 {
+			delete(w.asideQueues, c)
+			w.mu.Unlock()
+			return
+		}
+		rs, sentAt = q.rs, q.sentAt
+		q.rs = nil
+		w.mu.Unlock()
+	}
+}
+
+type scriptGroup struct {
+	kind *RenewScript
+	slot int
+}
+
+// renewScriptCall is one renewal script: leases of one (kind, slot), at most w.batch.
+type renewScriptCall struct {
+	kind *RenewScript
+	rs   []renewal
+	cmd  *redis.Cmd
+}
+
+// flush sends rs, whose round started at sentAt, to c: one script per
+// renewScriptCall, in pipelines of at most w.pipeLeases leases sent one after the
+// other, each with its own reply timeout.
+func (w *Watchdog) flush(c redis.UniversalClient, rs []renewal, sentAt time.Time) {
+	_, cluster := c.(*redis.ClusterClient)
+	var groups [][]renewal
+	var kinds []*RenewScript
+	index := map[scriptGroup]int{}
+	for _, r := range rs {
+		t := r.targetOf()
+		g := scriptGroup{kind: r.l.spec.Renewer}
+		if t.Renewer != nil {
+			g.kind = t.Renewer
+		}
+		if cluster {
+			g.slot = keys.Slot(t.Keys[0])
+		}
+		i, ok := index[g]
+		if !ok {
+			i = len(groups)
+			index[g] = i
+			groups = append(groups, nil)
+			kinds = append(kinds, g.kind)
+		}
+		groups[i] = append(groups[i], r)
+	}
+	var calls []renewScriptCall
+	for i, grs := range groups {
+		for len(grs) > 0 {
+			n := min(len(grs), w.batch)
+			calls = append(calls, renewScriptCall{kind: kinds[i], rs: grs[:n:n]})
+			grs = grs[n:]
+		}
+	}
+	if cc, ok := c.(*redis.ClusterClient); ok && len(calls) > 1 {
+		w.flushNodes(cc, calls, sentAt)
+		return
+	}
+	w.execAll(c, calls, sentAt)
+}
+
+// execAll sends calls in pipelines of at most w.pipeLeases leases, one
+// after the other.
+func (w *Watchdog) execAll(c redis.UniversalClient, calls []renewScriptCall, sentAt time.Time) {
+	for len(calls) > 0 {
+		n, leases := 0, 0
+		for n < len(calls) && (n == 0 || leases+len(calls[n].rs) <= w.pipeLeases) {
+			leases += len(calls[n].rs)
+			n++
+		}
+		w.exec(c, calls[:n], sentAt)
+		calls = calls[n:]
+	}
+}
+
+// flushNodes sends the calls of each master of a cluster as pipelines of
+// their own, the masters concurrently. One cluster pipeline over every
+// master would share one context, and go-redis sets the error of a context
+// that ends while it retries a dead master on every command of the
+// pipeline, the live masters' answered renewals too: one master down would
+// lose every lease of the cluster.
+func (w *Watchdog) flushNodes(cc *redis.ClusterClient, calls []renewScriptCall, sentAt time.Time) {
+	var addrs []string
+	byNode := map[string][]renewScriptCall{}
+	for _, p := range calls {
+		addr := "" // unknown master: sent on its own, and fails on its own
+		if n, err := cc.MasterForKey(context.Background(), p.rs[0].targetOf().Keys[0]); err == nil {
+			addr = n.Options().Addr
+		}
+		if _, ok := byNode[addr]; !ok {
+			addrs = append(addrs, addr)
+		}
+		byNode[addr] = append(byNode[addr], p)
+	}
+	if len(addrs) == 1 {
+		w.execAll(cc, calls, sentAt)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, addr := range addrs[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.execAll(cc, byNode[addr], sentAt)
+		}()
+	}
+	w.execAll(cc, byNode[addrs[0]], sentAt)
+	wg.Wait()
+}
+
+// exec sends one pipeline of calls and records the replies.
+func (w *Watchdog) exec(c redis.UniversalClient, calls []renewScriptCall, sentAt time.Time) {
+	sent := false
+	var span trace.Span
+	spanCtx := context.Background()
+	for attempt := 0; attempt < 2; attempt++ {
+		pipe := c.Pipeline()
+		w.build(pipe, calls)
+		deadline, live, dropped := w.commit(calls)
+		if live == 0 {
+			break
+		}
+		if dropped {
+			pipe = c.Pipeline()
+			w.build(pipe, calls)
+		}
+		// A reply after the earliest loss it carries is of no use; until
+		// then it is worth waiting for (a larger pipeline takes longer).
+		timeout := max(deadline.Sub(w.clock.Now()), minReplyTimeout)
+		if span == nil {
+			spanCtx, span = w.tracer.Start(context.Background(), tracing.SpanWatchdogRenew, w.spanStart...)
+			defer span.End()
+		}
+		ctx, cancel := context.WithTimeout(spanCtx, timeout)
+		w.stats.roundTrips.Add(1)
+		w.stats.scripts.Add(int64(pipe.Len()))
+		_, _ = pipe.Exec(ctx) // per-command errors are read below
+		sent = true
+		noscript := false
+		for _, p := range calls {
+			if p.cmd != nil && scripts.IsNoScript(p.cmd.Err()) {
+				noscript = true
+			}
+		}
+		if noscript {
+			// Loaded, then sent again: not for leases stopped meanwhile,
+			// whose Stop has returned (commit leaves them out).
+			loaded := map[*RenewScript]bool{}
+			for _, p := range calls {
+				if !loaded[p.kind] {
+					loaded[p.kind] = true
+					_ = p.kind.Lua.Preload(ctx, c)
+				}
+			}
+		}
+		cancel()
+		if !noscript {
+			break
+		}
+	}
+	if !sent {
+		return
+	}
+
+	now := w.clock.Now()
+	var lost []lossNotice
+	var leases, renewed, gone, failed int
+	var firstErr error
+	w.mu.Lock()
+	for _, p := range calls {
+		if p.cmd == nil {
+			continue
+		}
+		vals, err := p.cmd.Slice()
+		for i, r := range p.rs {
+			res := errGone
+			switch {
+			case err != nil:
+				res = err
+			case i < len(vals) && vals[i] == int64(1):
+				res = nil
+			}
+			leases++
+			switch {
+			case res == nil:
+				renewed++
+			case res == errGone:
+				gone++
+				w.metrics.Failed(r.l.spec.Primitive, telemetry.Gone, 1)
+			default:
+				failed++
+				if firstErr == nil {
+					firstErr = res
+				}
+				w.metrics.Failed(r.l.spec.Primitive, failureReason(res), 1)
+			}
+			if lc, ok := w.completeLocked(r, res, sentAt, now); ok {
+				lost = append(lost, lc)
+			}
+		}
+	}
+	w.mu.Unlock()
+	if span.IsRecording() {
+		span.SetAttributes(tracing.WatchdogLeases.Int(leases), tracing.WatchdogRenewed.Int(renewed),
+			tracing.WatchdogGone.Int(gone), tracing.WatchdogFailed.Int(failed))
+		if firstErr != nil {
+			span.RecordError(firstErr)
+			span.SetStatus(codes.Error, firstErr.Error())
+		}
+	}
+	for _, lc := range lost {
+		runLost(lc.cbs, lc.err)
+	}
+}
+
+// failureReason classifies a renewal's error: no reply in time, or any
+// other error.
+func failureReason(err error) telemetry.Reason {
+	var nerr net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &nerr) && nerr.Timeout()) {
+		return telemetry.ReplyTimeout
+	}
+	return telemetry.Failed
+}
+
+// build queues one script per non-empty renewScriptCall on p.
+func (w *Watchdog) build(p redis.Pipeliner, calls []renewScriptCall) {
+	lastT, boxed := time.Duration(-1), any(nil) // the lease time, boxed once per pipeline mostly
+	for i := range calls {
+		pt := &calls[i]
+		pt.cmd = nil
+		if len(pt.rs) == 0 {
+			continue
+		}
+		ks := make([]string, 0, len(pt.rs)*pt.kind.KeysPer)
+		args := make([]any, 0, len(pt.rs)*(pt.kind.ArgsPer+1))
+		for _, r := range pt.rs {
+			t := r.targetOf()
+			if to := r.l.spec.Timeout; to != lastT {
+				lastT, boxed = to, to.Milliseconds()
+			}
+			ks = append(ks, t.Keys...)
+			args = append(args, boxed)
+			args = append(args, t.Args...)
+		}
+		pt.cmd = pt.kind.Lua.EvalSha(context.Background(), p, ks, args...)
+	}
+}

@@ -1,0 +1,212 @@
+package lease
+
+import (
+	"time"
+)
+
+func (w *Watchdog) tickOf(t time.Time) int64 {
+	return int64(t.Sub(w.base) / w.tick)
+}
+
+// scheduleLocked puts l in the wheel at its next event.
+func (w *Watchdog) scheduleLocked(l *Lease) {
+	at := l.lossAt
+	if l.spec.Renew && !l.open && l.renewAt.Before(at) {
+		at = l.renewAt
+	}
+	w.placeLocked(l, at)
+}
+
+func (w *Watchdog) placeLocked(l *Lease, at time.Time) {
+	if l.inWheel {
+		// Moved, not removed: the wheel does not empty, so the goroutine
+		// need not hear of it (a re-entry must not wake it).
+		w.removeLocked(l)
+	}
+	t := w.tickOf(at)
+	if t <= w.cursor {
+		t = w.cursor + 1
+	}
+	l.slot = int(t % wheelSlots)
+	w.slots[l.slot][l] = struct{}{}
+	l.inWheel = true
+	l.eventAt = at
+	w.count++
+	due := w.dueOf(l, at)
+	w.noteDueLocked(l, due)
+	if !w.running {
+		w.running = true
+		w.gen++
+		go w.run(w.gen)
+		return
+	}
+	if at.Before(w.wakeAt) {
+		w.kickLocked() // due before the goroutine would wake
+	}
+	if w.flushing {
+		if dueAt := w.base.Add(due); dueAt.Before(w.handoffAt) {
+			// Due before the flushing goroutine would hand the wheel over.
+			w.handoffAt = dueAt
+			w.handoff.Reset(max(dueAt.Sub(w.clock.Now()), 0))
+		}
+	}
+}
+
+// dueOf is the instant (as an offset from base) by which the wheel must
+// turn for l placed at at: at its loss time when at is that (a loss check,
+// a round in flight, a fixed lease), else halfway from the renewal to the
+// loss, which leaves the renewal half its slack for its round trip. It is
+// never later than l's loss time.
+func (w *Watchdog) dueOf(l *Lease, at time.Time) time.Duration {
+	d := at.Sub(w.base)
+	if slack := l.lossAt.Sub(at); slack > 0 {
+		d += slack / 2
+	}
+	return d
+}
+
+// noteDueLocked records in l's slot its due, as dueOf returned.
+func (w *Watchdog) noteDueLocked(l *Lease, due time.Duration) {
+	l.atLoss = !l.eventAt.Before(l.lossAt)
+	if l.atLoss {
+		w.lossN[l.slot]++
+		w.lossDue[l.slot] = min(w.lossDue[l.slot], due)
+	} else {
+		w.renewDue[l.slot] = min(w.renewDue[l.slot], due)
+	}
+}
+
+// removeLocked takes l out of its slot.
+func (w *Watchdog) removeLocked(l *Lease) {
+	delete(w.slots[l.slot], l)
+	l.inWheel = false
+	w.count--
+	if l.atLoss {
+		if w.lossN[l.slot]--; w.lossN[l.slot] == 0 {
+			w.lossDue[l.slot] = noDue
+		}
+	}
+}
+
+// dueLocked is the earliest instant by which the wheel must turn (a lower
+// bound: early, never late).
+func (w *Watchdog) dueLocked() time.Time {
+	m := noDue
+	for i := range w.lossDue {
+		m = min(m, w.lossDue[i], w.renewDue[i])
+	}
+	return w.base.Add(m)
+}
+
+func (w *Watchdog) kickLocked() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (w *Watchdog) unscheduleLocked(l *Lease) {
+	if l.inWheel {
+		w.removeLocked(l)
+		// Let a goroutine asleep for long see the empty wheel (and exit
+		// after idleLinger); one that wakes within idleLinger sees it then.
+		if w.count == 0 && w.running && w.wakeAt.After(w.clock.Now().Add(idleLinger)) {
+			w.kickLocked()
+		}
+	}
+}
+
+type lossNotice struct {
+	cbs []func(error)
+	err error
+}
+
+// renewal is one target of one lease to renew in this round.
+type renewal struct {
+	l      *Lease
+	target int
+	round  int
+}
+
+// advanceLocked processes every tick up to now.
+func (w *Watchdog) advanceLocked(now time.Time) ([]renewal, []lossNotice) {
+	var batch []renewal
+	var lost []lossNotice
+	end := w.tickOf(now)
+	start := w.cursor + 1
+	if end-start >= wheelSlots {
+		start = end - wheelSlots + 1
+	}
+	if end > w.cursor {
+		w.cursor = end // placements below land after the ticks processed here
+	}
+	for t := start; t <= end; t++ {
+		s := t % wheelSlots
+		slot := w.slots[s]
+		// Recomputed from the leases that stay (a later turn of the wheel)
+		// and those placed here meanwhile.
+		w.renewDue[s] = noDue
+		w.lossDue[s] = noDue
+		for l := range slot {
+			if w.tickOf(l.eventAt) > end {
+				if due := w.dueOf(l, l.eventAt); l.atLoss {
+					w.lossDue[s] = min(w.lossDue[s], due)
+				} else {
+					w.renewDue[s] = min(w.renewDue[s], due)
+				}
+				continue // a later turn of the wheel
+			}
+			// A renewal that falls due later in this tick goes in this
+			// tick's round (early by less than a tick, which is safe: one
+			// round per tick); a loss check keeps its instant (next tick).
+			renew := l.spec.Renew && !l.open && l.renewAt.Before(l.lossAt) && w.tickOf(l.renewAt) <= end
+			if l.eventAt.After(now) && !renew {
+				w.placeLocked(l, l.eventAt) // due later in this tick: next tick
+				continue
+			}
+			w.unscheduleLocked(l)
+			switch {
+			case !now.Before(l.lossAt):
+				if cbs := w.loseLocked(l, lossReason(l)); cbs != nil {
+					lost = append(lost, lossNotice{cbs, l.lostErr})
+				}
+			case renew:
+				l.round++
+				l.open = true
+				l.pending = len(l.spec.Targets)
+				l.okN, l.goneN, l.errN = 0, 0, 0
+				for i := range l.spec.Targets {
+					batch = append(batch, renewal{l, i, l.round})
+				}
+				w.placeLocked(l, l.lossAt) // the loss check runs even while in flight
+			default:
+				w.scheduleLocked(l)
+			}
+		}
+	}
+	return batch, lost
+}
+
+// nextWakeLocked returns how long to sleep until the earliest event of the
+// next tick that has one due in this turn of the wheel.
+func (w *Watchdog) nextWakeLocked(now time.Time) time.Duration {
+	for i := int64(1); i <= wheelSlots; i++ {
+		t := w.cursor + i
+		var first time.Time
+		for l := range w.slots[t%wheelSlots] {
+			if w.tickOf(l.eventAt) <= t && (first.IsZero() || l.eventAt.Before(first)) {
+				first = l.eventAt
+			}
+		}
+		if !first.IsZero() {
+			// Not before the tick begins: only then does advanceLocked
+			// take the slot (a lease moved here from the tick before is
+			// due earlier, and waking for it would spin until then).
+			if start := w.base.Add(time.Duration(t) * w.tick); first.Before(start) {
+				first = start
+			}
+			return max(first.Sub(now), 0)
+		}
+	}
+	return time.Duration(wheelSlots) * w.tick
+}
