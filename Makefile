@@ -5,7 +5,7 @@ GO ?= go
 .PHONY: test test-faults soak redis-server bench example bench-scale
 
 # The behaviour suites also run against real redis-server processes
-# (internal/redistest), because miniredis is not Redis. Without the binary
+# (internal/testkit/redistest), because miniredis is not Redis. Without the binary
 # those tests skip locally and fail in CI, so install it when we can.
 redis-server:
 	@if command -v redis-server >/dev/null 2>&1; then \

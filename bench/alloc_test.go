@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/relock-go/relock/internal/redistest"
 )
 
 // BenchmarkUncontended measures one Lock+Unlock pair of each library on its
@@ -16,10 +14,11 @@ import (
 // lists allocs/op side by side. The handles are the harness's own, so the
 // libraries are called exactly as in the table.
 func BenchmarkUncontended(b *testing.B) {
-	srv := redistest.StartServer(b)
-	if srv == nil {
-		return
+	srv, err := launchServer(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
 	}
+	b.Cleanup(srv.Stop)
 	ctx := context.Background()
 	client := func() *redisClient {
 		c := newGoRedis(srv.Addr)

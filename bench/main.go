@@ -21,8 +21,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis/rueidislock"
-
-	"github.com/relock-go/relock/internal/redistest"
 )
 
 type config struct {
@@ -108,7 +106,7 @@ func main() {
 // node is one redis-server and one client per go-redis based library, all
 // with the same options.
 type node struct {
-	srv                       *redistest.Server
+	srv                       *server
 	raw, relock, redsync, bsm *redis.Client
 	sha                       string // compare-and-delete, loaded on raw
 	version                   string
@@ -202,7 +200,7 @@ func run(ctx context.Context, cfg *config) (err error) {
 
 // launch starts one redis-server and its clients.
 func (e *env) launch(ctx context.Context) (*node, error) {
-	srv, err := redistest.Launch(e.dir)
+	srv, err := launchServer(e.dir)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/keys"
-	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
 // TestUnlockRetryDoesNotDecrementTwice replays an unlock with the same

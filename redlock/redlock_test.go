@@ -25,7 +25,7 @@ import (
 
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/member"
-	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/internal/workers"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/redlock"

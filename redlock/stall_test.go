@@ -11,7 +11,7 @@ import (
 
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/member"
-	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/redlock"
 )

@@ -19,7 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/relock-go/relock/internal/owner"
-	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/rwlock"
 	"github.com/relock-go/relock/tracing"
 	"github.com/relock-go/relock/watchdog"

@@ -22,7 +22,7 @@ import (
 	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/notify"
-	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/tracing"
 )
 

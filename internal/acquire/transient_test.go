@@ -18,7 +18,7 @@ import (
 	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/notify"
-	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
 // A wait bound shorter than a round trip bounds only the waiting: the

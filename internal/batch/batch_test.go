@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/relock-go/relock/internal/batch"
-	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/relock-go/relock/internal/errs"
-	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/internal/scripts"
 )
 

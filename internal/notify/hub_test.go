@@ -19,7 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/relock-go/relock/internal/notify"
-	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

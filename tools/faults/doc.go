@@ -6,7 +6,7 @@
 //
 // (`make test-faults`, called by CI). tools is a module of its own, so
 // that toxiproxy and its graph stay out of the library's go.mod. Every test runs real redis-server
-// processes from internal/redistest on loopback ports, so without
+// processes from internal/testkit/redistest on loopback ports, so without
 // redis-server they fail under CI=true and skip loudly elsewhere.
 //
 // The faults, each across the primitives where it applies (lock.Mutex, the

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 )
 

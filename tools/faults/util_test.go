@@ -18,7 +18,7 @@ import (
 
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/options"
-	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/redlock"
 	"github.com/relock-go/relock/rwlock"

@@ -2,7 +2,7 @@
 // while and then checks what it recorded: many goroutines, on two clients
 // (two "processes"), take reentrant locks (re-entering half the time),
 // read and write locks, and semaphore permits on a few dozen names,
-// recording every hold with internal/history. At the end it prints the
+// recording every hold with internal/testkit/history. At the end it prints the
 // acquisitions per second, the p50/p99/max wait, the violations found
 // (overlaps, permits over capacity, fencing tokens out of order: must be
 // 0), the goroutines left once every primitive is done and the clients are
@@ -14,7 +14,7 @@
 //	cd tools && go run ./soak [-duration 60s] [-goroutines 200] [-locks 50] [-addr host:port]
 //
 // Without -addr it starts its own redis-server on loopback
-// (internal/redistest.Launch). With -addr it touches only keys that hold
+// (internal/testkit/redistest.Launch). With -addr it touches only keys that hold
 // this run's id, and flushes nothing. The run is bounded by -duration plus
 // a fixed drain timeout for the last holds, the watchdog and the unlock
 // latches (which expire on their own, twice the unlock timeout).
@@ -36,9 +36,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/history"
+	"github.com/relock-go/relock/internal/testkit/history"
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/rwlock"
 	"github.com/relock-go/relock/semaphore"

@@ -18,7 +18,7 @@ import (
 
 	"github.com/relock-go/relock/cmd/relock/internal/cli"
 	"github.com/relock-go/relock/internal/owner"
-	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/rwlock"
 	"github.com/relock-go/relock/semaphore"

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/relock-go/relock/internal/history"
+	"github.com/relock-go/relock/internal/testkit/history"
 )
 
 // A test records each hold from the client side and checks the record at

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/history"
+	"github.com/relock-go/relock/internal/testkit/history"
 )
 
 // t0 is the origin of the hand-made histories; at(ms) an instant after it.
