@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 )
 

@@ -296,7 +296,7 @@ type attempt struct {
 func (a *attempt) Try(ctx context.Context) (acquire.Result, error) {
 	a.sentAt = a.wd.Now()
 	c, tok, ttl, err := a.m.tryOnce(ctx, a.owner, a.lease, a.mode, a.latch)
-	a.uncertain = err != nil && scripts.MayHaveRun(err)
+	a.uncertain = err != nil && errs.MayHaveRun(err)
 	if err != nil || c == 0 {
 		return acquire.Result{TTL: ttl}, err
 	}

@@ -11,9 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/testkit/history"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/testkit/history"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/redlock"

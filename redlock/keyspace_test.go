@@ -9,8 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/redlock"
 	"github.com/relock-go/relock/rwlock"
 )

@@ -7,8 +7,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/internal/telemetry/telemetrytest"
+	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/redlock"
 	"github.com/relock-go/relock/tracing"

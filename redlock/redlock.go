@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"strings"
 	"time"
 
@@ -491,13 +490,6 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 }
 
 var errWait = errors.New("wait timeout")
-
-// isTimeout: the node did not answer in time (our deadline, or the
-// client's own read/dial timeout).
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
-}
 
 // Remaining returns how long the innermost hold ctx carries may still be
 // counted on (for a Redlock, the validity left as the watchdog counts it); see lock.Remaining.

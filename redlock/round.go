@@ -11,8 +11,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/scripts"
 )
 
 // A round is one attempt on every member under one member owner id. A
@@ -130,7 +130,7 @@ func (l *Lock) tryAll(ctx context.Context, r *round, lease time.Duration) []outc
 			ok, token, ttl, err := node.Try(nctx, r.id, lease)
 			if claimed[i].CompareAndSwap(false, true) {
 				results <- result{i, ok, token, ttl, err}
-			} else if ok || (!r.reentry && err != nil && scripts.MayHaveRun(err)) {
+			} else if ok || (!r.reentry && err != nil && errs.MayHaveRun(err)) {
 				_, _ = node.Release(giveBackCtx, r.id, l.cfg.UnlockTimeout)
 			}
 			if running.Add(-1) == 0 {
@@ -153,7 +153,7 @@ func (l *Lock) tryAll(ctx context.Context, r *round, lease time.Duration) []outc
 			ne.Outcome = OutcomePending
 		case res.err == nil:
 			ne.Outcome = OutcomeHeld
-		case isTimeout(res.err) || nctx.Err() != nil:
+		case errs.Timeout(res.err) || nctx.Err() != nil:
 			ne.Outcome, ne.Err = OutcomeTimeout, res.err
 		default:
 			ne.Outcome, ne.Err = OutcomeError, res.err
@@ -250,7 +250,7 @@ func mayHold(outs []outcome) []bool {
 		if o.acquired || o.behind || o.err == nil || o.err.Outcome == OutcomeHeld {
 			continue
 		}
-		if o.err.Err != nil && !scripts.MayHaveRun(o.err.Err) {
+		if o.err.Err != nil && !errs.MayHaveRun(o.err.Err) {
 			continue
 		}
 		if which == nil {

@@ -300,7 +300,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 			member = ownerID // only the head of the local queue marks
 		}
 		c, tok, ttl, err := rw.tryOnce(ctx, s, ownerID, leaseTime, member, mode, latch)
-		uncertain = err != nil && scripts.MayHaveRun(err)
+		uncertain = err != nil && errs.MayHaveRun(err)
 		if err != nil || c == 0 {
 			marked = marked || member != ""
 			return acquire.Result{TTL: ttl}, err

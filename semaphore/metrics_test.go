@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/internal/telemetry/telemetrytest"
+	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/semaphore"
 	"github.com/relock-go/relock/tracing"
 )

@@ -255,7 +255,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 			[]string{s.name, s.permits, s.weights, s.waiters, s.marks, s.channel},
 			size, n, permitID, leaseTime.Milliseconds(), waiterID, s.hub.PublishCommand(), min(leaseTime, maxMarkLife).Milliseconds()).Int64Slice()
 		s.resizing.RUnlock()
-		uncertain = err != nil && scripts.MayHaveRun(err)
+		uncertain = err != nil && errs.MayHaveRun(err)
 		if err != nil {
 			return acquire.Result{}, err
 		}

@@ -4,11 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -246,7 +242,7 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 		// contact with Redis: its error is returned at once, as a first
 		// try's is. A closed pub/sub connection is made anew by the next
 		// Join; a closed client shows in the try below.
-		if !tried || !(Transient(err) || errors.Is(err, redis.ErrClosed)) {
+		if !tried || !(errs.Transient(err) || errors.Is(err, redis.ErrClosed)) {
 			return attempts, err
 		}
 		lastErr = err
@@ -266,7 +262,7 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 				lastErr = nil
 			case done() != nil:
 				return attempts, done()
-			case !Transient(err):
+			case !errs.Transient(err):
 				return attempts, err
 			default:
 				lastErr = err
@@ -331,7 +327,7 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 				}
 			case done() != nil:
 				return attempts, done()
-			case !Transient(err):
+			case !errs.Transient(err):
 				// Redis refused the try (a script error, a bad argument):
 				// it would fail again, so the acquire ends with it. (A try
 				// made here first, after queueing behind local waiters,
@@ -405,45 +401,4 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// Transient reports whether err may pass with time, so that a waiter
-// keeps waiting through it rather than giving up: the network (a dial
-// error, a reset or closed connection, a timeout), a Redis that is
-// loading, failing over or resharding (LOADING, READONLY, MASTERDOWN,
-// CLUSTERDOWN, TRYAGAIN), busy with a script (BUSY) or out of
-// connections. Not transient: an invalid argument, an error Redis replied
-// for the script (those would recur), a closed client, a context's end.
-func Transient(err error) bool {
-	switch {
-	case err == nil,
-		errors.Is(err, errs.ErrInvalidArgument),
-		errors.Is(err, redis.ErrClosed),
-		errors.Is(err, context.Canceled):
-		return false
-	}
-	var rerr redis.Error
-	if errors.As(err, &rerr) {
-		msg := strings.TrimPrefix(rerr.Error(), "ERR ")
-		for _, p := range transientReplies {
-			if strings.HasPrefix(msg, p) {
-				return true
-			}
-		}
-		return false
-	}
-	var nerr net.Error
-	return errors.As(err, &nerr) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) ||
-		// A per-call timeout of the try (the caller's own deadline is
-		// checked before this is asked).
-		errors.Is(err, context.DeadlineExceeded)
-}
-
-// transientReplies are the prefixes of Redis error replies that pass.
-var transientReplies = []string{
-	"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY ", "max number of clients",
 }

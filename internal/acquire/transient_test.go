@@ -2,16 +2,13 @@ package acquire_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -192,43 +189,3 @@ type redisError string
 
 func (e redisError) Error() string { return string(e) }
 func (redisError) RedisError()     {}
-
-func TestTransient(t *testing.T) {
-	t.Parallel()
-	var _ redis.Error = redisError("")
-	for _, c := range []struct {
-		err  error
-		want bool
-	}{
-		{refused(), true},
-		{fmt.Errorf("wrapped: %w", refused()), true},
-		{&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, true},
-		{syscall.ECONNREFUSED, true},
-		{syscall.EPIPE, true},
-		{io.EOF, true},
-		{io.ErrUnexpectedEOF, true},
-		{redis.ErrPoolTimeout, true},
-		{context.DeadlineExceeded, true}, // a per-call timeout: the caller's own end is checked first
-		{redisError("LOADING Redis is loading the dataset in memory"), true},
-		{redisError("READONLY You can't write against a read only replica."), true},
-		{redisError("MASTERDOWN Link with MASTER is down"), true},
-		{redisError("CLUSTERDOWN The cluster is down"), true},
-		{redisError("TRYAGAIN Multiple keys request during rehashing of slot"), true},
-		{redisError("BUSY Redis is busy running a script."), true},
-		{redisError("ERR max number of clients reached"), true},
-
-		{nil, false},
-		{errors.New("boom"), false},
-		{redisError("ERR user_script:1: Script attempted to access nonexistent global variable"), false},
-		{redisError("NOSCRIPT No matching script. Please use EVAL."), false},
-		{redisError("NOPERM this user has no permissions to access the channel"), false},
-		{redisError("BUSYGROUP Consumer Group name already exists"), false},
-		{errs.Invalid("lock", "lock", "x", "bad"), false},
-		{redis.ErrClosed, false},
-		{context.Canceled, false},
-		{errs.ErrNotAcquired, false},
-		{redis.Nil, false},
-	} {
-		assert.Equal(t, c.want, acquire.Transient(c.err), "%v", c.err)
-	}
-}

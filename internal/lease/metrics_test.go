@@ -16,9 +16,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/internal/telemetry/telemetrytest"
+	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/tracing"
 )
 

@@ -3,7 +3,6 @@ package lease
 import (
 	"context"
 	"errors"
-	"net"
 	"sync"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
@@ -309,11 +309,10 @@ func (w *Watchdog) exec(c redis.UniversalClient, calls []renewScriptCall, sentAt
 	}
 }
 
-// failureReason classifies a renewal's error: no reply in time, or any
-// other error.
+// failureReason classifies a renewal's error for the metrics: no reply in
+// time, or any other error.
 func failureReason(err error) telemetry.Reason {
-	var nerr net.Error
-	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &nerr) && nerr.Timeout()) {
+	if errs.Timeout(err) {
 		return telemetry.ReplyTimeout
 	}
 	return telemetry.Failed

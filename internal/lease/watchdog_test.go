@@ -14,8 +14,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/relock-go/relock/internal/errs"
-	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(redistest.Main(m)) }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/batch"
+	"github.com/relock-go/relock/internal/errs"
 )
 
 // Script is one Lua script.
@@ -170,7 +170,7 @@ func (s *Script) CallRetried(ctx context.Context, c redis.UniversalClient, timeo
 func retry(ctx context.Context, timeout time.Duration, send func(context.Context) *redis.Cmd) (*redis.Cmd, bool) {
 	ctx = context.WithoutCancel(ctx)
 	cmd := send(ctx)
-	if err := cmd.Err(); err == nil || !retryable(err) {
+	if err := cmd.Err(); err == nil || !errs.Resend(err) {
 		return cmd, false
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -183,7 +183,7 @@ func retry(ctx context.Context, timeout time.Duration, send func(context.Context
 		case <-time.After(backoff):
 		}
 		cmd = send(ctx)
-		if err := cmd.Err(); err == nil || !retryable(err) {
+		if err := cmd.Err(); err == nil || !errs.Resend(err) {
 			return cmd, true
 		}
 		backoff = min(2*backoff, 200*time.Millisecond)
@@ -192,29 +192,3 @@ func retry(ctx context.Context, timeout time.Duration, send func(context.Context
 
 // retryable: the reply may be lost (network, timeout) but Redis did not
 // refuse the command.
-// MayHaveRun reports whether a call that failed with err may still have
-// run its script on the server: the command may have been sent before the
-// connection broke, a read timed out or the context ended. Not so for a
-// reply of Redis (the script failed, or never ran), a dial that failed,
-// an exhausted pool or a closed client: nothing was sent then.
-func MayHaveRun(err error) bool {
-	var rerr redis.Error
-	var oerr *net.OpError
-	switch {
-	case err == nil, errors.As(err, &rerr), errors.Is(err, redis.Nil),
-		errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout),
-		errors.Is(err, redis.ErrPoolExhausted):
-		return false
-	case errors.As(err, &oerr) && oerr.Op == "dial":
-		return false
-	}
-	return true
-}
-
-func retryable(err error) bool {
-	var rerr redis.Error
-	if errors.As(err, &rerr) || errors.Is(err, redis.Nil) {
-		return false
-	}
-	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
-}

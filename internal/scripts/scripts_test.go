@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

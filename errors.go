@@ -1,0 +1,48 @@
+package relock
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The sentinel errors, the same values in every package of this module
+// (lock.ErrNotHeld == relock.ErrNotHeld), so that errors.Is works whatever
+// primitive returned the error.
+var (
+	// ErrNotAcquired: the lock is held by another owner (TryLock) or the
+	// wait bound passed before it was free.
+	ErrNotAcquired = errors.New("not acquired")
+	// ErrNotHeld: the context's owner does not hold the lock.
+	ErrNotHeld = errors.New("not held")
+	// ErrLockLost: the hold ended without an unlock (lease lapsed, key
+	// deleted, Redis lost it); the holder must stop acting on it.
+	ErrLockLost = errors.New("lock lost")
+	// ErrInvalidArgument: bad input; nothing was written to Redis.
+	ErrInvalidArgument = errors.New("invalid argument")
+)
+
+// Error is the type of every error the primitives return: it names the
+// operation and the lock, and wraps the reason (a sentinel above, a Redis
+// or network error), so that errors.Is finds the sentinel and errors.As
+// finds the Error.
+type Error struct {
+	Op        string // "lock", "unlock", "renew", ...
+	Primitive string // "lock", "rwlock", "semaphore", "redlock", ...
+	Name      string // the lock name
+	Err       error  // the reason
+}
+
+// Error reads "relock: <op> <primitive> \"<name>\": <reason>".
+func (e *Error) Error() string {
+	kind := e.Primitive
+	if kind == "" {
+		kind = "lock"
+	}
+	if e.Op == kind { // "relock: lock "x"", not "relock: lock lock "x""
+		return fmt.Sprintf("relock: %s %q: %v", kind, e.Name, e.Err)
+	}
+	return fmt.Sprintf("relock: %s %s %q: %v", e.Op, kind, e.Name, e.Err)
+}
+
+// Unwrap returns the reason, so errors.Is finds the sentinel in it.
+func (e *Error) Unwrap() error { return e.Err }

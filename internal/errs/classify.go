@@ -1,0 +1,94 @@
+package errs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The classifiers below are the one place that decides what an error from
+// Redis or the network means for a lock: whether to wait through it, whether
+// the script may have run, whether to send again.
+
+// Transient reports whether err may pass with time, so that a waiter
+// keeps waiting through it rather than giving up: the network (a dial
+// error, a reset or closed connection, a timeout), a Redis that is
+// loading, failing over or resharding (LOADING, READONLY, MASTERDOWN,
+// CLUSTERDOWN, TRYAGAIN), busy with a script (BUSY) or out of
+// connections. Not transient: an invalid argument, an error Redis replied
+// for the script (those would recur), a closed client, a context's end.
+func Transient(err error) bool {
+	switch {
+	case err == nil,
+		errors.Is(err, ErrInvalidArgument),
+		errors.Is(err, redis.ErrClosed),
+		errors.Is(err, context.Canceled):
+		return false
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		msg := strings.TrimPrefix(rerr.Error(), "ERR ")
+		for _, p := range transientReplies {
+			if strings.HasPrefix(msg, p) {
+				return true
+			}
+		}
+		return false
+	}
+	var nerr net.Error
+	return errors.As(err, &nerr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) ||
+		// A per-call timeout of the try (the caller's own deadline is
+		// checked before this is asked).
+		errors.Is(err, context.DeadlineExceeded)
+}
+
+// transientReplies are the prefixes of Redis error replies that pass.
+var transientReplies = []string{
+	"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY ", "max number of clients",
+}
+
+// MayHaveRun reports whether a call that failed with err may still have
+// run its script on the server: the command may have been sent before the
+// connection broke, a read timed out or the context ended. Not so for a
+// reply of Redis (the script failed, or never ran), a dial that failed,
+// an exhausted pool or a closed client: nothing was sent then.
+func MayHaveRun(err error) bool {
+	var rerr redis.Error
+	var oerr *net.OpError
+	switch {
+	case err == nil, errors.As(err, &rerr), errors.Is(err, redis.Nil),
+		errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout),
+		errors.Is(err, redis.ErrPoolExhausted):
+		return false
+	case errors.As(err, &oerr) && oerr.Op == "dial":
+		return false
+	}
+	return true
+}
+
+// Resend reports whether a call that failed with err is worth sending
+// again within its own time bound (a release, a give-back): not a reply of
+// Redis, which would recur, nor the end of the call's context.
+func Resend(err error) bool {
+	var rerr redis.Error
+	if errors.As(err, &rerr) || errors.Is(err, redis.Nil) {
+		return false
+	}
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// Timeout reports whether err is a reply that did not come in time (a
+// context deadline or a network timeout), as opposed to any other failure.
+func Timeout(err error) bool {
+	var nerr net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &nerr) && nerr.Timeout())
+}

@@ -1,0 +1,84 @@
+package errs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/relock-go/relock/internal/errs"
+	"github.com/stretchr/testify/assert"
+)
+
+func TestTransient(t *testing.T) {
+	t.Parallel()
+	var _ redis.Error = redisError("")
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{refused(), true},
+		{fmt.Errorf("wrapped: %w", refused()), true},
+		{&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, true},
+		{syscall.ECONNREFUSED, true},
+		{syscall.EPIPE, true},
+		{io.EOF, true},
+		{io.ErrUnexpectedEOF, true},
+		{redis.ErrPoolTimeout, true},
+		{context.DeadlineExceeded, true}, // a per-call timeout: the caller's own end is checked first
+		{redisError("LOADING Redis is loading the dataset in memory"), true},
+		{redisError("READONLY You can't write against a read only replica."), true},
+		{redisError("MASTERDOWN Link with MASTER is down"), true},
+		{redisError("CLUSTERDOWN The cluster is down"), true},
+		{redisError("TRYAGAIN Multiple keys request during rehashing of slot"), true},
+		{redisError("BUSY Redis is busy running a script."), true},
+		{redisError("ERR max number of clients reached"), true},
+
+		{nil, false},
+		{errors.New("boom"), false},
+		{redisError("ERR user_script:1: Script attempted to access nonexistent global variable"), false},
+		{redisError("NOSCRIPT No matching script. Please use EVAL."), false},
+		{redisError("NOPERM this user has no permissions to access the channel"), false},
+		{redisError("BUSYGROUP Consumer Group name already exists"), false},
+		{errs.Invalid("lock", "lock", "x", "bad"), false},
+		{redis.ErrClosed, false},
+		{context.Canceled, false},
+		{errs.ErrNotAcquired, false},
+		{redis.Nil, false},
+	} {
+		assert.Equal(t, c.want, errs.Transient(c.err), "%v", c.err)
+	}
+}
+
+// redisError is an error reply as go-redis returns it.
+type redisError string
+
+func (e redisError) Error() string { return string(e) }
+func (redisError) RedisError()     {}
+
+func TestMayHaveRunResendTimeout(t *testing.T) {
+	for _, c := range []struct {
+		err                          error
+		mayHaveRun, resend, timedOut bool
+	}{
+		{redisError("ERR boom"), false, false, false},
+		{redis.ErrClosed, false, true, false},
+		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, false, true, false},
+		{&net.OpError{Op: "read", Err: syscall.ECONNRESET}, true, true, false},
+		{context.DeadlineExceeded, true, false, true},
+		{context.Canceled, true, false, false},
+		{io.EOF, true, true, false},
+	} {
+		assert.Equal(t, c.mayHaveRun, errs.MayHaveRun(c.err), "MayHaveRun(%v)", c.err)
+		assert.Equal(t, c.resend, errs.Resend(c.err), "Resend(%v)", c.err)
+		assert.Equal(t, c.timedOut, errs.Timeout(c.err), "Timeout(%v)", c.err)
+	}
+}
+
+func refused() error {
+	return &net.OpError{Op: "dial", Net: "tcp", Err: &net.AddrError{Err: "connect: connection refused"}}
+}
