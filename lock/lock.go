@@ -243,25 +243,25 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Cont
 		a.latch = owner.RequestKey(m.acquireLatchPrefix)
 	}
 	req := acquire.Request{
-		Tracer:   m.tracer,
-		SpanName: tracing.SpanAcquireLock,
-		Start:    m.spanStart,
-		Owner:    ownerID,
-		Lease:    a.lease,
-		Hub:      m.hub,
-		Channel:  m.channel,
-		Direct:   existing != nil,
-		Once:     once,
-		Wait:     m.cfg.WaitTimeout,
-		Hold:     m.cfg.Lease(),
-		Attempt:  a,
-		Metrics:  m.metrics,
+		Tracer:    m.tracer,
+		SpanName:  tracing.SpanAcquireLock,
+		Start:     m.spanStart,
+		Owner:     ownerID,
+		Lease:     a.lease,
+		Hub:       m.hub,
+		Channel:   m.channel,
+		Direct:    existing != nil,
+		Once:      once,
+		Wait:      m.cfg.WaitTimeout,
+		LeaseTime: m.cfg.Lease(),
+		Attempt:   a,
+		Metrics:   m.metrics,
 	}
 	if existing == nil && !once {
 		a.ctx = ctx
 		req.HandOff = a
 	}
-	traced, err := acquire.DoTraced(ctx, req)
+	traced, err := acquire.Do(ctx, req)
 	if err != nil {
 		if a.uncertain {
 			m.giveBack(ctx, a)
@@ -308,22 +308,14 @@ func (a *attempt) Try(ctx context.Context) (acquire.Result, error) {
 }
 
 // Granted takes the lock a local release handed over.
-func (a *attempt) Granted(g any) {
-	given := g.(*grant)
-	a.count, a.token, a.sentAt = 1, given.token, given.sentAt
+func (a *attempt) Granted(g notify.Grant) {
+	a.count, a.token, a.sentAt = 1, g.Token, g.SentAt
 }
 
 // Discard gives back a lock handed over as the acquire gave up (to the
 // next waiter, if any), bounded by the unlock timeout.
-func (a *attempt) Discard(any) {
+func (a *attempt) Discard(notify.Grant) {
 	_, _ = a.m.releaseLast(context.WithoutCancel(a.ctx), a.owner, a.lease, a.m.cfg.UnlockTimeout, true, nil)
-}
-
-// grant is what a hand-off gives the waiter: its fencing token, and when
-// the script that took the lock for it was sent (on the waiter's clock).
-type grant struct {
-	token  int64
-	sentAt time.Time
 }
 
 // FencingToken returns the fencing token of the hold that returned ctx (or
@@ -399,7 +391,7 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 	var res int64
 	var err error
 	var w *notify.Waiter
-	var c any
+	var c notify.Claimant
 	yield := false
 	if passOn {
 		w, c, yield = m.hub.Reserve(m.channel)
@@ -407,10 +399,10 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 	if w != nil {
 		res, err = m.runTransfer(ctx, w, c.(*attempt), ownerID)
 	} else {
-		cmd, retried := unlockLastScript.CallRetried(ctx, m.client, timeout, 2,
+		reply := unlockLastScript.CallRetrying(ctx, m.client, timeout, 2,
 			m.nameArg, m.channelArg, unlockMessage, ownerID, m.publishArg)
-		res, err = cmd.Int64()
-		if err == nil && res == -1 && retried && (held == nil || !held.Lapsed()) {
+		res, err = reply.Int64()
+		if err == nil && res == -1 && reply.Retried && (held == nil || !held.Lapsed()) {
 			// The field is gone and an earlier attempt's reply was lost:
 			// that attempt released it (the lease could not have lapsed).
 			res = 1
@@ -465,8 +457,7 @@ func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout ti
 	if timeout != m.cfg.UnlockTimeout {
 		latchArg = options.LatchLife(timeout)
 	}
-	res, err := unlockScript.RunRetrying(ctx, m.client, timeout, []string{m.name, m.channel, latch},
-		unlockMessage, m.msArg(lease), ownerID, m.publishArg, latchArg).Int64()
+	res, err := unlockScript.CallRetrying(ctx, m.client, timeout, 3, m.name, m.channel, latch, unlockMessage, m.msArg(lease), ownerID, m.publishArg, latchArg).Int64()
 	if err == nil && res == 1 {
 		m.hub.Release(m.channel)
 	}
@@ -478,9 +469,8 @@ func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout ti
 // more counts held (nothing done).
 func (m *Mutex) runTransfer(ctx context.Context, w *notify.Waiter, next *attempt, ownerID string) (int64, error) {
 	sentAt := next.wd.Now()
-	cmd, _ := transferScript.CallRetried(ctx, m.client, m.cfg.UnlockTimeout, 2,
-		m.nameArg, m.tokenArg, ownerID, next.owner, next.m.msArg(next.lease))
-	vals, err := cmd.Int64Slice()
+	vals, err := transferScript.CallRetrying(ctx, m.client, m.cfg.UnlockTimeout, 2,
+		m.nameArg, m.tokenArg, ownerID, next.owner, next.m.msArg(next.lease)).Int64Slice()
 	switch {
 	case err != nil:
 		w.Refuse()
@@ -489,7 +479,7 @@ func (m *Mutex) runTransfer(ctx context.Context, w *notify.Waiter, next *attempt
 		w.Refuse()
 		return 0, fmt.Errorf("unexpected reply %v", vals)
 	case vals[0] == 1:
-		w.Grant(&grant{token: vals[1], sentAt: sentAt})
+		w.Grant(notify.Grant{Token: vals[1], SentAt: sentAt})
 		return 1, nil
 	}
 	w.Refuse()
@@ -514,7 +504,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	held := lease.Held(m.cfg.Watchdog, m.client, primitive, m.name)
-	n, err := forceUnlockScript.Run(ctx, m.client, []string{m.name, m.channel}, unlockMessage, m.hub.PublishCommand()).Int64()
+	n, err := forceUnlockScript.Call(ctx, m.client, 2, m.name, m.channel, unlockMessage, m.hub.PublishCommand()).Int64()
 	if err != nil {
 		return false, m.wrap("forceunlock", err)
 	}

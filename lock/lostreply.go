@@ -28,8 +28,7 @@ func (m *Mutex) giveBack(ctx context.Context, a *attempt) {
 	timeout := m.cfg.UnlockTimeout
 	go func() {
 		if a.latch != "" {
-			n, err := giveBackScript.RunRetrying(ctx, m.client, timeout, []string{m.name, a.latch, m.channel},
-				a.owner, unlockMessage, m.publishArg).Int64()
+			n, err := giveBackScript.CallRetrying(ctx, m.client, timeout, 3, m.name, a.latch, m.channel, a.owner, unlockMessage, m.publishArg).Int64()
 			if err == nil && n == 1 {
 				m.hub.Release(m.channel)
 			}

@@ -23,7 +23,7 @@ func (rw *RWMutex) giveBack(ctx context.Context, s side, ownerID, latch string) 
 	timeout := rw.cfg.UnlockTimeout
 	go func() {
 		if latch != "" {
-			n, err := giveBack.RunRetrying(ctx, rw.client, timeout, []string{latch}).Int64()
+			n, err := giveBack.CallRetrying(ctx, rw.client, timeout, 1, latch).Int64()
 			if err != nil || n == 0 {
 				return
 			}

@@ -316,7 +316,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 	if s == write {
 		spanName = tracing.SpanAcquireWriteLock
 	}
-	traced, err := acquire.DoTraced(ctx, acquire.Request{
+	traced, err := acquire.Do(ctx, acquire.Request{
 		Tracer:   rw.tracer,
 		SpanName: spanName,
 		Start:    rw.spanStart[s],
@@ -327,12 +327,12 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 		Shared:   s == read,
 		// A re-entry must not queue behind waiters that wait for this very
 		// owner; nor may the writer's own read.
-		Direct:  (s == read && (holdsRead || holdsWrite)) || (s == write && holdsWrite),
-		Once:    once,
-		Wait:    rw.cfg.WaitTimeout,
-		Hold:    leaseTime,
-		Try:     try,
-		Metrics: rw.metrics[s],
+		Direct:    (s == read && (holdsRead || holdsWrite)) || (s == write && holdsWrite),
+		Once:      once,
+		Wait:      rw.cfg.WaitTimeout,
+		LeaseTime: leaseTime,
+		Attempt:   acquire.TryFunc(try),
+		Metrics:   rw.metrics[s],
 	})
 	if err != nil {
 		if marked {
@@ -377,7 +377,7 @@ const withdrawBound = 250 * time.Millisecond
 func (rw *RWMutex) withdrawMark(ctx context.Context, ownerID string) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(rw.cfg.UnlockTimeout, withdrawBound))
 	defer cancel()
-	_ = withdraw.Run(wctx, rw.client, []string{rw.waiters, rw.channel}, ownerID, rw.hub.PublishCommand()).Err()
+	_ = withdraw.Call(wctx, rw.client, 2, rw.waiters, rw.channel, ownerID, rw.hub.PublishCommand()).Err()
 }
 
 func (rw *RWMutex) spec(s side, ownerID string, leaseTime time.Duration) lease.Spec {
@@ -424,13 +424,9 @@ func (rw *RWMutex) tryOnce(ctx context.Context, s side, ownerID string, leaseTim
 	}
 	var vals []int64
 	if s == read {
-		vals, err = readAcquire.Run(ctx, rw.client,
-			[]string{rw.name, rw.timeoutPrefix(ownerID), rw.waiters, rw.tokenKey, rw.prefix, latchKey},
-			leaseTime.Milliseconds(), ownerID, ownerID+":write", mode, rw.latchLife).Int64Slice()
+		vals, err = readAcquire.Call(ctx, rw.client, 6, rw.name, rw.timeoutPrefix(ownerID), rw.waiters, rw.tokenKey, rw.prefix, latchKey, leaseTime.Milliseconds(), ownerID, ownerID+":write", mode, rw.latchLife).Int64Slice()
 	} else {
-		vals, err = writeAcquire.Run(ctx, rw.client,
-			[]string{rw.name, rw.waiters, rw.tokenKey, rw.prefix, latchKey},
-			leaseTime.Milliseconds(), ownerID+":write", ownerID, member, mode, rw.latchLife).Int64Slice()
+		vals, err = writeAcquire.Call(ctx, rw.client, 5, rw.name, rw.waiters, rw.tokenKey, rw.prefix, latchKey, leaseTime.Milliseconds(), ownerID+":write", ownerID, member, mode, rw.latchLife).Int64Slice()
 	}
 	switch {
 	case err != nil:
@@ -452,13 +448,9 @@ func (rw *RWMutex) runRelease(ctx context.Context, s side, ownerID string, timeo
 	var res int64
 	var err error
 	if s == read {
-		res, err = readRelease.RunRetrying(ctx, rw.client, timeout,
-			[]string{rw.name, rw.channel, rw.timeoutPrefix(ownerID), rw.prefix, rw.latch()},
-			ownerID, rw.hub.PublishCommand(), options.LatchLife(timeout)).Int64()
+		res, err = readRelease.CallRetrying(ctx, rw.client, timeout, 5, rw.name, rw.channel, rw.timeoutPrefix(ownerID), rw.prefix, rw.latch(), ownerID, rw.hub.PublishCommand(), options.LatchLife(timeout)).Int64()
 	} else {
-		res, err = writeRelease.RunRetrying(ctx, rw.client, timeout,
-			[]string{rw.name, rw.channel, rw.latch()},
-			ownerID+":write", rw.hub.PublishCommand(), options.LatchLife(timeout)).Int64()
+		res, err = writeRelease.CallRetrying(ctx, rw.client, timeout, 3, rw.name, rw.channel, rw.latch(), ownerID+":write", rw.hub.PublishCommand(), options.LatchLife(timeout)).Int64()
 	}
 	if err == nil && res == 1 {
 		rw.hub.Release(rw.channel)
@@ -505,9 +497,7 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 	}
 	wd := rw.cfg.Watchdog
 	sentAt := wd.Now()
-	vals, err := downgrade.Run(context.WithoutCancel(ctx), rw.client,
-		[]string{rw.name, rw.channel, rw.timeoutPrefix(wh.Owner), rw.tokenKey},
-		rw.cfg.Lease().Milliseconds(), wh.Owner, wh.Owner+":write", rw.hub.PublishCommand()).Int64Slice()
+	vals, err := downgrade.Call(context.WithoutCancel(ctx), rw.client, 4, rw.name, rw.channel, rw.timeoutPrefix(wh.Owner), rw.tokenKey, rw.cfg.Lease().Milliseconds(), wh.Owner, wh.Owner+":write", rw.hub.PublishCommand()).Int64Slice()
 	if err == nil && len(vals) != 2 {
 		err = fmt.Errorf("unexpected reply %v", vals)
 	}

@@ -251,9 +251,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		s.resizing.RLock()
 		size := s.size.Load() // a Resize of this Semaphore during the wait counts
 		sentAt = wd.Now()
-		vals, err := acquireScript.Run(ctx, s.client,
-			[]string{s.name, s.permits, s.weights, s.waiters, s.marks, s.channel},
-			size, n, permitID, leaseTime.Milliseconds(), waiterID, s.hub.PublishCommand(), min(leaseTime, maxMarkLife).Milliseconds()).Int64Slice()
+		vals, err := acquireScript.Call(ctx, s.client, 6, s.name, s.permits, s.weights, s.waiters, s.marks, s.channel, size, n, permitID, leaseTime.Milliseconds(), waiterID, s.hub.PublishCommand(), min(leaseTime, maxMarkLife).Milliseconds()).Int64Slice()
 		s.resizing.RUnlock()
 		uncertain = err != nil && errs.MayHaveRun(err)
 		if err != nil {
@@ -275,21 +273,21 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		}
 		return acquire.Result{}, fmt.Errorf("unexpected reply %v", vals)
 	}
-	traced, err := acquire.DoTraced(ctx, acquire.Request{
-		Tracer:   s.tracer,
-		SpanName: tracing.SpanAcquireSemaphore,
-		Start:    s.spanStart,
-		Owner:    ownerID,
-		Lease:    leaseTime,
-		Attrs:    []attribute.KeyValue{tracing.Size.Int64(size), tracing.Permits.Int64(n)},
-		Hub:      s.hub,
-		Channel:  s.channel,
-		Once:     once,
-		Wait:     s.cfg.WaitTimeout,
-		Hold:     leaseTime,
-		PassOn:   true,
-		Try:      try,
-		Metrics:  s.metrics,
+	traced, err := acquire.Do(ctx, acquire.Request{
+		Tracer:    s.tracer,
+		SpanName:  tracing.SpanAcquireSemaphore,
+		Start:     s.spanStart,
+		Owner:     ownerID,
+		Lease:     leaseTime,
+		Attrs:     []attribute.KeyValue{tracing.Size.Int64(size), tracing.Permits.Int64(n)},
+		Hub:       s.hub,
+		Channel:   s.channel,
+		Once:      once,
+		Wait:      s.cfg.WaitTimeout,
+		LeaseTime: leaseTime,
+		PassOn:    true,
+		Attempt:   acquire.TryFunc(try),
+		Metrics:   s.metrics,
 	})
 	if err != nil {
 		if marked {
@@ -348,7 +346,7 @@ const withdrawBound = 250 * time.Millisecond
 func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(s.cfg.UnlockTimeout, withdrawBound))
 	defer cancel()
-	_ = withdrawScript.Run(wctx, s.client, []string{s.waiters, s.marks, s.channel, s.name, s.permits, s.weights}, waiterID, s.hub.PublishCommand()).Err()
+	_ = withdrawScript.Call(wctx, s.client, 6, s.waiters, s.marks, s.channel, s.name, s.permits, s.weights, waiterID, s.hub.PublishCommand()).Err()
 }
 
 // giveBack releases, in the background, the permits an acquire that gave
@@ -369,9 +367,7 @@ func (s *Semaphore) giveBack(ctx context.Context, permitID string) {
 // unlock timeout passes: 1 released, -1 not held.
 func (s *Semaphore) runRelease(ctx context.Context, permitID string) (int64, error) {
 	latch := owner.RequestKey(s.latchPrefix)
-	return releaseScript.RunRetrying(ctx, s.client, s.cfg.UnlockTimeout,
-		[]string{s.name, s.permits, s.weights, s.channel, latch, s.waiters, s.marks},
-		permitID, s.hub.PublishCommand(), options.LatchLife(s.cfg.UnlockTimeout)).Int64()
+	return releaseScript.CallRetrying(ctx, s.client, s.cfg.UnlockTimeout, 7, s.name, s.permits, s.weights, s.channel, latch, s.waiters, s.marks, permitID, s.hub.PublishCommand(), options.LatchLife(s.cfg.UnlockTimeout)).Int64()
 }
 
 // Do acquires n permits (as Acquire), runs fn with the hold's context and
@@ -420,7 +416,7 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 	}
 	s.resizing.RLock()
 	size := s.size.Load()
-	vals, err := availableScript.Run(ctx, s.client, []string{s.name, s.permits, s.weights, s.waiters, s.marks}, size).Int64Slice()
+	vals, err := availableScript.Call(ctx, s.client, 5, s.name, s.permits, s.weights, s.waiters, s.marks, size).Int64Slice()
 	s.resizing.RUnlock()
 	if err != nil {
 		return 0, s.wrap("available", err)
@@ -448,7 +444,7 @@ func (s *Semaphore) Resize(ctx context.Context, size int64) error {
 	}
 	s.resizing.Lock()
 	defer s.resizing.Unlock()
-	if err := resizeScript.Run(ctx, s.client, []string{s.name, s.channel, s.permits, s.weights, s.waiters, s.marks}, size, s.hub.PublishCommand(), resizedLife.Milliseconds()).Err(); err != nil {
+	if err := resizeScript.Call(ctx, s.client, 6, s.name, s.channel, s.permits, s.weights, s.waiters, s.marks, size, s.hub.PublishCommand(), resizedLife.Milliseconds()).Err(); err != nil {
 		return s.wrap("resize", err)
 	}
 	s.size.Store(size)

@@ -57,36 +57,33 @@ type Request struct {
 	Wait time.Duration
 	// Hold is the lease the try writes: the fallback timer of the next
 	// local waiter after this one acquires.
-	Hold time.Duration
+	LeaseTime time.Duration
 	// PassOn: the primitive admits several holders (a semaphore), so after
 	// this waiter acquires, the next local waiter tries at once instead of
 	// waiting for a release.
 	PassOn bool
 
-	// Try makes one attempt. ctx carries the span. Attempt does the same
-	// as one object, for callers that keep their state in one (a single
-	// allocation per acquire instead of a closure and its variables).
-	Try     func(ctx context.Context) (Result, error)
+	// Attempt makes one try; the ctx it is given carries the span. A
+	// primitive that keeps its acquire's state in one object passes that
+	// (one allocation per acquire); TryFunc turns a function into one.
 	Attempt Attempt
 
 	// HandOff, when set, lets a local release hand the lock to this
 	// waiter: the hub's claim is the HandOff itself (see
 	// notify.Hub.Reserve).
-	HandOff HandOff
+	HandOff notify.Claimant
 }
 
-// Attempt makes one attempt, as Request.Try.
+// Attempt makes one try of an acquisition.
 type Attempt interface {
 	Try(ctx context.Context) (Result, error)
 }
 
-// HandOff receives a lock handed over by a local release: Granted takes
-// what the release's script returned; Discard gives back one that came as
-// the waiter gave up.
-type HandOff interface {
-	Granted(g any)
-	Discard(g any)
-}
+// TryFunc is a function that makes one try, as an Attempt.
+type TryFunc func(ctx context.Context) (Result, error)
+
+// Try calls f.
+func (f TryFunc) Try(ctx context.Context) (Result, error) { return f(ctx) }
 
 // SpanStart returns the start options of a primitive's acquire spans:
 // client kind and the attributes that never change (name, primitive).
@@ -97,15 +94,10 @@ func SpanStart(attrs ...attribute.KeyValue) []trace.SpanStartOption {
 // Do runs the loop in one span. It returns nil when acquired,
 // ErrNotAcquired on contention (Once) or when Wait passed, the context's
 // cause when ctx ended, or the error of a try.
-func Do(ctx context.Context, req Request) error {
-	_, err := DoTraced(ctx, req)
-	return err
-}
-
-// DoTraced is Do, and reports whether the acquire's span was recording:
-// the hold's release is traced only then (a hold is traced whole or not
-// at all, and an untraced one pays nothing for its release's span).
-func DoTraced(ctx context.Context, req Request) (traced bool, err error) {
+// It also reports whether the acquire's span was recording: the hold's
+// release is traced only then (a hold is traced whole or not at all, and
+// an untraced one pays nothing for its release's span).
+func Do(ctx context.Context, req Request) (traced bool, err error) {
 	ctx, span := req.Tracer.Start(ctx, req.SpanName, req.Start...)
 	defer span.End()
 	recording := span.IsRecording()
@@ -170,10 +162,7 @@ func Queued(ctx context.Context) bool {
 }
 
 func loop(ctx context.Context, req *Request) (attempts int, err error) {
-	try := req.Try
-	if try == nil {
-		try = req.Attempt.Try
-	}
+	try := req.Attempt.Try
 	// A ctx that has already ended gets no try; any other acquire makes
 	// its first try whatever the wait bound, as Redisson's tryLock does:
 	// the bound limits waiting, and a free lock or a re-entry never waits.
@@ -273,10 +262,10 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 	acquired := false
 	defer func() {
 		if req.HandOff == nil {
-			w.Leave(acquired && !req.PassOn, req.Hold)
+			w.Leave(acquired && !req.PassOn, req.LeaseTime)
 			return
 		}
-		if given, handed := w.Quit(acquired && !req.PassOn, req.Hold); handed && !acquired {
+		if given, handed := w.Quit(acquired && !req.PassOn, req.LeaseTime); handed && !acquired {
 			req.HandOff.Discard(given) // after leaving: the lock may pass to the next
 		}
 	}()
@@ -304,7 +293,7 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 			// wakes this waiter; the fallback timer stays armed meanwhile.
 			tryNow = false
 			if fallback < 0 {
-				fallback = max(req.Hold, time.Second)
+				fallback = max(req.LeaseTime, time.Second)
 			}
 		}
 		if tryNow {
@@ -323,7 +312,7 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 				}
 				fallback = res.TTL
 				if fallback < 0 {
-					fallback = max(req.Hold, time.Second)
+					fallback = max(req.LeaseTime, time.Second)
 				}
 			case done() != nil:
 				return attempts, done()

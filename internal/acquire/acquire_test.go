@@ -134,18 +134,18 @@ func (m *mockLock) requireTriesEventually(t *testing.T, n int) {
 
 func request(hub *notify.Hub, channel string, try func(context.Context) (acquire.Result, error)) acquire.Request {
 	return acquire.Request{
-		Tracer:   noopTracer,
-		SpanName: tracing.SpanAcquireLock,
-		Hub:      hub,
-		Channel:  channel,
-		Hold:     long,
-		Try:      try,
+		Tracer:    noopTracer,
+		SpanName:  tracing.SpanAcquireLock,
+		Hub:       hub,
+		Channel:   channel,
+		LeaseTime: long,
+		Attempt:   acquire.TryFunc(try),
 	}
 }
 
 func start(ctx context.Context, req acquire.Request) <-chan error {
 	done := make(chan error, 1)
-	go func() { done <- acquire.Do(ctx, req) }()
+	go func() { done <- do(ctx, req) }()
 	return done
 }
 
@@ -253,7 +253,7 @@ func TestUncontendedTriesOnceAndNeverSubscribes(t *testing.T) {
 		hub := notify.For(env.Client)
 		m := newMock("", long)
 
-		require.NoError(t, acquire.Do(ctx, request(hub, channelOf(t), m.try("me"))))
+		require.NoError(t, do(ctx, request(hub, channelOf(t), m.try("me"))))
 		assert.Equal(t, 1, m.tries())
 		assert.Equal(t, "me", m.heldBy())
 		assert.False(t, hub.Waiting(channelOf(t)))
@@ -275,7 +275,7 @@ func TestTryOnceUnderContention(t *testing.T) {
 
 		req := request(hub, channelOf(t), m.try("me"))
 		req.Once = true
-		err := acquire.Do(ctx, req)
+		err := do(ctx, req)
 		require.ErrorIs(t, err, errs.ErrNotAcquired)
 		assert.Equal(t, 1, m.tries(), "one attempt")
 		assert.Equal(t, "other", m.heldBy())
@@ -416,7 +416,7 @@ func TestEndedContext(t *testing.T) {
 			ctx, cancel := context.WithCancelCause(testContext(t))
 			cause := errors.New("gone before it began")
 			cancel(cause)
-			err := acquire.Do(ctx, request(hub, ch, m.try("me")))
+			err := do(ctx, request(hub, ch, m.try("me")))
 			require.ErrorIs(t, err, cause)
 			assert.Zero(t, m.tries(), "no try on an ended context")
 			assert.Empty(t, m.heldBy())
@@ -442,7 +442,7 @@ func TestLocalWaitersAreServedInArrivalOrder(t *testing.T) {
 		for i := range n {
 			pctx := newProbeCtx(ctx)
 			wg.Go(func() {
-				err := acquire.Do(pctx, request(hub, ch, m.try(fmt.Sprint(i))))
+				err := do(pctx, request(hub, ch, m.try(fmt.Sprint(i))))
 				acquired <- result{i, err}
 			})
 			if i == 0 {
@@ -534,7 +534,7 @@ func TestPromotedWaiterFallsBackOnTheHoldersLease(t *testing.T) {
 		const hold = 200 * time.Millisecond
 
 		reqA := request(hub, ch, m.try("A"))
-		reqA.Hold = hold
+		reqA.LeaseTime = hold
 		doneA := start(ctx, reqA)
 		m.requireTriesEventually(t, 2)
 		bctx := newProbeCtx(ctx)
@@ -594,7 +594,7 @@ func TestTryErrorsAreReturned(t *testing.T) {
 			ctx := testContext(t)
 			m := newMock("", long)
 			m.errAt, m.err = 1, errBoom
-			err := acquire.Do(ctx, request(hub, channelOf(t), m.try("me")))
+			err := do(ctx, request(hub, channelOf(t), m.try("me")))
 			require.ErrorIs(t, err, errBoom)
 			assert.Equal(t, 1, m.tries())
 			assert.False(t, hub.Waiting(channelOf(t)))
@@ -744,7 +744,7 @@ func TestSpan(t *testing.T) {
 				if tc.adjust != nil {
 					tc.adjust(&req)
 				}
-				return acquire.Do(ctx, req)
+				return do(ctx, req)
 			})
 			if tc.wantErr == nil {
 				require.NoError(t, err)
@@ -841,7 +841,7 @@ func TestContextEndingDuringATry(t *testing.T) {
 				req := request(hub, "redisson_lock__channel:{"+t.Name()+"}", try)
 				req.Tracer = tracer
 				req.Wait = 50 * time.Millisecond
-				return acquire.Do(testContext(t), req)
+				return do(testContext(t), req)
 			})
 			require.ErrorIs(t, err, errs.ErrNotAcquired, "WithWaitTimeout ends in ErrNotAcquired, got %v", err)
 			v, _ := attr(span, tracing.Outcome)
@@ -862,7 +862,7 @@ func TestContextEndingDuringATry(t *testing.T) {
 			span, err := spanOf(t, func(tracer trace.Tracer) error {
 				req := request(hub, "redisson_lock__channel:{"+t.Name()+"}", try)
 				req.Tracer = tracer
-				return acquire.Do(ctx, req)
+				return do(ctx, req)
 			})
 			require.ErrorIs(t, err, cause, "a cancelled acquire returns the cause, got %v", err)
 			v, _ := attr(span, tracing.Outcome)
@@ -870,4 +870,10 @@ func TestContextEndingDuringATry(t *testing.T) {
 			assert.Equal(t, codes.Unset, span.Status().Code)
 		})
 	}
+}
+
+// do is acquire.Do for tests that look at the error alone.
+func do(ctx context.Context, req acquire.Request) error {
+	_, err := acquire.Do(ctx, req)
+	return err
 }

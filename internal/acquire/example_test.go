@@ -32,28 +32,31 @@ func Example() {
 	hub := notify.For(client)
 	request := func(owner string, once bool) acquire.Request {
 		return acquire.Request{
-			Tracer:   noop.NewTracerProvider().Tracer("example"),
-			SpanName: tracing.SpanAcquireLock,
-			Hub:      hub,
-			Channel:  channel,
-			Once:     once,
-			Hold:     30 * time.Second,
-			Try: func(ctx context.Context) (acquire.Result, error) {
+			Tracer:    noop.NewTracerProvider().Tracer("example"),
+			SpanName:  tracing.SpanAcquireLock,
+			Hub:       hub,
+			Channel:   channel,
+			Once:      once,
+			LeaseTime: 30 * time.Second,
+			Attempt: acquire.TryFunc(func(ctx context.Context) (acquire.Result, error) {
 				ok, err := client.SetNX(ctx, name, owner, 30*time.Second).Result()
 				if err != nil || ok {
 					return acquire.Result{Acquired: ok}, err
 				}
 				ttl, err := client.PTTL(ctx, name).Result()
 				return acquire.Result{TTL: ttl}, err
-			},
+			}),
 		}
 	}
 
-	fmt.Println("alice lock:", acquire.Do(ctx, request("alice", false)))
-	fmt.Println("bob trylock:", acquire.Do(ctx, request("bob", true)))
+	// Do also reports whether the span was recorded; only the error
+	// matters here.
+	do := func(req acquire.Request) error { _, err := acquire.Do(ctx, req); return err }
+	fmt.Println("alice lock:", do(request("alice", false)))
+	fmt.Println("bob trylock:", do(request("bob", true)))
 
 	done := make(chan error, 1)
-	go func() { done <- acquire.Do(ctx, request("bob", false)) }()
+	go func() { done <- do(request("bob", false)) }()
 	for !hub.Waiting(channel) { // Bob tried, and queued
 		time.Sleep(time.Millisecond)
 	}

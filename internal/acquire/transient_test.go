@@ -35,7 +35,7 @@ func TestShortWaitBound(t *testing.T) {
 				req := request(hub, channelOf(t), m.try("me"))
 				req.Wait = time.Nanosecond
 				req.Direct = c.direct
-				require.NoError(t, acquire.Do(testContext(t), req))
+				require.NoError(t, do(testContext(t), req))
 				assert.Equal(t, "me", m.heldBy())
 				assert.Equal(t, 1, m.tries())
 			})
@@ -45,7 +45,7 @@ func TestShortWaitBound(t *testing.T) {
 			m := newMock("other", long)
 			req := request(hub, channelOf(t), m.try("me"))
 			req.Wait = time.Nanosecond
-			require.ErrorIs(t, acquire.Do(ctx, req), errs.ErrNotAcquired)
+			require.ErrorIs(t, do(ctx, req), errs.ErrNotAcquired)
 			assert.Equal(t, 1, m.tries())
 			requireNoPubSubEventually(t, ctx, env, hub, channelOf(t))
 		})
@@ -166,7 +166,7 @@ func TestErrorsThatEndTheAcquire(t *testing.T) {
 
 		t.Run("first try", func(t *testing.T) {
 			f := &flaky{from: 1, err: refused()}
-			err := acquire.Do(testContext(t), request(hub, channelOf(t), f.try))
+			err := do(testContext(t), request(hub, channelOf(t), f.try))
 			var nerr net.Error
 			require.ErrorAs(t, err, &nerr)
 			assert.Equal(t, 1, f.tries())

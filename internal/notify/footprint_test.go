@@ -101,13 +101,13 @@ func TestIdleNamesLeaveNothing(t *testing.T) {
 						// it. Its release (a Reserve that finds no waiter)
 						// ends the chain; or its hold is lost, never
 						// released, and a later waiter gives up.
-						w.Claim(struct{}{})
+						w.Claim(claimant("me"))
 						r, _, _ := h.Reserve(ch)
 						if r != w {
 							errs <- fmt.Errorf("%s: not reserved", ch)
 							return
 						}
-						r.Grant(struct{}{})
+						r.Grant(notify.Grant{})
 						if _, ok := w.Quit(true, time.Second); !ok {
 							errs <- fmt.Errorf("%s: not granted", ch)
 							return

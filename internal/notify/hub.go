@@ -84,10 +84,10 @@ type Waiter struct {
 	hint    time.Duration // see Take
 
 	// Hand-offs; see transfer.go.
-	claim    any
+	claim    Claimant
 	trying   bool
 	reserved chan struct{} // closed when the release decided
-	grant    any
+	grant    Grant
 	granted  bool
 }
 

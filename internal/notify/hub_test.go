@@ -997,6 +997,13 @@ func TestFailedJoinLeavesNoSubscriptionBehind(t *testing.T) {
 // TestQuitStopsReservations: once Quit returns, no release can reserve the
 // waiter; a reservation made before Quit is waited for, and the lock it
 // granted is returned so that the waiter gives it back.
+// claimant is a hand-off's receiving side that records nothing: the hub
+// only carries it.
+type claimant string
+
+func (claimant) Granted(notify.Grant) {}
+func (claimant) Discard(notify.Grant) {}
+
 func TestQuitStopsReservations(t *testing.T) {
 	_, client := redistest.Miniredis(t)
 	h := notify.For(client)
@@ -1004,18 +1011,18 @@ func TestQuitStopsReservations(t *testing.T) {
 	ch := chanName(t, 0)
 
 	w := join(t, ctx, h, ch, false)
-	w.Claim("me")
+	w.Claim(claimant("me"))
 	given, handed := w.Quit(false, 0)
 	require.False(t, handed, given)
 	r, _, _ := h.Reserve(ch)
 	require.Nil(t, r, "a waiter that quit is not reserved")
 
 	w = join(t, ctx, h, ch, false)
-	w.Claim("me")
+	w.Claim(claimant("me"))
 	r, claim, _ := h.Reserve(ch)
 	require.Same(t, w, r)
-	require.Equal(t, "me", claim)
-	quit := make(chan any, 1)
+	require.Equal(t, claimant("me"), claim)
+	quit := make(chan notify.Grant, 1)
 	go func() {
 		g, ok := w.Quit(false, 0)
 		require.True(t, ok)
@@ -1026,10 +1033,10 @@ func TestQuitStopsReservations(t *testing.T) {
 		t.Fatal("Quit returned while a hand-off to the waiter was under way")
 	case <-time.After(30 * time.Millisecond):
 	}
-	w.Grant("the lock")
+	w.Grant(notify.Grant{Token: 42})
 	select {
 	case g := <-quit:
-		require.Equal(t, "the lock", g)
+		require.Equal(t, int64(42), g.Token)
 	case <-time.After(5 * time.Second):
 		t.Fatal("Quit did not return after the grant")
 	}
@@ -1043,7 +1050,7 @@ func TestRefuseKicksTheWaiter(t *testing.T) {
 	ch := chanName(t, 0)
 	w := join(t, ctx, h, ch, false)
 	defer w.Leave(false, 0)
-	w.Claim("me")
+	w.Claim(claimant("me"))
 	r, _, _ := h.Reserve(ch)
 	require.Same(t, w, r)
 	require.False(t, w.BeginTry(), "no try while reserved")

@@ -14,9 +14,26 @@ import "time"
 // MaxHandOffs bounds the hand-offs in a row within one process.
 const MaxHandOffs = 16
 
+// Grant is what a hand-off gives the waiter: the fencing token of the hold
+// the release's script took for it, and when that script was sent (on the
+// waiter's clock, the start of its lease).
+type Grant struct {
+	Token  int64
+	SentAt time.Time
+}
+
+// Claimant is a waiter's primitive, ready to take a lock a local release
+// hands over: Granted takes it; Discard gives back one that came as the
+// waiter gave up.
+type Claimant interface {
+	Granted(Grant)
+	Discard(Grant)
+}
+
 // Claim makes w a waiter that a release may hand the lock to; claim is
-// what its primitive needs to take it (an owner and a lease).
-func (w *Waiter) Claim(claim any) {
+// its primitive's side of the hand-off (which knows the owner and lease
+// the release writes for it).
+func (w *Waiter) Claim(claim Claimant) {
 	w.h.mu.Lock()
 	defer w.h.mu.Unlock()
 	w.claim = claim
@@ -49,7 +66,7 @@ func (w *Waiter) EndTry() {
 // the chain bound was reached: the release goes through Redis and must not
 // wake the local head itself (Release), so that it races the waiters of
 // other processes on equal terms, woken by the same unlock message.
-func (h *Hub) Reserve(channel string) (w *Waiter, claim any, yield bool) {
+func (h *Hub) Reserve(channel string) (w *Waiter, claim Claimant, yield bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	q := h.queues[channel]
@@ -72,7 +89,7 @@ func (h *Hub) Reserve(channel string) (w *Waiter, claim any, yield bool) {
 
 // Grant completes a hand-off: the lock is w's, with what the release's
 // script returned (g); w is woken to take it.
-func (w *Waiter) Grant(g any) {
+func (w *Waiter) Grant(g Grant) {
 	w.h.mu.Lock()
 	defer w.h.mu.Unlock()
 	w.h.handOffs[w.channel]++
@@ -95,11 +112,11 @@ func (w *Waiter) Refuse() {
 }
 
 // Granted returns, and clears, the hand-off w was given, if any.
-func (w *Waiter) Granted() (any, bool) {
+func (w *Waiter) Granted() (Grant, bool) {
 	w.h.mu.Lock()
 	defer w.h.mu.Unlock()
 	g, ok := w.grant, w.granted
-	w.grant, w.granted = nil, false
+	w.grant, w.granted = Grant{}, false
 	return g, ok
 }
 
@@ -108,7 +125,7 @@ func (w *Waiter) Granted() (any, bool) {
 // hand-off already under way and returns the lock if one was given: a
 // waiter that gives up must give that back (one that acquired by itself
 // keeps its own hold and ignores it).
-func (w *Waiter) Quit(acquired bool, hold time.Duration) (any, bool) {
+func (w *Waiter) Quit(acquired bool, hold time.Duration) (Grant, bool) {
 	w.h.mu.Lock()
 	r := w.reserved
 	w.h.removeLocked(w, acquired, hold)

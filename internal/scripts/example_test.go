@@ -12,7 +12,7 @@ import (
 )
 
 // A package embeds its .lua files (here an in-memory file system stands in
-// for the embed.FS) and loads each script once, at init. Run sends EVALSHA
+// for the embed.FS) and loads each script once, at init. Call sends EVALSHA
 // and falls back to EVAL when the server does not know the script; a
 // pipeline gets NOSCRIPT back instead, and preloads.
 func Example() {
@@ -30,8 +30,8 @@ func Example() {
 	greet := scripts.Load(fsys, "lua/greet.lua")
 	fmt.Println(greet.Name())
 
-	// EVALSHA answers NOSCRIPT on a fresh server; Run falls back to EVAL.
-	fmt.Println(greet.Run(ctx, client, []string{"world"}, "hello").Val())
+	// EVALSHA answers NOSCRIPT on a fresh server; Call falls back to EVAL.
+	fmt.Println(greet.Call(ctx, client, 1, "world", "hello").Val())
 
 	client.ScriptFlush(ctx)
 	pipe := client.Pipeline()

@@ -79,24 +79,11 @@ func (s *Script) Source() string { return s.src.(string) }
 // Hash is the script's SHA1, as EVALSHA takes it.
 func (s *Script) Hash() string { return s.rs.Hash() }
 
-// Run executes the script with EVALSHA, falling back to EVAL on NOSCRIPT.
-// On a client (not a pipeline) the EVALSHA goes through the client's
-// batch.Pipe, so concurrent scripts share round trips under load.
-func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
-	client, ok := c.(redis.UniversalClient)
-	if !ok {
-		return s.rs.Run(ctx, c, keys, slices.Clone(args)...)
-	}
-	a := make([]any, 3, 3+len(keys)+len(args))
-	for _, k := range keys {
-		a = append(a, k)
-	}
-	return s.send(ctx, client, len(keys), append(a, args...))
-}
-
-// Call is Run for hot paths: argv holds the nkeys keys, then the
-// arguments, boxed by the caller (keys boxed once per primitive cost
-// nothing per call), and the command is built with one allocation.
+// Call runs the script with EVALSHA, falling back to EVAL on NOSCRIPT:
+// argv holds the nkeys keys, then the arguments (keys a primitive boxed
+// once cost nothing per call), and the command is built with one
+// allocation. The EVALSHA goes through the client's batch.Pipe, so
+// concurrent scripts share round trips under load.
 func (s *Script) Call(ctx context.Context, c redis.UniversalClient, nkeys int, argv ...any) *redis.Cmd {
 	return s.send(ctx, c, nkeys, append(make([]any, 3, 3+len(argv)), argv...))
 }
@@ -145,22 +132,23 @@ func IsNoScript(err error) bool {
 	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "NOSCRIPT")
 }
 
-// RunRetrying runs the script like Run, on its own timeout and regardless
-// of ctx's cancellation (only ctx's values are kept), retrying while the
-// reply may have been lost in the network. Only idempotent scripts (those
-// that keep their answer in a latch key, or can tell their own earlier
-// effect) may be run this way.
-func (s *Script) RunRetrying(ctx context.Context, c redis.Scripter, timeout time.Duration, keys []string, args ...any) *redis.Cmd {
-	cmd, _ := retry(ctx, timeout, func(ctx context.Context) *redis.Cmd { return s.Run(ctx, c, keys, args...) })
-	return cmd
+// Reply is a script's reply after CallRetrying: Retried reports that it
+// was sent more than once (an earlier send may have run without its reply
+// arriving).
+type Reply struct {
+	*redis.Cmd
+	Retried bool
 }
 
-// CallRetried is RunRetrying for hot paths, with argv as Call takes it,
-// also reporting whether the script was sent more than once (an earlier
-// attempt may have run without its reply arriving).
-func (s *Script) CallRetried(ctx context.Context, c redis.UniversalClient, timeout time.Duration, nkeys int, argv ...any) (cmd *redis.Cmd, retried bool) {
+// CallRetrying runs the script like Call, on its own timeout and
+// regardless of ctx's cancellation (only ctx's values are kept), sending
+// it again while the reply may have been lost in the network. Only
+// idempotent scripts (those that keep their answer in a latch key, or can
+// tell their own earlier effect) may be run this way.
+func (s *Script) CallRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration, nkeys int, argv ...any) Reply {
 	a := append(make([]any, 3, 3+len(argv)), argv...)
-	return retry(ctx, timeout, func(ctx context.Context) *redis.Cmd { return s.send(ctx, c, nkeys, a) })
+	cmd, retried := retry(ctx, timeout, func(ctx context.Context) *redis.Cmd { return s.send(ctx, c, nkeys, a) })
+	return Reply{cmd, retried}
 }
 
 // retry runs send until it answers or timeout passes, regardless of ctx's
@@ -189,6 +177,3 @@ func retry(ctx context.Context, timeout time.Duration, send func(context.Context
 		backoff = min(2*backoff, 200*time.Millisecond)
 	}
 }
-
-// retryable: the reply may be lost (network, timeout) but Redis did not
-// refuse the command.

@@ -124,16 +124,15 @@ func TestRunUsesEvalShaAndFallsBackOnNoScript(t *testing.T) {
 		ctx := testContext(t)
 		rec := &recorder{}
 		env.Client.AddHook(rec)
-		keys := []string{"counter"}
 
 		// A fresh server does not know the script: EVALSHA, NOSCRIPT, EVAL.
-		n, err := incr.Run(ctx, env.Client, keys, 5).Int64()
+		n, err := incr.Call(ctx, env.Client, 1, "counter", 5).Int64()
 		require.NoError(t, err)
 		assert.Equal(t, int64(5), n)
 		assert.Equal(t, []string{"evalsha", "eval"}, rec.take())
 
 		// EVAL loaded it: from now on the body does not cross the network.
-		n, err = incr.Run(ctx, env.Client, keys, 2).Int64()
+		n, err = incr.Call(ctx, env.Client, 1, "counter", 2).Int64()
 		require.NoError(t, err)
 		assert.Equal(t, int64(7), n)
 		assert.Equal(t, []string{"evalsha"}, rec.take())
@@ -145,8 +144,8 @@ func TestRunUsesEvalShaAndFallsBackOnNoScript(t *testing.T) {
 		require.Equal(t, []bool{false}, exists)
 		rec.take()
 
-		n, err = incr.Run(ctx, env.Client, keys, 1).Int64()
-		require.NoError(t, err, "Run still works after SCRIPT FLUSH")
+		n, err = incr.Call(ctx, env.Client, 1, "counter", 1).Int64()
+		require.NoError(t, err, "Call still works after SCRIPT FLUSH")
 		assert.Equal(t, int64(8), n)
 		assert.Equal(t, []string{"evalsha", "eval"}, rec.take())
 		exists, err = env.Client.ScriptExists(ctx, incr.Hash()).Result()
@@ -154,7 +153,7 @@ func TestRunUsesEvalShaAndFallsBackOnNoScript(t *testing.T) {
 		assert.Equal(t, []bool{true}, exists, "the fallback loaded the script again")
 
 		// Keys and arguments reach the script.
-		vals, err := echo.Run(ctx, env.Client, []string{"k"}, "a", 1).StringSlice()
+		vals, err := echo.Call(ctx, env.Client, 1, "k", "a", 1).StringSlice()
 		require.NoError(t, err)
 		assert.Equal(t, []string{"k", "a", "1"}, vals)
 	})
@@ -258,10 +257,10 @@ func TestCluster(t *testing.T) {
 		assert.Equal(t, int64(3), cmd.Val(), key)
 	}
 
-	// One master forgets its scripts: Run still works for its keys.
+	// One master forgets its scripts: Call still works for its keys.
 	require.NoError(t, admins[0].ScriptFlush(ctx).Err())
 	key := byNode[servers[0].Addr]
-	n, err := incr.Run(ctx, cc, []string{key}, 1).Int64()
+	n, err := incr.Call(ctx, cc, 1, key, 1).Int64()
 	require.NoError(t, err)
 	assert.Equal(t, int64(4), n)
 }
