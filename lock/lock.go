@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/keys"
@@ -120,7 +121,7 @@ type Mutex struct {
 	client   redis.UniversalClient
 	name     string
 	cfg      options.Config
-	invalid  string // why New's arguments are bad; reported by every call
+	id       base.Ident // its name in errors, and why New refused its arguments
 	channel  string
 	tokenKey string
 	// latchPrefix + a request id names an unlock latch key;
@@ -128,10 +129,7 @@ type Mutex struct {
 	latchPrefix        string
 	acquireLatchPrefix string
 	hub                *notify.Hub
-	tracer             trace.Tracer
-	spanStart          []trace.SpanStartOption
-	metrics            *telemetry.Recorder
-	rel                *telemetry.Release // release span and hold metrics
+	inst               telemetry.Instruments
 	// Made once, read-only: what every call would otherwise allocate.
 	nameKeys   []string // {name}
 	nameArg    any      // name, boxed once, as a script key
@@ -148,8 +146,8 @@ type Mutex struct {
 func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 	m := &Mutex{client: client, name: name, cfg: options.Apply(opts)}
 	m.redlockHook = m.redlockNode
-	m.invalid = m.cfg.Check(client, "lock", name)
-	if m.invalid != "" {
+	m.id = base.Ident{Primitive: primitive, Name: name, Invalid: m.cfg.Check(client, "lock", name)}
+	if m.id.Invalid != "" {
 		return m
 	}
 	m.channel = keys.Prefix("redisson_lock__channel", name)
@@ -157,46 +155,25 @@ func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 	m.acquireLatchPrefix = keys.Prefix("relock_acquire_latch", name) + ":"
 	m.tokenKey = keys.Prefix("redisson_lock_token", name)
 	m.hub = notify.For(client)
-	m.tracer = tracing.Tracer(m.cfg.TracerProvider)
 	m.nameKeys = []string{name}
 	m.nameArg, m.channelArg, m.tokenArg = name, m.channel, m.tokenKey
 	m.leaseArg = m.cfg.Lease().Milliseconds()
 	m.publishArg = m.hub.PublishCommand()
 	m.latchArg = options.LatchLife(m.cfg.UnlockTimeout)
-	m.spanStart = acquire.SpanStart(
-		tracing.LockName.String(name),
-		tracing.Primitive.String(primitive),
-		tracing.Watchdog.Bool(m.cfg.Renewed()),
-	)
-	m.metrics = telemetry.For(m.cfg.MeterProvider, primitive, "", name, m.cfg.NameInMetrics)
-	m.rel = &telemetry.Release{Tracer: m.tracer, Name: tracing.SpanReleaseLock, Start: m.spanStart, Metrics: m.metrics}
+	m.inst = m.cfg.Instruments(primitive, "", name, tracing.SpanReleaseLock)
 	return m
 }
 
 // Name is the lock's name: the Redis key of its hash.
 func (m *Mutex) Name() string { return m.name }
 
-func (m *Mutex) check(op string) error {
-	switch {
-	case m.invalid != "":
-		return errs.Invalid(op, primitive, m.name, m.invalid)
-	case m.client == nil || m.hub == nil:
-		return errs.Invalid(op, primitive, m.name, "Mutex not made by lock.New")
-	}
-	return nil
-}
+// unmade is the identity of a Mutex not made by New (its zero value).
+var unmade = base.Ident{Primitive: primitive, Invalid: "Mutex not made by lock.New"}
 
-func (m *Mutex) checkCtx(op string, ctx context.Context) error {
-	if err := m.check(op); err != nil {
-		return err
-	}
-	if ctx == nil {
-		return errs.Invalid(op, primitive, m.name, "nil context")
-	}
-	return nil
-}
+// check refuses a call with bad arguments (see base.Ident.Check).
+func (m *Mutex) check(op string, ctx context.Context) error { return m.id.Check(op, ctx, unmade) }
 
-func (m *Mutex) wrap(op string, err error) error { return errs.New(op, primitive, m.name, err) }
+func (m *Mutex) wrap(op string, err error) error { return m.id.Wrap(op, err) }
 
 // Lock takes the lock, waiting while another owner holds it; ctx bounds
 // the wait (so does WithWaitTimeout), not the hold. The returned context
@@ -218,11 +195,8 @@ func (m *Mutex) TryLock(ctx context.Context) (context.Context, error) {
 func (m *Mutex) leaseID(ownerID string) string { return "lock\x00" + m.name + "\x00" + ownerID }
 
 func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Context, error) {
-	if err := m.check(op); err != nil {
+	if err := m.check(op, ctx); err != nil {
 		return nil, err
-	}
-	if ctx == nil {
-		return nil, errs.Invalid(op, primitive, m.name, "nil context")
 	}
 	// Re-entry is per lock: only a hold of this lock in ctx lends its
 	// owner. A new owner is carried by the hold's context alone.
@@ -243,9 +217,9 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Cont
 		a.latch = owner.RequestKey(m.acquireLatchPrefix)
 	}
 	req := acquire.Request{
-		Tracer:    m.tracer,
+		Tracer:    m.inst.Tracer,
 		SpanName:  tracing.SpanAcquireLock,
-		Start:     m.spanStart,
+		Start:     m.inst.SpanStart,
 		Owner:     ownerID,
 		Lease:     a.lease,
 		Hub:       m.hub,
@@ -255,7 +229,7 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Cont
 		Wait:      m.cfg.WaitTimeout,
 		LeaseTime: m.cfg.Lease(),
 		Attempt:   a,
-		Metrics:   m.metrics,
+		Metrics:   m.inst.Metrics,
 	}
 	if existing == nil && !once {
 		a.ctx = ctx
@@ -337,7 +311,7 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Co
 		Primitive: primitive,
 		Token:     a.token,
 	}, a.count > 1, a.sentAt)
-	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: ls, Telemetry: m.rel, Traced: traced, Scoped: m.cfg.ScopedHold, Live: &m.holds}, m.release)
+	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: ls, Telemetry: m.inst.Release, Traced: traced, Scoped: m.cfg.ScopedHold, Live: &m.holds}, m.release)
 }
 
 // Unlock releases one count of the hold that returned ctx (or that ctx was
@@ -349,11 +323,8 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Co
 // the hold had already been released because its acquiring context ended,
 // and an error matching ErrLockLost when the hold was lost.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	if err := m.check("unlock"); err != nil {
+	if err := m.check("unlock", ctx); err != nil {
 		return err
-	}
-	if ctx == nil {
-		return errs.Invalid("unlock", primitive, m.name, "nil context")
 	}
 	return m.wrap("unlock", hold.End(ctx, m.key(), &m.holds))
 }
@@ -368,16 +339,7 @@ func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
 	} else {
 		res, err = m.runUnlock(ctx, h.Owner, h.Lease.Timeout(), m.cfg.UnlockTimeout)
 	}
-	if err != nil {
-		return err
-	}
-	if res == -1 {
-		if lerr := h.Lease.Lost(); lerr != nil {
-			return errs.Reason(lerr)
-		}
-		return fmt.Errorf("%w: the lock was no longer held in Redis", ErrLockLost)
-	}
-	return nil
+	return base.Released(res, err, h.Lease, "the lock was no longer held in Redis")
 }
 
 // releaseLast gives back the last count this process holds, the common
@@ -500,7 +462,7 @@ func (m *Mutex) msArg(lease time.Duration) any {
 // client and watchdog) learns of it at once; one elsewhere at its next
 // renewal. Either way its context ends with ErrLockLost.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
-	if err := m.checkCtx("forceunlock", ctx); err != nil {
+	if err := m.check("forceunlock", ctx); err != nil {
 		return false, err
 	}
 	held := lease.Held(m.cfg.Watchdog, m.client, primitive, m.name)
@@ -517,7 +479,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 
 // HoldCount returns how many times ctx's owner holds the lock (0 if not).
 func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
-	if err := m.checkCtx("holdcount", ctx); err != nil {
+	if err := m.check("holdcount", ctx); err != nil {
 		return 0, err
 	}
 	id, ok := hold.OwnerOf(ctx, m.key())
@@ -540,7 +502,7 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 
 // IsLocked reports whether any owner holds the lock.
 func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
-	if err := m.checkCtx("islocked", ctx); err != nil {
+	if err := m.check("islocked", ctx); err != nil {
 		return false, err
 	}
 	n, err := m.client.Exists(ctx, m.name).Result()
@@ -553,7 +515,7 @@ func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
 // TTL returns how long the current hold lasts unless renewed: 0 when the
 // lock is free, negative when the key has no expiry.
 func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
-	if err := m.checkCtx("ttl", ctx); err != nil {
+	if err := m.check("ttl", ctx); err != nil {
 		return 0, err
 	}
 	ms, err := m.client.PTTL(ctx, m.name).Result()
@@ -576,7 +538,7 @@ type redlockHook = member.Hook
 // redlockNode returns the Mutex as a member of a Redlock (package
 // redlock): the adapter drives it for one owner across all members.
 func (m *Mutex) redlockNode() (member.Node, error) {
-	if err := m.check("redlock"); err != nil {
+	if err := m.check("redlock", context.Background()); err != nil {
 		return member.Node{}, err
 	}
 	return member.Node{

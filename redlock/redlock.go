@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/lease"
@@ -139,19 +139,14 @@ func (e *NodeError) Unwrap() error {
 type Lock struct {
 	// holds are the live holds made through this value, named when an
 	// Unlock comes through a context that carries none.
-	holds   hold.Live
-	nodes   []member.Node
-	quorum  int
-	multi   bool
-	cfg     options.Config
-	invalid string
-	name    string
-	tracer  trace.Tracer
-	// spanStart: kind and the attributes that never change, made once.
-	spanStart []trace.SpanStartOption
-	metrics   *telemetry.Recorder
-	rel       *telemetry.Release // release span and hold metrics
-	bg        background         // what runs on after a call returned (Drain)
+	holds  hold.Live
+	nodes  []member.Node
+	quorum int
+	multi  bool
+	cfg    options.Config
+	id     base.Ident // its name (the members' names joined) and why New refused its members
+	inst   telemetry.Instruments
+	bg     background // what runs on after a call returned (Drain)
 	// memberKeys: a hold of this Lock is a hold of each member too.
 	// reenter: the holds through which an acquisition re-enters (this
 	// Lock's, a member's, a member's other side).
@@ -170,6 +165,7 @@ func NewMulti(members []Member, opts ...Option) *Lock { return newLock(members, 
 
 func newLock(members []Member, multi bool, opts []Option) *Lock {
 	l := &Lock{multi: multi, cfg: options.Apply(opts)}
+	l.id.Primitive = l.primitive()
 	names := make([]string, 0, len(members))
 	// Every member is looked at, so that an error names the whole lock.
 	for i, m := range members {
@@ -190,17 +186,17 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 		l.nodes = append(l.nodes, n)
 		l.memberKeys = append(l.memberKeys, n.Key)
 	}
-	l.name = strings.Join(names, ",")
+	l.id.Name = strings.Join(names, ",")
 	l.reenter = []hold.Key{l.key()} // key() needs the name
 	for _, n := range l.nodes {     // each member's Reenter holds its own key
 		l.reenter = append(l.reenter, n.Reenter...)
 	}
 	switch {
-	case l.invalid != "":
+	case l.id.Invalid != "":
 	case len(members) == 0:
-		l.invalid = "no members"
+		l.id.Invalid = "no members"
 	case l.cfg.Err != "":
-		l.invalid = l.cfg.Err
+		l.id.Invalid = l.cfg.Err
 	}
 	l.quorum = len(l.nodes)/2 + 1
 	if multi {
@@ -212,23 +208,15 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 	if l.cfg.Drift < 0 {
 		l.cfg.Drift = l.cfg.Lease()/100 + 2*time.Millisecond
 	}
-	l.tracer = tracing.Tracer(l.cfg.TracerProvider)
-	l.spanStart = acquire.SpanStart(
-		tracing.LockName.String(l.name),
-		tracing.Primitive.String(l.primitive()),
-		tracing.Watchdog.Bool(l.cfg.Renewed()),
-		tracing.Nodes.Int(len(l.nodes)),
-		tracing.Quorum.Int(l.quorum),
-	)
-	l.metrics = telemetry.For(l.cfg.MeterProvider, l.primitive(), "", l.name, l.cfg.NameInMetrics)
-	l.rel = &telemetry.Release{Tracer: l.tracer, Name: tracing.SpanReleaseRedlock, Start: l.spanStart, Metrics: l.metrics}
+	l.inst = l.cfg.Instruments(l.primitive(), "", l.id.Name, tracing.SpanReleaseRedlock,
+		tracing.Nodes.Int(len(l.nodes)), tracing.Quorum.Int(l.quorum))
 	return l
 }
 
 // refuse records the first reason the Lock cannot be used.
 func (l *Lock) refuse(format string, args ...any) {
-	if l.invalid == "" {
-		l.invalid = fmt.Sprintf(format, args...)
+	if l.id.Invalid == "" {
+		l.id.Invalid = fmt.Sprintf(format, args...)
 	}
 }
 
@@ -240,25 +228,22 @@ func (l *Lock) primitive() string {
 }
 
 // Name is the members' names joined with commas.
-func (l *Lock) Name() string { return l.name }
+func (l *Lock) Name() string { return l.id.Name }
 
 // Quorum is how many members must be held.
 func (l *Lock) Quorum() int { return l.quorum }
 
-func (l *Lock) wrap(op string, err error) error { return errs.New(op, l.primitive(), l.name, err) }
+// unmade is the identity of a Lock not made by New or NewMulti (its zero
+// value).
+var unmade = base.Ident{Primitive: "redlock", Invalid: "Lock not made by redlock.New or NewMulti"}
 
-func (l *Lock) check(op string, ctx context.Context) error {
-	if l.invalid != "" {
-		return errs.Invalid(op, l.primitive(), l.name, l.invalid)
-	}
-	if ctx == nil {
-		return errs.Invalid(op, l.primitive(), l.name, "nil context")
-	}
-	return nil
-}
+func (l *Lock) wrap(op string, err error) error { return l.id.Wrap(op, err) }
+
+// check refuses a call with bad arguments (see base.Ident.Check).
+func (l *Lock) check(op string, ctx context.Context) error { return l.id.Check(op, ctx, unmade) }
 
 func (l *Lock) key() hold.Key {
-	return hold.Key{Kind: l.primitive(), Name: l.name, ID: fmt.Sprintf("%p", l)}
+	return hold.Key{Kind: l.primitive(), Name: l.id.Name, ID: fmt.Sprintf("%p", l)}
 }
 
 // Lock takes the lock: every member is tried in parallel, each bounded by
@@ -302,67 +287,39 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 		ownerID = owner.Mint()
 	}
 	leaseTime := l.cfg.Lease()
-	sctx, span := l.tracer.Start(ctx, tracing.SpanAcquireRedlock, l.spanStart...)
+	sctx, span := l.inst.Tracer.Start(ctx, tracing.SpanAcquireRedlock, l.inst.SpanStart...)
 	defer span.End()
 	recording := span.IsRecording()
-	measured := l.metrics.AcquireEnabled(sctx)
+	measured := l.inst.Metrics.AcquireEnabled(sctx)
 	if recording {
 		span.SetAttributes(
 			tracing.Owner.String(ownerID),
 			tracing.LeaseMillis.Int64(leaseTime.Milliseconds()),
-			tracing.Try.Bool(once),
 		)
 	}
 	start := time.Now()
 	wctx := sctx
 	if l.cfg.WaitTimeout > 0 && !once {
 		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeoutCause(sctx, l.cfg.WaitTimeout, errWait)
+		wctx, cancel = context.WithTimeoutCause(sctx, l.cfg.WaitTimeout, acquire.ErrWaitBound)
 		defer cancel()
 	}
 
 	attempts := 0
 	var lastErr error
-	finish := func(outcome string, err error) {
-		if measured {
-			m := telemetry.Acquired
-			switch outcome {
-			case tracing.OutcomeNotAcquired:
-				m = telemetry.NotAcquired
-				if !once {
-					m = telemetry.Timeout // the wait bound passed
-				}
-			case tracing.OutcomeCancelled:
-				m = telemetry.Cancelled
-				if errors.Is(err, context.DeadlineExceeded) {
-					m = telemetry.Timeout
-				}
-			case tracing.OutcomeError:
-				m = telemetry.Error
-			}
-			l.metrics.Acquire(sctx, m, time.Since(start))
-		}
-		if !recording {
-			return
-		}
-		span.SetAttributes(tracing.Outcome.String(outcome), tracing.Attempts.Int(attempts),
-			tracing.WaitMillis.Float64(float64(time.Since(start).Microseconds())/1000))
-		if outcome == tracing.OutcomeError {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-		}
-	}
+	rec := acquire.Record{Span: span, Recording: recording, Metrics: l.inst.Metrics, Measured: measured, Once: once, Wait: l.cfg.WaitTimeout}
+	finish := func(err error) { rec.End(sctx, err, attempts, time.Since(start)) }
 	// ended returns the error of a wait that wctx ended.
 	ended := func() error {
 		cause := context.Cause(wctx)
 		if lastErr == nil {
 			lastErr = ErrNotAcquired
 		}
-		if errors.Is(cause, errWait) {
-			finish(tracing.OutcomeNotAcquired, lastErr)
+		if errors.Is(cause, acquire.ErrWaitBound) {
+			finish(lastErr)
 			return l.wrap(op, lastErr)
 		}
-		finish(tracing.OutcomeCancelled, cause)
+		finish(cause)
 		return l.wrap(op, fmt.Errorf("%w (last attempt: %w)", cause, lastErr))
 	}
 	// pending: the give-back of a re-entry's failed round, which the next
@@ -414,7 +371,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 			span.SetAttributes(tracing.NodesWon.Int(won), tracing.ValidityMillis.Int64(validity.Milliseconds()))
 		}
 		if measured {
-			l.metrics.NodesWon(sctx, won, won >= l.quorum)
+			l.inst.Metrics.NodesWon(sctx, won, won >= l.quorum)
 		}
 		if won >= l.quorum && validity > 0 {
 			if !reentry {
@@ -436,7 +393,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 				Quorum:    l.quorum,
 				Timeout:   leaseTime,
 				Renew:     l.cfg.Renewed(),
-				Name:      l.name,
+				Name:      l.id.Name,
 				Primitive: l.primitive(),
 			}, sentAt)
 			// A lost hold gives back what survives of it at once.
@@ -444,8 +401,8 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 			if recording {
 				span.SetAttributes(tracing.FencingToken.Int64(token))
 			}
-			finish(tracing.OutcomeAcquired, nil)
-			return hold.Start(ctx, l.key(), &hold.Hold{Owner: r.id, Token: token, Lease: wl, Data: r, Telemetry: l.rel, Traced: recording, Scoped: l.cfg.ScopedHold, Also: l.memberKeys, Live: &l.holds}, l.release), nil
+			finish(nil)
+			return hold.Start(ctx, l.key(), &hold.Hold{Owner: r.id, Token: token, Lease: wl, Data: r, Telemetry: l.inst.Release, Traced: recording, Scoped: l.cfg.ScopedHold, Also: l.memberKeys, Live: &l.holds}, l.release), nil
 		}
 		// Not held: give back in the background what the round may have
 		// taken. A fresh round's id is its own, so the caller does not
@@ -470,11 +427,11 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 			}
 		}
 		if won >= l.quorum {
-			nodeErrs = append(nodeErrs, fmt.Errorf("validity time used up: took %v of a %v leaseTime", elapsed, leaseTime))
+			nodeErrs = append(nodeErrs, fmt.Errorf("validity time used up: took %v of a %v lease", elapsed, leaseTime))
 		}
 		lastErr = fmt.Errorf("%w: won %d of %d members, quorum %d: %w", ErrNotAcquired, won, len(l.nodes), l.quorum, errors.Join(nodeErrs...))
 		if once {
-			finish(tracing.OutcomeNotAcquired, lastErr)
+			finish(lastErr)
 			return nil, l.wrap(op, lastErr)
 		}
 		// Retry after a random delay, within the wait bound.
@@ -488,8 +445,6 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 		}
 	}
 }
-
-var errWait = errors.New("wait timeout")
 
 // Remaining returns how long the innermost hold ctx carries may still be
 // counted on (for a Redlock, the validity left as the watchdog counts it); see lock.Remaining.

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/keys"
@@ -118,7 +119,7 @@ type RWMutex struct {
 	client   redis.UniversalClient
 	name     string
 	cfg      options.Config
-	invalid  string
+	id       base.Ident // its name in errors, and why New refused its arguments
 	channel  string
 	prefix   string // {name}, the prefix of readers' lease keys
 	waiters  string // zset of waiting writers
@@ -129,18 +130,15 @@ type RWMutex struct {
 	acquireLatchPrefix string
 	latchLife          any // an acquire latch's PX (ms), boxed once
 	hub                *notify.Hub
-	tracer             trace.Tracer
-	spanStart          [2][]trace.SpanStartOption // by side
-	metrics            [2]*telemetry.Recorder     // by side
-	rel                [2]*telemetry.Release      // by side: release span and hold metrics
+	inst               [2]telemetry.Instruments // by side
 }
 
 // New returns the RWMutex called name on client. It does not touch Redis;
 // bad arguments are reported as ErrInvalidArgument by every method.
 func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	rw := &RWMutex{client: client, name: name, cfg: options.Apply(opts)}
-	rw.invalid = rw.cfg.Check(client, "lock", name)
-	if rw.invalid != "" {
+	rw.id = base.Ident{Primitive: primitive, Name: name, Invalid: rw.cfg.Check(client, "lock", name)}
+	if rw.id.Invalid != "" {
 		return rw
 	}
 	rw.channel = keys.Prefix("redisson_rwlock", name)
@@ -152,41 +150,21 @@ func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	rw.waiters = keys.Suffix(name, "rwlock_write_waiters")
 	rw.tokenKey = keys.Prefix("redisson_lock_token", name)
 	rw.hub = notify.For(client)
-	rw.tracer = tracing.Tracer(rw.cfg.TracerProvider)
-	for _, s := range []side{read, write} {
-		rw.spanStart[s] = acquire.SpanStart(
-			tracing.LockName.String(name),
-			tracing.Primitive.String(primitive),
-			tracing.Side.String(s.String()),
-			tracing.Watchdog.Bool(rw.cfg.Renewed()),
-		)
-		rw.metrics[s] = telemetry.For(rw.cfg.MeterProvider, primitive, s.String(), name, rw.cfg.NameInMetrics)
-		spanName := tracing.SpanReleaseReadLock
-		if s == write {
-			spanName = tracing.SpanReleaseWriteLock
-		}
-		rw.rel[s] = &telemetry.Release{Tracer: rw.tracer, Name: spanName, Start: rw.spanStart[s], Metrics: rw.metrics[s]}
-	}
+	rw.inst[read] = rw.cfg.Instruments(primitive, read.String(), name, tracing.SpanReleaseReadLock)
+	rw.inst[write] = rw.cfg.Instruments(primitive, write.String(), name, tracing.SpanReleaseWriteLock)
 	return rw
 }
 
 // Name is the lock's name: the Redis key of its hash.
 func (rw *RWMutex) Name() string { return rw.name }
 
-func (rw *RWMutex) wrap(op string, err error) error { return errs.New(op, primitive, rw.name, err) }
+// unmade is the identity of an RWMutex not made by New (its zero value).
+var unmade = base.Ident{Primitive: primitive, Invalid: "RWMutex not made by rwlock.New"}
 
-func (rw *RWMutex) check(op string, ctx context.Context) error {
-	if rw.invalid != "" {
-		return errs.Invalid(op, primitive, rw.name, rw.invalid)
-	}
-	if rw.client == nil || rw.hub == nil {
-		return errs.Invalid(op, primitive, rw.name, "RWMutex not made by rwlock.New")
-	}
-	if ctx == nil {
-		return errs.Invalid(op, primitive, rw.name, "nil context")
-	}
-	return nil
-}
+func (rw *RWMutex) wrap(op string, err error) error { return rw.id.Wrap(op, err) }
+
+// check refuses a call with bad arguments (see base.Ident.Check).
+func (rw *RWMutex) check(op string, ctx context.Context) error { return rw.id.Check(op, ctx, unmade) }
 
 func (rw *RWMutex) key(s side) hold.Key {
 	kind := "rlock"
@@ -317,9 +295,9 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 		spanName = tracing.SpanAcquireWriteLock
 	}
 	traced, err := acquire.Do(ctx, acquire.Request{
-		Tracer:   rw.tracer,
+		Tracer:   rw.inst[read].Tracer,
 		SpanName: spanName,
-		Start:    rw.spanStart[s],
+		Start:    rw.inst[s].SpanStart,
 		Owner:    ownerID,
 		Lease:    leaseTime,
 		Hub:      rw.hub,
@@ -332,7 +310,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 		Wait:      rw.cfg.WaitTimeout,
 		LeaseTime: leaseTime,
 		Attempt:   acquire.TryFunc(try),
-		Metrics:   rw.metrics[s],
+		Metrics:   rw.inst[s].Metrics,
 	})
 	if err != nil {
 		if marked {
@@ -346,38 +324,19 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (c
 	return rw.newHold(ctx, s, ownerID, count, token, sentAt, leaseTime, traced), nil
 }
 
-// withdrawBound caps how long a writer that gave up spends taking its
-// waiting mark back.
-const withdrawBound = 250 * time.Millisecond
-
-// withdrawMark takes back the waiting mark of a writer that gave up (its
-// wait ended: ctx done, the wait timeout, an error), so that the readers
-// it was holding back need not wait for the mark to expire, and wakes
-// them.
-//
-// It is one call (go-redis's own retries aside), on ctx's values but not
-// its cancellation (ctx is usually done by now), bounded by
-// min(UnlockTimeout, withdrawBound), made on the caller's goroutine: no
-// goroutine outlives it. It is not retried for the unlock timeout as a
-// release is: during a partition that held
-// the caller seconds past its deadline, and the withdrawal is only an
-// optimisation. The bound holds when the client applies context deadlines
-// to the network (ContextTimeoutEnabled, as the README advises); otherwise
-// the client's own read/write timeouts bound it, as any call.
-//
-// A mark that is not withdrawn is safe: it grants nothing (mutual
-// exclusion is decided by the lock hash alone), it only asks readers to
-// queue behind this writer, and it is a lease. write_acquire.lua stores it
-// with the score now+lease (server time) and refreshes it at least every
-// lease/3 while the writer waits; a writer that gave up refreshes it no
-// more, and every read and write acquire purges marks whose score has
-// passed (ZREMRANGEBYSCORE) before deciding, while a reader held back by a
-// mark is told to try again when it expires. So a stale mark only delays
-// new readers, by at most one lease, never blocks them for good.
+// withdrawMark takes back the waiting mark of a writer that gave up
+// (base.Withdraw). A mark left behind is safe: it grants nothing
+// (mutual exclusion is decided by the lock hash alone), it only asks
+// readers to queue behind this writer, and it is a lease. write_acquire.lua
+// stores it with the score now+lease (server time) and refreshes it at
+// least every lease/3 while the writer waits; a writer that gave up
+// refreshes it no more, and every read and write acquire purges marks
+// whose score has passed (ZREMRANGEBYSCORE) before deciding, while a
+// reader held back by a mark is told to try again when it expires. So a
+// stale mark only delays new readers, by at most one lease, never blocks
+// them for good.
 func (rw *RWMutex) withdrawMark(ctx context.Context, ownerID string) {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(rw.cfg.UnlockTimeout, withdrawBound))
-	defer cancel()
-	_ = withdraw.Call(wctx, rw.client, 2, rw.waiters, rw.channel, ownerID, rw.hub.PublishCommand()).Err()
+	base.Withdraw(ctx, withdraw, rw.client, rw.cfg.UnlockTimeout, 2, rw.waiters, rw.channel, ownerID, rw.hub.PublishCommand())
 }
 
 func (rw *RWMutex) spec(s side, ownerID string, leaseTime time.Duration) lease.Spec {
@@ -406,7 +365,7 @@ func (rw *RWMutex) newHold(ctx context.Context, s side, ownerID string, count, t
 	if s == write {
 		release = rw.releaseWrite
 	}
-	return hold.Start(ctx, rw.key(s), &hold.Hold{Owner: ownerID, Token: token, Lease: ls, Telemetry: rw.rel[s], Traced: traced, Scoped: rw.cfg.ScopedHold, Live: &rw.holds}, release)
+	return hold.Start(ctx, rw.key(s), &hold.Hold{Owner: ownerID, Token: token, Lease: ls, Telemetry: rw.inst[s].Release, Traced: traced, Scoped: rw.cfg.ScopedHold, Live: &rw.holds}, release)
 }
 
 func (rw *RWMutex) latch() string {
@@ -471,16 +430,7 @@ func (rw *RWMutex) releaseWrite(ctx context.Context, h *hold.Hold) error {
 }
 
 func (rw *RWMutex) released(h *hold.Hold, res int64, err error) error {
-	if err != nil {
-		return err
-	}
-	if res == -1 {
-		if lerr := h.Lease.Lost(); lerr != nil {
-			return errs.Reason(lerr)
-		}
-		return fmt.Errorf("%w: the lock was no longer held in Redis", ErrLockLost)
-	}
-	return nil
+	return base.Released(res, err, h.Lease, "the lock was no longer held in Redis")
 }
 
 // Downgrade turns the write hold that returned ctx into a read hold, in

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/keys"
@@ -111,7 +112,7 @@ type Semaphore struct {
 	// size, so no call of this Semaphore sees Redis and s.size disagree.
 	resizing sync.RWMutex
 	cfg      options.Config
-	invalid  string
+	id       base.Ident // its name in errors, and why New refused its arguments
 	permits  string
 	weights  string
 	waiters  string
@@ -120,10 +121,7 @@ type Semaphore struct {
 	// latchPrefix + a request id names an unlock latch key.
 	latchPrefix string
 	hub         *notify.Hub
-	tracer      trace.Tracer
-	spanStart   []trace.SpanStartOption
-	metrics     *telemetry.Recorder
-	rel         *telemetry.Release // release span and hold metrics
+	inst        telemetry.Instruments
 }
 
 // MaxSize is the largest size a Semaphore takes: the scripts count
@@ -155,10 +153,11 @@ func checkSize(size int64) string {
 func New(client redis.UniversalClient, name string, size int64, opts ...Option) *Semaphore {
 	s := &Semaphore{client: client, name: name, cfg: options.Apply(opts)}
 	s.size.Store(size)
-	if s.invalid = s.cfg.Check(client, "semaphore", name); s.invalid == "" {
-		s.invalid = checkSize(size)
+	s.id = base.Ident{Primitive: primitive, Name: name, Invalid: s.cfg.Check(client, "semaphore", name)}
+	if s.id.Invalid == "" {
+		s.id.Invalid = checkSize(size)
 	}
-	if s.invalid != "" {
+	if s.id.Invalid != "" {
 		return s
 	}
 	s.permits = keys.Suffix(name, "permits")
@@ -168,14 +167,7 @@ func New(client redis.UniversalClient, name string, size int64, opts ...Option) 
 	s.channel = keys.Prefix("redisson_sc", name)
 	s.latchPrefix = options.LatchPrefix(name)
 	s.hub = notify.For(client)
-	s.tracer = tracing.Tracer(s.cfg.TracerProvider)
-	s.spanStart = acquire.SpanStart(
-		tracing.LockName.String(name),
-		tracing.Primitive.String(primitive),
-		tracing.Watchdog.Bool(s.cfg.Renewed()),
-	)
-	s.metrics = telemetry.For(s.cfg.MeterProvider, primitive, "", name, s.cfg.NameInMetrics)
-	s.rel = &telemetry.Release{Tracer: s.tracer, Name: tracing.SpanReleaseSemaphore, Start: s.spanStart, Metrics: s.metrics}
+	s.inst = s.cfg.Instruments(primitive, "", name, tracing.SpanReleaseSemaphore)
 	return s
 }
 
@@ -185,20 +177,13 @@ func (s *Semaphore) Name() string { return s.name }
 // Size is the number of permits this Semaphore was built with.
 func (s *Semaphore) Size() int64 { return s.size.Load() }
 
-func (s *Semaphore) wrap(op string, err error) error { return errs.New(op, primitive, s.name, err) }
+// unmade is the identity of a Semaphore not made by New (its zero value).
+var unmade = base.Ident{Primitive: primitive, Invalid: "Semaphore not made by semaphore.New"}
 
-func (s *Semaphore) check(op string, ctx context.Context) error {
-	if s.invalid != "" {
-		return errs.Invalid(op, primitive, s.name, s.invalid)
-	}
-	if s.client == nil || s.hub == nil {
-		return errs.Invalid(op, primitive, s.name, "Semaphore not made by semaphore.New")
-	}
-	if ctx == nil {
-		return errs.Invalid(op, primitive, s.name, "nil context")
-	}
-	return nil
-}
+func (s *Semaphore) wrap(op string, err error) error { return s.id.Wrap(op, err) }
+
+// check refuses a call with bad arguments (see base.Ident.Check).
+func (s *Semaphore) check(op string, ctx context.Context) error { return s.id.Check(op, ctx, unmade) }
 
 func (s *Semaphore) key() hold.Key {
 	return hold.Key{Client: s.client, Kind: primitive, Name: s.name}
@@ -274,9 +259,9 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		return acquire.Result{}, fmt.Errorf("unexpected reply %v", vals)
 	}
 	traced, err := acquire.Do(ctx, acquire.Request{
-		Tracer:    s.tracer,
+		Tracer:    s.inst.Tracer,
 		SpanName:  tracing.SpanAcquireSemaphore,
-		Start:     s.spanStart,
+		Start:     s.inst.SpanStart,
 		Owner:     ownerID,
 		Lease:     leaseTime,
 		Attrs:     []attribute.KeyValue{tracing.Size.Int64(size), tracing.Permits.Int64(n)},
@@ -287,7 +272,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		LeaseTime: leaseTime,
 		PassOn:    true,
 		Attempt:   acquire.TryFunc(try),
-		Metrics:   s.metrics,
+		Metrics:   s.inst.Metrics,
 	})
 	if err != nil {
 		if marked {
@@ -306,7 +291,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		Name:      s.name,
 		Primitive: primitive,
 	}, sentAt)
-	return hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Data: permitID, Telemetry: s.rel, Traced: traced, Scoped: s.cfg.ScopedHold, Live: &s.holds}, s.release), nil
+	return hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Data: permitID, Telemetry: s.inst.Release, Traced: traced, Scoped: s.cfg.ScopedHold, Live: &s.holds}, s.release), nil
 }
 
 // maxMarkLife bounds the life of a waiter's mark in the queue. A waiting
@@ -315,38 +300,19 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 // unreachable) holds the waiters behind it back no longer than this.
 const maxMarkLife = 3 * time.Second
 
-// withdrawBound caps how long a waiter that gave up spends taking its
-// place in the queue back.
-const withdrawBound = 250 * time.Millisecond
-
-// withdrawMark takes back the queue entry (waiting mark) of a waiter that
-// gave up (its wait ended: ctx done, the wait timeout, an error), so that
-// the waiters behind it need not wait for the mark to expire, and wakes
-// them.
-//
-// It is one call (go-redis's own retries aside), on ctx's values but not
-// its cancellation (ctx is usually done by now), bounded by
-// min(UnlockTimeout, withdrawBound), made on the caller's goroutine: no
-// goroutine outlives it. It is not retried for the unlock timeout as a
-// release is: during a partition that held the caller seconds past its
-// deadline, and the withdrawal is only an optimisation. The bound holds
-// when the client applies context deadlines to the network
-// (ContextTimeoutEnabled, as the README advises); otherwise the client's
-// own read/write timeouts bound it, as any call.
-//
-// A mark that is not withdrawn is safe: it holds no permit (the permits
-// zset and the used count are all that admit a holder), it only makes
-// later waiters queue behind it, and it is a lease. acquire.lua records
-// its expiry, now + min(lease, maxMarkLife) in server time, and a waiting
-// head refreshes it at least every third of that (the ttl it returns); a
-// waiter that gave up refreshes it no more, every acquire drops the marks
-// whose expiry has passed before it looks at the head of the queue, and
-// the waiters behind a mark retry at least as often. So a stale mark only
-// delays the others, by maxMarkLife at most, never blocks them for good.
+// withdrawMark takes back the queue entry of a waiter that gave up
+// (base.Withdraw). A mark left behind is safe: it holds no permit
+// (the permits zset and the used count are all that admit a holder), it
+// only makes later waiters queue behind it, and it is a lease. acquire.lua
+// records its expiry, now + min(lease, maxMarkLife) in server time, and a
+// waiting head refreshes it at least every third of that (the ttl it
+// returns); a waiter that gave up refreshes it no more, every acquire
+// drops the marks whose expiry has passed before it looks at the head of
+// the queue, and the waiters behind a mark retry at least as often. So a
+// stale mark only delays the others, by maxMarkLife at most, never blocks
+// them for good.
 func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string) {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(s.cfg.UnlockTimeout, withdrawBound))
-	defer cancel()
-	_ = withdrawScript.Call(wctx, s.client, 6, s.waiters, s.marks, s.channel, s.name, s.permits, s.weights, waiterID, s.hub.PublishCommand()).Err()
+	base.Withdraw(ctx, withdrawScript, s.client, s.cfg.UnlockTimeout, 6, s.waiters, s.marks, s.channel, s.name, s.permits, s.weights, waiterID, s.hub.PublishCommand())
 }
 
 // giveBack releases, in the background, the permits an acquire that gave
@@ -395,14 +361,8 @@ func (s *Semaphore) Release(ctx context.Context) error {
 func (s *Semaphore) release(ctx context.Context, h *hold.Hold) error {
 	h.Lease.Stop()
 	res, err := s.runRelease(ctx, h.Data.(string))
-	if err != nil {
+	if err := base.Released(res, err, h.Lease, "the permit had expired in Redis"); err != nil {
 		return err
-	}
-	if res == -1 {
-		if lerr := h.Lease.Lost(); lerr != nil {
-			return errs.Reason(lerr)
-		}
-		return fmt.Errorf("%w: the permit had expired in Redis", ErrLockLost)
 	}
 	s.hub.Release(s.channel)
 	return nil

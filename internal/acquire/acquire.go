@@ -85,12 +85,6 @@ type TryFunc func(ctx context.Context) (Result, error)
 // Try calls f.
 func (f TryFunc) Try(ctx context.Context) (Result, error) { return f(ctx) }
 
-// SpanStart returns the start options of a primitive's acquire spans:
-// client kind and the attributes that never change (name, primitive).
-func SpanStart(attrs ...attribute.KeyValue) []trace.SpanStartOption {
-	return []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...)}
-}
-
 // Do runs the loop in one span. It returns nil when acquired,
 // ErrNotAcquired on contention (Once) or when Wait passed, the context's
 // cause when ctx ended, or the error of a try.
@@ -112,13 +106,35 @@ func Do(ctx context.Context, req Request) (traced bool, err error) {
 	}
 	start := time.Now()
 	attempts, err := loop(ctx, &req)
-	elapsed := time.Since(start)
+	Record{Span: span, Recording: recording, Metrics: req.Metrics, Measured: measured, Once: req.Once, Wait: req.Wait}.
+		End(ctx, err, attempts, time.Since(start))
+	return recording, err
+}
+
+// Record is how an acquisition's end is recorded: on its span (when
+// Recording) and in its metrics (when Measured). Do and the Redlock's
+// wait share it, so that every primitive maps an ending to the same
+// outcome.
+type Record struct {
+	Span      trace.Span
+	Recording bool
+	Metrics   *telemetry.Recorder
+	Measured  bool
+	Once      bool          // a TryLock: one attempt
+	Wait      time.Duration // the wait bound (0: none)
+}
+
+// End records an acquisition that ended with err (nil: acquired) after
+// attempts tries and elapsed; ctx is the acquiring context, whose end
+// (err is its cause) is a cancellation, or a timeout when its deadline
+// passed.
+func (r Record) End(ctx context.Context, err error, attempts int, elapsed time.Duration) {
 	outcome, metric := tracing.OutcomeAcquired, telemetry.Acquired
 	switch {
 	case err == nil:
 	case errors.Is(err, errs.ErrNotAcquired):
 		outcome, metric = tracing.OutcomeNotAcquired, telemetry.NotAcquired
-		if !req.Once && req.Wait > 0 && elapsed >= req.Wait {
+		if !r.Once && r.Wait > 0 && elapsed >= r.Wait {
 			metric = telemetry.Timeout // the wait bound passed
 		}
 	case ctx.Err() != nil && errors.Is(err, context.Cause(ctx)):
@@ -128,26 +144,28 @@ func Do(ctx context.Context, req Request) (traced bool, err error) {
 		}
 	default:
 		outcome, metric = tracing.OutcomeError, telemetry.Error
-		if recording {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
+		if r.Recording {
+			r.Span.RecordError(err)
+			r.Span.SetStatus(codes.Error, err.Error())
 		}
 	}
-	if measured {
-		req.Metrics.Acquire(ctx, metric, elapsed)
+	if r.Measured {
+		r.Metrics.Acquire(ctx, metric, elapsed)
 	}
-	if recording {
-		span.SetAttributes(
+	if r.Recording {
+		r.Span.SetAttributes(
 			tracing.Outcome.String(outcome),
 			tracing.Attempts.Int(attempts),
 			tracing.WaitMillis.Float64(float64(elapsed.Microseconds())/1000),
-			tracing.Try.Bool(req.Once),
+			tracing.Try.Bool(r.Once),
 		)
 	}
-	return recording, err
 }
 
-var errWaitTimeout = errors.New("wait timeout")
+// ErrWaitBound is the cause of a wait that its bound (WithWaitTimeout)
+// ended, as opposed to the caller's context: the acquisition then
+// returns ErrNotAcquired.
+var ErrWaitBound = errors.New("wait timeout")
 
 type queuedKey struct{}
 
@@ -179,7 +197,7 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 	var lastErr error
 	done := func() error {
 		cause := context.Cause(ctx)
-		if errors.Is(cause, errWaitTimeout) {
+		if errors.Is(cause, ErrWaitBound) {
 			cause = errs.ErrNotAcquired
 		}
 		if cause != nil && lastErr != nil {
@@ -214,7 +232,7 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 	}
 	if !deadline.IsZero() {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadlineCause(ctx, deadline, errWaitTimeout)
+		ctx, cancel = context.WithDeadlineCause(ctx, deadline, ErrWaitBound)
 		defer cancel()
 		if d := done(); d != nil {
 			return attempts, d // the bound passed during the first try

@@ -22,6 +22,7 @@ import (
 	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/tracing"
 )
@@ -740,7 +741,7 @@ func TestSpan(t *testing.T) {
 			span, err := spanOf(t, func(tracer trace.Tracer) error {
 				req := request(hub, "redisson_lock__channel:{"+t.Name()+"}", m.try("me"))
 				req.Tracer = tracer
-				req.Start = acquire.SpanStart(tracing.LockName.String("order:1"), tracing.Primitive.String("lock"))
+				req.Start = telemetry.SpanStart(tracing.LockName.String("order:1"), tracing.Primitive.String("lock"))
 				if tc.adjust != nil {
 					tc.adjust(&req)
 				}

@@ -1,4 +1,4 @@
-// Package acquire is the one wait loop of every relock primitive: try ->
+// Package acquire is the wait loop of the primitives on one Redis: try ->
 // subscribe -> try again -> wait for the unlock message or the TTL the
 // failed try returned (whichever first, bounded by ctx) -> retry. It never
 // polls on an interval, and the uncontended path is one script call that
@@ -13,10 +13,21 @@
 // that first try (or of the subscription, when the acquire queued behind
 // local waiters without trying) is returned at once: Redis could not be
 // reached when the acquire began. Once waiting, a transient error (see
-// Transient: the network, a Redis loading, failing over or resharding)
+// errs.Transient: the network, a Redis loading, failing over or resharding)
 // does not end the wait: the waiter tries again at its next wake-up or
 // after a backoff (10 ms doubling to 1 s, jittered), the only time it
 // polls, and when ctx ends it returns ctx's cause (ErrNotAcquired for the
 // wait bound) wrapped with the last such error. Any other error ends the
 // acquire at once.
+//
+// The Redlock waits in a loop of its own (package redlock), because its
+// waiting has nothing of this one's: its members live on independent
+// masters, so there is no one channel to subscribe to and no local queue
+// to join (a member's unlock message says nothing of the quorum); it
+// retries after a random delay, as the Redlock algorithm asks, so that
+// contenders do not split the members again in step; and a round is
+// itself parallel, decided on a quorum, and may leave a give-back that the
+// next round must wait for. What the two loops share lives here: the
+// wait bound (ErrWaitBound) and how an ending is recorded on the span and
+// in the metrics (Record).
 package acquire

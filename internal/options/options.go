@@ -5,11 +5,13 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/lease"
+	"github.com/relock-go/relock/internal/telemetry"
 )
 
 // Defaults, as Redisson's.
@@ -279,4 +281,15 @@ func WithDrift(d time.Duration) Option {
 		}
 		c.Drift = d
 	}
+}
+
+// Instruments makes the tracing and metrics instruments of a primitive
+// (or of one side of an rwlock) configured by c; attrs are attributes of
+// its acquire spans beyond its name, primitive, side and watchdog.
+func (c *Config) Instruments(primitive, side, name, releaseSpan string, attrs ...attribute.KeyValue) telemetry.Instruments {
+	return telemetry.NewInstruments(telemetry.Setup{
+		TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider, NameInMetrics: c.NameInMetrics,
+		Primitive: primitive, Side: side, Name: name, Renewed: c.Renewed(),
+		ReleaseSpan: releaseSpan, Attrs: attrs,
+	})
 }

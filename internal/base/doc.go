@@ -1,0 +1,7 @@
+// Package base is what the primitives (lock, rwlock, semaphore,
+// redlock) share around their own scripts: their identity in errors
+// (Ident: every call checks its arguments first, every error names the
+// operation and the lock), the reading of a release's reply (Released),
+// and the withdrawal of a waiter's mark from a queue it gave up on
+// (Withdraw).
+package base
