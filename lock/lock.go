@@ -150,10 +150,10 @@ func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 	if m.id.Invalid != "" {
 		return m
 	}
-	m.channel = keys.Prefix("redisson_lock__channel", name)
-	m.latchPrefix = options.LatchPrefix(name)
-	m.acquireLatchPrefix = keys.Prefix("relock_acquire_latch", name) + ":"
-	m.tokenKey = keys.Prefix("redisson_lock_token", name)
+	m.channel = keys.LockChannel(name)
+	m.latchPrefix = keys.UnlockLatch(name)
+	m.acquireLatchPrefix = keys.AcquireLatch(name)
+	m.tokenKey = keys.Token(name)
 	m.hub = notify.For(client)
 	m.nameKeys = []string{name}
 	m.nameArg, m.channelArg, m.tokenArg = name, m.channel, m.tokenKey

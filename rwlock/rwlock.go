@@ -141,14 +141,13 @@ func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	if rw.id.Invalid != "" {
 		return rw
 	}
-	rw.channel = keys.Prefix("redisson_rwlock", name)
-	rw.latchPrefix = options.LatchPrefix(name)
-	rw.acquireLatchPrefix = keys.Prefix("relock_acquire_latch", name) + ":"
+	rw.channel = keys.RWLockChannel(name)
+	rw.latchPrefix = keys.UnlockLatch(name)
+	rw.acquireLatchPrefix = keys.AcquireLatch(name)
 	rw.latchLife = options.LatchLife(rw.cfg.UnlockTimeout)
-	rw.prefix = keys.Suffix(name, "")
-	rw.prefix = rw.prefix[:len(rw.prefix)-1] // "{name}" (or "name" with its own tag)
-	rw.waiters = keys.Suffix(name, "rwlock_write_waiters")
-	rw.tokenKey = keys.Prefix("redisson_lock_token", name)
+	rw.prefix = keys.Tag(name)
+	rw.waiters = keys.WriteWaiters(name)
+	rw.tokenKey = keys.Token(name)
 	rw.hub = notify.For(client)
 	rw.inst[read] = rw.cfg.Instruments(primitive, read.String(), name, tracing.SpanReleaseReadLock)
 	rw.inst[write] = rw.cfg.Instruments(primitive, write.String(), name, tracing.SpanReleaseWriteLock)
@@ -179,7 +178,7 @@ func (rw *RWMutex) leaseID(s side, ownerID string) string {
 }
 
 func (rw *RWMutex) timeoutPrefix(ownerID string) string {
-	return keys.Suffix(rw.name, ownerID+":rwlock_timeout")
+	return keys.ReadTimeouts(rw.name, ownerID)
 }
 
 // RLock takes the read lock, waiting while a writer holds it or waits for

@@ -160,12 +160,12 @@ func New(client redis.UniversalClient, name string, size int64, opts ...Option) 
 	if s.id.Invalid != "" {
 		return s
 	}
-	s.permits = keys.Suffix(name, "permits")
-	s.weights = keys.Suffix(name, "weights")
-	s.waiters = keys.Suffix(name, "waiters")
-	s.marks = keys.Suffix(name, "waiter_expiry")
-	s.channel = keys.Prefix("redisson_sc", name)
-	s.latchPrefix = options.LatchPrefix(name)
+	s.permits = keys.Permits(name)
+	s.weights = keys.Weights(name)
+	s.waiters = keys.Waiters(name)
+	s.marks = keys.WaiterExpiry(name)
+	s.channel = keys.SemaphoreChannel(name)
+	s.latchPrefix = keys.UnlockLatch(name)
 	s.hub = notify.For(client)
 	s.inst = s.cfg.Instruments(primitive, "", name, tracing.SpanReleaseSemaphore)
 	return s

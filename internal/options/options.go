@@ -9,7 +9,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/telemetry"
 )
@@ -174,12 +173,6 @@ func (c *Config) Check(client redis.UniversalClient, noun, name string) string {
 // lives: it outlives every retry comfortably, so a late retry still finds
 // it instead of counting again.
 func LatchLife(timeout time.Duration) int64 { return 2 * timeout.Milliseconds() }
-
-// LatchPrefix is the prefix of name's unlock latch keys,
-// redisson_unlock_latch:{name}:, to which a request id is appended.
-func LatchPrefix(name string) string {
-	return keys.Prefix("redisson_unlock_latch", name) + ":"
-}
 
 // WithLeaseTime: see lock.WithLeaseTime.
 func WithLeaseTime(d time.Duration) Option {

@@ -45,11 +45,9 @@ func TestInvalidKeepsFirstReason(t *testing.T) {
 	require.Empty(t, Apply([]Option{nil}).Err, "a nil option is ignored")
 }
 
-func TestCheckAndLatchPrefix(t *testing.T) {
+func TestCheck(t *testing.T) {
 	c := Apply(nil)
 	require.Equal(t, "nil redis client", c.Check(nil, "lock", "a"))
-	require.Equal(t, "redisson_unlock_latch:{a}:", LatchPrefix("a"))
-	require.Equal(t, "redisson_unlock_latch:{t}x:", LatchPrefix("{t}x"))
 	bad := Apply([]Option{WithLeaseTime(0)})
 	require.Contains(t, bad.Check(nil, "lock", "a"), "nil redis client", "the client is checked first")
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/testkit/history"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
@@ -365,9 +366,9 @@ func leftovers(admin *redis.Client, runID string) keysLeft {
 		ks.withTTL++
 		ks.maxTTL = max(ks.maxTTL, ttl)
 		switch {
-		case strings.HasPrefix(k, "redisson_lock_token:"):
+		case strings.HasPrefix(k, keys.TokenPrefix):
 			ks.counters++
-		case strings.HasPrefix(k, "redisson_unlock_latch:"), strings.HasPrefix(k, "relock_acquire_latch:"):
+		case strings.HasPrefix(k, keys.UnlockLatchPrefix), strings.HasPrefix(k, keys.AcquireLatchPrefix):
 			ks.latches++
 		default:
 			ks.other = append(ks.other, k)

@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,14 +33,8 @@ const (
 // NoTTL is the TTL of a key that never expires (PTTL -1).
 const NoTTL = -1
 
-// ownerRE is an owner id as relock and Redisson mint them: <uuid>:<n>.
-var ownerRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}:[0-9]+$`)
-
-// leaseKeyRE is an rwlock reader's lease key: <prefix>:<owner>:rwlock_timeout:<i>.
-var leaseKeyRE = regexp.MustCompile(`^(.*):([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}:[0-9]+):rwlock_timeout:([0-9]+)$`)
-
 // IsOwner reports whether s looks like an owner id, <uuid>:<n>.
-func IsOwner(s string) bool { return ownerRE.MatchString(s) }
+func IsOwner(s string) bool { return keys.IsOwner(s) }
 
 // Holder is one hold of an Entry.
 type Holder struct {
@@ -225,21 +218,19 @@ func (in *Inspector) Show(ctx context.Context, name string) (Detail, error) {
 		return Detail{}, err
 	}
 	d := Detail{Entry: e, Keys: []Key{}}
-	cands := []string{name, keys.Prefix("redisson_lock_token", name)}
+	cands := []string{name, keys.Token(name)}
 	switch e.Kind {
 	case KindRWLock:
 		for _, h := range e.Holders {
 			if h.Side == SideRead {
 				for j := int64(1); j <= h.Count; j++ {
-					cands = append(cands, leaseKey(name, h.ID, j))
+					cands = append(cands, keys.ReadTimeout(name, h.ID, j))
 				}
 			}
 		}
-		cands = append(cands, keys.Suffix(name, "rwlock_write_waiters"))
+		cands = append(cands, keys.WriteWaiters(name))
 	case KindSemaphore:
-		for _, s := range []string{"permits", "weights", "waiters", "waiter_expiry"} {
-			cands = append(cands, keys.Suffix(name, s))
-		}
+		cands = append(cands, keys.Permits(name), keys.Weights(name), keys.Waiters(name), keys.WaiterExpiry(name))
 	}
 	for _, k := range cands {
 		typ, err := in.client.Type(ctx, k).Result()
@@ -256,11 +247,6 @@ func (in *Inspector) Show(ctx context.Context, name string) (Detail, error) {
 		d.Keys = append(d.Keys, Key{Key: k, Type: typ, TTLMs: ttl})
 	}
 	return d, nil
-}
-
-// leaseKey names an rwlock reader's i-th lease key.
-func leaseKey(name, owner string, i int64) string {
-	return keys.Suffix(name, owner+":rwlock_timeout:"+strconv.FormatInt(i, 10))
 }
 
 // pttl returns key's PTTL in ms: -1 without TTL, -2 when it is gone.
@@ -320,7 +306,7 @@ func (in *Inspector) get(ctx context.Context, name string, now int64) (Entry, bo
 		return Entry{}, false, err
 	}
 	if kind != KindSemaphore {
-		tok, err := in.client.Get(ctx, keys.Prefix("redisson_lock_token", name)).Int64()
+		tok, err := in.client.Get(ctx, keys.Token(name)).Int64()
 		switch {
 		case err == nil:
 			e.FencingToken = &tok
@@ -373,7 +359,7 @@ func (in *Inspector) rwlock(ctx context.Context, e *Entry, fields map[string]str
 		// a reader's lease is its longest lease key
 		h := Holder{ID: f, Side: SideRead, Count: n, LeaseMs: -2}
 		for j := int64(1); j <= n; j++ {
-			p, err := in.pttl(ctx, leaseKey(e.Name, f, j))
+			p, err := in.pttl(ctx, keys.ReadTimeout(e.Name, f, j))
 			if err != nil {
 				return err
 			}
@@ -388,7 +374,7 @@ func (in *Inspector) rwlock(ctx context.Context, e *Entry, fields map[string]str
 		}
 		e.Holders = append(e.Holders, h)
 	}
-	ws, err := in.client.ZRangeWithScores(ctx, keys.Suffix(e.Name, "rwlock_write_waiters"), 0, -1).Result()
+	ws, err := in.client.ZRangeWithScores(ctx, keys.WriteWaiters(e.Name), 0, -1).Result()
 	if err != nil && !isWrongType(err) {
 		return fmt.Errorf("ZRANGE write waiters of %s: %w", e.Name, err)
 	}
@@ -402,11 +388,11 @@ func (in *Inspector) semaphore(ctx context.Context, e *Entry, fields map[string]
 	size, _ := strconv.ParseInt(fields["size"], 10, 64)
 	used, _ := strconv.ParseInt(fields["used"], 10, 64)
 	e.Size, e.Used = &size, &used
-	permits, err := in.client.ZRangeWithScores(ctx, keys.Suffix(e.Name, "permits"), 0, -1).Result()
+	permits, err := in.client.ZRangeWithScores(ctx, keys.Permits(e.Name), 0, -1).Result()
 	if err != nil && !isWrongType(err) {
 		return fmt.Errorf("ZRANGE permits of %s: %w", e.Name, err)
 	}
-	weights, err := in.client.HGetAll(ctx, keys.Suffix(e.Name, "weights")).Result()
+	weights, err := in.client.HGetAll(ctx, keys.Weights(e.Name)).Result()
 	if err != nil && !isWrongType(err) {
 		return fmt.Errorf("HGETALL weights of %s: %w", e.Name, err)
 	}
@@ -416,11 +402,11 @@ func (in *Inspector) semaphore(ctx context.Context, e *Entry, fields map[string]
 		left := int64(z.Score) - now
 		e.Holders = append(e.Holders, Holder{ID: id, Side: SidePermit, Count: n, LeaseMs: left, Expired: left <= 0})
 	}
-	waiters, err := in.client.ZRange(ctx, keys.Suffix(e.Name, "waiters"), 0, -1).Result()
+	waiters, err := in.client.ZRange(ctx, keys.Waiters(e.Name), 0, -1).Result()
 	if err != nil && !isWrongType(err) {
 		return fmt.Errorf("ZRANGE waiters of %s: %w", e.Name, err)
 	}
-	marks, err := in.client.HGetAll(ctx, keys.Suffix(e.Name, "waiter_expiry")).Result()
+	marks, err := in.client.HGetAll(ctx, keys.WaiterExpiry(e.Name)).Result()
 	if err != nil && !isWrongType(err) {
 		return fmt.Errorf("HGETALL waiter marks of %s: %w", e.Name, err)
 	}
@@ -439,11 +425,11 @@ func isWrongType(err error) bool {
 func Channel(e Entry) string {
 	switch e.Kind {
 	case KindRWLock:
-		return keys.Prefix("redisson_rwlock", e.Name)
+		return keys.RWLockChannel(e.Name)
 	case KindSemaphore:
-		return keys.Prefix("redisson_sc", e.Name)
+		return keys.SemaphoreChannel(e.Name)
 	}
-	return keys.Prefix("redisson_lock__channel", e.Name)
+	return keys.LockChannel(e.Name)
 }
 
 //go:embed lua/force_unlock.lua
@@ -465,10 +451,9 @@ func (in *Inspector) ForceUnlock(ctx context.Context, e Entry) (bool, error) {
 	ks := []string{e.Name, Channel(e), "", ""}
 	switch e.Kind {
 	case KindRWLock:
-		p := keys.Suffix(e.Name, "")
-		ks[2] = p[:len(p)-1]
+		ks[2] = keys.Tag(e.Name)
 	case KindSemaphore:
-		ks[2], ks[3] = keys.Suffix(e.Name, "permits"), keys.Suffix(e.Name, "weights")
+		ks[2], ks[3] = keys.Permits(e.Name), keys.Weights(e.Name)
 	default:
 		ks = ks[:2]
 	}

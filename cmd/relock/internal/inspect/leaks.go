@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -43,15 +42,6 @@ type Report struct {
 // acquisition) or is deleted when its hold ends, so anything longer was
 // not written by it, or was changed by hand.
 const MaxTTL = 24 * time.Hour
-
-const (
-	tokenPrefix        = "redisson_lock_token:"
-	latchPrefix        = "redisson_unlock_latch:"
-	acquireLatchPrefix = "relock_acquire_latch:"
-)
-
-// semaphore auxiliary keys, checked by content as well as TTL.
-var semSuffixes = []string{":permits", ":weights", ":waiters", ":waiter_expiry"}
 
 // Leaks scans the keys matching pattern for leaks:
 //   - any key of ours (locks', rwlocks' and semaphores' keys, fencing
@@ -122,13 +112,13 @@ func (in *Inspector) Leaks(ctx context.Context, pattern string) (Report, error) 
 		case KindSemaphore:
 			for _, h := range e.Holders {
 				if h.Expired {
-					add(keys.Suffix(k, "permits"), k, "expired-permit", h.ID,
+					add(keys.Permits(k), k, "expired-permit", h.ID,
 						"permit of %d expired %s ago but is still counted: its holder is dead (reclaimed by the next acquire)", h.Count, ago(h.LeaseMs))
 				}
 			}
 			for _, w := range e.Waiters {
 				if w.MarkMs <= 0 {
-					add(keys.Suffix(k, "waiters"), k, "stale-waiter", w.ID,
+					add(keys.Waiters(k), k, "stale-waiter", w.ID,
 						"waiter's mark expired %s ago: the waiter is gone (removed by the next acquire)", ago(w.MarkMs))
 				}
 			}
@@ -150,19 +140,19 @@ func (in *Inspector) Leaks(ctx context.Context, pattern string) (Report, error) 
 	for _, k := range strs {
 		var err error
 		switch {
-		case strings.HasPrefix(k, tokenPrefix):
+		case strings.HasPrefix(k, keys.TokenPrefix):
 			err = checkTTL(k, "", "fencing counter")
-		case strings.HasPrefix(k, latchPrefix):
+		case strings.HasPrefix(k, keys.UnlockLatchPrefix):
 			err = checkTTL(k, "", "unlock latch")
-		case strings.HasPrefix(k, acquireLatchPrefix):
+		case strings.HasPrefix(k, keys.AcquireLatchPrefix):
 			err = checkTTL(k, "", "acquire latch")
 		default:
-			m := leaseKeyRE.FindStringSubmatch(k)
-			if m == nil {
+			tag, owner, i, ok := keys.ParseReadTimeout(k)
+			if !ok {
 				continue
 			}
-			if err = checkTTL(k, unprefix(m[1]), "rwlock lease key"); err == nil {
-				err = in.leaseKeyLeaks(ctx, k, m[1], m[2], m[3], add)
+			if err = checkTTL(k, unprefix(tag), "rwlock lease key"); err == nil {
+				err = in.leaseKeyLeaks(ctx, k, tag, owner, i, add)
 			}
 		}
 		if err != nil {
@@ -204,7 +194,7 @@ func (in *Inspector) Leaks(ctx context.Context, pattern string) (Report, error) 
 // semAux splits a semaphore auxiliary key into its base ({name} or a name
 // with its own tag) and suffix.
 func semAux(k string) (base, suffix string, ok bool) {
-	for _, s := range semSuffixes {
+	for _, s := range keys.SemaphoreSuffixes {
 		if b, ok := strings.CutSuffix(k, s); ok && b != "" {
 			return b, s, true
 		}
@@ -260,7 +250,7 @@ func (in *Inspector) semAuxLeaks(ctx context.Context, k, base, suffix string, no
 	if err != nil {
 		return fmt.Errorf("HGETALL %s: %w", k, err)
 	}
-	permits := keys.Suffix(sem, "permits")
+	permits := keys.Permits(sem)
 	for id := range weights {
 		if err := in.client.ZScore(ctx, permits, id).Err(); err != nil {
 			if !isNil(err) {
@@ -273,9 +263,8 @@ func (in *Inspector) semAuxLeaks(ctx context.Context, k, base, suffix string, no
 }
 
 // leaseKeyLeaks checks an rwlock reader's lease key.
-func (in *Inspector) leaseKeyLeaks(ctx context.Context, k, base, owner, idx string, add addFunc) error {
+func (in *Inspector) leaseKeyLeaks(ctx context.Context, k, base, owner string, i int64, add addFunc) error {
 	name := unprefix(base)
-	i, _ := strconv.ParseInt(idx, 10, 64)
 	for _, n := range names(base) {
 		c, err := in.client.HGet(ctx, n, owner).Int64()
 		if err == nil && i <= c {

@@ -1,0 +1,136 @@
+package keys
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// The key schema: every key and channel a lock called name uses besides
+// its own hash (the key name). The Redisson names are Redisson's (RLock,
+// RReadWriteLock, RFencedLock, RSemaphore), so that a Java service meets
+// the same keys; the relock names are this module's own. Every one shares
+// the cluster slot of name.
+
+// Prefixes of the key families named below, for scanning (relock leaks).
+const (
+	TokenPrefix        = "redisson_lock_token:"
+	UnlockLatchPrefix  = "redisson_unlock_latch:"
+	AcquireLatchPrefix = "relock_acquire_latch:"
+)
+
+// The suffixes of an rwlock's and a semaphore's auxiliary keys.
+const (
+	writeWaitersSuffix = "rwlock_write_waiters"
+	readTimeoutSuffix  = "rwlock_timeout"
+	permitsSuffix      = "permits"
+	weightsSuffix      = "weights"
+	waitersSuffix      = "waiters"
+	waiterExpirySuffix = "waiter_expiry"
+)
+
+// LockChannel is the channel a lock's unlock message goes to.
+func LockChannel(name string) string { return Prefix("redisson_lock__channel", name) }
+
+// RWLockChannel is the channel of an rwlock's unlock messages.
+func RWLockChannel(name string) string { return Prefix("redisson_rwlock", name) }
+
+// SemaphoreChannel is the channel of a semaphore's release messages.
+func SemaphoreChannel(name string) string { return Prefix("redisson_sc", name) }
+
+// Token is the fencing counter of a lock or rwlock (RFencedLock's).
+func Token(name string) string { return Prefix("redisson_lock_token", name) }
+
+// UnlockLatch is the prefix of the latch keys that keep an unlock's answer
+// (a request id follows), so that an unlock sent again answers the same.
+func UnlockLatch(name string) string { return Prefix("redisson_unlock_latch", name) + ":" }
+
+// AcquireLatch is the prefix of the latch keys that keep an acquisition's
+// answer (a request id follows).
+func AcquireLatch(name string) string { return Prefix("relock_acquire_latch", name) + ":" }
+
+// Tag is the hash-tagged base of name's suffixed keys: "{name}", or name
+// itself when it holds its own "{".
+func Tag(name string) string {
+	s := Suffix(name, "")
+	return s[:len(s)-1]
+}
+
+// WriteWaiters is the zset of an rwlock's waiting writers' marks.
+func WriteWaiters(name string) string { return Suffix(name, writeWaitersSuffix) }
+
+// ReadTimeouts is the prefix of a reader's lease keys, one per read count:
+// ReadTimeouts(name, owner) + ":" + count.
+func ReadTimeouts(name, owner string) string { return Suffix(name, owner+":"+readTimeoutSuffix) }
+
+// ReadTimeout is a reader's lease key for its i-th read count.
+func ReadTimeout(name, owner string, i int64) string {
+	return ReadTimeouts(name, owner) + ":" + strconv.FormatInt(i, 10)
+}
+
+// ParseReadTimeout splits a reader's lease key into the tag of its rwlock
+// (as Tag returns it), its owner (<uuid>:<n>) and its count; ok is false
+// for any other key.
+func ParseReadTimeout(key string) (tag, owner string, i int64, ok bool) {
+	rest, count, found := cutLast(key)
+	if !found {
+		return "", "", 0, false
+	}
+	i, err := strconv.ParseInt(count, 10, 64)
+	if err != nil || i < 0 {
+		return "", "", 0, false
+	}
+	rest, ok = strings.CutSuffix(rest, ":"+readTimeoutSuffix)
+	if !ok {
+		return "", "", 0, false
+	}
+	rest, thread, found := cutLast(rest)
+	if !found {
+		return "", "", 0, false
+	}
+	tag, id, found := cutLast(rest)
+	if !found || !IsOwner(id+":"+thread) {
+		return "", "", 0, false
+	}
+	return tag, id + ":" + thread, i, true
+}
+
+// IsOwner reports whether s looks like an owner id as relock and Redisson
+// mint them, <uuid>:<n>.
+func IsOwner(s string) bool {
+	id, n, found := cutLast(s)
+	if !found || len(id) != 36 || n == "" {
+		return false
+	}
+	if _, err := strconv.ParseUint(n, 10, 64); err != nil {
+		return false
+	}
+	_, err := uuid.Parse(id)
+	return err == nil
+}
+
+func cutLast(s string) (before, after string, found bool) {
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+1:], true
+}
+
+// Permits is the zset of a semaphore's permits (scored by expiry).
+func Permits(name string) string { return Suffix(name, permitsSuffix) }
+
+// Weights is the hash of how many permits each of a semaphore's
+// acquisitions took.
+func Weights(name string) string { return Suffix(name, weightsSuffix) }
+
+// Waiters is the zset of a semaphore's queued waiters.
+func Waiters(name string) string { return Suffix(name, waitersSuffix) }
+
+// WaiterExpiry is the hash of a semaphore's waiters' mark expiries.
+func WaiterExpiry(name string) string { return Suffix(name, waiterExpirySuffix) }
+
+// SemaphoreSuffixes are the suffixes of a semaphore's auxiliary keys, each
+// with its leading ':'.
+var SemaphoreSuffixes = []string{":" + permitsSuffix, ":" + weightsSuffix, ":" + waitersSuffix, ":" + waiterExpirySuffix}
