@@ -137,7 +137,6 @@ type Mutex struct {
 	tokenArg   any
 	leaseArg   any // the configured lease in ms
 	publishArg any
-	latchArg   any // latch lifetime in ms for the configured unlock timeout
 }
 
 // New returns the Mutex called name on client. It does not touch Redis.
@@ -159,7 +158,6 @@ func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 	m.nameArg, m.channelArg, m.tokenArg = name, m.channel, m.tokenKey
 	m.leaseArg = m.cfg.Lease().Milliseconds()
 	m.publishArg = m.hub.PublishCommand()
-	m.latchArg = options.LatchLife(m.cfg.UnlockTimeout)
 	m.inst = m.cfg.Instruments(primitive, "", name, tracing.SpanReleaseLock)
 	return m
 }
@@ -387,7 +385,7 @@ func (m *Mutex) tryOnce(ctx context.Context, ownerID string, lease time.Duration
 	if latch != "" {
 		latchArg = latch
 	}
-	cmd := acquireScript.Call(ctx, m.client, 3, m.nameArg, m.tokenArg, latchArg, m.msArg(lease), ownerID, mode, m.latchArg)
+	cmd := acquireScript.Call(ctx, m.client, 3, m.nameArg, m.tokenArg, latchArg, m.msArg(lease), ownerID, mode, m.cfg.LatchArg(m.cfg.UnlockTimeout))
 	if err := cmd.Err(); err != nil {
 		return 0, 0, 0, err
 	}
@@ -415,11 +413,7 @@ func (m *Mutex) tryOnce(ctx context.Context, ownerID string, lease time.Duration
 // while counts remain.
 func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout time.Duration) (int64, error) {
 	latch := owner.RequestKey(m.latchPrefix)
-	latchArg := m.latchArg
-	if timeout != m.cfg.UnlockTimeout {
-		latchArg = options.LatchLife(timeout)
-	}
-	res, err := unlockScript.CallRetrying(ctx, m.client, timeout, 3, m.name, m.channel, latch, unlockMessage, m.msArg(lease), ownerID, m.publishArg, latchArg).Int64()
+	res, err := unlockScript.CallRetrying(ctx, m.client, timeout, 3, m.name, m.channel, latch, unlockMessage, m.msArg(lease), ownerID, m.publishArg, m.cfg.LatchArg(timeout)).Int64()
 	if err == nil && res == 1 {
 		m.hub.Release(m.channel)
 	}

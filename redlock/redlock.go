@@ -195,8 +195,8 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 	case l.id.Invalid != "":
 	case len(members) == 0:
 		l.id.Invalid = "no members"
-	case l.cfg.Err != "":
-		l.id.Invalid = l.cfg.Err
+	case l.cfg.Invalid != "":
+		l.id.Invalid = l.cfg.Invalid
 	}
 	l.quorum = len(l.nodes)/2 + 1
 	if multi {

@@ -128,7 +128,6 @@ type RWMutex struct {
 	// acquireLatchPrefix + a request id, an acquire latch.
 	latchPrefix        string
 	acquireLatchPrefix string
-	latchLife          any // an acquire latch's PX (ms), boxed once
 	hub                *notify.Hub
 	inst               [2]telemetry.Instruments // by side
 }
@@ -144,7 +143,6 @@ func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	rw.channel = keys.RWLockChannel(name)
 	rw.latchPrefix = keys.UnlockLatch(name)
 	rw.acquireLatchPrefix = keys.AcquireLatch(name)
-	rw.latchLife = options.LatchLife(rw.cfg.UnlockTimeout)
 	rw.prefix = keys.Tag(name)
 	rw.waiters = keys.WriteWaiters(name)
 	rw.tokenKey = keys.Token(name)
@@ -382,9 +380,9 @@ func (rw *RWMutex) tryOnce(ctx context.Context, s side, ownerID string, leaseTim
 	}
 	var vals []int64
 	if s == read {
-		vals, err = readAcquire.Call(ctx, rw.client, 6, rw.name, rw.timeoutPrefix(ownerID), rw.waiters, rw.tokenKey, rw.prefix, latchKey, leaseTime.Milliseconds(), ownerID, ownerID+":write", mode, rw.latchLife).Int64Slice()
+		vals, err = readAcquire.Call(ctx, rw.client, 6, rw.name, rw.timeoutPrefix(ownerID), rw.waiters, rw.tokenKey, rw.prefix, latchKey, leaseTime.Milliseconds(), ownerID, ownerID+":write", mode, rw.cfg.LatchArg(rw.cfg.UnlockTimeout)).Int64Slice()
 	} else {
-		vals, err = writeAcquire.Call(ctx, rw.client, 5, rw.name, rw.waiters, rw.tokenKey, rw.prefix, latchKey, leaseTime.Milliseconds(), ownerID+":write", ownerID, member, mode, rw.latchLife).Int64Slice()
+		vals, err = writeAcquire.Call(ctx, rw.client, 5, rw.name, rw.waiters, rw.tokenKey, rw.prefix, latchKey, leaseTime.Milliseconds(), ownerID+":write", ownerID, member, mode, rw.cfg.LatchArg(rw.cfg.UnlockTimeout)).Int64Slice()
 	}
 	switch {
 	case err != nil:
@@ -406,9 +404,9 @@ func (rw *RWMutex) runRelease(ctx context.Context, s side, ownerID string, timeo
 	var res int64
 	var err error
 	if s == read {
-		res, err = readRelease.CallRetrying(ctx, rw.client, timeout, 5, rw.name, rw.channel, rw.timeoutPrefix(ownerID), rw.prefix, rw.latch(), ownerID, rw.hub.PublishCommand(), options.LatchLife(timeout)).Int64()
+		res, err = readRelease.CallRetrying(ctx, rw.client, timeout, 5, rw.name, rw.channel, rw.timeoutPrefix(ownerID), rw.prefix, rw.latch(), ownerID, rw.hub.PublishCommand(), rw.cfg.LatchArg(timeout)).Int64()
 	} else {
-		res, err = writeRelease.CallRetrying(ctx, rw.client, timeout, 3, rw.name, rw.channel, rw.latch(), ownerID+":write", rw.hub.PublishCommand(), options.LatchLife(timeout)).Int64()
+		res, err = writeRelease.CallRetrying(ctx, rw.client, timeout, 3, rw.name, rw.channel, rw.latch(), ownerID+":write", rw.hub.PublishCommand(), rw.cfg.LatchArg(timeout)).Int64()
 	}
 	if err == nil && res == 1 {
 		rw.hub.Release(rw.channel)

@@ -333,7 +333,7 @@ func (s *Semaphore) giveBack(ctx context.Context, permitID string) {
 // unlock timeout passes: 1 released, -1 not held.
 func (s *Semaphore) runRelease(ctx context.Context, permitID string) (int64, error) {
 	latch := owner.RequestKey(s.latchPrefix)
-	return releaseScript.CallRetrying(ctx, s.client, s.cfg.UnlockTimeout, 7, s.name, s.permits, s.weights, s.channel, latch, s.waiters, s.marks, permitID, s.hub.PublishCommand(), options.LatchLife(s.cfg.UnlockTimeout)).Int64()
+	return releaseScript.CallRetrying(ctx, s.client, s.cfg.UnlockTimeout, 7, s.name, s.permits, s.weights, s.channel, latch, s.waiters, s.marks, permitID, s.hub.PublishCommand(), s.cfg.LatchArg(s.cfg.UnlockTimeout)).Int64()
 }
 
 // Do acquires n permits (as Acquire), runs fn with the hold's context and

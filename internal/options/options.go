@@ -41,8 +41,11 @@ type Config struct {
 	// members share; the Redlock adopts a member's, or refuses a conflict.
 	Given Shared
 
-	// Err is the first invalid option, reported by every call.
-	Err string
+	// Invalid says why the first invalid option is bad, reported by every call
+	// ("" when all are good).
+	Invalid string
+
+	latchArg any // LatchLife(UnlockTimeout), boxed once
 }
 
 // Shared are the settings a Redlock and its members must agree on: the
@@ -111,7 +114,17 @@ func Apply(opts []Option) Config {
 	if c.Watchdog == nil {
 		c.Watchdog = lease.Default()
 	}
+	c.latchArg = LatchLife(c.UnlockTimeout)
 	return c
+}
+
+// LatchArg is LatchLife(timeout) as a script argument, boxed once for the
+// configured unlock timeout (a Redlock's member may release on another).
+func (c *Config) LatchArg(timeout time.Duration) any {
+	if timeout == c.UnlockTimeout && c.latchArg != nil {
+		return c.latchArg
+	}
+	return LatchLife(timeout)
 }
 
 // Lease is the TTL an acquire writes.
@@ -126,8 +139,8 @@ func (c *Config) Lease() time.Duration {
 func (c *Config) Renewed() bool { return c.LeaseTime <= 0 }
 
 func (c *Config) invalid(format string, args ...any) {
-	if c.Err == "" {
-		c.Err = fmt.Sprintf(format, args...)
+	if c.Invalid == "" {
+		c.Invalid = fmt.Sprintf(format, args...)
 	}
 }
 
@@ -166,7 +179,7 @@ func (c *Config) Check(client redis.UniversalClient, noun, name string) string {
 	if name == "" {
 		return "empty " + noun + " name"
 	}
-	return c.Err
+	return c.Invalid
 }
 
 // LatchLife is how long (ms) the latch of a call retried within timeout

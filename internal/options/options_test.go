@@ -18,7 +18,7 @@ func TestDefaults(t *testing.T) {
 	require.True(t, c.Renewed())
 	require.Equal(t, DefaultUnlockTimeout, c.UnlockTimeout)
 	require.Same(t, lease.Default(), c.Watchdog)
-	require.Empty(t, c.Err)
+	require.Empty(t, c.Invalid)
 }
 
 func TestFixedLease(t *testing.T) {
@@ -39,10 +39,10 @@ func TestInvalidKeepsFirstReason(t *testing.T) {
 		"1ns unlock":    WithUnlockTimeout(time.Nanosecond),
 	} {
 		c := Apply([]Option{o, WithLeaseTime(-1)})
-		require.NotEmpty(t, c.Err, name)
-		require.NotContains(t, c.Err, "-1ns", name+": the first invalid option is reported")
+		require.NotEmpty(t, c.Invalid, name)
+		require.NotContains(t, c.Invalid, "-1ns", name+": the first invalid option is reported")
 	}
-	require.Empty(t, Apply([]Option{nil}).Err, "a nil option is ignored")
+	require.Empty(t, Apply([]Option{nil}).Invalid, "a nil option is ignored")
 }
 
 func TestCheck(t *testing.T) {
@@ -56,7 +56,7 @@ func TestCheck(t *testing.T) {
 // that none becomes 0 ms there; the shortest accepted values are accepted.
 func TestShortestDurations(t *testing.T) {
 	c := Apply([]Option{WithUnlockTimeout(MinUnlockTimeout), WithLeaseTime(MinLease), WithWatchdogTimeout(MinLease)})
-	require.Empty(t, c.Err)
+	require.Empty(t, c.Invalid)
 	require.Equal(t, MinUnlockTimeout, c.UnlockTimeout)
 	require.Positive(t, (2 * c.UnlockTimeout).Milliseconds(), "the unlock latch's PX")
 	require.Positive(t, c.Lease().Milliseconds())
@@ -64,7 +64,7 @@ func TestShortestDurations(t *testing.T) {
 
 	for _, d := range []time.Duration{time.Millisecond - 1, time.Microsecond, time.Nanosecond, 0, -time.Millisecond} {
 		c := Apply([]Option{WithUnlockTimeout(d)})
-		require.Contains(t, c.Err, "unlock timeout", d)
+		require.Contains(t, c.Invalid, "unlock timeout", d)
 		require.Equal(t, DefaultUnlockTimeout, c.UnlockTimeout, "a refused value is not kept")
 	}
 }
@@ -73,10 +73,10 @@ func TestShortestDurations(t *testing.T) {
 // give-back, so it is held to the same minimum.
 func TestNodeTimeoutAtLeastAMillisecond(t *testing.T) {
 	for _, d := range []time.Duration{time.Millisecond - 1, time.Nanosecond, 0, -time.Second} {
-		require.Contains(t, Apply([]Option{WithNodeTimeout(d)}).Err, "node timeout", d)
+		require.Contains(t, Apply([]Option{WithNodeTimeout(d)}).Invalid, "node timeout", d)
 	}
 	c := Apply([]Option{WithNodeTimeout(time.Millisecond)})
-	require.Empty(t, c.Err)
+	require.Empty(t, c.Invalid)
 	require.Equal(t, time.Millisecond, c.NodeTimeout)
 }
 
