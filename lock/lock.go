@@ -101,7 +101,7 @@ var (
 	forceUnlockScript = scripts.Load(luaFS, "lua/force_unlock.lua")
 	giveBackScript    = scripts.Load(luaFS, "lua/give_back.lua")
 
-	// RenewKind renews lock leases in batches; see package watchdog.
+	// renewer renews lock leases in batches (internal/lease).
 	renewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 1, ArgsPer: 1}
 )
 

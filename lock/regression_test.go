@@ -1,6 +1,7 @@
 package lock_test
 
-// Regression tests for defects found in review: each failed before its fix.
+// Regression tests: each guards a property that a defect once broke, and
+// failed before its fix.
 
 import (
 	"context"

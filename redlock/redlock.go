@@ -402,7 +402,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 				span.SetAttributes(tracing.FencingToken.Int64(token))
 			}
 			finish(nil)
-			return hold.Start(ctx, l.key(), &hold.Hold{Owner: r.id, Token: token, Lease: wl, Data: r, Telemetry: l.inst.Release, Traced: recording, Scoped: l.cfg.ScopedHold, Also: l.memberKeys, Live: &l.holds}, l.release), nil
+			return hold.Start(ctx, l.key(), &hold.Hold{Owner: r.id, Token: token, Lease: wl, Taken: r, Telemetry: l.inst.Release, Traced: recording, Scoped: l.cfg.ScopedHold, Also: l.memberKeys, Live: &l.holds}, l.release), nil
 		}
 		// Not held: give back in the background what the round may have
 		// taken. A fresh round's id is its own, so the caller does not

@@ -266,7 +266,7 @@ func mayHold(outs []outcome) []bool {
 // can no longer; the others finish in the background (see Drain).
 func (l *Lock) release(ctx context.Context, h *hold.Hold) error {
 	h.Lease.Stop()
-	r := h.Data.(*round)
+	r := h.Taken.(*round)
 	if !r.ended.CompareAndSwap(false, true) {
 		return nil
 	}

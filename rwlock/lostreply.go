@@ -18,7 +18,7 @@ var (
 // is (nothing when it is not there); with a latch, the latch says whether
 // that run counted, and is taken away so the count goes back once.
 // Bounded by twice the unlock timeout; nothing of the caller waits for it.
-func (rw *RWMutex) giveBack(ctx context.Context, s side, ownerID, latch string) {
+func (rw *RWMutex) giveBack(ctx context.Context, s access, ownerID, latch string) {
 	ctx = context.WithoutCancel(ctx)
 	timeout := rw.cfg.UnlockTimeout
 	go func() {

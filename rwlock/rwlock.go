@@ -91,15 +91,15 @@ var (
 
 const primitive = "rwlock"
 
-// Side says which half of the lock a hold is.
-type side int
+// access says which half of the lock a hold is: read or write.
+type access int
 
 const (
-	read side = iota
+	read access = iota
 	write
 )
 
-func (s side) String() string {
+func (s access) String() string {
 	if s == write {
 		return "write"
 	}
@@ -163,7 +163,7 @@ func (rw *RWMutex) wrap(op string, err error) error { return rw.id.Wrap(op, err)
 // check refuses a call with bad arguments (see base.Ident.Check).
 func (rw *RWMutex) check(op string, ctx context.Context) error { return rw.id.Check(op, ctx, unmade) }
 
-func (rw *RWMutex) key(s side) hold.Key {
+func (rw *RWMutex) key(s access) hold.Key {
 	kind := "rlock"
 	if s == write {
 		kind = "wlock"
@@ -171,7 +171,7 @@ func (rw *RWMutex) key(s side) hold.Key {
 	return hold.Key{Client: rw.client, Kind: kind, Name: rw.name}
 }
 
-func (rw *RWMutex) leaseID(s side, ownerID string) string {
+func (rw *RWMutex) leaseID(s access, ownerID string) string {
 	return s.String() + "\x00" + rw.name + "\x00" + ownerID
 }
 
@@ -229,7 +229,7 @@ func (rw *RWMutex) Unlock(ctx context.Context) error {
 // shares with Redisson's RFencedLock of the same name.
 func FencingToken(ctx context.Context) (int64, bool) { return hold.Token(ctx) }
 
-func (rw *RWMutex) acquire(ctx context.Context, op string, s side, once bool) (context.Context, error) {
+func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool) (context.Context, error) {
 	if err := rw.check(op, ctx); err != nil {
 		return nil, err
 	}
@@ -336,7 +336,7 @@ func (rw *RWMutex) withdrawMark(ctx context.Context, ownerID string) {
 	base.Withdraw(ctx, withdraw, rw.client, rw.cfg.UnlockTimeout, 2, rw.waiters, rw.channel, ownerID, rw.hub.PublishCommand())
 }
 
-func (rw *RWMutex) spec(s side, ownerID string, leaseTime time.Duration) lease.Spec {
+func (rw *RWMutex) spec(s access, ownerID string, leaseTime time.Duration) lease.Spec {
 	sp := lease.Spec{
 		Timeout:   leaseTime,
 		Renew:     rw.cfg.Renewed(),
@@ -354,7 +354,7 @@ func (rw *RWMutex) spec(s side, ownerID string, leaseTime time.Duration) lease.S
 	return sp
 }
 
-func (rw *RWMutex) newHold(ctx context.Context, s side, ownerID string, count, token int64, sentAt time.Time, leaseTime time.Duration, traced bool) context.Context {
+func (rw *RWMutex) newHold(ctx context.Context, s access, ownerID string, count, token int64, sentAt time.Time, leaseTime time.Duration, traced bool) context.Context {
 	sp := rw.spec(s, ownerID, leaseTime)
 	sp.Token = token
 	ls := hold.Lease(rw.cfg.Watchdog, sp, count > 1, sentAt)
@@ -373,7 +373,7 @@ func (rw *RWMutex) latch() string {
 // it (0 when it must wait, for ttl) and the token. member marks a waiting
 // writer ("" for none); mode and latch (the acquire latch, with
 // modeLatch) make a second run return the first run's grant.
-func (rw *RWMutex) tryOnce(ctx context.Context, s side, ownerID string, leaseTime time.Duration, member string, mode any, latch string) (count, token int64, ttl time.Duration, err error) {
+func (rw *RWMutex) tryOnce(ctx context.Context, s access, ownerID string, leaseTime time.Duration, member string, mode any, latch string) (count, token int64, ttl time.Duration, err error) {
 	latchKey := rw.name // a key of the slot, unused without a latch
 	if latch != "" {
 		latchKey = latch
@@ -400,7 +400,7 @@ func (rw *RWMutex) tryOnce(ctx context.Context, s side, ownerID string, leaseTim
 // runRelease runs side s's release script for ownerID until it answers or
 // timeout passes (idempotent through the latch): 1 freed (waiters are
 // woken), 0 holders remain, -1 not held.
-func (rw *RWMutex) runRelease(ctx context.Context, s side, ownerID string, timeout time.Duration) (int64, error) {
+func (rw *RWMutex) runRelease(ctx context.Context, s access, ownerID string, timeout time.Duration) (int64, error) {
 	var res int64
 	var err error
 	if s == read {
@@ -471,12 +471,12 @@ type Side struct {
 }
 
 // ReadLocker returns the read side.
-func (rw *RWMutex) ReadLocker() *Side { return rw.side(false) }
+func (rw *RWMutex) ReadLocker() *Side { return rw.locker(false) }
 
 // WriteLocker returns the write side.
-func (rw *RWMutex) WriteLocker() *Side { return rw.side(true) }
+func (rw *RWMutex) WriteLocker() *Side { return rw.locker(true) }
 
-func (rw *RWMutex) side(write bool) *Side {
+func (rw *RWMutex) locker(write bool) *Side {
 	s := &Side{rw: rw, write: write}
 	s.redlockHook = s.redlockNode
 	return s

@@ -291,7 +291,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		Name:      s.name,
 		Primitive: primitive,
 	}, sentAt)
-	return hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Data: permitID, Telemetry: s.inst.Release, Traced: traced, Scoped: s.cfg.ScopedHold, Live: &s.holds}, s.release), nil
+	return hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Taken: permitID, Telemetry: s.inst.Release, Traced: traced, Scoped: s.cfg.ScopedHold, Live: &s.holds}, s.release), nil
 }
 
 // maxMarkLife bounds the life of a waiter's mark in the queue. A waiting
@@ -360,7 +360,7 @@ func (s *Semaphore) Release(ctx context.Context) error {
 
 func (s *Semaphore) release(ctx context.Context, h *hold.Hold) error {
 	h.Lease.Stop()
-	res, err := s.runRelease(ctx, h.Data.(string))
+	res, err := s.runRelease(ctx, h.Taken.(string))
 	if err := base.Released(res, err, h.Lease, "the permit had expired in Redis"); err != nil {
 		return err
 	}

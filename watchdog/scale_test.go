@@ -25,7 +25,7 @@ import (
 )
 
 // Scale of the watchdog: one process holds 100,000 leases and the
-// watchdog keeps them alive. The goal the issue sets: every lease renewed
+// watchdog keeps them alive. The property it measures: every lease renewed
 // each interval, by at most one long-lived goroutine, in at most
 // ceil(100k/100) = 1000 scripts per interval, pipelined.
 //
@@ -85,7 +85,7 @@ const (
 //
 // A lost lease, a hold context ended while held, or a lock hash left
 // fails the benchmark; renewal errors are retried by design and only
-// reported; a missed goal of the issue is logged as GOAL MISSED.
+// reported; a missed target (above) is logged as GOAL MISSED.
 //
 // RELOCK_SCALE_HEAPPROFILE=<file> writes a heap profile with the leases
 // held, to see what a lease keeps.
@@ -359,7 +359,7 @@ func isScript(c redis.Cmder) bool {
 // TestWatchdogScaleBatchesOnFakeClock is the fast check of the same
 // property on miniredis and a fake clock: 600 lock leases taken at one
 // instant are renewed in one pipeline of ceil(600/512) = 2 scripts per
-// interval (the issue's bound is ceil(600/100) = 6), with none lost.
+// interval (at most ceil(600/100) = 6 at a batch of 100), with none lost.
 func TestWatchdogScaleBatchesOnFakeClock(t *testing.T) {
 	mr, rdb := redistest.Miniredis(t)
 	ctx := context.Background()

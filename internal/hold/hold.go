@@ -36,8 +36,9 @@ type Hold struct {
 	Owner string
 	Token int64
 	Lease *lease.Lease
-	// Data is the primitive's own (a semaphore's permit id, ...).
-	Data any
+	// Taken is what the acquisition took, as its primitive's release
+	// needs it: a semaphore's permit id, a Redlock's round.
+	Taken any
 	// Telemetry, when set, is the primitive's: its release span and
 	// hold metrics.
 	Telemetry *telemetry.Release
