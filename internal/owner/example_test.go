@@ -8,8 +8,8 @@ import (
 )
 
 func Example() {
-	ctx, id := owner.Ensure(context.Background())
-	again, ok := owner.From(ctx)
+	id := owner.Mint()
+	again, ok := owner.From(owner.With(context.Background(), id))
 	fmt.Println(ok, again == id)
 	// Output: true true
 }

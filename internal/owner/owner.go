@@ -56,13 +56,3 @@ func From(ctx context.Context) (string, bool) {
 func With(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, ctxKey{}, id)
 }
-
-// Ensure returns ctx's owner, minting one (and a context carrying it) when
-// ctx has none.
-func Ensure(ctx context.Context) (context.Context, string) {
-	if id, ok := From(ctx); ok {
-		return ctx, id
-	}
-	id := Mint()
-	return With(ctx, id), id
-}

@@ -11,23 +11,19 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func TestEnsureMintsOnceAndKeeps(t *testing.T) {
+func TestWithAndFrom(t *testing.T) {
 	ctx := context.Background()
 	_, ok := From(ctx)
 	require.False(t, ok)
 
-	ctx1, id1 := Ensure(ctx)
-	require.True(t, strings.HasPrefix(id1, ProcessID()+":"))
-	got, ok := From(ctx1)
+	id := Mint()
+	require.True(t, strings.HasPrefix(id, ProcessID()+":"))
+	got, ok := From(With(ctx, id))
 	require.True(t, ok)
-	require.Equal(t, id1, got)
+	require.Equal(t, id, got)
 
-	ctx2, id2 := Ensure(ctx1)
-	require.Equal(t, id1, id2, "an owner already in ctx is kept")
-	require.Equal(t, ctx1, ctx2)
-
-	_, id3 := Ensure(ctx)
-	require.NotEqual(t, id1, id3, "two fresh contexts are two owners")
+	_, ok = From(With(ctx, ""))
+	require.False(t, ok, "an empty owner is no owner")
 }
 
 func TestMintUnique(t *testing.T) {
