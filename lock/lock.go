@@ -204,7 +204,10 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Cont
 	}
 	wd := m.cfg.Watchdog
 	a := &attempt{m: m, owner: ownerID, wd: wd, lease: m.cfg.Lease(), leaseID: m.leaseID(ownerID), mode: modeMinted}
-	existing := wd.Find(m.client, a.leaseID)
+	var existing *lease.Lease // a minted owner has none
+	if ok {
+		existing = wd.Find(m.client, a.leaseID)
+	}
 	if existing != nil {
 		a.lease = existing.Timeout() // a re-entry keeps the hold's lease: Redis's TTL must be what the watchdog tracks
 	}
@@ -308,7 +311,7 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Co
 		Name:      m.name,
 		Primitive: primitive,
 		Token:     a.token,
-	}, a.count > 1, a.sentAt)
+	}, a.count > 1, a.mode == modeMinted, a.sentAt)
 	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: ls, Telemetry: m.inst.Release, Traced: traced, Scoped: m.cfg.ScopedHold, Live: &m.holds}, m.release)
 }
 

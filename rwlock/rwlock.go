@@ -240,8 +240,11 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool) 
 		ownerID = owner.Mint()
 	}
 	wd := rw.cfg.Watchdog
-	readLease := wd.Find(rw.client, rw.leaseID(read, ownerID))
-	writeLease := wd.Find(rw.client, rw.leaseID(write, ownerID))
+	var readLease, writeLease *lease.Lease // a minted owner has none
+	if shared {
+		readLease = wd.Find(rw.client, rw.leaseID(read, ownerID))
+		writeLease = wd.Find(rw.client, rw.leaseID(write, ownerID))
+	}
 	holdsRead, holdsWrite := readLease != nil, writeLease != nil
 	leaseTime := rw.cfg.Lease()
 	// A re-entry keeps the hold's lease: what Redis holds must be what the
@@ -318,7 +321,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool) 
 		}
 		return nil, rw.wrap(op, err)
 	}
-	return rw.newHold(ctx, s, ownerID, count, token, sentAt, leaseTime, traced), nil
+	return rw.newHold(ctx, s, ownerID, !shared, count, token, sentAt, leaseTime, traced), nil
 }
 
 // withdrawMark takes back the waiting mark of a writer that gave up
@@ -354,10 +357,12 @@ func (rw *RWMutex) spec(s access, ownerID string, leaseTime time.Duration) lease
 	return sp
 }
 
-func (rw *RWMutex) newHold(ctx context.Context, s access, ownerID string, count, token int64, sentAt time.Time, leaseTime time.Duration, traced bool) context.Context {
+// newHold registers a hold of side s; fresh says its owner was minted by
+// this acquisition (so that no lease of it can exist yet).
+func (rw *RWMutex) newHold(ctx context.Context, s access, ownerID string, fresh bool, count, token int64, sentAt time.Time, leaseTime time.Duration, traced bool) context.Context {
 	sp := rw.spec(s, ownerID, leaseTime)
 	sp.Token = token
-	ls := hold.Lease(rw.cfg.Watchdog, sp, count > 1, sentAt)
+	ls := hold.Lease(rw.cfg.Watchdog, sp, count > 1, fresh, sentAt)
 	release := rw.releaseRead
 	if s == write {
 		release = rw.releaseWrite
@@ -459,7 +464,7 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 		return nil, rw.wrap("downgrade", fmt.Errorf("%w: the write lock was no longer held in Redis", ErrLockLost))
 	}
 	rw.hub.Release(rw.channel)
-	return rw.newHold(parent, read, wh.Owner, vals[0], vals[1], sentAt, rw.cfg.Lease(), wh.Traced), nil
+	return rw.newHold(parent, read, wh.Owner, false, vals[0], vals[1], sentAt, rw.cfg.Lease(), wh.Traced), nil
 }
 
 // Side is one half of an RWMutex as a lock of its own, for APIs that take

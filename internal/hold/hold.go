@@ -441,7 +441,10 @@ func (h *Hold) Release(ctx context.Context) error { return h.run(ctx) }
 // tracks, else a new one. A fresh acquisition that finds a lease still
 // registered means Redis lost the earlier hold before the watchdog
 // noticed: that lease is declared lost.
-func Lease(wd *lease.Watchdog, spec lease.Spec, reentrant bool, sentAt time.Time) *lease.Lease {
+func Lease(wd *lease.Watchdog, spec lease.Spec, reentrant, fresh bool, sentAt time.Time) *lease.Lease {
+	if fresh { // an owner minted by this acquisition has no lease yet
+		return wd.Start(spec, sentAt)
+	}
 	if old := wd.Find(spec.Targets[0].Client, spec.ID); old != nil {
 		// The same hold in Redis: a re-entry, or a concurrent acquisition
 		// by this owner that Redis ordered after this fresh one (higher token).

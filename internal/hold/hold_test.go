@@ -34,7 +34,7 @@ func TestEndOnce(t *testing.T) {
 	wd, clk, c := setup(t)
 	key := Key{Client: c, Kind: "test", Name: "k"}
 	var releases atomic.Int32
-	lease := Lease(wd, spec(c, "a"), false, clk.Now())
+	lease := Lease(wd, spec(c, "a"), false, false, clk.Now())
 	ctx := Start(context.Background(), key, &Hold{Owner: "o", Token: 7, Lease: lease}, func(ctx context.Context, h *Hold) error {
 		releases.Add(1)
 		h.Lease.Stop()
@@ -57,7 +57,7 @@ func TestScopedParentEndReleasesInBackground(t *testing.T) {
 	key := Key{Client: c, Kind: "test", Name: "k"}
 	parent, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	lease := Lease(wd, spec(c, "b"), false, clk.Now())
+	lease := Lease(wd, spec(c, "b"), false, false, clk.Now())
 	ctx := Start(parent, key, &Hold{Lease: lease, Scoped: true}, func(ctx context.Context, h *Hold) error {
 		require.NoError(t, ctx.Err(), "the release runs on a context that is not cancelled")
 		h.Lease.Stop()
@@ -73,8 +73,8 @@ func TestScopedParentEndReleasesInBackground(t *testing.T) {
 func TestLostHold(t *testing.T) {
 	wd, clk, c := setup(t)
 	key := Key{Client: c, Kind: "test", Name: "k"}
-	lease := Lease(wd, spec(c, "c"), false, clk.Now())
-	inner := Lease(wd, spec(c, "c"), true, clk.Now())
+	lease := Lease(wd, spec(c, "c"), false, false, clk.Now())
+	inner := Lease(wd, spec(c, "c"), true, false, clk.Now())
 	require.Same(t, lease, inner, "a reentrant acquisition shares the lease")
 	require.Equal(t, 2, lease.Refs())
 	ctx := Start(context.Background(), key, &Hold{Lease: lease}, func(context.Context, *Hold) error {
@@ -90,7 +90,7 @@ func TestLostHold(t *testing.T) {
 	require.ErrorIs(t, End(ctx, key, nil), errs.ErrLockLost)
 	require.ErrorIs(t, End(nested, Key{Client: c, Kind: "test", Name: "k2"}, nil), errs.ErrLockLost,
 		"a hold whose parent ended because of the loss is lost, not abandoned")
-	fresh := Lease(wd, spec(c, "c"), false, clk.Now())
+	fresh := Lease(wd, spec(c, "c"), false, false, clk.Now())
 	require.NotSame(t, lease, fresh)
 	fresh.Stop()
 }
@@ -101,7 +101,7 @@ func TestLostHold(t *testing.T) {
 func TestResumedHolderSeesLapseAtOnce(t *testing.T) {
 	wd, clk, c := setup(t)
 	key := Key{Client: c, Kind: "test", Name: "k"}
-	lease := Lease(wd, spec(c, "d"), false, clk.Now())
+	lease := Lease(wd, spec(c, "d"), false, false, clk.Now())
 	ctx := Start(context.Background(), key, &Hold{Lease: lease}, func(context.Context, *Hold) error {
 		t.Error("a lost hold is not released")
 		return nil
@@ -130,7 +130,7 @@ func TestParentBoundsWaitOnly(t *testing.T) {
 	key := Key{Client: c, Kind: "test", Name: "k"}
 	parent, cancel := context.WithTimeout(context.WithValue(context.Background(), valueKey{}, "v"), time.Hour)
 	var releases atomic.Int32
-	lease := Lease(wd, spec(c, "w"), false, clk.Now())
+	lease := Lease(wd, spec(c, "w"), false, false, clk.Now())
 	ctx := Start(parent, key, &Hold{Owner: "o", Lease: lease}, func(_ context.Context, h *Hold) error {
 		releases.Add(1)
 		h.Lease.Stop()
@@ -156,7 +156,7 @@ func TestOwnerPerLock(t *testing.T) {
 	y := Key{Client: c, Kind: "test", Name: "y"}
 	member := Key{Client: c, Kind: "test", Name: "member"}
 	stop := func(_ context.Context, h *Hold) error { h.Lease.Stop(); return nil }
-	heldY := Start(context.Background(), y, &Hold{Owner: "owner-y", Lease: Lease(wd, spec(c, "y"), false, clk.Now()), Also: []Key{member}}, stop)
+	heldY := Start(context.Background(), y, &Hold{Owner: "owner-y", Lease: Lease(wd, spec(c, "y"), false, false, clk.Now()), Also: []Key{member}}, stop)
 
 	id, ok := OwnerOf(heldY, y)
 	require.True(t, ok)
