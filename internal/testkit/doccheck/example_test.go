@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/relock-go/relock/internal/doccheck"
+	"github.com/relock-go/relock/internal/testkit/doccheck"
 )
 
 func Example() {

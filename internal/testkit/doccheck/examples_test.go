@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/relock-go/relock/internal/doccheck"
+	"github.com/relock-go/relock/internal/testkit/doccheck"
 )
 
 // publicPackages are the packages whose entry points pkg.go.dev shows.
-var publicPackages = []string{"lock", "rwlock", "semaphore", "redlock", "watchdog", "tracing"}
+var publicPackages = []string{".", "lock", "rwlock", "semaphore", "redlock", "watchdog", "tracing"}
 
 // TestEveryEntryPointHasAnExample: every exported
 // function and method of the public packages has an Example, which
@@ -18,7 +18,7 @@ var publicPackages = []string{"lock", "rwlock", "semaphore", "redlock", "watchdo
 func TestEveryEntryPointHasAnExample(t *testing.T) {
 	var missing []string
 	for _, pkg := range publicPackages {
-		names, err := doccheck.WithoutExample(filepath.Join("../..", pkg), nil)
+		names, err := doccheck.WithoutExample(filepath.Join("../../..", pkg), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,14 +4,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/relock-go/relock/internal/doccheck"
+	"github.com/relock-go/relock/internal/testkit/doccheck"
 )
 
 // TestEveryExportedIdentifierIsDocumented is the `go doc` check: no
 // exported identifier of the module (public and internal packages, the
 // bench module aside) may lack a doc comment.
 func TestEveryExportedIdentifierIsDocumented(t *testing.T) {
-	missing, err := doccheck.Undocumented("../..", "bench")
+	missing, err := doccheck.Undocumented("../../..", "bench")
 	if err != nil {
 		t.Fatal(err)
 	}
