@@ -168,11 +168,6 @@ func (m *Mutex) Name() string { return m.name }
 // unmade is the identity of a Mutex not made by New (its zero value).
 var unmade = base.Ident{Primitive: primitive, Invalid: "Mutex not made by lock.New"}
 
-// check refuses a call with bad arguments (see base.Ident.Check).
-func (m *Mutex) check(op string, ctx context.Context) error { return m.id.Check(op, ctx, unmade) }
-
-func (m *Mutex) wrap(op string, err error) error { return m.id.Wrap(op, err) }
-
 // Lock takes the lock, waiting while another owner holds it; ctx bounds
 // the wait (so does WithWaitTimeout), not the hold. The returned context
 // carries ctx's values, the hold (a nested Lock of this lock on it
@@ -193,7 +188,7 @@ func (m *Mutex) TryLock(ctx context.Context) (context.Context, error) {
 func (m *Mutex) leaseID(ownerID string) string { return "lock\x00" + m.name + "\x00" + ownerID }
 
 func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Context, error) {
-	if err := m.check(op, ctx); err != nil {
+	if err := m.id.Check(op, ctx, unmade); err != nil {
 		return nil, err
 	}
 	// Re-entry is per lock: only a hold of this lock in ctx lends its
@@ -241,7 +236,7 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Cont
 		if a.uncertain {
 			m.giveBack(ctx, a)
 		}
-		return nil, m.wrap(op, err)
+		return nil, m.id.Wrap(op, err)
 	}
 	return m.newHold(ctx, a, traced), nil
 }
@@ -324,10 +319,10 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Co
 // the hold had already been released because its acquiring context ended,
 // and an error matching ErrLockLost when the hold was lost.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	if err := m.check("unlock", ctx); err != nil {
+	if err := m.id.Check("unlock", ctx, unmade); err != nil {
 		return err
 	}
-	return m.wrap("unlock", hold.End(ctx, m.key(), &m.holds))
+	return m.id.Wrap("unlock", hold.End(ctx, m.key(), &m.holds))
 }
 
 // release gives one count back to Redis. The last count stops the lease
@@ -459,13 +454,13 @@ func (m *Mutex) msArg(lease time.Duration) any {
 // client and watchdog) learns of it at once; one elsewhere at its next
 // renewal. Either way its context ends with ErrLockLost.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
-	if err := m.check("forceunlock", ctx); err != nil {
+	if err := m.id.Check("forceunlock", ctx, unmade); err != nil {
 		return false, err
 	}
 	held := lease.Held(m.cfg.Watchdog, m.client, primitive, m.name)
 	n, err := forceUnlockScript.Call(ctx, m.client, 2, m.name, m.channel, unlockMessage, m.hub.PublishCommand()).Int64()
 	if err != nil {
-		return false, m.wrap("forceunlock", err)
+		return false, m.id.Wrap("forceunlock", err)
 	}
 	if n == 1 {
 		lease.LoseAll(held, "force-unlocked")
@@ -476,7 +471,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 
 // HoldCount returns how many times ctx's owner holds the lock (0 if not).
 func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
-	if err := m.check("holdcount", ctx); err != nil {
+	if err := m.id.Check("holdcount", ctx, unmade); err != nil {
 		return 0, err
 	}
 	id, ok := hold.OwnerOf(ctx, m.key())
@@ -488,23 +483,23 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, m.wrap("holdcount", err)
+		return 0, m.id.Wrap("holdcount", err)
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil {
-		return 0, m.wrap("holdcount", fmt.Errorf("field is not a count: %q", s))
+		return 0, m.id.Wrap("holdcount", fmt.Errorf("field is not a count: %q", s))
 	}
 	return n, nil
 }
 
 // IsLocked reports whether any owner holds the lock.
 func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
-	if err := m.check("islocked", ctx); err != nil {
+	if err := m.id.Check("islocked", ctx, unmade); err != nil {
 		return false, err
 	}
 	n, err := m.client.Exists(ctx, m.name).Result()
 	if err != nil {
-		return false, m.wrap("islocked", err)
+		return false, m.id.Wrap("islocked", err)
 	}
 	return n == 1, nil
 }
@@ -512,12 +507,12 @@ func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
 // TTL returns how long the current hold lasts unless renewed: 0 when the
 // lock is free, negative when the key has no expiry.
 func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
-	if err := m.check("ttl", ctx); err != nil {
+	if err := m.id.Check("ttl", ctx, unmade); err != nil {
 		return 0, err
 	}
 	ms, err := m.client.PTTL(ctx, m.name).Result()
 	if err != nil {
-		return 0, m.wrap("ttl", err)
+		return 0, m.id.Wrap("ttl", err)
 	}
 	switch {
 	case ms == -2*time.Nanosecond || ms == -2*time.Millisecond:
@@ -535,7 +530,7 @@ type redlockHook = member.Hook
 // redlockNode returns the Mutex as a member of a Redlock (package
 // redlock): the adapter drives it for one owner across all members.
 func (m *Mutex) redlockNode() (member.Node, error) {
-	if err := m.check("redlock", context.Background()); err != nil {
+	if err := m.id.Check("redlock", context.Background(), unmade); err != nil {
 		return member.Node{}, err
 	}
 	return member.Node{

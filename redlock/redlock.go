@@ -237,11 +237,6 @@ func (l *Lock) Quorum() int { return l.quorum }
 // value).
 var unmade = base.Ident{Primitive: "redlock", Invalid: "Lock not made by redlock.New or NewMulti"}
 
-func (l *Lock) wrap(op string, err error) error { return l.id.Wrap(op, err) }
-
-// check refuses a call with bad arguments (see base.Ident.Check).
-func (l *Lock) check(op string, ctx context.Context) error { return l.id.Check(op, ctx, unmade) }
-
 func (l *Lock) key() hold.Key {
 	return hold.Key{Kind: l.primitive(), Name: l.id.Name, ID: fmt.Sprintf("%p", l)}
 }
@@ -275,7 +270,7 @@ type outcome struct {
 }
 
 func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Context, error) {
-	if err := l.check(op, ctx); err != nil {
+	if err := l.id.Check(op, ctx, unmade); err != nil {
 		return nil, err
 	}
 	// A context that carries an owner (a hold of this Lock, or of a
@@ -317,10 +312,10 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 		}
 		if errors.Is(cause, acquire.ErrWaitBound) {
 			finish(lastErr)
-			return l.wrap(op, lastErr)
+			return l.id.Wrap(op, lastErr)
 		}
 		finish(cause)
-		return l.wrap(op, fmt.Errorf("%w (last attempt: %w)", cause, lastErr))
+		return l.id.Wrap(op, fmt.Errorf("%w (last attempt: %w)", cause, lastErr))
 	}
 	// pending: the give-back of a re-entry's failed round, which the next
 	// round waits for, as it could undo what that round takes.
@@ -432,7 +427,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 		lastErr = fmt.Errorf("%w: won %d of %d members, quorum %d: %w", ErrNotAcquired, won, len(l.nodes), l.quorum, errors.Join(nodeErrs...))
 		if once {
 			finish(lastErr)
-			return nil, l.wrap(op, lastErr)
+			return nil, l.id.Wrap(op, lastErr)
 		}
 		// Retry after a random delay, within the wait bound.
 		delay := time.Duration(rand.Int64N(int64(max(l.cfg.NodeTimeout, 10*time.Millisecond)))) + time.Millisecond
@@ -467,8 +462,8 @@ func (l *Lock) Do(ctx context.Context, fn func(held context.Context) error) erro
 // the failed members; a multi-lock needs every member. Other return values
 // as lock.Mutex.Unlock's.
 func (l *Lock) Unlock(ctx context.Context) error {
-	if err := l.check("unlock", ctx); err != nil {
+	if err := l.id.Check("unlock", ctx, unmade); err != nil {
 		return err
 	}
-	return l.wrap("unlock", hold.End(ctx, l.key(), &l.holds))
+	return l.id.Wrap("unlock", hold.End(ctx, l.key(), &l.holds))
 }

@@ -158,11 +158,6 @@ func (rw *RWMutex) Name() string { return rw.name }
 // unmade is the identity of an RWMutex not made by New (its zero value).
 var unmade = base.Ident{Primitive: primitive, Invalid: "RWMutex not made by rwlock.New"}
 
-func (rw *RWMutex) wrap(op string, err error) error { return rw.id.Wrap(op, err) }
-
-// check refuses a call with bad arguments (see base.Ident.Check).
-func (rw *RWMutex) check(op string, ctx context.Context) error { return rw.id.Check(op, ctx, unmade) }
-
 func (rw *RWMutex) key(s access) hold.Key {
 	kind := "rlock"
 	if s == write {
@@ -206,22 +201,22 @@ func (rw *RWMutex) TryLock(ctx context.Context) (context.Context, error) {
 // RUnlock releases the read hold that returned ctx; see lock.Mutex.Unlock
 // for the return values.
 func (rw *RWMutex) RUnlock(ctx context.Context) error {
-	if err := rw.check("runlock", ctx); err != nil {
+	if err := rw.id.Check("runlock", ctx, unmade); err != nil {
 		return err
 	}
-	return rw.wrap("runlock", hold.End(ctx, rw.key(read), &rw.holds))
+	return rw.id.Wrap("runlock", hold.End(ctx, rw.key(read), &rw.holds))
 }
 
 // Unlock releases the write hold that returned ctx; see lock.Mutex.Unlock
 // for the return values.
 func (rw *RWMutex) Unlock(ctx context.Context) error {
-	if err := rw.check("unlock", ctx); err != nil {
+	if err := rw.id.Check("unlock", ctx, unmade); err != nil {
 		return err
 	}
 	if hold.Nested(ctx, rw.key(write), rw.key(read)) {
-		return rw.wrap("unlock", fmt.Errorf("%w: the context is a read hold's, taken inside the write hold: RUnlock it, and Unlock the write hold's own context", ErrNotHeld))
+		return rw.id.Wrap("unlock", fmt.Errorf("%w: the context is a read hold's, taken inside the write hold: RUnlock it, and Unlock the write hold's own context", ErrNotHeld))
 	}
-	return rw.wrap("unlock", hold.End(ctx, rw.key(write), &rw.holds))
+	return rw.id.Wrap("unlock", hold.End(ctx, rw.key(write), &rw.holds))
 }
 
 // FencingToken returns the fencing token of the hold that returned ctx:
@@ -230,7 +225,7 @@ func (rw *RWMutex) Unlock(ctx context.Context) error {
 func FencingToken(ctx context.Context) (int64, bool) { return hold.Token(ctx) }
 
 func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool) (context.Context, error) {
-	if err := rw.check(op, ctx); err != nil {
+	if err := rw.id.Check(op, ctx, unmade); err != nil {
 		return nil, err
 	}
 	// Re-entry is per lock: a hold of either side of this lock in ctx
@@ -255,7 +250,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool) 
 		leaseTime = writeLease.Timeout()
 	}
 	if s == write && holdsRead && !holdsWrite {
-		return nil, rw.wrap(op, ErrUpgradeNotSupported)
+		return nil, rw.id.Wrap(op, ErrUpgradeNotSupported)
 	}
 
 	var count, token int64
@@ -319,7 +314,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool) 
 		if uncertain {
 			rw.giveBack(ctx, s, ownerID, latch)
 		}
-		return nil, rw.wrap(op, err)
+		return nil, rw.id.Wrap(op, err)
 	}
 	return rw.newHold(ctx, s, ownerID, !shared, count, token, sentAt, leaseTime, traced), nil
 }
@@ -440,12 +435,12 @@ func (rw *RWMutex) released(h *hold.Hold, res int64, err error) error {
 // hold's context (made from the write hold's acquiring context); the write hold's
 // context ends. Waiting readers are woken when no write count remains.
 func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
-	if err := rw.check("downgrade", ctx); err != nil {
+	if err := rw.id.Check("downgrade", ctx, unmade); err != nil {
 		return nil, err
 	}
 	wh, parent, err := hold.Detach(ctx, rw.key(write), &rw.holds)
 	if err != nil {
-		return nil, rw.wrap("downgrade", err)
+		return nil, rw.id.Wrap("downgrade", err)
 	}
 	wd := rw.cfg.Watchdog
 	sentAt := wd.Now()
@@ -456,12 +451,12 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		// The write hold is given up rather than left half-converted.
 		_ = wh.Release(ctx)
-		return nil, rw.wrap("downgrade", err)
+		return nil, rw.id.Wrap("downgrade", err)
 	}
 	wh.Lease.Release()
 	wh.Close()
 	if vals[0] == -1 {
-		return nil, rw.wrap("downgrade", fmt.Errorf("%w: the write lock was no longer held in Redis", ErrLockLost))
+		return nil, rw.id.Wrap("downgrade", fmt.Errorf("%w: the write lock was no longer held in Redis", ErrLockLost))
 	}
 	rw.hub.Release(rw.channel)
 	return rw.newHold(parent, read, wh.Owner, false, vals[0], vals[1], sentAt, rw.cfg.Lease(), wh.Traced), nil
@@ -525,7 +520,7 @@ func (s *Side) redlockNode() (member.Node, error) {
 		return member.Node{}, errs.Invalid("redlock", primitive, "", "nil rwlock side")
 	}
 	rw := s.rw
-	if err := rw.check("redlock", context.Background()); err != nil {
+	if err := rw.id.Check("redlock", context.Background(), unmade); err != nil {
 		return member.Node{}, err
 	}
 	sd := read

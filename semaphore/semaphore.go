@@ -180,11 +180,6 @@ func (s *Semaphore) Size() int64 { return s.size.Load() }
 // unmade is the identity of a Semaphore not made by New (its zero value).
 var unmade = base.Ident{Primitive: primitive, Invalid: "Semaphore not made by semaphore.New"}
 
-func (s *Semaphore) wrap(op string, err error) error { return s.id.Wrap(op, err) }
-
-// check refuses a call with bad arguments (see base.Ident.Check).
-func (s *Semaphore) check(op string, ctx context.Context) error { return s.id.Check(op, ctx, unmade) }
-
 func (s *Semaphore) key() hold.Key {
 	return hold.Key{Client: s.client, Kind: primitive, Name: s.name}
 }
@@ -209,7 +204,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (context.Context, e
 }
 
 func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) (context.Context, error) {
-	if err := s.check(op, ctx); err != nil {
+	if err := s.id.Check(op, ctx, unmade); err != nil {
 		return nil, err
 	}
 	size := s.size.Load()
@@ -281,7 +276,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		if uncertain {
 			s.giveBack(ctx, permitID)
 		}
-		return nil, s.wrap(op, err)
+		return nil, s.id.Wrap(op, err)
 	}
 	l := wd.Start(lease.Spec{
 		Renewer:   renewer,
@@ -352,10 +347,10 @@ func Remaining(ctx context.Context) (time.Duration, bool) { return hold.Remainin
 // ErrLockLost; one already released because its acquiring context ended,
 // nil. It needs only ctx's values and runs on its own timeout.
 func (s *Semaphore) Release(ctx context.Context) error {
-	if err := s.check("release", ctx); err != nil {
+	if err := s.id.Check("release", ctx, unmade); err != nil {
 		return err
 	}
-	return s.wrap("release", hold.End(ctx, s.key(), &s.holds))
+	return s.id.Wrap("release", hold.End(ctx, s.key(), &s.holds))
 }
 
 func (s *Semaphore) release(ctx context.Context, h *hold.Hold) error {
@@ -371,7 +366,7 @@ func (s *Semaphore) release(ctx context.Context, h *hold.Hold) error {
 // Available returns how many permits are free now (expired permits
 // reclaimed first). ErrSizeMismatch when Redis records another size.
 func (s *Semaphore) Available(ctx context.Context) (int64, error) {
-	if err := s.check("available", ctx); err != nil {
+	if err := s.id.Check("available", ctx, unmade); err != nil {
 		return 0, err
 	}
 	s.resizing.RLock()
@@ -379,13 +374,13 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 	vals, err := availableScript.Call(ctx, s.client, 5, s.name, s.permits, s.weights, s.waiters, s.marks, size).Int64Slice()
 	s.resizing.RUnlock()
 	if err != nil {
-		return 0, s.wrap("available", err)
+		return 0, s.id.Wrap("available", err)
 	}
 	if len(vals) != 2 {
-		return 0, s.wrap("available", fmt.Errorf("unexpected reply %v", vals))
+		return 0, s.id.Wrap("available", fmt.Errorf("unexpected reply %v", vals))
 	}
 	if vals[0] == -2 {
-		return 0, s.wrap("available", s.mismatch(vals[1], size))
+		return 0, s.id.Wrap("available", s.mismatch(vals[1], size))
 	}
 	return vals[1], nil
 }
@@ -396,7 +391,7 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 // released. The record lives while permits are held or wanted, and at
 // least an hour: a name nobody uses again leaves nothing behind.
 func (s *Semaphore) Resize(ctx context.Context, size int64) error {
-	if err := s.check("resize", ctx); err != nil {
+	if err := s.id.Check("resize", ctx, unmade); err != nil {
 		return err
 	}
 	if reason := checkSize(size); reason != "" {
@@ -405,7 +400,7 @@ func (s *Semaphore) Resize(ctx context.Context, size int64) error {
 	s.resizing.Lock()
 	defer s.resizing.Unlock()
 	if err := resizeScript.Call(ctx, s.client, 6, s.name, s.channel, s.permits, s.weights, s.waiters, s.marks, size, s.hub.PublishCommand(), resizedLife.Milliseconds()).Err(); err != nil {
-		return s.wrap("resize", err)
+		return s.id.Wrap("resize", err)
 	}
 	s.size.Store(size)
 	return nil
