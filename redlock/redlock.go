@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/errs"
@@ -27,10 +28,10 @@ import (
 
 // The sentinel errors, the same values in every relock package.
 var (
-	ErrNotAcquired     = errs.ErrNotAcquired
-	ErrNotHeld         = errs.ErrNotHeld
-	ErrLockLost        = errs.ErrLockLost
-	ErrInvalidArgument = errs.ErrInvalidArgument
+	ErrNotAcquired     = relock.ErrNotAcquired
+	ErrNotHeld         = relock.ErrNotHeld
+	ErrLockLost        = relock.ErrLockLost
+	ErrInvalidArgument = relock.ErrInvalidArgument
 )
 
 // Member is a lock on one Redis that a Redlock can drive: *lock.Mutex,

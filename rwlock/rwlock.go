@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/errs"
@@ -30,10 +31,10 @@ import (
 
 // The sentinel errors, the same values in every relock package.
 var (
-	ErrNotAcquired     = errs.ErrNotAcquired
-	ErrNotHeld         = errs.ErrNotHeld
-	ErrLockLost        = errs.ErrLockLost
-	ErrInvalidArgument = errs.ErrInvalidArgument
+	ErrNotAcquired     = relock.ErrNotAcquired
+	ErrNotHeld         = relock.ErrNotHeld
+	ErrLockLost        = relock.ErrLockLost
+	ErrInvalidArgument = relock.ErrInvalidArgument
 	// ErrUpgradeNotSupported: an owner holding only the read lock asked for
 	// the write lock. Waiting would deadlock (the writer would wait for its
 	// own read lock), so it is refused at once.

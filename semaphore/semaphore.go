@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/errs"
@@ -31,10 +32,10 @@ import (
 
 // The sentinel errors, the same values in every relock package.
 var (
-	ErrNotAcquired     = errs.ErrNotAcquired
-	ErrNotHeld         = errs.ErrNotHeld
-	ErrLockLost        = errs.ErrLockLost
-	ErrInvalidArgument = errs.ErrInvalidArgument
+	ErrNotAcquired     = relock.ErrNotAcquired
+	ErrNotHeld         = relock.ErrNotHeld
+	ErrLockLost        = relock.ErrLockLost
+	ErrInvalidArgument = relock.ErrInvalidArgument
 	// ErrSizeMismatch: Redis records another size for this semaphore than
 	// the Semaphore was built with (another process disagrees); see Resize.
 	ErrSizeMismatch = errors.New("semaphore size mismatch")
