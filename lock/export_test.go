@@ -1,5 +1,7 @@
 package lock
 
+import "github.com/relock-go/relock/internal/base"
+
 // ScriptSources maps each script's file name (without .lua) to the source
 // sent to Redis (its shared libraries included), for tests that tell the
 // scripts apart in a command hook.
@@ -10,6 +12,6 @@ func ScriptSources() map[string]string {
 		"unlock_last":  unlockLastScript.Source(),
 		"unlock":       unlockScript.Source(),
 		"renew":        renewer.Lua.Source(),
-		"force_unlock": forceUnlockScript.Source(),
+		"force_unlock": base.ForceUnlockScript.Source(),
 	}
 }

@@ -95,12 +95,11 @@ func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog((*l
 var luaFS embed.FS
 
 var (
-	acquireScript     = scripts.Load(luaFS, "lua/acquire.lua", scripts.Fence)
-	unlockScript      = scripts.Load(luaFS, "lua/unlock.lua")
-	unlockLastScript  = scripts.Load(luaFS, "lua/unlock_last.lua")
-	transferScript    = scripts.Load(luaFS, "lua/transfer.lua", scripts.Fence)
-	forceUnlockScript = scripts.Load(luaFS, "lua/force_unlock.lua")
-	giveBackScript    = scripts.Load(luaFS, "lua/give_back.lua")
+	acquireScript    = scripts.Load(luaFS, "lua/acquire.lua", scripts.Fence)
+	unlockScript     = scripts.Load(luaFS, "lua/unlock.lua")
+	unlockLastScript = scripts.Load(luaFS, "lua/unlock_last.lua")
+	transferScript   = scripts.Load(luaFS, "lua/transfer.lua", scripts.Fence)
+	giveBackScript   = scripts.Load(luaFS, "lua/give_back.lua")
 
 	// renewer renews lock leases in batches (internal/lease).
 	renewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 1, ArgsPer: 1}
@@ -459,15 +458,15 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	held := lease.Held(m.cfg.Watchdog, m.client, primitive, m.name)
-	n, err := forceUnlockScript.Call(ctx, m.client, 2, m.name, m.channel, unlockMessage, m.hub.PublishCommand()).Int64()
+	ok, err := base.ForceUnlock(ctx, m.client, base.KindLock, m.name, m.hub.PublishCommand())
 	if err != nil {
 		return false, m.id.Wrap("forceunlock", err)
 	}
-	if n == 1 {
+	if ok {
 		lease.LoseAll(held, "force-unlocked")
 		m.hub.Release(m.channel)
 	}
-	return n == 1, nil
+	return ok, nil
 }
 
 // HoldCount returns how many times ctx's owner holds the lock (0 if not).
@@ -511,17 +510,11 @@ func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
 	if err := m.id.Check("ttl", ctx, unmade); err != nil {
 		return 0, err
 	}
-	ms, err := m.client.PTTL(ctx, m.name).Result()
+	d, err := m.client.PTTL(ctx, m.name).Result()
 	if err != nil {
 		return 0, m.id.Wrap("ttl", err)
 	}
-	switch {
-	case ms == -2*time.Nanosecond || ms == -2*time.Millisecond:
-		return 0, nil
-	case ms < 0:
-		return -1, nil
-	}
-	return ms, nil
+	return base.TTL(d), nil
 }
 
 // redlockHook is embedded under this name, so that the Mutex is a
@@ -542,6 +535,7 @@ func (m *Mutex) redlockNode() (member.Node, error) {
 		Given:   m.cfg.Given,
 		Key:     m.key(),
 		Reenter: []hold.Key{m.key()},
+		TTL:     m.TTL,
 		Try: func(ctx context.Context, ownerID string, lease time.Duration) (bool, int64, time.Duration, error) {
 			count, token, ttl, err := m.tryOnce(ctx, ownerID, lease, modeNone, "")
 			return count > 0, token, ttl, err

@@ -536,6 +536,7 @@ func (s *Side) redlockNode() (member.Node, error) {
 		Given:   rw.cfg.Given,
 		Key:     rw.key(sd),
 		Reenter: []hold.Key{rw.key(read), rw.key(write)},
+		TTL:     rw.TTL,
 		Try: func(ctx context.Context, ownerID string, leaseTime time.Duration) (bool, int64, time.Duration, error) {
 			count, token, ttl, err := rw.tryOnce(ctx, sd, ownerID, leaseTime, "", modeNone, "")
 			return count > 0, token, ttl, err

@@ -280,10 +280,13 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		return nil, s.id.Wrap(op, err)
 	}
 	l := wd.Start(lease.Spec{
-		Renewer:   renewer,
-		Targets:   []lease.Target{{Client: s.client, Keys: []string{s.permits, s.name, s.weights}, Args: []any{permitID}}},
-		Timeout:   leaseTime,
-		Renew:     s.cfg.Renewed(),
+		Renewer: renewer,
+		Targets: []lease.Target{{Client: s.client, Keys: []string{s.permits, s.name, s.weights}, Args: []any{permitID}}},
+		Timeout: leaseTime,
+		Renew:   s.cfg.Renewed(),
+		// Registered (permit ids are unique) so that a ForceRelease finds
+		// the holds of this process.
+		ID:        primitive + "\x00" + s.name + "\x00" + permitID,
 		Name:      s.name,
 		Primitive: primitive,
 	}, sentAt)

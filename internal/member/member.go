@@ -27,6 +27,9 @@ type Node struct {
 	// Release gives back one count of owner's hold, retrying within
 	// timeout (idempotent). held is false when owner held nothing there.
 	Release func(ctx context.Context, owner string, timeout time.Duration) (held bool, err error)
+	// TTL is how long the member lock's key lasts (0: free; < 0: no
+	// expiry), whoever holds it.
+	TTL func(ctx context.Context) (time.Duration, error)
 	// Renewal is the watchdog target that renews owner's hold.
 	Renewal func(owner string) lease.Target
 	// Workers run the calls to this member (workers.For its client).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/keys"
 )
 
@@ -432,47 +433,25 @@ func Channel(e Entry) string {
 	return keys.LockChannel(e.Name)
 }
 
-//go:embed lua/force_unlock.lua
-var forceUnlockSrc string
-
-var forceUnlockScript = redis.NewScript(forceUnlockSrc)
-
 // ErrChanged reports that a force unlock found the name holding another
 // kind than the caller saw: nothing was changed.
-var ErrChanged = errors.New("changed kind since it was read; nothing done")
+var ErrChanged = base.ErrChanged
 
-// ForceUnlock releases e whoever holds it, in one script: a lock's or
-// rwlock's hash (and the rwlock readers' lease keys) is deleted; a
-// semaphore's permits are deleted and its used count set to 0 (its size
-// record stays). The unlock message is published on the channel Redisson
-// uses (SPUBLISH on a cluster) so that waiters wake. It returns false when
-// the hash was already gone, ErrChanged when it is of another kind now.
+// ForceUnlock releases e whoever holds it, in one script (the one the
+// primitives' ForceUnlock and ForceRelease run): a lock's or rwlock's hash
+// (and the rwlock readers' lease keys) is deleted; a semaphore's permits
+// are deleted and its used count set to 0 (its size record stays). The
+// unlock message is published on the channel Redisson uses (SPUBLISH on a
+// cluster) so that waiters wake. It returns false when the hash was
+// already gone, ErrChanged when it is of another kind now.
 func (in *Inspector) ForceUnlock(ctx context.Context, e Entry) (bool, error) {
-	ks := []string{e.Name, Channel(e), "", ""}
-	switch e.Kind {
-	case KindRWLock:
-		ks[2] = keys.Tag(e.Name)
-	case KindSemaphore:
-		ks[2], ks[3] = keys.Permits(e.Name), keys.Weights(e.Name)
-	default:
-		ks = ks[:2]
-	}
-	if e.Kind == KindRWLock {
-		ks = ks[:3]
-	}
 	publish := "publish"
 	if _, ok := in.cluster(); ok {
 		publish = "spublish"
 	}
-	n, err := forceUnlockScript.Run(ctx, in.client, ks, e.Kind, publish).Int64()
+	ok, err := base.ForceUnlock(ctx, in.client, e.Kind, e.Name, publish)
 	if err != nil {
 		return false, fmt.Errorf("force unlock %s %q: %w", e.Kind, e.Name, err)
 	}
-	switch n {
-	case 1:
-		return true, nil
-	case -1:
-		return false, fmt.Errorf("force unlock %s %q: %w", e.Kind, e.Name, ErrChanged)
-	}
-	return false, nil
+	return ok, nil
 }

@@ -1,5 +1,6 @@
 -- Force-unlock a lock, rwlock or semaphore whoever holds it, and wake its
--- waiters on the channel Redisson uses. Run by `relock unlock --force`.
+-- waiters on the channel Redisson uses. Run by Mutex.ForceUnlock,
+-- RWMutex.ForceUnlock, Semaphore.ForceRelease and `relock unlock --force`.
 --
 -- KEYS[1]  the hash, the lock's name
 -- KEYS[2]  the channel: redisson_lock__channel:{<name>} (lock),

@@ -1,0 +1,59 @@
+package base
+
+import (
+	"context"
+	"embed"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
+)
+
+//go:embed lua/*.lua
+var luaFS embed.FS
+
+// ForceUnlockScript is the script ForceUnlock runs (tests tell it apart by
+// its source).
+var ForceUnlockScript = scripts.Load(luaFS, "lua/force_unlock.lua")
+
+// The kinds of lock ForceUnlock knows, as Redis tells them apart (the
+// hash's fields).
+const (
+	KindLock      = "lock"
+	KindRWLock    = "rwlock"
+	KindSemaphore = "semaphore"
+)
+
+// ErrChanged reports that a force unlock found the name holding another
+// kind than the caller expected: nothing was changed.
+var ErrChanged = errors.New("changed kind since it was read; nothing done")
+
+// ForceUnlock releases the lock called name, of kind, whoever holds it, in
+// one script: a lock's or rwlock's hash is deleted (with the rwlock
+// readers' lease keys); a semaphore's permits are deleted and its used
+// count set to 0 (its size record stays). Its waiters are woken on the
+// channel Redisson uses; publish is the hub's command (PUBLISH, SPUBLISH
+// on a cluster). It reports whether anything was held, and ErrChanged when
+// the name is of another kind.
+func ForceUnlock(ctx context.Context, c redis.UniversalClient, kind, name, publish string) (bool, error) {
+	argv := make([]any, 0, 6)
+	switch kind {
+	case KindRWLock:
+		argv = append(argv, name, keys.RWLockChannel(name), keys.Tag(name))
+	case KindSemaphore:
+		argv = append(argv, name, keys.SemaphoreChannel(name), keys.Permits(name), keys.Weights(name))
+	default:
+		argv = append(argv, name, keys.LockChannel(name))
+	}
+	nkeys := len(argv)
+	n, err := ForceUnlockScript.Call(ctx, c, nkeys, append(argv, kind, publish)...).Int64()
+	switch {
+	case err != nil:
+		return false, err
+	case n == -1:
+		return false, ErrChanged
+	}
+	return n == 1, nil
+}

@@ -1,0 +1,36 @@
+package redlock
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// TTL returns the validity left of the lock, whoever holds it: the
+// quorum-th longest TTL among the members (the time a quorum of them
+// still holds) less the clock drift allowance; 0 when fewer than a quorum
+// hold it. Each member is asked at once, bounded by the node timeout; a
+// member that does not answer counts as not holding.
+func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
+	if err := l.id.Check("ttl", ctx, unmade); err != nil {
+		return 0, err
+	}
+	ttls := make(chan time.Duration, len(l.nodes))
+	for _, n := range l.nodes {
+		n.Workers.Go(func() {
+			nctx, cancel := context.WithTimeout(ctx, l.cfg.NodeTimeout)
+			defer cancel()
+			d, err := n.TTL(nctx)
+			if err != nil || d < 0 {
+				d = 0 // no answer, or a key without expiry: not a hold of ours
+			}
+			ttls <- d
+		})
+	}
+	got := make([]time.Duration, 0, len(l.nodes))
+	for range l.nodes {
+		got = append(got, <-ttls)
+	}
+	slices.SortFunc(got, func(a, b time.Duration) int { return int(b - a) })
+	return max(got[l.quorum-1]-l.cfg.Drift, 0), nil
+}

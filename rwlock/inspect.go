@@ -1,0 +1,81 @@
+package rwlock
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/lease"
+)
+
+// IsLocked reports whether any owner holds the lock, reading or writing.
+func (rw *RWMutex) IsLocked(ctx context.Context) (bool, error) {
+	if err := rw.id.Check("islocked", ctx, unmade); err != nil {
+		return false, err
+	}
+	n, err := rw.client.Exists(ctx, rw.name).Result()
+	if err != nil {
+		return false, rw.id.Wrap("islocked", err)
+	}
+	return n == 1, nil
+}
+
+// HoldCount returns how many read and write counts ctx's owner holds (0
+// and 0 when ctx carries no hold of this lock).
+func (rw *RWMutex) HoldCount(ctx context.Context) (reads, writes int, err error) {
+	if err := rw.id.Check("holdcount", ctx, unmade); err != nil {
+		return 0, 0, err
+	}
+	id, ok := hold.OwnerOf(ctx, rw.key(read), rw.key(write))
+	if !ok {
+		return 0, 0, nil
+	}
+	vals, err := rw.client.HMGet(ctx, rw.name, id, id+":write").Result()
+	if err != nil {
+		return 0, 0, rw.id.Wrap("holdcount", err)
+	}
+	count := func(v any) int {
+		s, _ := v.(string)
+		n, _ := strconv.Atoi(s)
+		return n
+	}
+	return count(vals[0]), count(vals[1]), nil
+}
+
+// TTL returns how long the lock's hash lasts unless renewed (the longest
+// lease of its holds): 0 when the lock is free, negative when the key has
+// no expiry.
+func (rw *RWMutex) TTL(ctx context.Context) (time.Duration, error) {
+	if err := rw.id.Check("ttl", ctx, unmade); err != nil {
+		return 0, err
+	}
+	d, err := rw.client.PTTL(ctx, rw.name).Result()
+	if err != nil {
+		return 0, rw.id.Wrap("ttl", err)
+	}
+	return base.TTL(d), nil
+}
+
+// ForceUnlock deletes the lock whoever holds it, readers' lease keys
+// included, and wakes the waiters; it reports whether there was a lock.
+// A holder in this process (on this client and watchdog) learns of it at
+// once; one elsewhere at its next renewal. Either way its context ends
+// with ErrLockLost. A name that holds a plain lock or a semaphore is left
+// as it is, with an error.
+func (rw *RWMutex) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := rw.id.Check("forceunlock", ctx, unmade); err != nil {
+		return false, err
+	}
+	held := lease.Held(rw.cfg.Watchdog, rw.client, primitive, rw.name)
+	ok, err := base.ForceUnlock(ctx, rw.client, base.KindRWLock, rw.name, rw.hub.PublishCommand())
+	if err != nil {
+		return false, rw.id.Wrap("forceunlock", err)
+	}
+	if ok {
+		lease.LoseAll(held, "force-unlocked")
+		rw.hub.Release(rw.channel)
+	}
+	return ok, nil
+}

@@ -1,0 +1,113 @@
+package rwlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/testkit/redistest"
+	"github.com/relock-go/relock/lock"
+	"github.com/relock-go/relock/rwlock"
+)
+
+func TestInspection(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		rw := rwlock.New(env.Universal, "insp")
+		locked, err := rw.IsLocked(ctx)
+		require.NoError(t, err)
+		require.False(t, locked)
+		ttl, err := rw.TTL(ctx)
+		require.NoError(t, err)
+		require.Zero(t, ttl, "a free lock has no TTL")
+
+		r1, err := rw.RLock(ctx)
+		require.NoError(t, err)
+		r2, err := rw.RLock(r1) // a re-entry
+		require.NoError(t, err)
+		reads, writes, err := rw.HoldCount(r2)
+		require.NoError(t, err)
+		require.Equal(t, [2]int{2, 0}, [2]int{reads, writes})
+		reads, writes, err = rw.HoldCount(ctx) // no hold in ctx
+		require.NoError(t, err)
+		require.Equal(t, [2]int{0, 0}, [2]int{reads, writes})
+		locked, err = rw.IsLocked(ctx)
+		require.NoError(t, err)
+		require.True(t, locked)
+		ttl, err = rw.TTL(ctx)
+		require.NoError(t, err)
+		require.True(t, ttl > 0 && ttl <= 30*time.Second, "ttl %v", ttl)
+		require.NoError(t, rw.RUnlock(r2))
+		require.NoError(t, rw.RUnlock(r1))
+
+		w, err := rw.Lock(ctx)
+		require.NoError(t, err)
+		reads, writes, err = rw.HoldCount(w)
+		require.NoError(t, err)
+		require.Equal(t, [2]int{0, 1}, [2]int{reads, writes})
+		require.NoError(t, rw.Unlock(w))
+	})
+}
+
+// ForceUnlock frees the lock whoever holds it, readers' lease keys
+// included, and a holder of this process learns of it at once.
+func TestForceUnlock(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		rw := rwlock.New(env.Universal, "force")
+		r, err := rw.RLock(ctx)
+		require.NoError(t, err)
+		id, _ := hold.Owner(r)
+		leaseKey := keys.ReadTimeout("force", id, 1)
+		require.Equal(t, int64(1), env.Universal.Exists(ctx, leaseKey).Val())
+
+		ok, err := rwlock.New(env.Universal, "force").ForceUnlock(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		select {
+		case <-r.Done():
+			require.ErrorIs(t, context.Cause(r), rwlock.ErrLockLost)
+		case <-time.After(time.Second):
+			t.Fatal("the holder did not learn of the ForceUnlock at once")
+		}
+		require.Equal(t, int64(0), env.Universal.Exists(ctx, "force", leaseKey).Val(), "hash and lease key gone")
+		require.ErrorIs(t, rw.RUnlock(r), rwlock.ErrLockLost)
+
+		w, err := rw.TryLock(ctx) // free for anyone now
+		require.NoError(t, err)
+		require.NoError(t, rw.Unlock(w))
+		ok, err = rw.ForceUnlock(ctx)
+		require.NoError(t, err)
+		require.False(t, ok, "nothing held")
+
+		// A name that is a plain lock is left alone.
+		mu := lock.New(env.Universal, "plain")
+		held, err := mu.Lock(ctx)
+		require.NoError(t, err)
+		_, err = rwlock.New(env.Universal, "plain").ForceUnlock(ctx)
+		require.True(t, errors.Is(err, base.ErrChanged), "%v", err)
+		require.NoError(t, held.Err(), "the plain lock is untouched")
+		require.NoError(t, mu.Unlock(held))
+	})
+}
+
+func TestInspectionRefusesBadInput(t *testing.T) {
+	var zero rwlock.RWMutex
+	_, err := zero.IsLocked(context.Background())
+	require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
+	rw := rwlock.New(nil, "x")
+	_, _, err = rw.HoldCount(context.Background())
+	require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
+	_, err = rw.ForceUnlock(context.Background())
+	require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
+	_, client := redistest.Miniredis(t)
+	var noCtx context.Context // a nil context is the bad input under test
+	_, err = rwlock.New(client, "x").TTL(noCtx)
+	require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
+}

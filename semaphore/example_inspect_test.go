@@ -1,0 +1,47 @@
+package semaphore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/semaphore"
+)
+
+// TTL is how long the permits of a hold last unless renewed, as Redis
+// counts them.
+func ExampleSemaphore_TTL() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	ctx := context.Background()
+
+	sem := semaphore.New(rdb, "workers", 4)
+	held, _ := sem.Acquire(ctx, 2)
+	ttl, _ := sem.TTL(held)
+	fmt.Println(ttl > 0)
+	_ = sem.Release(held)
+	// Output: true
+}
+
+// ForceRelease frees every permit, whoever holds them (an operator's
+// action); the holders' contexts end with ErrLockLost.
+func ExampleSemaphore_ForceRelease() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	ctx := context.Background()
+
+	sem := semaphore.New(rdb, "workers", 4)
+	held, _ := sem.Acquire(ctx, 3)
+	ok, _ := sem.ForceRelease(ctx)
+	<-held.Done()
+	free, _ := sem.Available(ctx)
+	fmt.Println(ok, errors.Is(context.Cause(held), semaphore.ErrLockLost), free)
+	// Output: true true 4
+}

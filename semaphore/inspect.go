@@ -1,0 +1,63 @@
+package semaphore
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/lease"
+)
+
+// TTL returns how long the permits of the hold ctx carries last unless
+// renewed, as Redis counts them (their expiry less the server's time): 0
+// when ctx carries no hold of this semaphore, or a hold that has ended
+// (ctx is done then), or its permits have expired.
+func (s *Semaphore) TTL(ctx context.Context) (time.Duration, error) {
+	if err := s.id.Check("ttl", ctx, unmade); err != nil {
+		return 0, err
+	}
+	h, ok := hold.From(ctx, s.key())
+	if !ok || ctx.Err() != nil {
+		return 0, nil
+	}
+	permitID, _ := h.Taken.(string)
+	var expiry *redis.FloatCmd
+	var now *redis.TimeCmd
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		expiry = p.ZScore(ctx, s.permits, permitID)
+		now = p.Time(ctx)
+		return nil
+	})
+	if err == redis.Nil {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, s.id.Wrap("ttl", err)
+	}
+	left := time.Duration(expiry.Val())*time.Millisecond - time.Duration(now.Val().UnixMilli())*time.Millisecond
+	return max(left, 0), nil
+}
+
+// ForceRelease frees every permit, whoever holds them, and wakes the
+// waiters; the size record stays. It reports whether any permit was held
+// (the semaphore's hash existed). A holder in this process (on this
+// client and watchdog) learns of it at once; one elsewhere at its next
+// renewal. Either way its context ends with ErrLockLost.
+func (s *Semaphore) ForceRelease(ctx context.Context) (bool, error) {
+	if err := s.id.Check("forcerelease", ctx, unmade); err != nil {
+		return false, err
+	}
+	held := lease.Held(s.cfg.Watchdog, s.client, primitive, s.name)
+	ok, err := base.ForceUnlock(ctx, s.client, base.KindSemaphore, s.name, s.hub.PublishCommand())
+	if err != nil {
+		return false, s.id.Wrap("forcerelease", err)
+	}
+	if ok {
+		lease.LoseAll(held, "force-released")
+		s.hub.Release(s.channel)
+	}
+	return ok, nil
+}

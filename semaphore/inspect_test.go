@@ -1,0 +1,54 @@
+package semaphore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/semaphore"
+)
+
+func TestTTLAndForceRelease(t *testing.T) {
+	each(t, func(t *testing.T, env *env) {
+		ctx := ctxT(t)
+		s := semaphore.New(env.Universal, "insp", 4)
+		ttl, err := s.TTL(ctx)
+		require.NoError(t, err)
+		require.Zero(t, ttl, "ctx carries no hold")
+
+		held, err := s.Acquire(ctx, 3)
+		require.NoError(t, err)
+		ttl, err = s.TTL(held)
+		require.NoError(t, err)
+		require.True(t, ttl > 25*time.Second && ttl <= 30*time.Second, "ttl %v", ttl)
+
+		ok, err := semaphore.New(env.Universal, "insp", 4).ForceRelease(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		select {
+		case <-held.Done():
+			require.ErrorIs(t, context.Cause(held), semaphore.ErrLockLost)
+		case <-time.After(time.Second):
+			t.Fatal("the holder did not learn of the ForceRelease at once")
+		}
+		require.Equal(t, int64(4), available(t, s), "every permit free")
+		ttl, err = s.TTL(held)
+		require.NoError(t, err)
+		require.Zero(t, ttl, "the permits are gone")
+		require.ErrorIs(t, s.Release(held), semaphore.ErrLockLost)
+
+		again, err := s.TryAcquire(ctx, 4)
+		require.NoError(t, err, "the size record stayed, the permits are all free")
+		require.NoError(t, s.Release(again))
+	})
+}
+
+func TestForceReleaseRefusesBadInput(t *testing.T) {
+	var zero semaphore.Semaphore
+	_, err := zero.ForceRelease(context.Background())
+	require.ErrorIs(t, err, semaphore.ErrInvalidArgument)
+	_, err = semaphore.New(nil, "x", 1).TTL(context.Background())
+	require.ErrorIs(t, err, semaphore.ErrInvalidArgument)
+}
