@@ -48,7 +48,7 @@ type Spec struct {
 	ID string
 	// Token is the fencing token of the acquisition (0: none); see RetainAt.
 	Token int64
-	// Name and Op label the ErrLockLost the holder gets.
+	// Name and Primitive label the ErrLockLost the holder gets.
 	Name, Primitive string
 }
 
