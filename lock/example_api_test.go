@@ -441,3 +441,18 @@ func ExampleWithWatchdogTimeout() {
 	_ = mu.Unlock(held)
 	// Output: 9s
 }
+
+// Extend gives a fixed lease more time when the work runs long; a
+// watchdog hold needs none (it is renewed while held).
+func ExampleMutex_Extend() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	mu := lock.New(rdb, "report", lock.WithLeaseTime(10*time.Second))
+	held, _ := mu.Lock(context.Background())
+	defer func() { _ = mu.Unlock(held) }()
+	fmt.Println(mu.Extend(held, time.Minute), mr.TTL("report"))
+	// Output: <nil> 1m0s
+}

@@ -40,3 +40,17 @@ func Remaining(ctx context.Context) (time.Duration, bool) { return hold.Remainin
 // re-enters the lock through it; NewOwner makes it an owner of its own
 // instead, which waits for the hold like any other.
 func NewOwner(ctx context.Context) context.Context { return hold.NewOwner(ctx) }
+
+// Extend makes the fixed lease (WithLeaseTime) of the hold held carries
+// end d after now: redsync's Extend, bsm/redislock's Refresh, on the same Redis layout a watchdog renewal
+// writes, with the fencing token unchanged. It returns ErrInvalidArgument
+// for d <= 0 or a hold the watchdog renews (that lease is renewed as long
+// as it is held), ErrNotHeld when held carries no live hold of this lock,
+// and an error matching ErrLockLost when the hold was lost (held ends
+// then).
+func (m *Mutex) Extend(held context.Context, d time.Duration) error {
+	if err := m.id.Check("extend", held, unmade); err != nil {
+		return err
+	}
+	return m.id.Wrap("extend", hold.Extend(held, d, m.key()))
+}

@@ -30,3 +30,22 @@ func ExampleLock_TTL() {
 	_ = rl.Unlock(held)
 	// Output: true
 }
+
+// Extend gives a fixed lease more time on every member.
+func ExampleLock_Extend() {
+	var members []redlock.Member
+	for range 3 {
+		mr, _ := miniredis.Run()
+		defer mr.Close()
+		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		defer rdb.Close()
+		members = append(members, lock.New(rdb, "report"))
+	}
+	rl := redlock.New(members, redlock.WithLeaseTime(10*time.Second))
+	held, _ := rl.Lock(context.Background())
+	defer func() { _ = rl.Unlock(held) }()
+	err := rl.Extend(held, time.Minute)
+	left, _ := redlock.Remaining(held)
+	fmt.Println(err, left > 50*time.Second)
+	// Output: <nil> true
+}

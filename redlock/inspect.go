@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/relock-go/relock/internal/hold"
 )
 
 // TTL returns the validity left of the lock, whoever holds it: the
@@ -33,4 +35,18 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	}
 	slices.SortFunc(got, func(a, b time.Duration) int { return int(b - a) })
 	return max(got[l.quorum-1]-l.cfg.Drift, 0), nil
+}
+
+// Extend makes the fixed lease (WithLeaseTime) of the hold held carries
+// end d after now: on every member at once, held when a quorum still held it, on the same Redis layout a watchdog renewal
+// writes, with the fencing token unchanged. It returns ErrInvalidArgument
+// for d <= 0 or a hold the watchdog renews (that lease is renewed as long
+// as it is held), ErrNotHeld when held carries no live hold of this lock,
+// and an error matching ErrLockLost when the hold was lost (held ends
+// then).
+func (l *Lock) Extend(held context.Context, d time.Duration) error {
+	if err := l.id.Check("extend", held, unmade); err != nil {
+		return err
+	}
+	return l.id.Wrap("extend", hold.Extend(held, d, l.key()))
 }

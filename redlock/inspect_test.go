@@ -42,3 +42,26 @@ func TestTTLIsTheQuorumsValidity(t *testing.T) {
 	_, err = zero.TTL(context.Background())
 	require.ErrorIs(t, err, redlock.ErrInvalidArgument)
 }
+
+// Extend moves a fixed lease's end on every member; a quorum is enough.
+func TestExtend(t *testing.T) {
+	ms := startMasters(t, 3)
+	ctx := ctxT(t)
+	rl := redlock.New(mutexes(ms.process(t), "ext"), redlock.WithLeaseTime(2*time.Second))
+	held, err := rl.Lock(ctx)
+	require.NoError(t, err)
+	require.NoError(t, ms.admins[0].Del(ctx, "ext").Err()) // one member lost: a quorum remains
+	require.NoError(t, rl.Extend(held, 20*time.Second))
+	for _, i := range []int{1, 2} {
+		ttl := ms.admins[i].PTTL(ctx, "ext").Val()
+		require.True(t, ttl > 19*time.Second, "member %d ttl %v", i, ttl)
+	}
+	left, _ := redlock.Remaining(held)
+	require.True(t, left > 15*time.Second, "remaining %v", left)
+
+	require.NoError(t, ms.admins[1].Del(ctx, "ext").Err()) // now no quorum holds it
+	require.ErrorIs(t, rl.Extend(held, 20*time.Second), redlock.ErrLockLost)
+	<-held.Done()
+	_ = rl.Unlock(held)
+	require.NoError(t, rl.Drain(ctx))
+}

@@ -3,6 +3,7 @@ package rwlock_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -78,4 +79,18 @@ func ExampleRWMutex_ForceUnlock() {
 	<-held.Done()
 	fmt.Println(ok, err, context.Cause(held) != nil, mr.Exists("catalog"))
 	// Output: true <nil> true false
+}
+
+// Extend gives a fixed read or write lease more time.
+func ExampleRWMutex_Extend() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	rw := rwlock.New(rdb, "catalog", rwlock.WithLeaseTime(10*time.Second))
+	held, _ := rw.Lock(context.Background())
+	defer func() { _ = rw.Unlock(held) }()
+	fmt.Println(rw.Extend(held, time.Minute), mr.TTL("catalog"))
+	// Output: <nil> 1m0s
 }

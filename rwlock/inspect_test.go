@@ -111,3 +111,37 @@ func TestInspectionRefusesBadInput(t *testing.T) {
 	_, err = rwlock.New(client, "x").TTL(noCtx)
 	require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
 }
+
+// Extend moves a fixed read or write lease's end; the read side's lease
+// keys move with it.
+func TestExtend(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		rw := rwlock.New(env.Universal, "ext", rwlock.WithLeaseTime(time.Second))
+		r, err := rw.RLock(ctx)
+		require.NoError(t, err)
+		require.NoError(t, rw.Extend(r, 10*time.Second))
+		id, _ := hold.Owner(r)
+		leaseKey := keys.ReadTimeout("ext", id, 1)
+		for _, k := range []string{"ext", leaseKey} {
+			ttl := env.Universal.PTTL(ctx, k).Val()
+			require.True(t, ttl > 9*time.Second, "%s ttl %v", k, ttl)
+		}
+		require.NoError(t, rw.RUnlock(r))
+
+		w, err := rw.Lock(ctx)
+		require.NoError(t, err)
+		require.NoError(t, rw.Extend(w, 10*time.Second))
+		ttl, err := rw.TTL(ctx)
+		require.NoError(t, err)
+		require.True(t, ttl > 9*time.Second, "ttl %v", ttl)
+		require.NoError(t, rw.Unlock(w))
+		require.ErrorIs(t, rw.Extend(w, time.Second), rwlock.ErrNotHeld)
+
+		renewed := rwlock.New(env.Universal, "ext:wd")
+		h, err := renewed.RLock(ctx)
+		require.NoError(t, err)
+		require.ErrorIs(t, renewed.Extend(h, time.Minute), rwlock.ErrInvalidArgument)
+		require.NoError(t, renewed.RUnlock(h))
+	})
+}

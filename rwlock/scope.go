@@ -32,3 +32,17 @@ func Remaining(ctx context.Context) (time.Duration, bool) { return hold.Remainin
 func (rw *RWMutex) FencingToken(ctx context.Context) (int64, bool) {
 	return hold.TokenOf(ctx, rw.key(write), rw.key(read))
 }
+
+// Extend makes the fixed lease (WithLeaseTime) of the hold held carries
+// end d after now: the innermost hold of this lock, read or write, on the same Redis layout a watchdog renewal
+// writes, with the fencing token unchanged. It returns ErrInvalidArgument
+// for d <= 0 or a hold the watchdog renews (that lease is renewed as long
+// as it is held), ErrNotHeld when held carries no live hold of this lock,
+// and an error matching ErrLockLost when the hold was lost (held ends
+// then).
+func (rw *RWMutex) Extend(held context.Context, d time.Duration) error {
+	if err := rw.id.Check("extend", held, unmade); err != nil {
+		return err
+	}
+	return rw.id.Wrap("extend", hold.Extend(held, d, rw.key(read), rw.key(write)))
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -44,4 +45,20 @@ func ExampleSemaphore_ForceRelease() {
 	free, _ := sem.Available(ctx)
 	fmt.Println(ok, errors.Is(context.Cause(held), semaphore.ErrLockLost), free)
 	// Output: true true 4
+}
+
+// Extend gives the permits of a fixed lease more time.
+func ExampleSemaphore_Extend() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	sem := semaphore.New(rdb, "workers", 4, semaphore.WithLeaseTime(10*time.Second))
+	held, _ := sem.Acquire(context.Background(), 1)
+	defer func() { _ = sem.Release(held) }()
+	err := sem.Extend(held, time.Minute)
+	ttl, _ := sem.TTL(held)
+	fmt.Println(err, ttl > 50*time.Second)
+	// Output: <nil> true
 }

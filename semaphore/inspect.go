@@ -61,3 +61,17 @@ func (s *Semaphore) ForceRelease(ctx context.Context) (bool, error) {
 	}
 	return ok, nil
 }
+
+// Extend makes the fixed lease (WithLeaseTime) of the hold held carries
+// end d after now: its permits' expiry moves, on the same Redis layout a watchdog renewal
+// writes, with the fencing token unchanged. It returns ErrInvalidArgument
+// for d <= 0 or a hold the watchdog renews (that lease is renewed as long
+// as it is held), ErrNotHeld when held carries no live hold of this semaphore,
+// and an error matching ErrLockLost when the hold was lost (held ends
+// then).
+func (s *Semaphore) Extend(held context.Context, d time.Duration) error {
+	if err := s.id.Check("extend", held, unmade); err != nil {
+		return err
+	}
+	return s.id.Wrap("extend", hold.Extend(held, d, s.key()))
+}

@@ -52,3 +52,21 @@ func TestForceReleaseRefusesBadInput(t *testing.T) {
 	_, err = semaphore.New(nil, "x", 1).TTL(context.Background())
 	require.ErrorIs(t, err, semaphore.ErrInvalidArgument)
 }
+
+func TestExtend(t *testing.T) {
+	each(t, func(t *testing.T, env *env) {
+		ctx := ctxT(t)
+		s := semaphore.New(env.Universal, "ext", 2, semaphore.WithLeaseTime(time.Second))
+		held, err := s.Acquire(ctx, 1)
+		require.NoError(t, err)
+		require.NoError(t, s.Extend(held, 10*time.Second))
+		ttl, err := s.TTL(held)
+		require.NoError(t, err)
+		require.True(t, ttl > 9*time.Second, "ttl %v", ttl)
+		left, _ := semaphore.Remaining(held)
+		require.True(t, left > 9*time.Second, "remaining %v", left)
+		require.ErrorIs(t, s.Extend(held, -time.Second), semaphore.ErrInvalidArgument)
+		require.NoError(t, s.Release(held))
+		require.ErrorIs(t, s.Extend(held, time.Second), semaphore.ErrNotHeld)
+	})
+}

@@ -473,3 +473,38 @@ func Do(ctx context.Context, acquire func(context.Context) (context.Context, err
 	defer func() { err = errors.Join(err, release(held)) }()
 	return fn(held)
 }
+
+// Extend makes the fixed lease of the hold ctx carries under the first of
+// keys that it carries end d after now (see lease.Extend). The error is
+// bare (the caller names the operation and the lock): ErrNotHeld when ctx
+// carries no live hold, ErrInvalidArgument for a d <= 0 or a hold the
+// watchdog renews, the loss when it was lost.
+func Extend(ctx context.Context, d time.Duration, keys ...Key) error {
+	var h *Hold
+	for _, k := range keys {
+		if found, ok := From(ctx, k); ok {
+			h = found
+			break
+		}
+	}
+	switch {
+	case h == nil:
+		return fmt.Errorf("%w: the context carries no hold of this lock", errs.ErrNotHeld)
+	case d <= 0:
+		return fmt.Errorf("%w: lease %v <= 0", errs.ErrInvalidArgument, d)
+	}
+	if h.state.Load() != live {
+		if err := h.Lease.Lost(); err != nil {
+			return errs.Reason(err)
+		}
+		return fmt.Errorf("%w: the hold has ended", errs.ErrNotHeld)
+	}
+	err := h.Lease.Extend(context.WithoutCancel(ctx), d)
+	switch {
+	case errors.Is(err, lease.ErrRenewed):
+		return fmt.Errorf("%w: %w", errs.ErrInvalidArgument, err)
+	case errors.Is(err, lease.ErrEnded):
+		return fmt.Errorf("%w: %w", errs.ErrNotHeld, err)
+	}
+	return errs.Reason(err)
+}

@@ -179,8 +179,13 @@ func (l *Lease) Refs() int {
 	return l.refs
 }
 
-// Timeout is the lease time the acquire wrote and renewals write.
-func (l *Lease) Timeout() time.Duration { return l.spec.Timeout }
+// Timeout is the lease time the acquire wrote and renewals write (or the
+// last Extend).
+func (l *Lease) Timeout() time.Duration {
+	l.w.mu.Lock()
+	defer l.w.mu.Unlock()
+	return l.spec.Timeout
+}
 
 // Lost reports the error the lease was lost with, or nil.
 func (l *Lease) Lost() error {
