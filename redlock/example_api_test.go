@@ -185,7 +185,7 @@ func ExampleLock_Name() {
 
 	transfer := redlock.NewMulti([]redlock.Member{lock.New(rdb, "account:1"), lock.New(rdb, "account:2")})
 	fmt.Println(transfer.Name())
-	// Output: account:1,account:2
+	// Output: account:1,account:2 (2 members)
 }
 
 // Error names the member (its position, Redis address and lock name) and

@@ -90,5 +90,5 @@ func ExampleWithNameInMetrics() {
 	}
 	_ = p.Unlock(held)
 	printAcquisitions(reader)
-	// Output: relock.acquisitions acquired 1 true report:9,report:9,report:9
+	// Output: relock.acquisitions acquired 1 true report:9 (3 members)
 }

@@ -51,7 +51,7 @@ func ExampleWithHoldScopedToContext() {
 	fmt.Println(context.Cause(held))
 	_ = rl.Drain(context.Background())
 	// Output:
-	// context canceled: the hold of redlock "job:nightly,job:nightly,job:nightly" ended with its acquiring context (context canceled)
+	// context canceled: the hold of redlock "job:nightly (3 members)" ended with its acquiring context (context canceled)
 }
 
 // FencingToken: see lock.Mutex.FencingToken (a Redlock's token is

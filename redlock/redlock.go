@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -187,7 +188,7 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 		l.nodes = append(l.nodes, n)
 		l.memberKeys = append(l.memberKeys, n.Key)
 	}
-	l.id.Name = strings.Join(names, ",")
+	l.id.Name = nameOf(names)
 	l.reenter = []hold.Key{l.key()} // key() needs the name
 	for _, n := range l.nodes {     // each member's Reenter holds its own key
 		l.reenter = append(l.reenter, n.Reenter...)
@@ -214,6 +215,21 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 	return l
 }
 
+// nameOf names a Lock by its members' names, each once, and their count:
+// "job (5 members)", "account:1,account:2 (2 members)".
+func nameOf(names []string) string {
+	var uniq []string
+	for _, n := range names {
+		if !slices.Contains(uniq, n) {
+			uniq = append(uniq, n)
+		}
+	}
+	if len(names) < 2 {
+		return strings.Join(uniq, ",")
+	}
+	return fmt.Sprintf("%s (%d members)", strings.Join(uniq, ","), len(names))
+}
+
 // refuse records the first reason the Lock cannot be used.
 func (l *Lock) refuse(format string, args ...any) {
 	if l.id.Invalid == "" {
@@ -228,7 +244,9 @@ func (l *Lock) primitive() string {
 	return "redlock"
 }
 
-// Name is the members' names joined with commas.
+// Name is the members' names, each once, and their count: "job (5
+// members)"; a multi-lock of several resources lists them all
+// ("account:1,account:2 (2 members)").
 func (l *Lock) Name() string { return l.id.Name }
 
 // Quorum is how many members must be held.
@@ -303,6 +321,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 
 	attempts := 0
 	var lastErr error
+	var lastMembers memberErrors // the members that failed the last round
 	rec := acquire.Record{Span: span, Recording: recording, Metrics: l.inst.Metrics, Measured: measured, Once: once, Wait: l.cfg.WaitTimeout}
 	finish := func(err error) { rec.End(sctx, err, attempts, time.Since(start)) }
 	// ended returns the error of a wait that wctx ended.
@@ -316,6 +335,9 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 			return l.id.Wrap(op, lastErr)
 		}
 		finish(cause)
+		if lastMembers.endedBy(wctx) { // the cause, once: not again per member
+			return l.id.Wrap(op, cause)
+		}
 		return l.id.Wrap(op, fmt.Errorf("%w (last attempt: %w)", cause, lastErr))
 	}
 	// pending: the give-back of a re-entry's failed round, which the next
@@ -347,7 +369,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 		elapsed := time.Since(began)
 		won, token := 0, int64(0)
 		r.won = make([]bool, len(outs))
-		var nodeErrs []error
+		var nodeErrs memberErrors
 		for i, o := range outs {
 			outcome := OutcomeAcquired
 			if o.acquired {
@@ -422,10 +444,12 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 				l.giveBack(ctx, r, which)
 			}
 		}
+		extra := ""
 		if won >= l.quorum {
-			nodeErrs = append(nodeErrs, fmt.Errorf("validity time used up: took %v of a %v lease", elapsed, leaseTime))
+			extra = fmt.Sprintf("validity time used up: took %v of a %v lease", elapsed, leaseTime)
 		}
-		lastErr = fmt.Errorf("%w: won %d of %d members, quorum %d: %w", ErrNotAcquired, won, len(l.nodes), l.quorum, errors.Join(nodeErrs...))
+		lastErr = l.notAcquired(won, nodeErrs, extra)
+		lastMembers = nodeErrs
 		if once {
 			finish(lastErr)
 			return nil, l.id.Wrap(op, lastErr)

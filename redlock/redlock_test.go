@@ -225,7 +225,7 @@ func TestAcquireAllUpCompetingOwnerRefused(t *testing.T) {
 	ms := startMasters(t, 5)
 	rl := redlock.New(mutexes(ms.process(t), "res"))
 	require.Equal(t, 3, rl.Quorum())
-	require.Equal(t, "res,res,res,res,res", rl.Name())
+	require.Equal(t, "res (5 members)", rl.Name())
 
 	held, err := rl.Lock(ctx)
 	require.NoError(t, err)
@@ -1273,7 +1273,7 @@ func TestAcquireSpan(t *testing.T) {
 	}
 	tok, _ := lock.FencingToken(held)
 	a := attrs(spans[0].Attributes())
-	require.Equal(t, "traced,traced,traced,traced,traced", a[tracing.LockName].AsString())
+	require.Equal(t, "traced (5 members)", a[tracing.LockName].AsString())
 	require.Equal(t, "redlock", a[tracing.Primitive].AsString())
 	require.NotEmpty(t, a[tracing.Owner].AsString())
 	require.EqualValues(t, 5, a[tracing.Nodes].AsInt64())
@@ -1301,7 +1301,7 @@ func TestAcquireSpan(t *testing.T) {
 
 	multi := attrs(spans[2].Attributes())
 	require.Equal(t, "multilock", multi[tracing.Primitive].AsString())
-	require.Equal(t, "m1,m2", multi[tracing.LockName].AsString())
+	require.Equal(t, "m1,m2 (2 members)", multi[tracing.LockName].AsString())
 	require.EqualValues(t, 2, multi[tracing.Quorum].AsInt64())
 	require.EqualValues(t, 2, multi[tracing.NodesWon].AsInt64())
 }

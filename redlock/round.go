@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -295,7 +294,7 @@ func (l *Lock) release(ctx context.Context, h *hold.Hold) error {
 		})
 	}
 	released := 0
-	var failed []error
+	var failed memberErrors
 	for got := 0; got < total && released < need && len(failed) <= total-need; got++ {
 		res := <-results
 		if res.err == nil {
@@ -312,7 +311,7 @@ func (l *Lock) release(ctx context.Context, h *hold.Hold) error {
 	if released >= need {
 		return nil
 	}
-	return fmt.Errorf("released %d of %d members, quorum %d: %w", released, len(l.nodes), l.quorum, errors.Join(failed...))
+	return fmt.Errorf("released %d of %d members, quorum %d: %w", released, len(l.nodes), l.quorum, failed)
 }
 
 // releaseLost gives back, in the background, what survives of a hold the
