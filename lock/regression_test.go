@@ -17,6 +17,7 @@ import (
 	"github.com/relock-go/relock/internal/owner"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
+	"github.com/relock-go/relock/rwlock"
 	"github.com/relock-go/relock/watchdog"
 )
 
@@ -184,4 +185,44 @@ func TestNilInputsRefused(t *testing.T) {
 		err := f()
 		require.True(t, errors.Is(err, lock.ErrInvalidArgument), "%s: %v", name, err)
 	}
+}
+
+// Unlocking an outer hold before an inner one of the same owner gives
+// back the outer's count only: the inner hold stays live and keeps the
+// lock from other owners until its own Unlock (for a lock, and for both
+// sides of an rwlock).
+func TestOutOfOrderUnlockKeepsTheInnerHold(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		mu := lock.New(env.Universal, "ooo")
+		outer, err := mu.Lock(ctx)
+		require.NoError(t, err)
+		inner, err := mu.Lock(outer)
+		require.NoError(t, err)
+		require.NoError(t, mu.Unlock(outer))
+		require.NoError(t, inner.Err(), "the inner hold lives on")
+		n, err := mu.HoldCount(inner)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		_, err = mu.TryLock(ctx)
+		require.ErrorIs(t, err, lock.ErrNotAcquired, "still held")
+		require.NoError(t, mu.Unlock(inner))
+		free, err := mu.TryLock(ctx)
+		require.NoError(t, err)
+		require.NoError(t, mu.Unlock(free))
+
+		rw := rwlock.New(env.Universal, "ooo:rw")
+		w, err := rw.Lock(ctx)
+		require.NoError(t, err)
+		r, err := rw.RLock(w) // write-then-read
+		require.NoError(t, err)
+		require.NoError(t, rw.Unlock(w))
+		require.NoError(t, r.Err(), "the read hold lives on")
+		_, err = rw.TryLock(ctx)
+		require.ErrorIs(t, err, rwlock.ErrNotAcquired, "a writer waits for the reader")
+		require.NoError(t, rw.RUnlock(r))
+		free, err = rw.TryLock(ctx)
+		require.NoError(t, err)
+		require.NoError(t, rw.Unlock(free))
+	})
 }
