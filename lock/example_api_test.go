@@ -456,3 +456,20 @@ func ExampleMutex_Extend() {
 	fmt.Println(mu.Extend(held, time.Minute), mr.TTL("report"))
 	// Output: <nil> 1m0s
 }
+
+// Lock's options are this acquisition's own: here a fixed 5 s lease and a
+// 100 ms wait bound for one call, on a Mutex whose holds the watchdog
+// otherwise renews.
+func ExampleMutex_Lock_perCall() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	ctx := context.Background()
+
+	mu := lock.New(rdb, "report")
+	held, err := mu.Lock(ctx, lock.WithLeaseTime(5*time.Second), lock.WithWaitTimeout(100*time.Millisecond))
+	fmt.Println(err, mr.TTL("report"))
+	_ = mu.Unlock(held)
+	// Output: <nil> 5s
+}

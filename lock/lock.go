@@ -175,21 +175,32 @@ var unmade = base.Ident{Primitive: primitive, Invalid: "Mutex not made by lock.N
 // done only when this hold ends: cause ErrLockLost if the lease was lost,
 // context.Canceled after Unlock. WithHoldScopedToContext ends the hold
 // with ctx instead.
-func (m *Mutex) Lock(ctx context.Context) (context.Context, error) {
-	return m.acquire(ctx, "lock", false)
+//
+// opts are this acquisition's own, over New's: its lease (WithLeaseTime,
+// or WithWatchdogTimeout for a renewed one), its wait bound
+// (WithWaitTimeout) and WithHoldScopedToContext, as Redisson's
+// tryLock(wait, lease) takes them. An option that configures the Mutex
+// itself (a provider, the watchdog, the unlock timeout) is refused with
+// ErrInvalidArgument. A re-entry keeps its hold's lease.
+func (m *Mutex) Lock(ctx context.Context, opts ...Option) (context.Context, error) {
+	return m.acquire(ctx, "lock", false, opts)
 }
 
 // TryLock makes one attempt: ErrNotAcquired when another owner holds the
-// lock. On success it is as Lock.
-func (m *Mutex) TryLock(ctx context.Context) (context.Context, error) {
-	return m.acquire(ctx, "trylock", true)
+// lock. On success it is as Lock; opts are as Lock's.
+func (m *Mutex) TryLock(ctx context.Context, opts ...Option) (context.Context, error) {
+	return m.acquire(ctx, "trylock", true, opts)
 }
 
 func (m *Mutex) leaseID(ownerID string) string { return "lock\x00" + m.name + "\x00" + ownerID }
 
-func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Context, error) {
+func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []Option) (context.Context, error) {
 	if err := m.id.Check(op, ctx, unmade); err != nil {
 		return nil, err
+	}
+	cfg, bad := m.cfg.PerCall(opts)
+	if bad != "" {
+		return nil, m.id.Refuse(op, bad)
 	}
 	// Re-entry is per lock: only a hold of this lock in ctx lends its
 	// owner. A new owner is carried by the hold's context alone.
@@ -198,7 +209,7 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Cont
 		ownerID = owner.Mint()
 	}
 	wd := m.cfg.Watchdog
-	a := &attempt{m: m, owner: ownerID, wd: wd, lease: m.cfg.Lease(), leaseID: m.leaseID(ownerID), mode: modeMinted}
+	a := &attempt{m: m, cfg: cfg, owner: ownerID, wd: wd, lease: cfg.Lease(), leaseID: m.leaseID(ownerID), mode: modeMinted}
 	var existing *lease.Lease // a minted owner has none
 	if ok {
 		existing = wd.Find(m.client, a.leaseID)
@@ -222,8 +233,8 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Cont
 		Channel:   m.channel,
 		Direct:    existing != nil,
 		Once:      once,
-		Wait:      m.cfg.WaitTimeout,
-		LeaseTime: m.cfg.Lease(),
+		Wait:      cfg.WaitTimeout,
+		LeaseTime: a.lease,
 		Attempt:   a,
 		Metrics:   m.inst.Metrics,
 	}
@@ -245,6 +256,7 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool) (context.Cont
 // It is also the claim a local release may hand the lock to.
 type attempt struct {
 	m       *Mutex
+	cfg     *options.Config // New's, or this acquisition's own (Lock's opts)
 	ctx     context.Context // the caller's, for a Discard
 	owner   string
 	wd      *lease.Watchdog // sentAt is on its clock
@@ -301,13 +313,13 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Co
 		Renewer:   renewer,
 		Targets:   []lease.Target{{Client: m.client, Keys: m.nameKeys, Args: []any{a.owner}}},
 		Timeout:   a.lease,
-		Renew:     m.cfg.Renewed(),
+		Renew:     a.cfg.Renewed(),
 		ID:        a.leaseID,
 		Name:      m.name,
 		Primitive: primitive,
 		Token:     a.token,
 	}, a.count > 1, a.mode == modeMinted, a.sentAt)
-	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: ls, Telemetry: m.inst.Release, Traced: traced, Scoped: m.cfg.ScopedHold, Live: &m.holds}, m.release)
+	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: ls, Telemetry: m.inst.Release, Traced: traced, Scoped: a.cfg.ScopedHold, Live: &m.holds}, m.release)
 }
 
 // Unlock releases one count of the hold that returned ctx (or that ctx was

@@ -16,7 +16,7 @@ import (
 // context.Cause(held) is ErrLockLost when the lease was lost, and Do's
 // error then matches ErrLockLost too.
 func (m *Mutex) Do(ctx context.Context, fn func(held context.Context) error) error {
-	return hold.Do(ctx, m.Lock, m.Unlock, fn)
+	return hold.Do(ctx, func(ctx context.Context) (context.Context, error) { return m.Lock(ctx) }, m.Unlock, fn)
 }
 
 // FencingToken returns the fencing token of this lock's innermost hold

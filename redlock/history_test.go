@@ -70,7 +70,7 @@ func TestHistoryRedlockContention(t *testing.T) {
 					wg.Go(func() {
 						for range iters {
 							var l interface {
-								Lock(context.Context) (context.Context, error)
+								Lock(context.Context, ...redlock.Option) (context.Context, error)
 								Unlock(context.Context) error
 							}
 							// The resources the hold excludes others from, and

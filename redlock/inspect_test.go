@@ -65,3 +65,20 @@ func TestExtend(t *testing.T) {
 	_ = rl.Unlock(held)
 	require.NoError(t, rl.Drain(ctx))
 }
+
+func TestPerCallOptions(t *testing.T) {
+	ms := startMasters(t, 3)
+	ctx := ctxT(t)
+	rl := redlock.New(mutexes(ms.process(t), "pc"))
+	held, err := rl.Lock(ctx, redlock.WithLeaseTime(5*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, rl.Extend(held, 6*time.Second), "a fixed lease for this hold")
+	ttl := ms.admins[0].PTTL(ctx, "pc").Val()
+	require.True(t, ttl > 5*time.Second && ttl <= 6*time.Second, "ttl %v", ttl)
+	_, err = redlock.New(mutexes(ms.process(t), "pc")).Lock(ctx, redlock.WithWaitTimeout(100*time.Millisecond))
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	_, err = rl.TryLock(ctx, redlock.WithNodeTimeout(time.Second))
+	require.ErrorIs(t, err, redlock.ErrInvalidArgument)
+	require.NoError(t, rl.Unlock(held))
+	require.NoError(t, rl.Drain(ctx))
+}

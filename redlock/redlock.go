@@ -268,14 +268,14 @@ func (l *Lock) key() hold.Key {
 // again, until ctx or WithWaitTimeout ends the wait. The returned context is as lock.Mutex.Lock's; its fencing
 // token is the largest of the members won (advisory: see the package
 // documentation).
-func (l *Lock) Lock(ctx context.Context) (context.Context, error) {
-	return l.acquire(ctx, "lock", false)
+func (l *Lock) Lock(ctx context.Context, opts ...Option) (context.Context, error) {
+	return l.acquire(ctx, "lock", false, opts)
 }
 
 // TryLock makes one round: ErrNotAcquired (joined with each member's
 // outcome) when the quorum was not won.
-func (l *Lock) TryLock(ctx context.Context) (context.Context, error) {
-	return l.acquire(ctx, "trylock", true)
+func (l *Lock) TryLock(ctx context.Context, opts ...Option) (context.Context, error) {
+	return l.acquire(ctx, "trylock", true, opts)
 }
 
 type outcome struct {
@@ -288,9 +288,13 @@ type outcome struct {
 	behind bool
 }
 
-func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Context, error) {
+func (l *Lock) acquire(ctx context.Context, op string, once bool, opts []Option) (context.Context, error) {
 	if err := l.id.Check(op, ctx, unmade); err != nil {
 		return nil, err
+	}
+	cfg, bad := l.cfg.PerCall(opts)
+	if bad != "" {
+		return nil, l.id.Refuse(op, bad)
 	}
 	// A context that carries an owner (a hold of this Lock, or of a
 	// member's other side) acquires as that owner, so that the members
@@ -300,7 +304,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 	if !reentry {
 		ownerID = owner.Mint()
 	}
-	leaseTime := l.cfg.Lease()
+	leaseTime := cfg.Lease()
 	sctx, span := l.inst.Tracer.Start(ctx, tracing.SpanAcquireRedlock, l.inst.SpanStart...)
 	defer span.End()
 	recording := span.IsRecording()
@@ -313,16 +317,16 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 	}
 	start := time.Now()
 	wctx := sctx
-	if l.cfg.WaitTimeout > 0 && !once {
+	if cfg.WaitTimeout > 0 && !once {
 		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeoutCause(sctx, l.cfg.WaitTimeout, acquire.ErrWaitBound)
+		wctx, cancel = context.WithTimeoutCause(sctx, cfg.WaitTimeout, acquire.ErrWaitBound)
 		defer cancel()
 	}
 
 	attempts := 0
 	var lastErr error
 	var lastMembers memberErrors // the members that failed the last round
-	rec := acquire.Record{Span: span, Recording: recording, Metrics: l.inst.Metrics, Measured: measured, Once: once, Wait: l.cfg.WaitTimeout}
+	rec := acquire.Record{Span: span, Recording: recording, Metrics: l.inst.Metrics, Measured: measured, Once: once, Wait: cfg.WaitTimeout}
 	finish := func(err error) { rec.End(sctx, err, attempts, time.Since(start)) }
 	// ended returns the error of a wait that wctx ended.
 	ended := func() error {
@@ -410,7 +414,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 				Targets:   targets,
 				Quorum:    l.quorum,
 				Timeout:   leaseTime,
-				Renew:     l.cfg.Renewed(),
+				Renew:     cfg.Renewed(),
 				Name:      l.id.Name,
 				Primitive: l.primitive(),
 			}, sentAt)
@@ -420,7 +424,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool) (context.Conte
 				span.SetAttributes(tracing.FencingToken.Int64(token))
 			}
 			finish(nil)
-			return hold.Start(ctx, l.key(), &hold.Hold{Owner: r.id, Token: token, Lease: wl, Taken: r, Telemetry: l.inst.Release, Traced: recording, Scoped: l.cfg.ScopedHold, Also: l.memberKeys, Live: &l.holds}, l.release), nil
+			return hold.Start(ctx, l.key(), &hold.Hold{Owner: r.id, Token: token, Lease: wl, Taken: r, Telemetry: l.inst.Release, Traced: recording, Scoped: cfg.ScopedHold, Also: l.memberKeys, Live: &l.holds}, l.release), nil
 		}
 		// Not held: give back in the background what the round may have
 		// taken. A fresh round's id is its own, so the caller does not
@@ -478,7 +482,7 @@ func (l *Lock) FencingToken(ctx context.Context) (int64, bool) { return hold.Tok
 // Do takes the lock (as Lock), runs fn with the hold's context and
 // unlocks on every path, a panic in fn included; see lock.Mutex.Do.
 func (l *Lock) Do(ctx context.Context, fn func(held context.Context) error) error {
-	return hold.Do(ctx, l.Lock, l.Unlock, fn)
+	return hold.Do(ctx, func(ctx context.Context) (context.Context, error) { return l.Lock(ctx) }, l.Unlock, fn)
 }
 
 // Unlock releases the hold that returned ctx on every member in parallel.

@@ -235,7 +235,7 @@ func ExampleRWMutex_ReadLocker() {
 	ctx := context.Background()
 
 	var read interface {
-		Lock(context.Context) (context.Context, error)
+		Lock(context.Context, ...rwlock.Option) (context.Context, error)
 		Unlock(context.Context) error
 	} = rwlock.New(rdb, "catalog").ReadLocker()
 	a, _ := read.Lock(ctx)

@@ -80,7 +80,7 @@ func FuzzRWMutex(f *testing.F) {
 		rw := rwlock.New(client, name, opts...)
 		op %= fuzzOps
 		write := op >= fuzzWrite
-		var acquire func(context.Context) (context.Context, error)
+		var acquire func(context.Context, ...rwlock.Option) (context.Context, error)
 		switch {
 		case write && useLock:
 			acquire = rw.Lock
@@ -98,7 +98,8 @@ func FuzzRWMutex(f *testing.F) {
 		if !valid {
 			require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
 			require.Nil(t, held)
-			for _, f := range []func(context.Context) (context.Context, error){rw.RLock, rw.TryRLock, rw.Lock, rw.TryLock, rw.Downgrade} {
+			downgrade := func(ctx context.Context, _ ...rwlock.Option) (context.Context, error) { return rw.Downgrade(ctx) }
+			for _, f := range []func(context.Context, ...rwlock.Option) (context.Context, error){rw.RLock, rw.TryRLock, rw.Lock, rw.TryLock, downgrade} {
 				_, err := f(ctx)
 				require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
 			}

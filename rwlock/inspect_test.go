@@ -145,3 +145,22 @@ func TestExtend(t *testing.T) {
 		require.NoError(t, renewed.RUnlock(h))
 	})
 }
+
+// RLock's and Lock's options are the acquisition's own.
+func TestPerCallOptions(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		rw := rwlock.New(env.Universal, "pc")
+		r, err := rw.RLock(ctx, rwlock.WithLeaseTime(5*time.Second))
+		require.NoError(t, err)
+		require.NoError(t, rw.Extend(r, 6*time.Second), "a fixed lease for this hold")
+		_, err = rw.TryLock(lock.NewOwner(ctx), rwlock.WithWaitTimeout(time.Millisecond))
+		require.ErrorIs(t, err, rwlock.ErrNotAcquired)
+		_, err = rw.Lock(lock.NewOwner(ctx), rwlock.WithWaitTimeout(50*time.Millisecond))
+		require.ErrorIs(t, err, rwlock.ErrNotAcquired, "the per-call wait bound ended the wait")
+		require.NoError(t, rw.RUnlock(r))
+		_, err = rw.RLock(ctx, rwlock.WithWatchdog(nil))
+		require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
+		require.Equal(t, int64(0), env.Universal.Exists(ctx, "pc").Val())
+	})
+}

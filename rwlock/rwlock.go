@@ -176,27 +176,28 @@ func (rw *RWMutex) timeoutPrefix(ownerID string) string {
 }
 
 // RLock takes the read lock, waiting while a writer holds it or waits for
-// it. The returned context is as lock.Mutex.Lock's.
-func (rw *RWMutex) RLock(ctx context.Context) (context.Context, error) {
-	return rw.acquire(ctx, "rlock", read, false)
+// it. The returned context is as lock.Mutex.Lock's; opts are this
+// acquisition's own, as lock.Mutex.Lock's.
+func (rw *RWMutex) RLock(ctx context.Context, opts ...Option) (context.Context, error) {
+	return rw.acquire(ctx, "rlock", read, false, opts)
 }
 
 // TryRLock makes one attempt at the read lock: ErrNotAcquired when a
 // writer holds it or waits for it.
-func (rw *RWMutex) TryRLock(ctx context.Context) (context.Context, error) {
-	return rw.acquire(ctx, "tryrlock", read, true)
+func (rw *RWMutex) TryRLock(ctx context.Context, opts ...Option) (context.Context, error) {
+	return rw.acquire(ctx, "tryrlock", read, true, opts)
 }
 
 // Lock takes the write lock, waiting while anyone else holds the lock.
 // While it waits, new readers are held back. ErrUpgradeNotSupported when
-// ctx's owner holds only the read lock.
-func (rw *RWMutex) Lock(ctx context.Context) (context.Context, error) {
-	return rw.acquire(ctx, "lock", write, false)
+// ctx's owner holds only the read lock. opts are as RLock's.
+func (rw *RWMutex) Lock(ctx context.Context, opts ...Option) (context.Context, error) {
+	return rw.acquire(ctx, "lock", write, false, opts)
 }
 
 // TryLock makes one attempt at the write lock.
-func (rw *RWMutex) TryLock(ctx context.Context) (context.Context, error) {
-	return rw.acquire(ctx, "trylock", write, true)
+func (rw *RWMutex) TryLock(ctx context.Context, opts ...Option) (context.Context, error) {
+	return rw.acquire(ctx, "trylock", write, true, opts)
 }
 
 // RUnlock releases the read hold that returned ctx; see lock.Mutex.Unlock
@@ -225,9 +226,13 @@ func (rw *RWMutex) Unlock(ctx context.Context) error {
 // shares with Redisson's RFencedLock of the same name.
 func FencingToken(ctx context.Context) (int64, bool) { return hold.Token(ctx) }
 
-func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool) (context.Context, error) {
+func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, opts []Option) (context.Context, error) {
 	if err := rw.id.Check(op, ctx, unmade); err != nil {
 		return nil, err
+	}
+	cfg, bad := rw.cfg.PerCall(opts)
+	if bad != "" {
+		return nil, rw.id.Refuse(op, bad)
 	}
 	// Re-entry is per lock: a hold of either side of this lock in ctx
 	// lends its owner (a re-entry, write-then-read, a downgrade's read).
@@ -242,7 +247,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool) 
 		writeLease = wd.Find(rw.client, rw.leaseID(write, ownerID))
 	}
 	holdsRead, holdsWrite := readLease != nil, writeLease != nil
-	leaseTime := rw.cfg.Lease()
+	leaseTime := cfg.Lease()
 	// A re-entry keeps the hold's lease: what Redis holds must be what the
 	// watchdog tracks.
 	if s == read && readLease != nil {
@@ -303,7 +308,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool) 
 		// owner; nor may the writer's own read.
 		Direct:    (s == read && (holdsRead || holdsWrite)) || (s == write && holdsWrite),
 		Once:      once,
-		Wait:      rw.cfg.WaitTimeout,
+		Wait:      cfg.WaitTimeout,
 		LeaseTime: leaseTime,
 		Attempt:   acquire.TryFunc(try),
 		Metrics:   rw.inst[s].Metrics,
@@ -317,7 +322,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool) 
 		}
 		return nil, rw.id.Wrap(op, err)
 	}
-	return rw.newHold(ctx, s, ownerID, !shared, count, token, sentAt, leaseTime, traced), nil
+	return rw.newHold(ctx, cfg, s, ownerID, !shared, count, token, sentAt, leaseTime, traced), nil
 }
 
 // withdrawMark takes back the waiting mark of a writer that gave up
@@ -335,10 +340,10 @@ func (rw *RWMutex) withdrawMark(ctx context.Context, ownerID string) {
 	base.Withdraw(ctx, withdraw, rw.client, rw.cfg.UnlockTimeout, 2, rw.waiters, rw.channel, ownerID, rw.hub.PublishCommand())
 }
 
-func (rw *RWMutex) spec(s access, ownerID string, leaseTime time.Duration) lease.Spec {
+func (rw *RWMutex) spec(s access, ownerID string, leaseTime time.Duration, renewed bool) lease.Spec {
 	sp := lease.Spec{
 		Timeout:   leaseTime,
-		Renew:     rw.cfg.Renewed(),
+		Renew:     renewed,
 		ID:        rw.leaseID(s, ownerID),
 		Name:      rw.name,
 		Primitive: primitive,
@@ -355,15 +360,15 @@ func (rw *RWMutex) spec(s access, ownerID string, leaseTime time.Duration) lease
 
 // newHold registers a hold of side s; fresh says its owner was minted by
 // this acquisition (so that no lease of it can exist yet).
-func (rw *RWMutex) newHold(ctx context.Context, s access, ownerID string, fresh bool, count, token int64, sentAt time.Time, leaseTime time.Duration, traced bool) context.Context {
-	sp := rw.spec(s, ownerID, leaseTime)
+func (rw *RWMutex) newHold(ctx context.Context, cfg *options.Config, s access, ownerID string, fresh bool, count, token int64, sentAt time.Time, leaseTime time.Duration, traced bool) context.Context {
+	sp := rw.spec(s, ownerID, leaseTime, cfg.Renewed())
 	sp.Token = token
 	ls := hold.Lease(rw.cfg.Watchdog, sp, count > 1, fresh, sentAt)
 	release := rw.releaseRead
 	if s == write {
 		release = rw.releaseWrite
 	}
-	return hold.Start(ctx, rw.key(s), &hold.Hold{Owner: ownerID, Token: token, Lease: ls, Telemetry: rw.inst[s].Release, Traced: traced, Scoped: rw.cfg.ScopedHold, Live: &rw.holds}, release)
+	return hold.Start(ctx, rw.key(s), &hold.Hold{Owner: ownerID, Token: token, Lease: ls, Telemetry: rw.inst[s].Release, Traced: traced, Scoped: cfg.ScopedHold, Live: &rw.holds}, release)
 }
 
 func (rw *RWMutex) latch() string {
@@ -460,7 +465,7 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 		return nil, rw.id.Wrap("downgrade", fmt.Errorf("%w: the write lock was no longer held in Redis", ErrLockLost))
 	}
 	rw.hub.Release(rw.channel)
-	return rw.newHold(parent, read, wh.Owner, false, vals[0], vals[1], sentAt, rw.cfg.Lease(), wh.Traced), nil
+	return rw.newHold(parent, &rw.cfg, read, wh.Owner, false, vals[0], vals[1], sentAt, rw.cfg.Lease(), wh.Traced), nil
 }
 
 // Side is one half of an RWMutex as a lock of its own, for APIs that take
@@ -483,20 +488,20 @@ func (rw *RWMutex) locker(write bool) *Side {
 	return s
 }
 
-// Lock takes this side (RLock or Lock).
-func (s *Side) Lock(ctx context.Context) (context.Context, error) {
+// Lock takes this side (RLock or Lock); opts are as RLock's.
+func (s *Side) Lock(ctx context.Context, opts ...Option) (context.Context, error) {
 	if s.write {
-		return s.rw.Lock(ctx)
+		return s.rw.Lock(ctx, opts...)
 	}
-	return s.rw.RLock(ctx)
+	return s.rw.RLock(ctx, opts...)
 }
 
 // TryLock tries this side once.
-func (s *Side) TryLock(ctx context.Context) (context.Context, error) {
+func (s *Side) TryLock(ctx context.Context, opts ...Option) (context.Context, error) {
 	if s.write {
-		return s.rw.TryLock(ctx)
+		return s.rw.TryLock(ctx, opts...)
 	}
-	return s.rw.TryRLock(ctx)
+	return s.rw.TryRLock(ctx, opts...)
 }
 
 // Unlock releases this side.
@@ -546,7 +551,7 @@ func (s *Side) redlockNode() (member.Node, error) {
 			return res != -1, err
 		},
 		Renewal: func(ownerID string) lease.Target {
-			t := rw.spec(sd, ownerID, rw.cfg.Lease()).Targets[0]
+			t := rw.spec(sd, ownerID, rw.cfg.Lease(), rw.cfg.Renewed()).Targets[0]
 			t.Renewer = readRenewer
 			if sd == write {
 				t.Renewer = writeRenewer

@@ -13,13 +13,13 @@ import (
 // RDo takes the read lock (as RLock), runs fn with the hold's context and
 // read-unlocks on every path, a panic in fn included; see lock.Mutex.Do.
 func (rw *RWMutex) RDo(ctx context.Context, fn func(held context.Context) error) error {
-	return hold.Do(ctx, rw.RLock, rw.RUnlock, fn)
+	return hold.Do(ctx, func(ctx context.Context) (context.Context, error) { return rw.RLock(ctx) }, rw.RUnlock, fn)
 }
 
 // Do takes the write lock (as Lock), runs fn with the hold's context and
 // unlocks on every path, a panic in fn included; see lock.Mutex.Do.
 func (rw *RWMutex) Do(ctx context.Context, fn func(held context.Context) error) error {
-	return hold.Do(ctx, rw.Lock, rw.Unlock, fn)
+	return hold.Do(ctx, func(ctx context.Context) (context.Context, error) { return rw.Lock(ctx) }, rw.Unlock, fn)
 }
 
 // Remaining returns how long the innermost hold ctx carries may still be

@@ -70,3 +70,18 @@ func TestExtend(t *testing.T) {
 		require.ErrorIs(t, s.Extend(held, time.Second), semaphore.ErrNotHeld)
 	})
 }
+
+func TestPerCallOptions(t *testing.T) {
+	each(t, func(t *testing.T, env *env) {
+		ctx := ctxT(t)
+		s := semaphore.New(env.Universal, "pc", 2)
+		held, err := s.Acquire(ctx, 2, semaphore.WithLeaseTime(5*time.Second))
+		require.NoError(t, err)
+		require.NoError(t, s.Extend(held, 6*time.Second), "a fixed lease for this hold")
+		_, err = s.Acquire(ctx, 1, semaphore.WithWaitTimeout(50*time.Millisecond))
+		require.ErrorIs(t, err, semaphore.ErrNotAcquired)
+		_, err = s.TryAcquire(ctx, 1, semaphore.WithMeterProvider(nil))
+		require.ErrorIs(t, err, semaphore.ErrInvalidArgument)
+		require.NoError(t, s.Release(held))
+	})
+}

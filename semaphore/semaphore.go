@@ -194,19 +194,23 @@ func (s *Semaphore) mismatch(recorded, mine int64) error {
 // this acquisition's permit; Release on it gives exactly those n back. It
 // is done when the permit ends (cause ErrLockLost when its lease was
 // lost). n <= 0 or n > size is ErrInvalidArgument at once.
-func (s *Semaphore) Acquire(ctx context.Context, n int64) (context.Context, error) {
-	return s.acquire(ctx, "acquire", n, false)
+func (s *Semaphore) Acquire(ctx context.Context, n int64, opts ...Option) (context.Context, error) {
+	return s.acquire(ctx, "acquire", n, false, opts)
 }
 
 // TryAcquire takes n permits if they are free now and nobody waits ahead:
 // ErrNotAcquired otherwise.
-func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (context.Context, error) {
-	return s.acquire(ctx, "tryacquire", n, true)
+func (s *Semaphore) TryAcquire(ctx context.Context, n int64, opts ...Option) (context.Context, error) {
+	return s.acquire(ctx, "tryacquire", n, true, opts)
 }
 
-func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) (context.Context, error) {
+func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, opts []Option) (context.Context, error) {
 	if err := s.id.Check(op, ctx, unmade); err != nil {
 		return nil, err
+	}
+	cfg, bad := s.cfg.PerCall(opts)
+	if bad != "" {
+		return nil, s.id.Refuse(op, bad)
 	}
 	size := s.size.Load()
 	if n <= 0 || n > size {
@@ -217,7 +221,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		ownerID = owner.Mint()
 	}
 	wd := s.cfg.Watchdog
-	leaseTime := s.cfg.Lease()
+	leaseTime := cfg.Lease()
 	permitID := owner.RequestID()
 	var sentAt time.Time
 	marked := false
@@ -264,7 +268,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		Hub:       s.hub,
 		Channel:   s.channel,
 		Once:      once,
-		Wait:      s.cfg.WaitTimeout,
+		Wait:      cfg.WaitTimeout,
 		LeaseTime: leaseTime,
 		PassOn:    true,
 		Attempt:   acquire.TryFunc(try),
@@ -283,14 +287,14 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool) 
 		Renewer: renewer,
 		Targets: []lease.Target{{Client: s.client, Keys: []string{s.permits, s.name, s.weights}, Args: []any{permitID}}},
 		Timeout: leaseTime,
-		Renew:   s.cfg.Renewed(),
+		Renew:   cfg.Renewed(),
 		// Registered (permit ids are unique) so that a ForceRelease finds
 		// the holds of this process.
 		ID:        primitive + "\x00" + s.name + "\x00" + permitID,
 		Name:      s.name,
 		Primitive: primitive,
 	}, sentAt)
-	return hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Taken: permitID, Telemetry: s.inst.Release, Traced: traced, Scoped: s.cfg.ScopedHold, Live: &s.holds}, s.release), nil
+	return hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Taken: permitID, Telemetry: s.inst.Release, Traced: traced, Scoped: cfg.ScopedHold, Live: &s.holds}, s.release), nil
 }
 
 // maxMarkLife bounds the life of a waiter's mark in the queue. A waiting

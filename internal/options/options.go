@@ -46,6 +46,46 @@ type Config struct {
 	Invalid string
 
 	latchArg any // LatchLife(UnlockTimeout), boxed once
+	// newOnly names the first option given that configures the primitive
+	// itself (New), which one acquisition cannot take.
+	newOnly string
+}
+
+func (c *Config) onlyNew(option string) {
+	if c.newOnly == "" {
+		c.newOnly = option
+	}
+}
+
+// PerCall returns the configuration of one acquisition: c with opts
+// applied, or why they are refused (an invalid value, or an option that
+// configures the primitive itself: the providers, the watchdog, the
+// unlock timeout, a Redlock's node timeout and drift). The options of an
+// acquisition are its lease (WithLeaseTime, or WithWatchdogTimeout for a
+// renewed one), its wait bound and WithHoldScopedToContext. Without opts
+// it returns c itself, at no cost.
+func (c *Config) PerCall(opts []Option) (*Config, string) {
+	if len(opts) == 0 {
+		return c, ""
+	}
+	call := *c
+	call.Invalid, call.newOnly, call.Given = "", "", Shared{}
+	for _, o := range opts {
+		if o != nil {
+			o(&call)
+		}
+	}
+	switch {
+	case call.Invalid != "":
+		return nil, call.Invalid
+	case call.newOnly != "":
+		return nil, call.newOnly + " configures the primitive (its New), not one acquisition"
+	}
+	if call.Given.WatchdogTimeout != 0 && call.Given.LeaseTime == 0 {
+		call.LeaseTime = 0 // a renewed lease for this call, whatever New set
+	}
+	call.Given = c.Given
+	return &call, ""
 }
 
 // Shared are the settings a Redlock and its members must agree on: the
@@ -236,23 +276,24 @@ func WithUnlockTimeout(d time.Duration) Option {
 			c.invalid("unlock timeout %v must be at least %v", d, MinUnlockTimeout)
 			return
 		}
+		c.onlyNew("WithUnlockTimeout")
 		c.UnlockTimeout, c.Given.UnlockTimeout = d, d
 	}
 }
 
 // WithTracerProvider: see lock.WithTracerProvider.
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(c *Config) { c.TracerProvider = tp }
+	return func(c *Config) { c.TracerProvider = tp; c.onlyNew("WithTracerProvider") }
 }
 
 // WithMeterProvider: see lock.WithMeterProvider.
 func WithMeterProvider(mp metric.MeterProvider) Option {
-	return func(c *Config) { c.MeterProvider = mp }
+	return func(c *Config) { c.MeterProvider = mp; c.onlyNew("WithMeterProvider") }
 }
 
 // WithNameInMetrics: see lock.WithNameInMetrics.
 func WithNameInMetrics() Option {
-	return func(c *Config) { c.NameInMetrics = true }
+	return func(c *Config) { c.NameInMetrics = true; c.onlyNew("WithNameInMetrics") }
 }
 
 // WithHoldScopedToContext: see lock.WithHoldScopedToContext.
@@ -262,7 +303,7 @@ func WithHoldScopedToContext() Option {
 
 // WithWatchdog: see lock.WithWatchdog.
 func WithWatchdog(w *lease.Watchdog) Option {
-	return func(c *Config) { c.Watchdog, c.Given.Watchdog = w, w }
+	return func(c *Config) { c.Watchdog, c.Given.Watchdog = w, w; c.onlyNew("WithWatchdog") }
 }
 
 // WithNodeTimeout: see redlock.WithNodeTimeout.
@@ -275,6 +316,7 @@ func WithNodeTimeout(d time.Duration) Option {
 			return
 		}
 		c.NodeTimeout = d
+		c.onlyNew("WithNodeTimeout")
 	}
 }
 
@@ -286,6 +328,7 @@ func WithDrift(d time.Duration) Option {
 			return
 		}
 		c.Drift = d
+		c.onlyNew("WithDrift")
 	}
 }
 

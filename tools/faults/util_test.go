@@ -28,8 +28,8 @@ import (
 // locker is what every primitive under test offers, as one exclusive side:
 // a semaphore of one permit, one side of an RWMutex, a Redlock.
 type locker interface {
-	Lock(ctx context.Context) (context.Context, error)
-	TryLock(ctx context.Context) (context.Context, error)
+	Lock(ctx context.Context, opts ...lock.Option) (context.Context, error)
+	TryLock(ctx context.Context, opts ...lock.Option) (context.Context, error)
 	Unlock(ctx context.Context) error
 }
 
@@ -37,9 +37,11 @@ type locker interface {
 // its holders exclude each other as a mutex's do.
 type semLocker struct{ s *semaphore.Semaphore }
 
-func (l semLocker) Lock(ctx context.Context) (context.Context, error) { return l.s.Acquire(ctx, 1) }
-func (l semLocker) TryLock(ctx context.Context) (context.Context, error) {
-	return l.s.TryAcquire(ctx, 1)
+func (l semLocker) Lock(ctx context.Context, opts ...lock.Option) (context.Context, error) {
+	return l.s.Acquire(ctx, 1, opts...)
+}
+func (l semLocker) TryLock(ctx context.Context, opts ...lock.Option) (context.Context, error) {
+	return l.s.TryAcquire(ctx, 1, opts...)
 }
 func (l semLocker) Unlock(ctx context.Context) error { return l.s.Release(ctx) }
 
