@@ -96,4 +96,6 @@ func TTL(d time.Duration) time.Duration {
 }
 
 // Refuse returns ErrInvalidArgument for op with reason, naming the lock.
-func (id *Ident) Refuse(op, reason string) error { return errs.Invalid(op, id.Primitive, id.Name, reason) }
+func (id *Ident) Refuse(op, reason string) error {
+	return errs.Invalid(op, id.Primitive, id.Name, reason)
+}
