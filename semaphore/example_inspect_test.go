@@ -62,3 +62,22 @@ func ExampleSemaphore_Extend() {
 	fmt.Println(err, ttl > 50*time.Second)
 	// Output: <nil> true
 }
+
+// During a rolling deploy that raises the size from 2 to 4, the new
+// processes use the size Redis records (2) while the old ones hold
+// permits, instead of failing with ErrSizeMismatch.
+func ExampleWithRecordedSize() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	ctx := context.Background()
+
+	old := semaphore.New(rdb, "exports", 2)
+	held, _ := old.Acquire(ctx, 1)
+	upgraded := semaphore.New(rdb, "exports", 4, semaphore.WithRecordedSize())
+	free, err := upgraded.Available(ctx)
+	fmt.Println(free, err)
+	_ = old.Release(held)
+	// Output: 1 <nil>
+}

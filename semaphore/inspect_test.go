@@ -85,3 +85,42 @@ func TestPerCallOptions(t *testing.T) {
 		require.NoError(t, s.Release(held))
 	})
 }
+
+// A rolling deploy that changes the size: the new processes, built with
+// WithRecordedSize, use the size Redis records while the old ones hold
+// permits, and write their own once the semaphore has gone idle; without
+// it they fail with ErrSizeMismatch.
+func TestRecordedSizeAcrossADeploy(t *testing.T) {
+	each(t, func(t *testing.T, env *env) {
+		ctx := ctxT(t)
+		old := semaphore.New(env.Universal, "deploy", 2)
+		strictNew := semaphore.New(env.secondClient(t), "deploy", 4)
+		adopting := semaphore.New(env.secondClient(t), "deploy", 4, semaphore.WithRecordedSize())
+
+		a, err := old.Acquire(ctx, 1)
+		require.NoError(t, err)
+		_, err = strictNew.TryAcquire(ctx, 1)
+		require.ErrorIs(t, err, semaphore.ErrSizeMismatch)
+
+		b, err := adopting.TryAcquire(ctx, 1)
+		require.NoError(t, err, "the recorded size, 2, has one permit left")
+		_, err = adopting.TryAcquire(ctx, 1)
+		require.ErrorIs(t, err, semaphore.ErrNotAcquired, "2 of the recorded 2 are held")
+		free, err := adopting.Available(ctx)
+		require.NoError(t, err)
+		require.Zero(t, free)
+		_, err = adopting.TryAcquire(ctx, 3)
+		require.ErrorIs(t, err, semaphore.ErrInvalidArgument, "more than the recorded size")
+		require.Equal(t, int64(4), adopting.Size(), "Size is what it was built with")
+
+		require.NoError(t, old.Release(a))
+		require.NoError(t, adopting.Release(b))
+		// Idle now: the keys are gone, and the next acquisition records
+		// its own size.
+		c, err := adopting.TryAcquire(ctx, 3)
+		require.NoError(t, err, "the new size, 4, is recorded")
+		_, err = old.TryAcquire(ctx, 1)
+		require.ErrorIs(t, err, semaphore.ErrSizeMismatch, "an old process without the option now disagrees")
+		require.NoError(t, adopting.Release(c))
+	})
+}

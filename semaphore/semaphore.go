@@ -73,6 +73,17 @@ func WithNameInMetrics() Option { return options.WithNameInMetrics() }
 // WithWatchdog sets the watchdog that renews permits.
 func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog((*lease.Watchdog)(w)) }
 
+// WithRecordedSize makes the Semaphore use the size Redis records for the
+// name when it differs from its own, instead of failing with
+// ErrSizeMismatch: the policy for a rolling deploy that changes the size.
+// While old and new processes run side by side they all use the recorded
+// size (the old one); the new size is written when none is recorded (the
+// semaphore went idle: no permit held, nobody waiting, so its keys are
+// gone), or at once by Resize. Size still reports the size it was built
+// with; Available and the permits it grants follow the recorded one, and
+// an Acquire of more than the recorded size is refused.
+func WithRecordedSize() Option { return options.WithRecordedSize() }
+
 //go:embed lua/*.lua
 var luaFS embed.FS
 
@@ -185,6 +196,14 @@ func (s *Semaphore) key() hold.Key {
 	return hold.Key{Client: s.client, Kind: primitive, Name: s.name}
 }
 
+// sizePolicy is the scripts' argument for WithRecordedSize.
+func (s *Semaphore) sizePolicy() string {
+	if s.cfg.RecordedSize {
+		return "recorded"
+	}
+	return ""
+}
+
 func (s *Semaphore) mismatch(recorded, mine int64) error {
 	return fmt.Errorf("%w: Redis records size %d, this Semaphore was built with %d", ErrSizeMismatch, recorded, mine)
 }
@@ -236,7 +255,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 		s.resizing.RLock()
 		size := s.size.Load() // a Resize of this Semaphore during the wait counts
 		sentAt = wd.Now()
-		vals, err := acquireScript.Call(ctx, s.client, 6, s.name, s.permits, s.weights, s.waiters, s.marks, s.channel, size, n, permitID, leaseTime.Milliseconds(), waiterID, s.hub.PublishCommand(), min(leaseTime, maxMarkLife).Milliseconds()).Int64Slice()
+		vals, err := acquireScript.Call(ctx, s.client, 6, s.name, s.permits, s.weights, s.waiters, s.marks, s.channel, size, n, permitID, leaseTime.Milliseconds(), waiterID, s.hub.PublishCommand(), min(leaseTime, maxMarkLife).Milliseconds(), s.sizePolicy()).Int64Slice()
 		s.resizing.RUnlock()
 		uncertain = err != nil && errs.MayHaveRun(err)
 		if err != nil {
@@ -379,7 +398,7 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 	}
 	s.resizing.RLock()
 	size := s.size.Load()
-	vals, err := availableScript.Call(ctx, s.client, 5, s.name, s.permits, s.weights, s.waiters, s.marks, size).Int64Slice()
+	vals, err := availableScript.Call(ctx, s.client, 5, s.name, s.permits, s.weights, s.waiters, s.marks, size, s.sizePolicy()).Int64Slice()
 	s.resizing.RUnlock()
 	if err != nil {
 		return 0, s.id.Wrap("available", err)

@@ -31,6 +31,9 @@ type Config struct {
 	NameInMetrics bool
 	// ScopedHold ends a hold with its acquiring context.
 	ScopedHold bool
+	// RecordedSize: a semaphore uses the size Redis records when it
+	// differs from its own.
+	RecordedSize bool
 	Watchdog   *lease.Watchdog
 	// Redlock: per-node timeout (default lease/10) and clock drift
 	// allowance (default lease/100 + 2 ms).
@@ -299,6 +302,11 @@ func WithNameInMetrics() Option {
 // WithHoldScopedToContext: see lock.WithHoldScopedToContext.
 func WithHoldScopedToContext() Option {
 	return func(c *Config) { c.ScopedHold = true }
+}
+
+// WithRecordedSize: see semaphore.WithRecordedSize.
+func WithRecordedSize() Option {
+	return func(c *Config) { c.RecordedSize = true; c.onlyNew("WithRecordedSize") }
 }
 
 // WithWatchdog: see lock.WithWatchdog.

@@ -26,6 +26,8 @@
 -- ARGV[7]  life of a waiter's mark in milliseconds (at most the lease): a
 --          mark left by a waiter that gave up and could not take it back
 --          (Redis unreachable then) holds the others back this long at most
+-- ARGV[8]  "recorded": use the size Redis records when it differs
+--          (WithRecordedSize); "" refuses it
 --
 -- Returns {1, available} when acquired; {0, ttl} when it must wait (ttl:
 -- when to try at the latest: the earliest permit expiry, at most a third
@@ -39,7 +41,7 @@ local size = tonumber(redis.call('hget', KEYS[1], 'size'))
 if size == nil then
   size = tonumber(ARGV[1])
   redis.call('hset', KEYS[1], 'size', size, 'used', 0)
-elseif size ~= tonumber(ARGV[1]) then
+elseif size ~= tonumber(ARGV[1]) and ARGV[8] ~= 'recorded' then
   return {-2, size}
 end
 if n > size then

@@ -7,6 +7,8 @@
 -- KEYS[4]  waiters zset
 -- KEYS[5]  waiter marks' expiry hash
 -- ARGV[1]  size as this client knows it
+-- ARGV[2]  "recorded": use the size Redis records when it differs
+--          (WithRecordedSize); "" refuses it
 --
 -- Returns {1, available}; {-2, size} when Redis records another size; a
 -- semaphore with nothing recorded has all of ARGV[1] free (nothing is
@@ -15,7 +17,7 @@ local size = tonumber(redis.call('hget', KEYS[1], 'size'))
 if size == nil then
   return {1, tonumber(ARGV[1])}
 end
-if size ~= tonumber(ARGV[1]) then
+if size ~= tonumber(ARGV[1]) and ARGV[2] ~= 'recorded' then
   return {-2, size}
 end
 local S = {hash = KEYS[1], permits = KEYS[2], weights = KEYS[3], waiters = KEYS[4], marks = KEYS[5]}
