@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -472,4 +473,20 @@ func ExampleMutex_Lock_perCall() {
 	fmt.Println(err, mr.TTL("report"))
 	_ = mu.Unlock(held)
 	// Output: <nil> 5s
+}
+
+// WithHolderLabel names the holder beside its hold; a labeled contender
+// is told who holds the lock and since when.
+func ExampleWithHolderLabel() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	ctx := context.Background()
+
+	held, _ := lock.New(rdb, "report", lock.WithHolderLabel("pod-7")).Lock(ctx)
+	_, err := lock.New(rdb, "report", lock.WithHolderLabel("pod-8")).TryLock(ctx)
+	fmt.Println(strings.Contains(err.Error(), "held by pod-7 for"))
+	_ = lock.New(rdb, "report").Unlock(held)
+	// Output: true
 }

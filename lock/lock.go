@@ -86,6 +86,16 @@ func WithNameInMetrics() Option { return options.WithNameInMetrics() }
 // Do.
 func WithHoldScopedToContext() Option { return options.WithHoldScopedToContext() }
 
+// WithHolderLabel names the holder (a pod, a host, a job id) next to its
+// hold, in a key of its own with the hold's lease
+// (relock_holder:{<name>}:<owner>; Redisson's layout is unchanged):
+// `relock ls` shows it, and an acquisition with a label of its own that
+// finds the lock held says by whom and for how long ("held by pod-7 for
+// 4.2s"; one more round trip then). It costs a round trip when the hold
+// is taken and one when it is released. At most 256 bytes, no control
+// characters. It may be given to New or to one Lock.
+func WithHolderLabel(s string) Option { return options.WithHolderLabel(s) }
+
 // WithWatchdog sets the watchdog that renews leases (default:
 // watchdog.Default(), shared by the process). Tests pass one with a fake
 // clock.
@@ -103,6 +113,8 @@ var (
 
 	// renewer renews lock leases in batches (internal/lease).
 	renewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 1, ArgsPer: 1}
+	// labeledRenewer renews a labeled hold's lease and its label key.
+	labeledRenewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew_labeled.lua"), KeysPer: 2, ArgsPer: 1}
 )
 
 const (
@@ -247,6 +259,9 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []Option
 		if a.uncertain {
 			m.giveBack(ctx, a)
 		}
+		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
+			err = m.heldBy(ctx, err)
+		}
 		return nil, m.id.Wrap(op, err)
 	}
 	return m.newHold(ctx, a, traced), nil
@@ -309,7 +324,7 @@ func FencingToken(ctx context.Context) (int64, bool) { return hold.Token(ctx) }
 func (m *Mutex) key() hold.Key { return hold.Key{Client: m.client, Kind: primitive, Name: m.name} }
 
 func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Context {
-	ls := hold.Lease(m.cfg.Watchdog, lease.Spec{
+	spec := lease.Spec{
 		Renewer:   renewer,
 		Targets:   []lease.Target{{Client: m.client, Keys: m.nameKeys, Args: []any{a.owner}}},
 		Timeout:   a.lease,
@@ -318,8 +333,18 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Co
 		Name:      m.name,
 		Primitive: primitive,
 		Token:     a.token,
-	}, a.count > 1, a.mode == modeMinted, a.sentAt)
-	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: ls, Telemetry: m.inst.Release, Traced: traced, Scoped: a.cfg.ScopedHold, Live: &m.holds}, m.release)
+	}
+	// A first count with a label records it; a re-entry shares the
+	// outer hold's lease, which renews the label already.
+	var label any
+	if a.cfg.HolderLabel != "" && a.count == 1 {
+		spec.Renewer = labeledRenewer
+		spec.Targets[0].Keys = []string{m.name, keys.HolderLabel(m.name, a.owner)}
+		base.WriteLabel(ctx, m.client, m.name, a.owner, a.cfg.HolderLabel, a.lease)
+		label = a.cfg.HolderLabel
+	}
+	ls := hold.Lease(m.cfg.Watchdog, spec, a.count > 1, a.mode == modeMinted, a.sentAt)
+	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: ls, Taken: label, Telemetry: m.inst.Release, Traced: traced, Scoped: a.cfg.ScopedHold, Live: &m.holds}, m.release)
 }
 
 // Unlock releases one count of the hold that returned ctx (or that ctx was
@@ -346,6 +371,9 @@ func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
 		res, err = m.releaseLast(ctx, h.Owner, h.Lease.Timeout(), m.cfg.UnlockTimeout, true, h.Lease)
 	} else {
 		res, err = m.runUnlock(ctx, h.Owner, h.Lease.Timeout(), m.cfg.UnlockTimeout)
+	}
+	if res == 1 && h.Taken != nil { // released whole: its label goes too
+		base.DropLabel(ctx, m.client, m.name, h.Owner)
 	}
 	return base.Released(res, err, h.Lease, "the lock was no longer held in Redis")
 }

@@ -293,6 +293,9 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool, opts []Option)
 		return nil, err
 	}
 	cfg, bad := l.cfg.PerCall(opts)
+	if bad == "" {
+		bad = cfg.LabelUnsupported(l.primitive())
+	}
 	if bad != "" {
 		return nil, l.id.Refuse(op, bad)
 	}

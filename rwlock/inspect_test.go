@@ -164,3 +164,13 @@ func TestPerCallOptions(t *testing.T) {
 		require.Equal(t, int64(0), env.Universal.Exists(ctx, "pc").Val())
 	})
 }
+
+// A holder label is refused where it is not kept, not dropped silently.
+func TestHolderLabelRefused(t *testing.T) {
+	_, client := redistest.Miniredis(t)
+	_, err := rwlock.New(client, "l", lock.WithHolderLabel("pod-7")).RLock(context.Background())
+	require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
+	_, err = rwlock.New(client, "l").Lock(context.Background(), lock.WithHolderLabel("pod-7"))
+	require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
+	require.Contains(t, err.Error(), "lock.Mutex holds only")
+}

@@ -134,3 +134,11 @@ func WaiterExpiry(name string) string { return Suffix(name, waiterExpirySuffix) 
 // SemaphoreSuffixes are the suffixes of a semaphore's auxiliary keys, each
 // with its leading ':'.
 var SemaphoreSuffixes = []string{":" + permitsSuffix, ":" + weightsSuffix, ":" + waitersSuffix, ":" + waiterExpirySuffix}
+
+// HolderLabelPrefix is the prefix of the holder label keys.
+const HolderLabelPrefix = "relock_holder:"
+
+// HolderLabel is the key of the label of holder's hold of the lock called
+// name (a string "<label>\t<since, unix ms>", with the hold's TTL): a key
+// of relock's own beside Redisson's layout, which it leaves unchanged.
+func HolderLabel(name, holder string) string { return Prefix("relock_holder", name) + ":" + holder }

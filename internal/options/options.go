@@ -2,7 +2,9 @@ package options
 
 import (
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
@@ -31,10 +33,12 @@ type Config struct {
 	NameInMetrics bool
 	// ScopedHold ends a hold with its acquiring context.
 	ScopedHold bool
+	// HolderLabel names the holder (a pod, a host, a job) next to its hold.
+	HolderLabel string
 	// RecordedSize: a semaphore uses the size Redis records when it
 	// differs from its own.
 	RecordedSize bool
-	Watchdog   *lease.Watchdog
+	Watchdog     *lease.Watchdog
 	// Redlock: per-node timeout (default lease/10) and clock drift
 	// allowance (default lease/100 + 2 ms).
 	NodeTimeout time.Duration
@@ -302,6 +306,34 @@ func WithNameInMetrics() Option {
 // WithHoldScopedToContext: see lock.WithHoldScopedToContext.
 func WithHoldScopedToContext() Option {
 	return func(c *Config) { c.ScopedHold = true }
+}
+
+// LabelUnsupported is why a primitive that keeps no holder label refuses
+// WithHolderLabel ("" when none was given).
+func (c *Config) LabelUnsupported(primitive string) string {
+	if c.HolderLabel == "" {
+		return ""
+	}
+	return "WithHolderLabel is kept for lock.Mutex holds only, not yet for " + primitive
+}
+
+// MaxHolderLabel bounds a holder label's length in bytes.
+const MaxHolderLabel = 256
+
+// WithHolderLabel: see lock.WithHolderLabel.
+func WithHolderLabel(s string) Option {
+	return func(c *Config) {
+		switch {
+		case s == "":
+			c.invalid("holder label is empty")
+		case len(s) > MaxHolderLabel:
+			c.invalid("holder label is %d bytes, more than %d", len(s), MaxHolderLabel)
+		case strings.ContainsFunc(s, unicode.IsControl):
+			c.invalid("holder label %q holds a control character", s)
+		default:
+			c.HolderLabel = s
+		}
+	}
 }
 
 // WithRecordedSize: see semaphore.WithRecordedSize.

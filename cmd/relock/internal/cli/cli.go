@@ -342,7 +342,7 @@ func (a *App) ls(ctx context.Context, in *inspect.Inspector, pattern string, asJ
 		return nil
 	}
 	tw := newTable(a.Stdout)
-	fmt.Fprintln(tw, "NAME\tKIND\tSTATE\tTTL\tTOKEN\tWAITERS\tHOLDER\tSIDE\tCOUNT\tLEASE")
+	fmt.Fprintln(tw, "NAME\tKIND\tSTATE\tTTL\tTOKEN\tWAITERS\tHOLDER\tSIDE\tCOUNT\tLEASE\tLABEL")
 	for _, e := range es {
 		head := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d", e.Name, e.Kind, state(e), a.ttl(e.TTLMs), optInt(e.FencingToken), len(e.Waiters))
 		if len(e.Holders) == 0 {
@@ -352,7 +352,7 @@ func (a *App) ls(ctx context.Context, in *inspect.Inspector, pattern string, asJ
 			if i > 0 {
 				head = "\t\t\t\t\t"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", head, a.id(h.ID), h.Side, h.Count, a.ttl(h.LeaseMs))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", head, a.id(h.ID), h.Side, h.Count, a.ttl(h.LeaseMs), orDash(h.Label))
 		}
 	}
 	return tw.Flush()
@@ -380,13 +380,13 @@ func (a *App) show(ctx context.Context, in *inspect.Inspector, name string, asJS
 	fmt.Fprintf(a.Stdout, "\nholders (%d):\n", len(d.Holders))
 	if len(d.Holders) > 0 {
 		tw = newTable(a.Stdout)
-		fmt.Fprintln(tw, "  HOLDER\tSIDE\tCOUNT\tLEASE")
+		fmt.Fprintln(tw, "  HOLDER\tSIDE\tCOUNT\tLEASE\tLABEL")
 		for _, h := range d.Holders {
 			lease := a.ttl(h.LeaseMs)
 			if h.Expired {
 				lease = "expired (dead owner)"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", a.id(h.ID), h.Side, h.Count, lease)
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\n", a.id(h.ID), h.Side, h.Count, lease, orDash(h.Label))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -445,6 +445,14 @@ func (a *App) leaks(ctx context.Context, in *inspect.Inspector, pattern string, 
 		return errLeaks
 	}
 	return nil
+}
+
+// orDash is s, or "-" when it is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // holdersText lists e's holders for the confirmation prompt.

@@ -180,7 +180,7 @@ func holds(t *testing.T, c redis.UniversalClient) <-chan struct{} {
 	}
 	opt := lock.WithLeaseTime(lease)
 
-	m1 := lock.New(c, "order:1", opt)
+	m1 := lock.New(c, "order:1", opt, lock.WithHolderLabel("pod-7"))
 	h1 := must(m1.Lock(owner.With(base, ownerA)))
 	h1b := must(m1.Lock(h1)) // re-entry: count 2
 	release = append(release, func() { _ = m1.Unlock(h1b); _ = m1.Unlock(h1) })

@@ -31,8 +31,8 @@ func Example() {
 	code = app.Run(ctx, []string{"--addr", mr.Addr(), "leaks"})
 	fmt.Println("exit", code)
 	// Output:
-	// NAME     KIND  STATE  TTL   TOKEN  WAITERS  HOLDER                                  SIDE  COUNT  LEASE
-	// order:1  lock  held   none  4      0        6f1c2a9e-0000-4000-8000-000000000001:7  hold  1      none
+	// NAME     KIND  STATE  TTL   TOKEN  WAITERS  HOLDER                                  SIDE  COUNT  LEASE  LABEL
+	// order:1  lock  held   none  4      0        6f1c2a9e-0000-4000-8000-000000000001:7  hold  1      none   -
 	// exit 0
 	// KEY      PROBLEM  HOLDER  DETAIL
 	// order:1  no-ttl   -       lock hash without TTL: it never expires

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -55,6 +56,8 @@ type Holder struct {
 	// owner): a reader all of whose lease keys are gone, a permit whose
 	// score is past.
 	Expired bool `json:"expired"`
+	// Label is the holder's label (WithHolderLabel), "" when it set none.
+	Label string `json:"label"`
 }
 
 // Waiter is one waiting writer (rwlock) or waiter (semaphore).
@@ -193,6 +196,18 @@ func (in *Inspector) List(ctx context.Context, pattern string) ([]Entry, error) 
 	return out, nil
 }
 
+// labels fills in the holders' labels (one round trip).
+func (in *Inspector) labels(ctx context.Context, e *Entry) {
+	ids := make([]string, len(e.Holders))
+	for i, h := range e.Holders {
+		ids[i] = h.ID
+	}
+	labels := base.Labels(ctx, in.client, e.Name, ids, 5*time.Second)
+	for i := range e.Holders {
+		e.Holders[i].Label = labels[e.Holders[i].ID].Label
+	}
+}
+
 // ErrNotFound reports that no lock, rwlock or semaphore has the name.
 var ErrNotFound = errors.New("no lock, rwlock or semaphore of that name")
 
@@ -329,6 +344,7 @@ func (in *Inspector) get(ctx context.Context, name string, now int64) (Entry, bo
 	if err != nil {
 		return Entry{}, false, err
 	}
+	in.labels(ctx, &e)
 	if kind == KindSemaphore {
 		return e, true, nil // permits stay in expiry order
 	}

@@ -146,6 +146,8 @@ func (in *Inspector) Leaks(ctx context.Context, pattern string) (Report, error) 
 			err = checkTTL(k, "", "unlock latch")
 		case strings.HasPrefix(k, keys.AcquireLatchPrefix):
 			err = checkTTL(k, "", "acquire latch")
+		case strings.HasPrefix(k, keys.HolderLabelPrefix):
+			err = checkTTL(k, "", "holder label")
 		default:
 			tag, owner, i, ok := keys.ParseReadTimeout(k)
 			if !ok {

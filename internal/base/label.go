@@ -1,0 +1,91 @@
+package base
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/keys"
+)
+
+// A holder label (WithHolderLabel) lives in a key of its own beside the
+// hold, keys.HolderLabel(name, holder), with the hold's lease: written
+// after the acquisition, renewed with the hold (the primitive's labeled
+// renew script), deleted with its release, gone with the lease if the
+// holder crashed. It only informs (relock ls, a contention error): a
+// failure to write or delete it is not the acquisition's.
+
+// WriteLabel records label as holder's, since now, for lease.
+func WriteLabel(ctx context.Context, c redis.UniversalClient, name, holder, label string, lease time.Duration) {
+	v := label + "\t" + strconv.FormatInt(time.Now().UnixMilli(), 10)
+	_ = c.Set(context.WithoutCancel(ctx), keys.HolderLabel(name, holder), v, lease).Err()
+}
+
+// DropLabel deletes holder's label.
+func DropLabel(ctx context.Context, c redis.UniversalClient, name, holder string) {
+	_ = c.Del(context.WithoutCancel(ctx), keys.HolderLabel(name, holder)).Err()
+}
+
+// Label is a holder's label and since when it holds.
+type Label struct {
+	Label string
+	Since time.Time
+}
+
+// ParseLabel reads a label key's value.
+func ParseLabel(v string) (Label, bool) {
+	label, ms, ok := strings.Cut(v, "\t")
+	if !ok {
+		return Label{}, false
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return Label{}, false
+	}
+	return Label{Label: label, Since: time.UnixMilli(n)}, true
+}
+
+// Labels reads the labels of holders of name (those that have one), in
+// one round trip, bounded by timeout whatever ctx's state.
+func Labels(ctx context.Context, c redis.UniversalClient, name string, holders []string, timeout time.Duration) map[string]Label {
+	if len(holders) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	cmds := make([]*redis.StringCmd, len(holders))
+	_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, h := range holders {
+			cmds[i] = p.Get(ctx, keys.HolderLabel(name, h))
+		}
+		return nil
+	})
+	out := map[string]Label{}
+	for i, cmd := range cmds {
+		if l, ok := ParseLabel(cmd.Val()); ok {
+			out[holders[i]] = l
+		}
+	}
+	return out
+}
+
+// HeldBy says who holds name, for a contention error: "held by pod-7 for
+// 4.2s" ("" when no holder has a label). holders are the owner ids the
+// lock records.
+func HeldBy(ctx context.Context, c redis.UniversalClient, name string, holders []string, timeout time.Duration) string {
+	labels := Labels(ctx, c, name, holders, timeout)
+	var parts []string
+	for _, h := range holders {
+		if l, ok := labels[h]; ok {
+			parts = append(parts, fmt.Sprintf("%s for %v", l.Label, time.Since(l.Since).Round(100*time.Millisecond)))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "held by " + strings.Join(parts, ", ")
+}
