@@ -93,7 +93,8 @@ func WithHoldScopedToContext() Option { return options.WithHoldScopedToContext()
 // finds the lock held says by whom and for how long ("held by pod-7 for
 // 4.2s"; one more round trip then). It costs a round trip when the hold
 // is taken and one when it is released. At most 256 bytes, no control
-// characters. It may be given to New or to one Lock.
+// characters. It may be given to New or to one Lock, here and to an
+// rwlock.RWMutex (semaphores and Redlocks refuse it for now).
 func WithHolderLabel(s string) Option { return options.WithHolderLabel(s) }
 
 // WithWatchdog sets the watchdog that renews leases (default:
@@ -113,8 +114,9 @@ var (
 
 	// renewer renews lock leases in batches (internal/lease).
 	renewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 1, ArgsPer: 1}
-	// labeledRenewer renews a labeled hold's lease and its label key.
-	labeledRenewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew_labeled.lua"), KeysPer: 2, ArgsPer: 1}
+	// labeledRenewer renews a labeled hold's lease and its label key (the
+	// same script, with one more key per lease).
+	labeledRenewer = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 2, ArgsPer: 1}
 )
 
 const (

@@ -3,6 +3,7 @@ package rwlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,12 +166,33 @@ func TestPerCallOptions(t *testing.T) {
 	})
 }
 
-// A holder label is refused where it is not kept, not dropped silently.
-func TestHolderLabelRefused(t *testing.T) {
-	_, client := redistest.Miniredis(t)
-	_, err := rwlock.New(client, "l", lock.WithHolderLabel("pod-7")).RLock(context.Background())
-	require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
-	_, err = rwlock.New(client, "l").Lock(context.Background(), lock.WithHolderLabel("pod-7"))
-	require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
-	require.Contains(t, err.Error(), "lock.Mutex holds only")
+// A holder label lives beside the hold of either side, and goes when the
+// owner holds neither side any more; a labeled contender is told who holds
+// the lock.
+func TestHolderLabel(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		rw := rwlock.New(env.Universal, "lab", lock.WithHolderLabel("pod-7"))
+		r, err := rw.RLock(ctx)
+		require.NoError(t, err)
+		id, _ := hold.Owner(r)
+		key := keys.HolderLabel("lab", id)
+		require.True(t, strings.HasPrefix(env.Universal.Get(ctx, key).Val(), "pod-7\t"))
+		_, err = rwlock.New(env.Universal, "lab", lock.WithHolderLabel("pod-8")).TryLock(ctx)
+		require.ErrorIs(t, err, rwlock.ErrNotAcquired)
+		require.Contains(t, err.Error(), "held by pod-7 for ")
+		require.NoError(t, rw.RUnlock(r))
+		require.Zero(t, env.Universal.Exists(ctx, key).Val(), "the label goes with the hold")
+
+		w, err := rw.Lock(ctx)
+		require.NoError(t, err)
+		wid, _ := hold.Owner(w)
+		wkey := keys.HolderLabel("lab", wid)
+		inner, err := rw.RLock(w) // write-then-read: the same owner
+		require.NoError(t, err)
+		require.NoError(t, rw.Unlock(w))
+		require.Equal(t, int64(1), env.Universal.Exists(ctx, wkey).Val(), "still held (read)")
+		require.NoError(t, rw.RUnlock(inner))
+		require.Zero(t, env.Universal.Exists(ctx, wkey).Val())
+	})
 }

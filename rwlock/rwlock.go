@@ -231,9 +231,6 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 		return nil, err
 	}
 	cfg, bad := rw.cfg.PerCall(opts)
-	if bad == "" {
-		bad = cfg.LabelUnsupported(primitive)
-	}
 	if bad != "" {
 		return nil, rw.id.Refuse(op, bad)
 	}
@@ -323,6 +320,9 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 		if uncertain {
 			rw.giveBack(ctx, s, ownerID, latch)
 		}
+		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
+			err = rw.heldBy(ctx, err)
+		}
 		return nil, rw.id.Wrap(op, err)
 	}
 	return rw.newHold(ctx, cfg, s, ownerID, !shared, count, token, sentAt, leaseTime, traced), nil
@@ -366,12 +366,13 @@ func (rw *RWMutex) spec(s access, ownerID string, leaseTime time.Duration, renew
 func (rw *RWMutex) newHold(ctx context.Context, cfg *options.Config, s access, ownerID string, fresh bool, count, token int64, sentAt time.Time, leaseTime time.Duration, traced bool) context.Context {
 	sp := rw.spec(s, ownerID, leaseTime, cfg.Renewed())
 	sp.Token = token
+	label := rw.label(ctx, cfg, &sp, s, ownerID, count, leaseTime)
 	ls := hold.Lease(rw.cfg.Watchdog, sp, count > 1, fresh, sentAt)
 	release := rw.releaseRead
 	if s == write {
 		release = rw.releaseWrite
 	}
-	return hold.Start(ctx, rw.key(s), &hold.Hold{Owner: ownerID, Token: token, Lease: ls, Telemetry: rw.inst[s].Release, Traced: traced, Scoped: cfg.ScopedHold, Live: &rw.holds}, release)
+	return hold.Start(ctx, rw.key(s), &hold.Hold{Owner: ownerID, Token: token, Lease: ls, Taken: label, Telemetry: rw.inst[s].Release, Traced: traced, Scoped: cfg.ScopedHold, Live: &rw.holds}, release)
 }
 
 func (rw *RWMutex) latch() string {
@@ -424,14 +425,16 @@ func (rw *RWMutex) runRelease(ctx context.Context, s access, ownerID string, tim
 }
 
 func (rw *RWMutex) releaseRead(ctx context.Context, h *hold.Hold) error {
-	h.Lease.Release()
+	last := h.Lease.Release()
 	res, err := rw.runRelease(ctx, read, h.Owner, rw.cfg.UnlockTimeout)
+	rw.dropLabel(ctx, h, read, last && err == nil && res != -1)
 	return rw.released(h, res, err)
 }
 
 func (rw *RWMutex) releaseWrite(ctx context.Context, h *hold.Hold) error {
-	h.Lease.Release()
+	last := h.Lease.Release()
 	res, err := rw.runRelease(ctx, write, h.Owner, rw.cfg.UnlockTimeout)
+	rw.dropLabel(ctx, h, write, last && err == nil && res != -1)
 	return rw.released(h, res, err)
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/semaphore"
 )
 
@@ -122,5 +123,14 @@ func TestRecordedSizeAcrossADeploy(t *testing.T) {
 		_, err = old.TryAcquire(ctx, 1)
 		require.ErrorIs(t, err, semaphore.ErrSizeMismatch, "an old process without the option now disagrees")
 		require.NoError(t, adopting.Release(c))
+	})
+}
+
+// A holder label is refused where it is not kept, not dropped silently.
+func TestHolderLabelRefused(t *testing.T) {
+	each(t, func(t *testing.T, env *env) {
+		_, err := semaphore.New(env.Universal, "l", 1, lock.WithHolderLabel("pod-7")).Acquire(ctxT(t), 1)
+		require.ErrorIs(t, err, semaphore.ErrInvalidArgument)
+		require.Contains(t, err.Error(), "lock and rwlock holds only")
 	})
 }

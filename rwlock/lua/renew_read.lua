@@ -1,16 +1,22 @@
 -- Renew a batch of read holds of one cluster slot (the watchdog): only the
 -- owner's own lease keys, so a crashed reader's hold still ends with its
--- lease while others renew theirs (unlike Redisson, which renews all).
+-- lease while others renew theirs (unlike Redisson, which renews all). A
+-- labeled hold (WithHolderLabel) has its label key after its prefix, and
+-- it is renewed with it; a batch is all labeled or none (its stride).
 --
--- KEYS[2i-1]  the lock hash of hold i
--- KEYS[2i]    the owner's lease keys prefix, {<name>}:<owner>:rwlock_timeout
--- ARGV[2i-1]  lease i in milliseconds
--- ARGV[2i]    owner id of hold i
+-- KEYS[s*i-s+1]  the lock hash of hold i (s = #KEYS / holds: 2, or 3 with
+--                a label)
+-- KEYS[s*i-s+2]  the owner's lease keys prefix, {<name>}:<owner>:rwlock_timeout
+-- KEYS[s*i]      with s = 3: the holder label key of hold i
+-- ARGV[2i-1]     lease i in milliseconds
+-- ARGV[2i]       owner id of hold i
 --
 -- Returns an array: 1 where renewed, 0 where the hold is gone.
+local n = #ARGV / 2
+local s = #KEYS / n
 local out = {}
-for i = 1, #KEYS / 2 do
-  local hash, prefix = KEYS[2 * i - 1], KEYS[2 * i]
+for i = 1, n do
+  local hash, prefix = KEYS[s * i - s + 1], KEYS[s * i - s + 2]
   local lease = tonumber(ARGV[2 * i - 1])
   local c = tonumber(redis.call('hget', hash, ARGV[2 * i]))
   local ok = 0
@@ -21,8 +27,13 @@ for i = 1, #KEYS / 2 do
       end
     end
   end
-  if ok == 1 and redis.call('pttl', hash) < lease then
-    redis.call('pexpire', hash, lease)
+  if ok == 1 then
+    if redis.call('pttl', hash) < lease then
+      redis.call('pexpire', hash, lease)
+    end
+    if s == 3 then
+      redis.call('pexpire', KEYS[3 * i], lease)
+    end
   end
   out[i] = ok
 end

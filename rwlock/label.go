@@ -1,0 +1,78 @@
+package rwlock
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/lease"
+	"github.com/relock-go/relock/internal/options"
+)
+
+// The renew scripts of labeled holds: the same scripts, with the label
+// key after each hold's keys.
+var (
+	readLabeledRenewer  = &lease.RenewScript{Lua: readRenewer.Lua, KeysPer: 3, ArgsPer: 1}
+	writeLabeledRenewer = &lease.RenewScript{Lua: writeRenewer.Lua, KeysPer: 2, ArgsPer: 1}
+)
+
+// label records cfg's holder label (lock.WithHolderLabel) for a first
+// count of side s, and makes its lease renew the label too; it returns the
+// hold's marker of it (nil: none). A re-entry shares the outer hold's
+// lease, which renews the label already.
+func (rw *RWMutex) label(ctx context.Context, cfg *options.Config, sp *lease.Spec, s access, ownerID string, count int64, leaseTime time.Duration) any {
+	if cfg.HolderLabel == "" || count != 1 {
+		return nil
+	}
+	t := &sp.Targets[0]
+	t.Keys = append(slices.Clone(t.Keys), keys.HolderLabel(rw.name, ownerID))
+	sp.Renewer = readLabeledRenewer
+	if s == write {
+		sp.Renewer = writeLabeledRenewer
+	}
+	base.WriteLabel(ctx, rw.client, rw.name, ownerID, cfg.HolderLabel, leaseTime)
+	return cfg.HolderLabel
+}
+
+// dropLabel deletes the label of h's owner when ended says its labeled
+// hold of side s ended whole, unless the owner still holds the other side
+// here (a write-then-read).
+func (rw *RWMutex) dropLabel(ctx context.Context, h *hold.Hold, s access, ended bool) {
+	if h.Taken == nil || !ended {
+		return
+	}
+	other := write
+	if s == write {
+		other = read
+	}
+	if rw.cfg.Watchdog.Find(rw.client, rw.leaseID(other, h.Owner)) != nil {
+		return
+	}
+	base.DropLabel(ctx, rw.client, rw.name, h.Owner)
+}
+
+// heldBy adds to err who holds the lock, when its holders have labels.
+func (rw *RWMutex) heldBy(ctx context.Context, err error) error {
+	fields, herr := rw.client.HKeys(context.WithoutCancel(ctx), rw.name).Result()
+	if herr != nil {
+		return err
+	}
+	var holders []string
+	for _, f := range fields {
+		if f == "mode" {
+			continue
+		}
+		if id := strings.TrimSuffix(f, ":write"); !slices.Contains(holders, id) {
+			holders = append(holders, id)
+		}
+	}
+	if by := base.HeldBy(ctx, rw.client, rw.name, holders, rw.cfg.UnlockTimeout); by != "" {
+		return fmt.Errorf("%w (%s)", err, by)
+	}
+	return err
+}
