@@ -94,7 +94,8 @@ func WithHoldScopedToContext() Option { return options.WithHoldScopedToContext()
 // 4.2s"; one more round trip then). It costs a round trip when the hold
 // is taken and one when it is released. At most 256 bytes, no control
 // characters. It may be given to New or to one Lock, here and to an
-// rwlock.RWMutex (semaphores and Redlocks refuse it for now).
+// rwlock.RWMutex or a semaphore.Semaphore (a permit's holder is its permit
+// id); a Redlock refuses it for now.
 func WithHolderLabel(s string) Option { return options.WithHolderLabel(s) }
 
 // WithWatchdog sets the watchdog that renews leases (default:

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/redlock"
 )
 
@@ -81,4 +82,12 @@ func TestPerCallOptions(t *testing.T) {
 	require.ErrorIs(t, err, redlock.ErrInvalidArgument)
 	require.NoError(t, rl.Unlock(held))
 	require.NoError(t, rl.Drain(ctx))
+}
+
+// A holder label is refused where it is not kept, not dropped silently.
+func TestHolderLabelRefused(t *testing.T) {
+	ms := startMasters(t, 3)
+	_, err := redlock.New(mutexes(ms.process(t), "lab")).TryLock(ctxT(t), lock.WithHolderLabel("pod-7"))
+	require.ErrorIs(t, err, redlock.ErrInvalidArgument)
+	require.Contains(t, err.Error(), "not yet for redlock")
 }

@@ -23,7 +23,7 @@ func (s *Semaphore) TTL(ctx context.Context) (time.Duration, error) {
 	if !ok || ctx.Err() != nil {
 		return 0, nil
 	}
-	permitID, _ := h.Taken.(string)
+	permitID := h.Taken.(permitTaken).id
 	var expiry *redis.FloatCmd
 	var now *redis.TimeCmd
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {

@@ -228,9 +228,6 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 		return nil, err
 	}
 	cfg, bad := s.cfg.PerCall(opts)
-	if bad == "" {
-		bad = cfg.LabelUnsupported(primitive)
-	}
 	if bad != "" {
 		return nil, s.id.Refuse(op, bad)
 	}
@@ -303,9 +300,12 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 		if uncertain {
 			s.giveBack(ctx, permitID)
 		}
+		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
+			err = s.heldBy(ctx, err)
+		}
 		return nil, s.id.Wrap(op, err)
 	}
-	l := wd.Start(lease.Spec{
+	spec := lease.Spec{
 		Renewer: renewer,
 		Targets: []lease.Target{{Client: s.client, Keys: []string{s.permits, s.name, s.weights}, Args: []any{permitID}}},
 		Timeout: leaseTime,
@@ -315,8 +315,10 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 		ID:        primitive + "\x00" + s.name + "\x00" + permitID,
 		Name:      s.name,
 		Primitive: primitive,
-	}, sentAt)
-	return hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Taken: permitID, Telemetry: s.inst.Release, Traced: traced, Scoped: cfg.ScopedHold, Live: &s.holds}, s.release), nil
+	}
+	label := s.label(ctx, cfg, &spec, permitID, leaseTime)
+	l := wd.Start(spec, sentAt)
+	return hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Taken: permitTaken{permitID, label}, Telemetry: s.inst.Release, Traced: traced, Scoped: cfg.ScopedHold, Live: &s.holds}, s.release), nil
 }
 
 // maxMarkLife bounds the life of a waiter's mark in the queue. A waiting
@@ -385,7 +387,11 @@ func (s *Semaphore) Release(ctx context.Context) error {
 
 func (s *Semaphore) release(ctx context.Context, h *hold.Hold) error {
 	h.Lease.Stop()
-	res, err := s.runRelease(ctx, h.Taken.(string))
+	taken := h.Taken.(permitTaken)
+	res, err := s.runRelease(ctx, taken.id)
+	if taken.labeled && err == nil && res != -1 {
+		base.DropLabel(ctx, s.client, s.name, taken.id)
+	}
 	if err := base.Released(res, err, h.Lease, "the permit had expired in Redis"); err != nil {
 		return err
 	}

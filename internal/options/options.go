@@ -314,7 +314,7 @@ func (c *Config) LabelUnsupported(primitive string) string {
 	if c.HolderLabel == "" {
 		return ""
 	}
-	return "WithHolderLabel is kept for lock and rwlock holds only, not yet for " + primitive
+	return "WithHolderLabel is kept for lock, rwlock and semaphore holds, not yet for " + primitive
 }
 
 // MaxHolderLabel bounds a holder label's length in bytes.

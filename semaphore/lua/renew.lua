@@ -2,27 +2,37 @@
 -- server time. A permit already past its expiry is not revived: it may
 -- have been counted free by a concurrent acquire. The semaphore's keys
 -- expire with its last permit or mark, so a renewed permit extends them
--- (never shortens them).
+-- (never shortens them). A labeled permit (WithHolderLabel) has its label
+-- key after its keys, renewed with it; a batch is all labeled or none
+-- (its stride).
 --
--- KEYS[3i-2]  the live permits zset of permit i
--- KEYS[3i-1]  the semaphore hash of permit i
--- KEYS[3i]    the permit weights hash of permit i
--- ARGV[2i-1]  lease i in milliseconds
--- ARGV[2i]    permit id i
+-- KEYS[s*i-s+1]  the live permits zset of permit i (s = #KEYS / permits:
+--                3, or 4 with a label)
+-- KEYS[s*i-s+2]  the semaphore hash of permit i
+-- KEYS[s*i-s+3]  the permit weights hash of permit i
+-- KEYS[s*i]      with s = 4: the holder label key of permit i
+-- ARGV[2i-1]     lease i in milliseconds
+-- ARGV[2i]       permit id i
 --
 -- Returns an array: 1 where renewed, 0 where the permit is gone.
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local n = #ARGV / 2
+local s = #KEYS / n
 local out = {}
-for i = 1, #KEYS / 3 do
-  local permits, lease, id = KEYS[3 * i - 2], tonumber(ARGV[2 * i - 1]), ARGV[2 * i]
+for i = 1, n do
+  local first = s * i - s + 1
+  local permits, lease, id = KEYS[first], tonumber(ARGV[2 * i - 1]), ARGV[2 * i]
   local score = redis.call('zscore', permits, id)
   if score ~= false and tonumber(score) > now then
     redis.call('zadd', permits, 'XX', now + lease, id)
-    for j = 3 * i - 2, 3 * i do
+    for j = first, first + 2 do
       if redis.call('pttl', KEYS[j]) < lease then
         redis.call('pexpire', KEYS[j], lease)
       end
+    end
+    if s == 4 then
+      redis.call('pexpire', KEYS[4 * i], lease)
     end
     out[i] = 1
   else

@@ -1,0 +1,49 @@
+package semaphore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/lease"
+	"github.com/relock-go/relock/internal/options"
+)
+
+// labeledRenewer renews labeled permits: the same script, with the label
+// key after each permit's keys.
+var labeledRenewer = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 4, ArgsPer: 1}
+
+// permitTaken is what an acquisition took: its permit, and whether it
+// recorded a holder label.
+type permitTaken struct {
+	id      string
+	labeled bool
+}
+
+// label records cfg's holder label (lock.WithHolderLabel) for the permit
+// and makes its lease renew the label too.
+func (s *Semaphore) label(ctx context.Context, cfg *options.Config, spec *lease.Spec, permitID string, leaseTime time.Duration) bool {
+	if cfg.HolderLabel == "" {
+		return false
+	}
+	t := &spec.Targets[0]
+	t.Keys = append(slices.Clone(t.Keys), keys.HolderLabel(s.name, permitID))
+	spec.Renewer = labeledRenewer
+	base.WriteLabel(ctx, s.client, s.name, permitID, cfg.HolderLabel, leaseTime)
+	return true
+}
+
+// heldBy adds to err who holds the permits, when the holders have labels.
+func (s *Semaphore) heldBy(ctx context.Context, err error) error {
+	permits, perr := s.client.ZRange(context.WithoutCancel(ctx), s.permits, 0, -1).Result()
+	if perr != nil {
+		return err
+	}
+	if by := base.HeldBy(ctx, s.client, s.name, permits, s.cfg.UnlockTimeout); by != "" {
+		return fmt.Errorf("%w (%s)", err, by)
+	}
+	return err
+}
