@@ -570,6 +570,9 @@ func (m *Mutex) redlockNode() (member.Node, error) {
 	if err := m.id.Check("redlock", context.Background(), unmade); err != nil {
 		return member.Node{}, err
 	}
+	if m.cfg.HolderLabel != "" {
+		return member.Node{}, m.id.Refuse("redlock", "a Redlock member keeps no holder label (WithHolderLabel)")
+	}
 	return member.Node{
 		Name:    m.name,
 		Kind:    primitive,

@@ -43,8 +43,9 @@ func NewOwner(ctx context.Context) context.Context { return hold.NewOwner(ctx) }
 
 // Extend makes the fixed lease (WithLeaseTime) of the hold held carries
 // end d after now: redsync's Extend, bsm/redislock's Refresh, on the same Redis layout a watchdog renewal
-// writes, with the fencing token unchanged. It returns ErrInvalidArgument
-// for d <= 0 or a hold the watchdog renews (that lease is renewed as long
+// writes, with the fencing token unchanged; it never shortens a lease.
+// It returns ErrInvalidArgument for d under 30 ms or shorter than what is
+// left, or for a hold the watchdog renews (that lease is renewed as long
 // as it is held), ErrNotHeld when held carries no live hold of this lock,
 // and an error matching ErrLockLost when the hold was lost (held ends
 // then).
@@ -52,5 +53,5 @@ func (m *Mutex) Extend(held context.Context, d time.Duration) error {
 	if err := m.id.Check("extend", held, unmade); err != nil {
 		return err
 	}
-	return m.id.Wrap("extend", hold.Extend(held, d, m.key()))
+	return m.id.Wrap("extend", hold.Extend(held, d, m.cfg.UnlockTimeout, m.key()))
 }

@@ -39,8 +39,9 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 
 // Extend makes the fixed lease (WithLeaseTime) of the hold held carries
 // end d after now: on every member at once, held when a quorum still held it, on the same Redis layout a watchdog renewal
-// writes, with the fencing token unchanged. It returns ErrInvalidArgument
-// for d <= 0 or a hold the watchdog renews (that lease is renewed as long
+// writes, with the fencing token unchanged; it never shortens a lease.
+// It returns ErrInvalidArgument for d under 30 ms or shorter than what is
+// left, or for a hold the watchdog renews (that lease is renewed as long
 // as it is held), ErrNotHeld when held carries no live hold of this lock,
 // and an error matching ErrLockLost when the hold was lost (held ends
 // then).
@@ -48,5 +49,5 @@ func (l *Lock) Extend(held context.Context, d time.Duration) error {
 	if err := l.id.Check("extend", held, unmade); err != nil {
 		return err
 	}
-	return l.id.Wrap("extend", hold.Extend(held, d, l.key()))
+	return l.id.Wrap("extend", hold.Extend(held, d, l.cfg.NodeTimeout, l.key()))
 }

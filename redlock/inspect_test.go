@@ -91,3 +91,28 @@ func TestHolderLabelRefused(t *testing.T) {
 	require.ErrorIs(t, err, redlock.ErrInvalidArgument)
 	require.Contains(t, err.Error(), "not yet for redlock")
 }
+
+// A paused member does not hold an Extend back: the quorum decides, and a
+// per-call lease shorter than New's keeps room for its validity.
+func TestExtendWithAPausedMemberAndShortPerCallLease(t *testing.T) {
+	ms := startMasters(t, 3)
+	ctx := ctxT(t)
+	rl := redlock.New(mutexes(ms.process(t), "paused"), redlock.WithLeaseTime(5*time.Second))
+	held, err := rl.Lock(ctx)
+	require.NoError(t, err)
+	require.NoError(t, ms.admins[0].Do(ctx, "CLIENT", "PAUSE", "3000", "ALL").Err())
+	t.Cleanup(func() { _ = ms.admins[0].Do(context.Background(), "CLIENT", "UNPAUSE").Err() })
+	began := time.Now()
+	require.NoError(t, rl.Extend(held, 20*time.Second))
+	require.Less(t, time.Since(began), 2500*time.Millisecond, "decided by the quorum, not the paused member")
+	require.NoError(t, held.Err())
+	require.NoError(t, ms.admins[0].Do(ctx, "CLIENT", "UNPAUSE").Err())
+	require.NoError(t, rl.Unlock(held))
+	require.NoError(t, rl.Drain(ctx))
+
+	sl := redlock.New(mutexes(ms.process(t), "short"))
+	short, err := sl.TryLock(ctx, redlock.WithLeaseTime(250*time.Millisecond))
+	require.NoError(t, err, "the drift and node timeout follow the call's lease")
+	_ = sl.Unlock(short) // the 250 ms lease may have ended already
+	require.NoError(t, sl.Drain(ctx))
+}

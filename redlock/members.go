@@ -59,22 +59,21 @@ func (m memberErrors) Unwrap() []error {
 	return out
 }
 
-// endedBy reports whether every member failed for the end of ctx (its
-// cancellation, or its cause), which the caller reports once itself.
+// endedBy reports whether every member failed for the caller's
+// cancellation of ctx, which the caller reports once itself. A deadline
+// is not taken for it: a member's own node timeout ends with the same
+// error, and its detail must stay.
 func (m memberErrors) endedBy(ctx context.Context) bool {
-	if ctx.Err() == nil || len(m) == 0 {
+	cause := context.Cause(ctx)
+	if ctx.Err() == nil || len(m) == 0 || errors.Is(cause, context.DeadlineExceeded) {
 		return false
 	}
 	for _, e := range m {
-		if e.Outcome == OutcomeHeld || e.Err == nil || !(isContextEnd(e.Err) || errors.Is(e.Err, context.Cause(ctx))) {
+		if e.Outcome == OutcomeHeld || e.Err == nil || !(errors.Is(e.Err, context.Canceled) || errors.Is(e.Err, cause)) {
 			return false
 		}
 	}
 	return true
-}
-
-func isContextEnd(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // notAcquired is the error of a round that did not win the quorum.

@@ -145,10 +145,13 @@ type Lock struct {
 	nodes  []member.Node
 	quorum int
 	multi  bool
-	cfg    options.Config
-	id     base.Ident // its name (the members' names joined) and why New refused its members
-	inst   telemetry.Instruments
-	bg     background // what runs on after a call returned (Drain)
+	// nodeTimeoutGiven, driftGiven: set by options, not derived from the
+	// lease (which one Lock may change).
+	nodeTimeoutGiven, driftGiven bool
+	cfg                          options.Config
+	id                           base.Ident // its name (the members' names joined) and why New refused its members
+	inst                         telemetry.Instruments
+	bg                           background // what runs on after a call returned (Drain)
 	// memberKeys: a hold of this Lock is a hold of each member too.
 	// reenter: the holds through which an acquisition re-enters (this
 	// Lock's, a member's, a member's other side).
@@ -204,12 +207,8 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 	if multi {
 		l.quorum = len(l.nodes)
 	}
-	if l.cfg.NodeTimeout <= 0 {
-		l.cfg.NodeTimeout = max(min(DefaultNodeTimeout, l.cfg.Lease()/10), time.Millisecond)
-	}
-	if l.cfg.Drift < 0 {
-		l.cfg.Drift = l.cfg.Lease()/100 + 2*time.Millisecond
-	}
+	l.nodeTimeoutGiven, l.driftGiven = l.cfg.NodeTimeout > 0, l.cfg.Drift >= 0
+	l.cfg.NodeTimeout, l.cfg.Drift = l.nodeTimeout(l.cfg.Lease()), l.drift(l.cfg.Lease())
 	l.inst = l.cfg.Instruments(l.primitive(), "", l.id.Name, tracing.SpanReleaseRedlock,
 		tracing.Nodes.Int(len(l.nodes)), tracing.Quorum.Int(l.quorum))
 	return l
@@ -228,6 +227,25 @@ func nameOf(names []string) string {
 		return strings.Join(uniq, ",")
 	}
 	return fmt.Sprintf("%s (%d members)", strings.Join(uniq, ","), len(names))
+}
+
+// nodeTimeout is the node timeout of a round with lease: the one given,
+// else min(DefaultNodeTimeout, lease/10), so that a short lease (given to
+// New or to one Lock) keeps room for its validity.
+func (l *Lock) nodeTimeout(lease time.Duration) time.Duration {
+	if l.nodeTimeoutGiven {
+		return l.cfg.NodeTimeout
+	}
+	return max(min(DefaultNodeTimeout, lease/10), time.Millisecond)
+}
+
+// drift is the clock drift allowance of a hold with lease: the one given,
+// else lease/100 + 2 ms.
+func (l *Lock) drift(lease time.Duration) time.Duration {
+	if l.driftGiven {
+		return l.cfg.Drift
+	}
+	return lease/100 + 2*time.Millisecond
 }
 
 // refuse records the first reason the Lock cannot be used.
@@ -391,7 +409,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool, opts []Option)
 				span.AddEvent("member", trace.WithAttributes(attribute.Int("index", i), attribute.String("outcome", outcome)))
 			}
 		}
-		validity := leaseTime - elapsed - l.cfg.Drift
+		validity := leaseTime - elapsed - l.drift(leaseTime)
 		if recording {
 			span.SetAttributes(tracing.NodesWon.Int(won), tracing.ValidityMillis.Int64(validity.Milliseconds()))
 		}
@@ -462,7 +480,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool, opts []Option)
 			return nil, l.id.Wrap(op, lastErr)
 		}
 		// Retry after a random delay, within the wait bound.
-		delay := time.Duration(rand.Int64N(int64(max(l.cfg.NodeTimeout, 10*time.Millisecond)))) + time.Millisecond
+		delay := time.Duration(rand.Int64N(int64(max(l.nodeTimeout(leaseTime), 10*time.Millisecond)))) + time.Millisecond
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:

@@ -118,7 +118,7 @@ func (l *Lock) tryAll(ctx context.Context, r *round, lease time.Duration) []outc
 	results := make(chan result, n)
 	// Not cancelled when the round is decided: an attempt left behind
 	// must still learn whether it took its member, to give it back.
-	nctx, cancel := context.WithTimeout(ctx, l.cfg.NodeTimeout)
+	nctx, cancel := context.WithTimeout(ctx, l.nodeTimeout(lease))
 	stop := cancel // by the last attempt to return
 	var running atomic.Int32
 	running.Store(int32(n))

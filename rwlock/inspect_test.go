@@ -196,3 +196,26 @@ func TestHolderLabel(t *testing.T) {
 		require.Zero(t, env.Universal.Exists(ctx, wkey).Val())
 	})
 }
+
+// Extend never shortens a lease, and refuses one under the shortest lease;
+// Downgrade keeps the write hold's per-call lease.
+func TestExtendBoundsAndDowngradeKeepsTheLease(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		rw := rwlock.New(env.Universal, "bounds")
+		w, err := rw.Lock(ctx, rwlock.WithLeaseTime(10*time.Second))
+		require.NoError(t, err)
+		err = rw.Extend(w, 300*time.Millisecond)
+		require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
+		require.Contains(t, err.Error(), "lengthens")
+		require.ErrorIs(t, rw.Extend(w, 500*time.Microsecond), rwlock.ErrInvalidArgument)
+		require.NoError(t, w.Err())
+
+		r, err := rw.Downgrade(w)
+		require.NoError(t, err)
+		ttl := env.Universal.PTTL(ctx, "bounds").Val()
+		require.True(t, ttl > 5*time.Second && ttl <= 10*time.Second, "the read hold keeps the 10 s lease: %v", ttl)
+		require.NoError(t, rw.Extend(r, 20*time.Second), "a fixed lease still, so Extend applies")
+		require.NoError(t, rw.RUnlock(r))
+	})
+}

@@ -76,3 +76,18 @@ func (rw *RWMutex) heldBy(ctx context.Context, err error) error {
 	}
 	return err
 }
+
+// heldConfig is the configuration h was acquired with, as far as a
+// Downgrade carries it to the read hold: its lease (fixed or renewed, and
+// how long), its scope and its label.
+func (rw *RWMutex) heldConfig(h *hold.Hold) *options.Config {
+	cfg := rw.cfg
+	if h.Lease.Renewed() {
+		cfg.LeaseTime, cfg.WatchdogTimeout = 0, h.Lease.Timeout()
+	} else {
+		cfg.LeaseTime = h.Lease.Timeout()
+	}
+	cfg.ScopedHold = h.Scoped
+	cfg.HolderLabel, _ = h.Taken.(string)
+	return &cfg
+}

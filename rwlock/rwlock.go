@@ -454,9 +454,10 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		return nil, rw.id.Wrap("downgrade", err)
 	}
+	cfg := rw.heldConfig(wh)
 	wd := rw.cfg.Watchdog
 	sentAt := wd.Now()
-	vals, err := downgrade.Call(context.WithoutCancel(ctx), rw.client, 4, rw.name, rw.channel, rw.timeoutPrefix(wh.Owner), rw.tokenKey, rw.cfg.Lease().Milliseconds(), wh.Owner, wh.Owner+":write", rw.hub.PublishCommand()).Int64Slice()
+	vals, err := downgrade.Call(context.WithoutCancel(ctx), rw.client, 4, rw.name, rw.channel, rw.timeoutPrefix(wh.Owner), rw.tokenKey, cfg.Lease().Milliseconds(), wh.Owner, wh.Owner+":write", rw.hub.PublishCommand()).Int64Slice()
 	if err == nil && len(vals) != 2 {
 		err = fmt.Errorf("unexpected reply %v", vals)
 	}
@@ -471,7 +472,7 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 		return nil, rw.id.Wrap("downgrade", fmt.Errorf("%w: the write lock was no longer held in Redis", ErrLockLost))
 	}
 	rw.hub.Release(rw.channel)
-	return rw.newHold(parent, &rw.cfg, read, wh.Owner, false, vals[0], vals[1], sentAt, rw.cfg.Lease(), wh.Traced), nil
+	return rw.newHold(parent, cfg, read, wh.Owner, false, vals[0], vals[1], sentAt, cfg.Lease(), wh.Traced), nil
 }
 
 // Side is one half of an RWMutex as a lock of its own, for APIs that take
@@ -534,6 +535,9 @@ func (s *Side) redlockNode() (member.Node, error) {
 	rw := s.rw
 	if err := rw.id.Check("redlock", context.Background(), unmade); err != nil {
 		return member.Node{}, err
+	}
+	if rw.cfg.HolderLabel != "" {
+		return member.Node{}, rw.id.Refuse("redlock", "a Redlock member keeps no holder label (WithHolderLabel)")
 	}
 	sd := read
 	if s.write {

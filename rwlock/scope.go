@@ -35,8 +35,9 @@ func (rw *RWMutex) FencingToken(ctx context.Context) (int64, bool) {
 
 // Extend makes the fixed lease (WithLeaseTime) of the hold held carries
 // end d after now: the innermost hold of this lock, read or write, on the same Redis layout a watchdog renewal
-// writes, with the fencing token unchanged. It returns ErrInvalidArgument
-// for d <= 0 or a hold the watchdog renews (that lease is renewed as long
+// writes, with the fencing token unchanged; it never shortens a lease.
+// It returns ErrInvalidArgument for d under 30 ms or shorter than what is
+// left, or for a hold the watchdog renews (that lease is renewed as long
 // as it is held), ErrNotHeld when held carries no live hold of this lock,
 // and an error matching ErrLockLost when the hold was lost (held ends
 // then).
@@ -44,5 +45,5 @@ func (rw *RWMutex) Extend(held context.Context, d time.Duration) error {
 	if err := rw.id.Check("extend", held, unmade); err != nil {
 		return err
 	}
-	return rw.id.Wrap("extend", hold.Extend(held, d, rw.key(read), rw.key(write)))
+	return rw.id.Wrap("extend", hold.Extend(held, d, rw.cfg.UnlockTimeout, rw.key(read), rw.key(write)))
 }

@@ -20,12 +20,12 @@
 // A renewal that errors is retried soon, until the lease could lapse on the
 // server, measured on the local monotonic clock from the send time of the
 // last successful renewal. A lease whose key is gone, or that passes that
-// instant unrenewed, is lost: its holder is told through OnLost no later
-// than that instant. A renewal pipeline waits for its reply until the
+// instant unrenewed, is lost: the hold's context ends with ErrLockLost no
+// later than that instant. A renewal pipeline waits for its reply until the
 // earliest loss time among its leases (at least 50 ms), when the client
 // applies context deadlines (go-redis ContextTimeoutEnabled); otherwise its
-// read timeout bounds it. Stop guarantees that no renewal of the lease is
-// sent after it returns; it does not wait for the network. Leases with a
-// fixed lease time are tracked too, so that their holders learn when the
-// lease ends.
+// read timeout bounds it. Once Unlock (RUnlock, Release) returns, no
+// renewal of that hold is sent; it does not wait for the network. Leases
+// with a fixed lease time are tracked too, so that their holders learn when
+// the lease ends.
 package watchdog

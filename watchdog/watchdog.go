@@ -1,6 +1,7 @@
 package watchdog
 
 import (
+	"reflect"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -51,12 +52,16 @@ func (w *Watchdog) Stats() Stats {
 // Option configures a Watchdog made by New.
 type Option struct{ set lease.Option }
 
-// WithClock sets the time source; tests pass a FakeClock. A nil c keeps
-// the system clock.
+// WithClock sets the time source; tests pass a FakeClock. A nil c (or a
+// nil pointer in it) keeps the system clock.
 func WithClock(c Clock) Option {
-	switch c := c.(type) {
-	case nil:
+	if c == nil {
 		return Option{}
+	}
+	if v := reflect.ValueOf(c); v.Kind() == reflect.Pointer && v.IsNil() {
+		return Option{}
+	}
+	switch c := c.(type) {
 	case *FakeClock:
 		return Option{lease.WithClock(c.fake)}
 	default:

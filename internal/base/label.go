@@ -73,10 +73,14 @@ func Labels(ctx context.Context, c redis.UniversalClient, name string, holders [
 	return out
 }
 
+// MaxHeldBy bounds the holders HeldBy looks up and names.
+const MaxHeldBy = 10
+
 // HeldBy says who holds name, for a contention error: "held by pod-7 for
 // 4.2s" ("" when no holder has a label). holders are the owner ids the
-// lock records.
+// lock records; the first MaxHeldBy are looked at.
 func HeldBy(ctx context.Context, c redis.UniversalClient, name string, holders []string, timeout time.Duration) string {
+	holders = holders[:min(len(holders), MaxHeldBy)]
 	labels := Labels(ctx, c, name, holders, timeout)
 	var parts []string
 	for _, h := range holders {

@@ -475,11 +475,14 @@ func Do(ctx context.Context, acquire func(context.Context) (context.Context, err
 }
 
 // Extend makes the fixed lease of the hold ctx carries under the first of
-// keys that it carries end d after now (see lease.Extend). The error is
-// bare (the caller names the operation and the lock): ErrNotHeld when ctx
-// carries no live hold, ErrInvalidArgument for a d <= 0 or a hold the
-// watchdog renews, the loss when it was lost.
-func Extend(ctx context.Context, d time.Duration, keys ...Key) error {
+// keys that it carries end d after now (see lease.Extend), each Redis call
+// bounded by timeout. The error is bare (the caller names the operation
+// and the lock): ErrNotHeld when ctx carries no live hold,
+// ErrInvalidArgument for a d under the shortest lease, a d shorter than
+// what is left, or a hold the watchdog renews, the loss when it was lost.
+// A hold found lost while its extension was written is given back, so
+// that the lock does not stay taken by nobody for d.
+func Extend(ctx context.Context, d, timeout time.Duration, keys ...Key) error {
 	var h *Hold
 	for _, k := range keys {
 		if found, ok := From(ctx, k); ok {
@@ -490,8 +493,8 @@ func Extend(ctx context.Context, d time.Duration, keys ...Key) error {
 	switch {
 	case h == nil:
 		return fmt.Errorf("%w: the context carries no hold of this lock", errs.ErrNotHeld)
-	case d <= 0:
-		return fmt.Errorf("%w: lease %v <= 0", errs.ErrInvalidArgument, d)
+	case d < lease.MinLease:
+		return fmt.Errorf("%w: lease %v is under %v", errs.ErrInvalidArgument, d, lease.MinLease)
 	}
 	if h.state.Load() != live {
 		if err := h.Lease.Lost(); err != nil {
@@ -499,12 +502,16 @@ func Extend(ctx context.Context, d time.Duration, keys ...Key) error {
 		}
 		return fmt.Errorf("%w: the hold has ended", errs.ErrNotHeld)
 	}
-	err := h.Lease.Extend(context.WithoutCancel(ctx), d)
+	written, err := h.Lease.Extend(ctx, d, timeout)
 	switch {
-	case errors.Is(err, lease.ErrRenewed):
+	case err == nil:
+		return nil
+	case errors.Is(err, lease.ErrRenewed), errors.Is(err, lease.ErrShorter):
 		return fmt.Errorf("%w: %w", errs.ErrInvalidArgument, err)
 	case errors.Is(err, lease.ErrEnded):
 		return fmt.Errorf("%w: %w", errs.ErrNotHeld, err)
+	case written && errors.Is(err, errs.ErrLockLost):
+		_ = h.Release(context.WithoutCancel(ctx))
 	}
 	return errs.Reason(err)
 }

@@ -16,47 +16,66 @@ var ErrRenewed = errors.New("the watchdog renews this hold's lease; Extend appli
 // ErrEnded refuses an Extend of a lease already released.
 var ErrEnded = errors.New("the hold has ended")
 
+// MinLease is the shortest lease accepted: the watchdog tells a holder
+// its lease is lost a tick (10 ms) and 1% early, so a shorter lease would
+// be lost at birth.
+const MinLease = 30 * time.Millisecond
+
+// ErrShorter refuses an Extend that would shorten the lease.
+var ErrShorter = errors.New("Extend lengthens a lease")
+
 // Extend makes a fixed lease end d after now. It runs the lease's renew
-// script (the one a watchdog renewal runs) on every target at once, with d
-// as the lease time; when a quorum of the targets still held the lease, it
-// is tracked to its new end (its next loss time, and the lease time a
-// re-entry writes). When too few held it (their keys are gone), the lease
-// is declared lost and Extend returns the loss. A failure to reach a
-// target (the network) leaves the lease as it was, with the error.
-func (l *Lease) Extend(ctx context.Context, d time.Duration) error {
+// script (the one a watchdog renewal runs) on every target at once, each
+// bounded by timeout, with d as the lease time, and decides as soon as a
+// quorum of the targets renewed (or cannot): the lease is then tracked to
+// its new end (its next loss time, and the lease time a re-entry writes),
+// while a target left behind finishes on its own. When too few held the
+// lease (their keys are gone), it is declared lost. A d shorter than what
+// is left of the lease is refused: the renew scripts never shorten a
+// shared key's TTL. A failure to reach the targets (the network) leaves
+// the lease as it was, with the error. written reports that a quorum
+// extended the lease in Redis, even when the lease was found lost
+// meanwhile (the caller then gives the hold back).
+func (l *Lease) Extend(ctx context.Context, d, timeout time.Duration) (written bool, err error) {
 	w := l.w
 	w.mu.Lock()
 	renewed, stopped, lost := l.spec.Renew, l.stopped, l.lostErr
+	left := l.lossAt.Sub(w.clock.Now()) + w.margin(l.spec.Timeout)
 	w.mu.Unlock()
 	switch {
 	case lost != nil:
-		return lost
+		return false, lost
 	case stopped:
-		return ErrEnded
+		return false, ErrEnded
 	case renewed:
-		return ErrRenewed
+		return false, ErrRenewed
+	case d < left:
+		return false, fmt.Errorf("%w: %v is shorter than the %v left", ErrShorter, d, left.Round(time.Millisecond))
 	}
 	sentAt := w.clock.Now()
 	type answer struct {
 		held bool
 		err  error
 	}
-	answers := make(chan answer, len(l.spec.Targets))
+	n := len(l.spec.Targets)
+	answers := make(chan answer, n) // room for every target: none blocks once decided
 	for i := range l.spec.Targets {
 		t := &l.spec.Targets[i]
 		extend := func() {
-			held, err := l.extendTarget(ctx, t, d)
+			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+			defer cancel()
+			held, err := l.extendTarget(tctx, t, d)
 			answers <- answer{held, err}
 		}
-		if len(l.spec.Targets) == 1 {
+		if n == 1 {
 			extend()
 		} else {
-			go extend() // every target at once; all are waited for below
+			go extend() // every target at once; those left behind end with their timeout
 		}
 	}
 	held, gone := 0, 0
 	var failures []error
-	for range l.spec.Targets {
+	for got := 0; got < n && held < l.spec.Quorum && n-gone-len(failures) >= l.spec.Quorum; got++ {
 		a := <-answers
 		switch {
 		case a.err != nil:
@@ -68,26 +87,26 @@ func (l *Lease) Extend(ctx context.Context, d time.Duration) error {
 		}
 	}
 	if held < l.spec.Quorum {
-		if len(l.spec.Targets)-gone < l.spec.Quorum { // out of reach: the keys are gone
+		if n-gone < l.spec.Quorum { // out of reach: the keys are gone
 			l.Lose("the key was gone when the lease was extended")
-			return l.Lost()
+			return false, l.Lost()
 		}
-		return fmt.Errorf("extended on %d of %d targets, quorum %d: %w", held, len(l.spec.Targets), l.spec.Quorum, errors.Join(failures...))
+		return false, fmt.Errorf("extended on %d of %d targets, quorum %d: %w", held, n, l.spec.Quorum, errors.Join(failures...))
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
 	case l.lost:
-		return l.lostErr
+		return true, l.lostErr
 	case l.stopped:
-		return ErrEnded
+		return true, ErrEnded
 	}
 	l.spec.Timeout = d
 	if !sentAt.Before(l.lastOK) {
 		l.setOKLocked(sentAt)
 	}
 	w.scheduleLocked(l)
-	return nil
+	return true, nil
 }
 
 // extendTarget runs t's renew script for this lease alone with lease time

@@ -187,6 +187,10 @@ func (l *Lease) Timeout() time.Duration {
 	return l.spec.Timeout
 }
 
+// Renewed reports whether the watchdog renews the lease (false: a fixed
+// lease). It never changes.
+func (l *Lease) Renewed() bool { return l.spec.Renew }
+
 // Lost reports the error the lease was lost with, or nil.
 func (l *Lease) Lost() error {
 	l.w.mu.Lock()

@@ -191,10 +191,8 @@ func (c *Config) invalid(format string, args ...any) {
 	}
 }
 
-// MinLease is the shortest lease accepted: the watchdog tells a holder
-// its lease is lost a tick (10 ms) and 1% early, so a shorter lease would
-// be lost at birth.
-const MinLease = 30 * time.Millisecond
+// MinLease is the shortest lease accepted (lease.MinLease).
+const MinLease = lease.MinLease
 
 // CheckClient returns why client cannot carry a relock primitive, or "".
 func CheckClient(client redis.UniversalClient) string {
