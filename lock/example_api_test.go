@@ -490,3 +490,22 @@ func ExampleWithHolderLabel() {
 	_ = lock.New(rdb, "report").Unlock(held)
 	// Output: true
 }
+
+// WithForceUnlockNotice ends a hold at once when another process
+// force-unlocks it (here another client, as `relock unlock --force` is).
+func ExampleWithForceUnlockNotice() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	operator := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer operator.Close()
+	ctx := context.Background()
+
+	mu := lock.New(rdb, "report", lock.WithForceUnlockNotice())
+	held, _ := mu.Lock(ctx)
+	_, _ = lock.New(operator, "report").ForceUnlock(ctx)
+	<-held.Done() // at once, not at the next renewal
+	fmt.Println(errors.Is(context.Cause(held), lock.ErrLockLost))
+	// Output: true
+}

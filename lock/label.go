@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/lease"
 )
 
 // heldBy adds to err who holds the lock, when its holders have labels:
@@ -18,4 +19,43 @@ func (m *Mutex) heldBy(ctx context.Context, err error) error {
 		return fmt.Errorf("%w (%s)", err, by)
 	}
 	return err
+}
+
+// holdExtras are what a first count of a hold set up beside it: its label
+// (WithHolderLabel) and its force-unlock notice (WithForceUnlockNotice).
+type holdExtras struct {
+	labeled bool
+	stop    func() // ends the notice; nil without one
+}
+
+// unwatch ends the hold's notice, if any (x may be nil).
+func (x *holdExtras) unwatch() {
+	if x != nil && x.stop != nil {
+		x.stop()
+	}
+}
+
+// watch listens for the lock's unlock message while the hold lasts: one
+// that comes while the owner's field is gone is a ForceUnlock made
+// elsewhere (or relock unlock --force), and the hold is declared lost at
+// once rather than at its next renewal. The check runs on a goroutine of
+// its own, bounded by the unlock timeout; a hold whose lease is lost ends
+// its notice.
+func (m *Mutex) watch(ctx context.Context, x *holdExtras, ls *lease.Lease, ownerID string) {
+	check := func() {
+		go func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.UnlockTimeout)
+			defer cancel()
+			held, err := m.client.HExists(cctx, m.name, ownerID).Result()
+			if err == nil && !held {
+				ls.Lose("force-unlocked: the lock's unlock message came while it was held, and the owner's field was gone")
+			}
+		}()
+	}
+	stop, err := m.hub.Watch(ctx, m.channel, check)
+	if err != nil {
+		return // the renewal still finds a force unlock, later
+	}
+	x.stop = stop
+	ls.OnLost(func(error) { stop() })
 }

@@ -98,6 +98,16 @@ func WithHoldScopedToContext() Option { return options.WithHoldScopedToContext()
 // id); a Redlock refuses it for now.
 func WithHolderLabel(s string) Option { return options.WithHolderLabel(s) }
 
+// WithForceUnlockNotice makes a hold listen for its lock's unlock message
+// while it lasts, so that a ForceUnlock made by another process (or
+// `relock unlock --force`) ends it at once, with ErrLockLost, instead of
+// at its next renewal (up to a third of the lease; a ForceUnlock made in
+// this process is seen at once without it). It costs a subscription of
+// the lock's channel per held name on the client's shared pub/sub
+// connection, and an HEXISTS when a message comes. It may be given to New
+// or to one Lock; other primitives refuse it for now.
+func WithForceUnlockNotice() Option { return options.WithForceUnlockNotice() }
+
 // WithWatchdog sets the watchdog that renews leases (default:
 // watchdog.Default(), shared by the process). Tests pass one with a fake
 // clock.
@@ -337,17 +347,27 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Co
 		Primitive: primitive,
 		Token:     a.token,
 	}
-	// A first count with a label records it; a re-entry shares the
-	// outer hold's lease, which renews the label already.
-	var label any
-	if a.cfg.HolderLabel != "" && a.count == 1 {
-		spec.Renewer = labeledRenewer
-		spec.Targets[0].Keys = []string{m.name, keys.HolderLabel(m.name, a.owner)}
-		base.WriteLabel(ctx, m.client, m.name, a.owner, a.cfg.HolderLabel, a.lease)
-		label = a.cfg.HolderLabel
+	// A first count records its label and starts its notice; a re-entry
+	// shares the outer hold's lease, which has them already.
+	var extra *holdExtras
+	if a.count == 1 && (a.cfg.HolderLabel != "" || a.cfg.ForceUnlockNotice) {
+		extra = &holdExtras{}
+		if a.cfg.HolderLabel != "" {
+			spec.Renewer = labeledRenewer
+			spec.Targets[0].Keys = []string{m.name, keys.HolderLabel(m.name, a.owner)}
+			base.WriteLabel(ctx, m.client, m.name, a.owner, a.cfg.HolderLabel, a.lease)
+			extra.labeled = true
+		}
 	}
 	ls := hold.Lease(m.cfg.Watchdog, spec, a.count > 1, a.mode == modeMinted, a.sentAt)
-	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: ls, Taken: label, Telemetry: m.inst.Release, Traced: traced, Scoped: a.cfg.ScopedHold, Live: &m.holds}, m.release)
+	var taken any
+	if extra != nil {
+		if a.cfg.ForceUnlockNotice {
+			m.watch(ctx, extra, ls, a.owner)
+		}
+		taken = extra
+	}
+	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: ls, Taken: taken, Telemetry: m.inst.Release, Traced: traced, Scoped: a.cfg.ScopedHold, Live: &m.holds}, m.release)
 }
 
 // Unlock releases one count of the hold that returned ctx (or that ctx was
@@ -368,6 +388,8 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // release gives one count back to Redis. The last count stops the lease
 // first, so no renewal is sent after release returns.
 func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
+	extra, _ := h.Taken.(*holdExtras)
+	extra.unwatch() // before the unlock message this release publishes
 	var res int64
 	var err error
 	if h.Lease.Release() {
@@ -375,7 +397,7 @@ func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
 	} else {
 		res, err = m.runUnlock(ctx, h.Owner, h.Lease.Timeout(), m.cfg.UnlockTimeout)
 	}
-	if res == 1 && h.Taken != nil { // released whole: its label goes too
+	if res == 1 && extra != nil && extra.labeled { // released whole: its label goes too
 		base.DropLabel(ctx, m.client, m.name, h.Owner)
 	}
 	return base.Released(res, err, h.Lease, "the lock was no longer held in Redis")
@@ -570,8 +592,8 @@ func (m *Mutex) redlockNode() (member.Node, error) {
 	if err := m.id.Check("redlock", context.Background(), unmade); err != nil {
 		return member.Node{}, err
 	}
-	if m.cfg.HolderLabel != "" {
-		return member.Node{}, m.id.Refuse("redlock", "a Redlock member keeps no holder label (WithHolderLabel)")
+	if m.cfg.HolderLabel != "" || m.cfg.ForceUnlockNotice {
+		return member.Node{}, m.id.Refuse("redlock", "a Redlock member keeps no holder label nor force-unlock notice (its Redlock drives it)")
 	}
 	return member.Node{
 		Name:    m.name,

@@ -312,7 +312,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool, opts []Option)
 	}
 	cfg, bad := l.cfg.PerCall(opts)
 	if bad == "" {
-		bad = cfg.LabelUnsupported(l.primitive())
+		bad = cfg.Unsupported(l.primitive())
 	}
 	if bad != "" {
 		return nil, l.id.Refuse(op, bad)

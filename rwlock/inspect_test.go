@@ -219,3 +219,11 @@ func TestExtendBoundsAndDowngradeKeepsTheLease(t *testing.T) {
 		require.NoError(t, rw.RUnlock(r))
 	})
 }
+
+// The force-unlock notice is refused where it is not kept.
+func TestForceUnlockNoticeRefused(t *testing.T) {
+	_, client := redistest.Miniredis(t)
+	_, err := rwlock.New(client, "n", lock.WithForceUnlockNotice()).RLock(context.Background())
+	require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
+	require.Contains(t, err.Error(), "lock.Mutex holds")
+}

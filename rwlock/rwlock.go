@@ -231,6 +231,9 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 		return nil, err
 	}
 	cfg, bad := rw.cfg.PerCall(opts)
+	if bad == "" {
+		bad = cfg.Unsupported(primitive)
+	}
 	if bad != "" {
 		return nil, rw.id.Refuse(op, bad)
 	}

@@ -228,6 +228,9 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 		return nil, err
 	}
 	cfg, bad := s.cfg.PerCall(opts)
+	if bad == "" {
+		bad = cfg.Unsupported(primitive)
+	}
 	if bad != "" {
 		return nil, s.id.Refuse(op, bad)
 	}

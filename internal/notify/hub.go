@@ -191,7 +191,7 @@ func (h *Hub) removeLocked(w *Waiter, acquired bool, hold time.Duration) {
 			break
 		}
 	}
-	if len(q.waiters) == 0 {
+	if len(q.waiters) == 0 && len(q.watchers) == 0 {
 		delete(h.queues, w.channel)
 		if !acquired {
 			// Nobody holds the lock by a hand-off of this chain now (one
@@ -228,7 +228,10 @@ func (h *Hub) removeLocked(w *Waiter, acquired bool, hold time.Duration) {
 
 type queue struct {
 	waiters []*Waiter
-	sub     *subscription
+	// watchers are called on each message of the channel (see Watch);
+	// they keep the subscription as waiters do.
+	watchers []*func()
+	sub      *subscription
 }
 
 // heads returns the waiters at the front that may go together: the first
@@ -268,6 +271,65 @@ func (h *Hub) deliver(channel string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if q := h.queues[channel]; q != nil {
-		q.wakeHead()
+		q.heard()
+	}
+}
+
+// heard wakes the heads and calls the watchers: a message came, or may
+// have been missed.
+func (q *queue) heard() {
+	q.wakeHead()
+	for _, f := range q.watchers {
+		(*f)()
+	}
+}
+
+// Watch calls f on every message of channel (and on a reconnect of its
+// connection, when a message may have been missed) until stop is called.
+// It shares the channel's subscription with its waiters and does not wait
+// for Redis to confirm it: a holder uses it to hear of a ForceUnlock made
+// elsewhere, which its lease's renewal would find later anyway. f runs on
+// the hub's receiving goroutine, under the hub's lock: it must only hand
+// the work on (start a goroutine, signal a channel).
+func (h *Hub) Watch(ctx context.Context, channel string, f func()) (stop func(), err error) {
+	fp := &f
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.queues[channel]
+	if q == nil {
+		q = &queue{}
+		h.queues[channel] = q
+	}
+	q.watchers = append(q.watchers, fp)
+	if q.sub == nil {
+		sub, err := h.subscribeLocked(ctx, channel)
+		if err != nil {
+			h.unwatchLocked(channel, q, fp)
+			return nil, err
+		}
+		q.sub = sub
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.unwatchLocked(channel, q, fp)
+		})
+	}, nil
+}
+
+func (h *Hub) unwatchLocked(channel string, q *queue, fp *func()) {
+	for i, o := range q.watchers {
+		if o == fp {
+			q.watchers = append(q.watchers[:i], q.watchers[i+1:]...)
+			break
+		}
+	}
+	if len(q.waiters) == 0 && len(q.watchers) == 0 && h.queues[channel] == q {
+		delete(h.queues, channel)
+		if q.sub != nil {
+			h.unsubscribeLocked(q.sub)
+		}
 	}
 }

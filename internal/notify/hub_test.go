@@ -1079,3 +1079,34 @@ func TestWriterPromotedByAReaderThatGotInIsKicked(t *testing.T) {
 	requireTake(t, x2, true, 0, "a kick: try now")
 	assert.True(t, x2.Head())
 }
+
+// A watcher shares the channel's subscription with its waiters: it hears
+// every message, keeps the subscription when the last waiter leaves, and
+// its stop drops it when it is the last.
+func TestWatch(t *testing.T) {
+	forBackends(t, func(t *testing.T, env *redistest.Env) {
+		ctx := testContext(t)
+		h := notify.For(env.Client)
+		ch := chanName(t, 0)
+		heard := make(chan struct{}, 8)
+		stop, err := h.Watch(ctx, ch, func() { heard <- struct{}{} })
+		require.NoError(t, err)
+		requireNumSubEventually(t, ctx, env.Client, 1, ch)
+		require.Equal(t, int64(1), env.Client.Publish(ctx, ch, "x").Val())
+		select {
+		case <-heard:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the watcher heard nothing")
+		}
+
+		w := join(t, ctx, h, ch, false)
+		w.Leave(false, 0)
+		require.Equal(t, int64(1), env.Client.Publish(ctx, ch, "x").Val(), "still subscribed for the watcher")
+		<-heard
+
+		stop()
+		stop() // twice is once
+		requireNumSubEventually(t, ctx, env.Client, 0, ch)
+		require.False(t, h.Waiting(ch))
+	})
+}

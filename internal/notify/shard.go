@@ -243,7 +243,7 @@ func (h *Hub) confirm(s *shard, channel string) {
 		// the connection was down was missed, so the heads try now.
 		st.resync = false
 		if q := h.queues[channel]; q != nil {
-			q.wakeHead()
+			q.heard()
 		}
 	}
 	keep := st.pending[:0]

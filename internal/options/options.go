@@ -35,6 +35,8 @@ type Config struct {
 	ScopedHold bool
 	// HolderLabel names the holder (a pod, a host, a job) next to its hold.
 	HolderLabel string
+	// ForceUnlockNotice: a hold listens for its lock's unlock message.
+	ForceUnlockNotice bool
 	// RecordedSize: a semaphore uses the size Redis records when it
 	// differs from its own.
 	RecordedSize bool
@@ -306,13 +308,23 @@ func WithHoldScopedToContext() Option {
 	return func(c *Config) { c.ScopedHold = true }
 }
 
-// LabelUnsupported is why a primitive that keeps no holder label refuses
-// WithHolderLabel ("" when none was given).
-func (c *Config) LabelUnsupported(primitive string) string {
-	if c.HolderLabel == "" {
-		return ""
+// Unsupported is why primitive refuses an option of c that it does not
+// keep, rather than drop it ("" when there is none): a holder label
+// (kept by lock, rwlock and semaphore holds) and the force-unlock notice
+// (lock holds).
+func (c *Config) Unsupported(primitive string) string {
+	switch {
+	case c.HolderLabel != "" && primitive != "lock" && primitive != "rwlock" && primitive != "semaphore":
+		return "WithHolderLabel is kept for lock, rwlock and semaphore holds, not yet for " + primitive
+	case c.ForceUnlockNotice && primitive != "lock":
+		return "WithForceUnlockNotice is kept for lock.Mutex holds, not yet for " + primitive
 	}
-	return "WithHolderLabel is kept for lock, rwlock and semaphore holds, not yet for " + primitive
+	return ""
+}
+
+// WithForceUnlockNotice: see lock.WithForceUnlockNotice.
+func WithForceUnlockNotice() Option {
+	return func(c *Config) { c.ForceUnlockNotice = true }
 }
 
 // MaxHolderLabel bounds a holder label's length in bytes.
