@@ -54,8 +54,8 @@ func TestWaitEndingWithMastersDownReturnsInTime(t *testing.T) {
 			members := mutexes(ms.process(t), name)
 			// Two of three masters are gone: no round reaches the quorum,
 			// and the give-back retries on them for the node timeout.
-			ms.srvs[1].Kill()
-			ms.srvs[2].Kill()
+			ms.srvs[1].Vanish(t)
+			ms.srvs[2].Vanish(t)
 
 			const wait = 1500 * time.Millisecond
 			deadline := time.Now().Add(wait)

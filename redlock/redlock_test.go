@@ -417,8 +417,8 @@ func TestTwoKilledStillAcquiresQuickly(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer func() { _ = tp.Shutdown(context.Background()) }()
-	ms.srvs[1].Kill()
-	ms.srvs[3].Kill()
+	ms.srvs[1].Vanish(t)
+	ms.srvs[3].Vanish(t)
 	live := []int{0, 2, 4}
 
 	// Default node timeout (250 ms). A killed master refuses the
@@ -671,7 +671,7 @@ func TestThreeKilledFailsCleanly(t *testing.T) {
 	ms := startMasters(t, 5)
 	cs := ms.process(t)
 	for _, i := range []int{0, 2, 4} {
-		ms.srvs[i].Kill()
+		ms.srvs[i].Vanish(t)
 	}
 	live := []int{1, 3}
 	rl := redlock.New(mutexes(cs, "k3"), redlock.WithNodeTimeout(500*time.Millisecond),
@@ -828,7 +828,7 @@ func TestQuorumLossReportedThroughContext(t *testing.T) {
 		{"flushall", func(t *testing.T, ms *masters, i int) {
 			require.NoError(t, ms.admins[i].FlushAll(context.Background()).Err())
 		}},
-		{"kill", func(t *testing.T, ms *masters, i int) { ms.srvs[i].Kill() }},
+		{"kill", func(t *testing.T, ms *masters, i int) { ms.srvs[i].Vanish(t) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := ctxT(t)
@@ -919,8 +919,8 @@ func TestUnlockWithMemberDown(t *testing.T) {
 		rl := redlock.New(mutexes(ms.process(t), "down"), redlock.WithUnlockTimeout(500*time.Millisecond))
 		held, err := rl.Lock(ctx)
 		require.NoError(t, err)
-		ms.srvs[2].Kill()
-		ms.srvs[4].Kill()
+		ms.srvs[2].Vanish(t)
+		ms.srvs[4].Vanish(t)
 		start := time.Now()
 		require.NoError(t, rl.Unlock(held), "3 of 5 released: a quorum")
 		t.Logf("redlock unlock with 2 of 5 down: %v", time.Since(start))
@@ -936,7 +936,7 @@ func TestUnlockWithMemberDown(t *testing.T) {
 		held, err := rl.Lock(ctx)
 		require.NoError(t, err)
 		for _, i := range []int{0, 2, 4} {
-			ms.srvs[i].Kill()
+			ms.srvs[i].Vanish(t)
 		}
 		err = rl.Unlock(held)
 		require.Error(t, err)
@@ -953,7 +953,7 @@ func TestUnlockWithMemberDown(t *testing.T) {
 			redlock.WithUnlockTimeout(500*time.Millisecond))
 		held, err := ml.Lock(ctx)
 		require.NoError(t, err)
-		ms.srvs[1].Kill()
+		ms.srvs[1].Vanish(t)
 		err = ml.Unlock(held)
 		require.Error(t, err, "a multi-lock needs every member released")
 		require.ErrorContains(t, err, "released 2 of 3 members, quorum 3")
@@ -1086,7 +1086,7 @@ func TestFencingTokenIsLargestMemberToken(t *testing.T) {
 	// the last one as long as the masters' clocks agree (here, one host).
 	top := slices.Index(tokens(ms.all()...), tok2)
 	require.GreaterOrEqual(t, top, 0)
-	ms.srvs[top].Kill()
+	ms.srvs[top].Vanish(t)
 	var rest []int
 	for i := range 5 {
 		if i != top {

@@ -395,6 +395,36 @@ func (s *Server) Kill() {
 	<-s.exited
 }
 
+// Vanish kills the server (SIGKILL) and keeps its port taken until the
+// test ends, by a listener that closes every connection at once: a client
+// fails fast, as against a dead server, and no other server started
+// meanwhile (by a test of another package running in parallel, which
+// picks free ports too) can take the port and answer for the dead one.
+// The server cannot be restarted.
+func (s *Server) Vanish(t testing.TB) {
+	t.Helper()
+	s.Kill()
+	l, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		t.Fatalf("redistest: hold the port of the killed server %s: %v", s.Addr, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = l.Close()
+		<-done
+	})
+}
+
 // Stop ends the process with SIGTERM, then SIGKILL if it has not exited
 // after a short grace, and waits until it is gone. It does nothing when the
 // server is not running, so it is safe to call more than once.
