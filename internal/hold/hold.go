@@ -147,7 +147,12 @@ func (c *holdCtx) Done() <-chan struct{} {
 // cancels the context before Check returns.
 func (h *Hold) checkLease() {
 	if h.state.Load() == live {
-		_ = h.Lease.Check()
+		// Check runs the loss callbacks itself when it finds the loss;
+		// when the watchdog's goroutine found it first, that goroutine
+		// may not have run them yet, so the hold ends here too (once).
+		if err := h.Lease.Check(); err != nil {
+			h.markLost(err)
+		}
 	}
 }
 

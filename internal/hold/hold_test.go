@@ -191,3 +191,19 @@ func TestOwnerPerLock(t *testing.T) {
 	require.Equal(t, "pinned", id)
 	require.NoError(t, End(heldY, y, nil))
 }
+
+// A loss the watchdog's goroutine declared but whose callbacks it has not
+// run yet (here: none registered) still ends the hold's context when the
+// holder asks it: a holder resumed after a pause must not see its hold
+// live for an instant.
+func TestLossSeenBeforeItsCallbacksRun(t *testing.T) {
+	wd, clk, c := setup(t)
+	key := Key{Client: c, Kind: "test", Name: "k"}
+	h := &Hold{Owner: "o", Lease: Lease(wd, spec(c, "late"), false, false, clk.Now())}
+	ctx := Start(context.Background(), key, h, func(ctx context.Context, h *Hold) error { return nil })
+	h.removeLost() // as if the goroutine that found the loss had not reached the hold yet
+	h.Lease.Lose("found by the watchdog's goroutine")
+	clk.Advance(2 * time.Second) // the holder runs after its lease's end
+	require.Error(t, ctx.Err(), "Err asks the lease")
+	require.ErrorIs(t, context.Cause(ctx), errs.ErrLockLost)
+}
