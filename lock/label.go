@@ -52,7 +52,7 @@ func (m *Mutex) watch(ctx context.Context, x *holdExtras, ls *lease.Lease, owner
 			}
 		}()
 	}
-	stop, err := m.hub.Watch(ctx, m.channel, check)
+	stop, err := m.hub.Watch(context.WithoutCancel(ctx), m.channel, check) // the acquiring ctx may end now
 	if err != nil {
 		return // the renewal still finds a force unlock, later
 	}
