@@ -21,11 +21,10 @@ func (m *Mutex) heldBy(ctx context.Context, err error) error {
 	return err
 }
 
-// holdExtras are what a first count of a hold set up beside it: its label
-// (WithHolderLabel) and its force-unlock notice (WithForceUnlockNotice).
+// holdExtras are what a first count of a hold set up beside it: its
+// force-unlock notice (WithForceUnlockNotice).
 type holdExtras struct {
-	labeled bool
-	stop    func() // ends the notice; nil without one
+	stop func() // ends the notice; nil when it could not start
 }
 
 // unwatch ends the hold's notice, if any (x may be nil).

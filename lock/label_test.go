@@ -73,3 +73,22 @@ func TestHolderLabel(t *testing.T) {
 		}
 	})
 }
+
+// A labeled hold unlocked out of order (outer first) keeps its label while
+// the inner count holds, and the last Unlock deletes it.
+func TestHolderLabelOutOfOrder(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		mu := lock.New(env.Universal, "label:ooo", lock.WithHolderLabel("pod-7"))
+		outer, err := mu.Lock(ctx)
+		require.NoError(t, err)
+		inner, err := mu.Lock(outer)
+		require.NoError(t, err)
+		id, _ := hold.Owner(outer)
+		key := keys.HolderLabel("label:ooo", id)
+		require.NoError(t, mu.Unlock(outer))
+		require.Equal(t, int64(1), env.Universal.Exists(ctx, key).Val(), "the inner count still holds")
+		require.NoError(t, mu.Unlock(inner))
+		require.Zero(t, env.Universal.Exists(ctx, key).Val(), "the last Unlock deletes the label")
+	})
+}

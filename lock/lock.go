@@ -349,22 +349,16 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Co
 	}
 	// A first count records its label and starts its notice; a re-entry
 	// shares the outer hold's lease, which has them already.
-	var extra *holdExtras
-	if a.count == 1 && (a.cfg.HolderLabel != "" || a.cfg.ForceUnlockNotice) {
-		extra = &holdExtras{}
-		if a.cfg.HolderLabel != "" {
-			spec.Renewer = labeledRenewer
-			spec.Targets[0].Keys = []string{m.name, keys.HolderLabel(m.name, a.owner)}
-			base.WriteLabel(ctx, m.client, m.name, a.owner, a.cfg.HolderLabel, a.lease)
-			extra.labeled = true
-		}
+	if a.count == 1 && a.cfg.HolderLabel != "" {
+		spec.Renewer = labeledRenewer
+		spec.Targets[0].Keys = []string{m.name, keys.HolderLabel(m.name, a.owner)}
+		base.WriteLabel(ctx, m.client, m.name, a.owner, a.cfg.HolderLabel, a.lease)
 	}
 	ls := hold.Lease(m.cfg.Watchdog, spec, a.count > 1, a.mode == modeMinted, a.sentAt)
 	var taken any
-	if extra != nil {
-		if a.cfg.ForceUnlockNotice {
-			m.watch(ctx, extra, ls, a.owner)
-		}
+	if a.count == 1 && a.cfg.ForceUnlockNotice {
+		extra := &holdExtras{}
+		m.watch(ctx, extra, ls, a.owner)
 		taken = extra
 	}
 	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: ls, Taken: taken, Telemetry: m.inst.Release, Traced: traced, Scoped: a.cfg.ScopedHold, Live: &m.holds}, m.release)
@@ -397,7 +391,9 @@ func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
 	} else {
 		res, err = m.runUnlock(ctx, h.Owner, h.Lease.Timeout(), m.cfg.UnlockTimeout)
 	}
-	if res == 1 && extra != nil && extra.labeled { // released whole: its label goes too
+	// Released whole: the label goes too, whichever count of a labeled
+	// hold (shared lease) was the last.
+	if res == 1 && h.Lease.Renewer() == labeledRenewer {
 		base.DropLabel(ctx, m.client, m.name, h.Owner)
 	}
 	return base.Released(res, err, h.Lease, "the lock was no longer held in Redis")

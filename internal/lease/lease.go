@@ -187,6 +187,9 @@ func (l *Lease) Timeout() time.Duration {
 	return l.spec.Timeout
 }
 
+// Renewer is the lease's renew script (as Spec.Renewer). It never changes.
+func (l *Lease) Renewer() *RenewScript { return l.spec.Renewer }
+
 // Renewed reports whether the watchdog renews the lease (false: a fixed
 // lease). It never changes.
 func (l *Lease) Renewed() bool { return l.spec.Renew }
