@@ -227,3 +227,22 @@ func TestForceUnlockNoticeRefused(t *testing.T) {
 	require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
 	require.Contains(t, err.Error(), "lock.Mutex holds")
 }
+
+// A labeled read hold unlocked out of order (outer first) keeps its label
+// while the inner count holds; the last RUnlock deletes it.
+func TestHolderLabelOutOfOrder(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		rw := rwlock.New(env.Universal, "lab:ooo", lock.WithHolderLabel("pod-7"))
+		outer, err := rw.RLock(ctx)
+		require.NoError(t, err)
+		inner, err := rw.RLock(outer)
+		require.NoError(t, err)
+		id, _ := hold.Owner(outer)
+		key := keys.HolderLabel("lab:ooo", id)
+		require.NoError(t, rw.RUnlock(outer))
+		require.Equal(t, int64(1), env.Universal.Exists(ctx, key).Val())
+		require.NoError(t, rw.RUnlock(inner))
+		require.Zero(t, env.Universal.Exists(ctx, key).Val())
+	})
+}

@@ -39,11 +39,12 @@ func (rw *RWMutex) label(ctx context.Context, cfg *options.Config, sp *lease.Spe
 	return cfg.HolderLabel
 }
 
-// dropLabel deletes the label of h's owner when ended says its labeled
-// hold of side s ended whole, unless the owner still holds the other side
-// here (a write-then-read).
+// dropLabel deletes the label of h's owner when ended says the last count
+// of its labeled hold of side s ended (whichever count it was: the lease
+// is shared), unless the owner still holds the other side here (a
+// write-then-read).
 func (rw *RWMutex) dropLabel(ctx context.Context, h *hold.Hold, s access, ended bool) {
-	if h.Taken == nil || !ended {
+	if r := h.Lease.Renewer(); !ended || r != readLabeledRenewer && r != writeLabeledRenewer {
 		return
 	}
 	other := write
