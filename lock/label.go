@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/lease"
@@ -15,10 +14,7 @@ func (m *Mutex) heldBy(ctx context.Context, err error) error {
 	if herr != nil || len(holders) == 0 {
 		return err
 	}
-	if by := base.HeldBy(ctx, m.client, m.name, holders, m.cfg.UnlockTimeout); by != "" {
-		return fmt.Errorf("%w (%s)", err, by)
-	}
-	return err
+	return base.HeldBy(ctx, m.client, m.name, holders, m.cfg.UnlockTimeout, err)
 }
 
 // holdExtras are what a first count of a hold set up beside it: its

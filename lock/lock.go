@@ -223,7 +223,7 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []Option
 	if err := m.id.Check(op, ctx, unmade); err != nil {
 		return nil, err
 	}
-	cfg, bad := m.cfg.PerCall(opts)
+	cfg, bad := m.cfg.PerCall(primitive, opts)
 	if bad != "" {
 		return nil, m.id.Refuse(op, bad)
 	}
@@ -350,9 +350,7 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Co
 	// A first count records its label and starts its notice; a re-entry
 	// shares the outer hold's lease, which has them already.
 	if a.count == 1 && a.cfg.HolderLabel != "" {
-		spec.Renewer = labeledRenewer
-		spec.Targets[0].Keys = []string{m.name, keys.HolderLabel(m.name, a.owner)}
-		base.WriteLabel(ctx, m.client, m.name, a.owner, a.cfg.HolderLabel, a.lease)
+		base.AddLabel(ctx, m.client, &spec, labeledRenewer, m.name, a.owner, a.cfg.HolderLabel, a.lease)
 	}
 	ls := hold.Lease(m.cfg.Watchdog, spec, a.count > 1, a.mode == modeMinted, a.sentAt)
 	var taken any
@@ -518,16 +516,8 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := m.id.Check("forceunlock", ctx, unmade); err != nil {
 		return false, err
 	}
-	held := lease.Held(m.cfg.Watchdog, m.client, primitive, m.name)
-	ok, err := base.ForceUnlock(ctx, m.client, base.KindLock, m.name, m.hub.PublishCommand())
-	if err != nil {
-		return false, m.id.Wrap("forceunlock", err)
-	}
-	if ok {
-		lease.LoseAll(held, "force-unlocked")
-		m.hub.Release(m.channel)
-	}
-	return ok, nil
+	ok, err := base.ForceUnlockAndTell(ctx, m.client, m.cfg.Watchdog, m.hub, base.KindLock, m.name, m.channel, "force-unlocked")
+	return ok, m.id.Wrap("forceunlock", err)
 }
 
 // HoldCount returns how many times ctx's owner holds the lock (0 if not).

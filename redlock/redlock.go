@@ -310,10 +310,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool, opts []Option)
 	if err := l.id.Check(op, ctx, unmade); err != nil {
 		return nil, err
 	}
-	cfg, bad := l.cfg.PerCall(opts)
-	if bad == "" {
-		bad = cfg.Unsupported(l.primitive())
-	}
+	cfg, bad := l.cfg.PerCall(l.primitive(), opts)
 	if bad != "" {
 		return nil, l.id.Refuse(op, bad)
 	}

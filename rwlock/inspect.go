@@ -7,7 +7,6 @@ import (
 
 	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/lease"
 )
 
 // IsLocked reports whether any owner holds the lock, reading or writing.
@@ -68,14 +67,6 @@ func (rw *RWMutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := rw.id.Check("forceunlock", ctx, unmade); err != nil {
 		return false, err
 	}
-	held := lease.Held(rw.cfg.Watchdog, rw.client, primitive, rw.name)
-	ok, err := base.ForceUnlock(ctx, rw.client, base.KindRWLock, rw.name, rw.hub.PublishCommand())
-	if err != nil {
-		return false, rw.id.Wrap("forceunlock", err)
-	}
-	if ok {
-		lease.LoseAll(held, "force-unlocked")
-		rw.hub.Release(rw.channel)
-	}
-	return ok, nil
+	ok, err := base.ForceUnlockAndTell(ctx, rw.client, rw.cfg.Watchdog, rw.hub, base.KindRWLock, rw.name, rw.channel, "force-unlocked")
+	return ok, rw.id.Wrap("forceunlock", err)
 }

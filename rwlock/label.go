@@ -2,14 +2,12 @@ package rwlock
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/options"
 )
@@ -29,13 +27,11 @@ func (rw *RWMutex) label(ctx context.Context, cfg *options.Config, sp *lease.Spe
 	if cfg.HolderLabel == "" || count != 1 {
 		return nil
 	}
-	t := &sp.Targets[0]
-	t.Keys = append(slices.Clone(t.Keys), keys.HolderLabel(rw.name, ownerID))
-	sp.Renewer = readLabeledRenewer
+	labeled := readLabeledRenewer
 	if s == write {
-		sp.Renewer = writeLabeledRenewer
+		labeled = writeLabeledRenewer
 	}
-	base.WriteLabel(ctx, rw.client, rw.name, ownerID, cfg.HolderLabel, leaseTime)
+	base.AddLabel(ctx, rw.client, sp, labeled, rw.name, ownerID, cfg.HolderLabel, leaseTime)
 	return cfg.HolderLabel
 }
 
@@ -72,10 +68,7 @@ func (rw *RWMutex) heldBy(ctx context.Context, err error) error {
 			holders = append(holders, id)
 		}
 	}
-	if by := base.HeldBy(ctx, rw.client, rw.name, holders, rw.cfg.UnlockTimeout); by != "" {
-		return fmt.Errorf("%w (%s)", err, by)
-	}
-	return err
+	return base.HeldBy(ctx, rw.client, rw.name, holders, rw.cfg.UnlockTimeout, err)
 }
 
 // heldConfig is the configuration h was acquired with, as far as a

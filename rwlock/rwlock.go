@@ -230,10 +230,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 	if err := rw.id.Check(op, ctx, unmade); err != nil {
 		return nil, err
 	}
-	cfg, bad := rw.cfg.PerCall(opts)
-	if bad == "" {
-		bad = cfg.Unsupported(primitive)
-	}
+	cfg, bad := rw.cfg.PerCall(primitive, opts)
 	if bad != "" {
 		return nil, rw.id.Refuse(op, bad)
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/lease"
 )
 
 // TTL returns how long the permits of the hold ctx carries last unless
@@ -50,16 +49,8 @@ func (s *Semaphore) ForceRelease(ctx context.Context) (bool, error) {
 	if err := s.id.Check("forcerelease", ctx, unmade); err != nil {
 		return false, err
 	}
-	held := lease.Held(s.cfg.Watchdog, s.client, primitive, s.name)
-	ok, err := base.ForceUnlock(ctx, s.client, base.KindSemaphore, s.name, s.hub.PublishCommand())
-	if err != nil {
-		return false, s.id.Wrap("forcerelease", err)
-	}
-	if ok {
-		lease.LoseAll(held, "force-released")
-		s.hub.Release(s.channel)
-	}
-	return ok, nil
+	ok, err := base.ForceUnlockAndTell(ctx, s.client, s.cfg.Watchdog, s.hub, base.KindSemaphore, s.name, s.channel, "force-released")
+	return ok, s.id.Wrap("forcerelease", err)
 }
 
 // Extend makes the fixed lease (WithLeaseTime) of the hold held carries

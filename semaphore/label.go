@@ -2,12 +2,9 @@ package semaphore
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"time"
 
 	"github.com/relock-go/relock/internal/base"
-	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/options"
 )
@@ -29,10 +26,7 @@ func (s *Semaphore) label(ctx context.Context, cfg *options.Config, spec *lease.
 	if cfg.HolderLabel == "" {
 		return false
 	}
-	t := &spec.Targets[0]
-	t.Keys = append(slices.Clone(t.Keys), keys.HolderLabel(s.name, permitID))
-	spec.Renewer = labeledRenewer
-	base.WriteLabel(ctx, s.client, s.name, permitID, cfg.HolderLabel, leaseTime)
+	base.AddLabel(ctx, s.client, spec, labeledRenewer, s.name, permitID, cfg.HolderLabel, leaseTime)
 	return true
 }
 
@@ -42,8 +36,5 @@ func (s *Semaphore) heldBy(ctx context.Context, err error) error {
 	if perr != nil {
 		return err
 	}
-	if by := base.HeldBy(ctx, s.client, s.name, permits, s.cfg.UnlockTimeout); by != "" {
-		return fmt.Errorf("%w (%s)", err, by)
-	}
-	return err
+	return base.HeldBy(ctx, s.client, s.name, permits, s.cfg.UnlockTimeout, err)
 }

@@ -227,10 +227,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 	if err := s.id.Check(op, ctx, unmade); err != nil {
 		return nil, err
 	}
-	cfg, bad := s.cfg.PerCall(opts)
-	if bad == "" {
-		bad = cfg.Unsupported(primitive)
-	}
+	cfg, bad := s.cfg.PerCall(primitive, opts)
 	if bad != "" {
 		return nil, s.id.Refuse(op, bad)
 	}

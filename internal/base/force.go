@@ -8,6 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/lease"
+	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -29,6 +31,21 @@ const (
 // ErrChanged reports that a force unlock found the name holding another
 // kind than the caller expected: nothing was changed.
 var ErrChanged = errors.New("changed kind since it was read; nothing done")
+
+// ForceUnlockAndTell is ForceUnlock for a primitive: its holders in this
+// process (their leases on wd and c) are declared lost with reason once
+// the script has run, and its local waiters are woken on channel. The
+// leases are taken before the script, so that a hold a local waiter takes
+// right after the unlock message is not among them.
+func ForceUnlockAndTell(ctx context.Context, c redis.UniversalClient, wd *lease.Watchdog, hub *notify.Hub, kind, name, channel, reason string) (bool, error) {
+	held := lease.Held(wd, c, kind, name)
+	ok, err := ForceUnlock(ctx, c, kind, name, hub.PublishCommand())
+	if ok {
+		lease.LoseAll(held, reason)
+		hub.Release(channel)
+	}
+	return ok, err
+}
 
 // ForceUnlock releases the lock called name, of kind, whoever holds it, in
 // one script: a lock's or rwlock's hash is deleted (with the rwlock

@@ -3,6 +3,7 @@ package base
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/lease"
 )
 
 // A holder label (WithHolderLabel) lives in a key of its own beside the
@@ -76,10 +78,21 @@ func Labels(ctx context.Context, c redis.UniversalClient, name string, holders [
 // MaxHeldBy bounds the holders HeldBy looks up and names.
 const MaxHeldBy = 10
 
-// HeldBy says who holds name, for a contention error: "held by pod-7 for
-// 4.2s" ("" when no holder has a label). holders are the owner ids the
-// lock records; the first MaxHeldBy are looked at.
-func HeldBy(ctx context.Context, c redis.UniversalClient, name string, holders []string, timeout time.Duration) string {
+// AddLabel records label as holder's, for lease, and makes spec renew the
+// label key with the hold: the key goes after the target's keys and
+// labeled (the primitive's renew script, with one more key per lease)
+// renews it.
+func AddLabel(ctx context.Context, c redis.UniversalClient, spec *lease.Spec, labeled *lease.RenewScript, name, holder, label string, leaseTime time.Duration) {
+	t := &spec.Targets[0]
+	t.Keys = append(slices.Clone(t.Keys), keys.HolderLabel(name, holder))
+	spec.Renewer = labeled
+	WriteLabel(ctx, c, name, holder, label, leaseTime)
+}
+
+// HeldBy adds to err, a contention error, who holds name when its holders
+// have labels: "not acquired (held by pod-7 for 4.2s)". holders are the
+// owner ids the lock records; the first MaxHeldBy are looked at.
+func HeldBy(ctx context.Context, c redis.UniversalClient, name string, holders []string, timeout time.Duration, err error) error {
 	holders = holders[:min(len(holders), MaxHeldBy)]
 	labels := Labels(ctx, c, name, holders, timeout)
 	var parts []string
@@ -89,7 +102,7 @@ func HeldBy(ctx context.Context, c redis.UniversalClient, name string, holders [
 		}
 	}
 	if len(parts) == 0 {
-		return ""
+		return err
 	}
-	return "held by " + strings.Join(parts, ", ")
+	return fmt.Errorf("%w (held by %s)", err, strings.Join(parts, ", "))
 }

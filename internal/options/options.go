@@ -71,11 +71,12 @@ func (c *Config) onlyNew(option string) {
 // configures the primitive itself: the providers, the watchdog, the
 // unlock timeout, a Redlock's node timeout and drift). The options of an
 // acquisition are its lease (WithLeaseTime, or WithWatchdogTimeout for a
-// renewed one), its wait bound and WithHoldScopedToContext. Without opts
-// it returns c itself, at no cost.
-func (c *Config) PerCall(opts []Option) (*Config, string) {
+// renewed one), its wait bound, WithHoldScopedToContext, the holder label
+// and the force-unlock notice; an option primitive does not keep is refused
+// too (Unsupported). Without opts it returns c itself, at no cost.
+func (c *Config) PerCall(primitive string, opts []Option) (*Config, string) {
 	if len(opts) == 0 {
-		return c, ""
+		return c, c.Unsupported(primitive)
 	}
 	call := *c
 	call.Invalid, call.newOnly, call.Given = "", "", Shared{}
@@ -94,7 +95,7 @@ func (c *Config) PerCall(opts []Option) (*Config, string) {
 		call.LeaseTime = 0 // a renewed lease for this call, whatever New set
 	}
 	call.Given = c.Given
-	return &call, ""
+	return &call, call.Unsupported(primitive)
 }
 
 // Shared are the settings a Redlock and its members must agree on: the
