@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/telemetry"
 )
@@ -226,6 +227,9 @@ func (c *Config) Check(client redis.UniversalClient, noun, name string) string {
 	}
 	if name == "" {
 		return "empty " + noun + " name"
+	}
+	if reason := keys.CheckName(name); reason != "" {
+		return reason
 	}
 	return c.Invalid
 }
