@@ -19,6 +19,11 @@ var (
 	ErrLockLost = errors.New("lock lost")
 	// ErrInvalidArgument: bad input; nothing was written to Redis.
 	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrNotReplicated: the acquisition was written, but fewer replicas
+	// of the server acknowledged it than WithMinReplicas asks within the
+	// replica sync timeout (WithReplicaSync), so it was undone: a
+	// failover could have lost it. It matches ErrNotAcquired too.
+	ErrNotReplicated = fmt.Errorf("%w: too few replicas acknowledged", ErrNotAcquired)
 )
 
 // Error is the type of every error the primitives return: it names the

@@ -66,7 +66,7 @@ func FuzzLock(f *testing.F) {
 		defer cancel()
 		require.NoError(t, client.FlushAll(ctx).Err())
 		opts, valid, effective := fuzzOptions(mask, lease, wdt, wait, unlock)
-		valid = valid && name != ""
+		valid = valid && name != "" && keys.CheckName(name) == ""
 		mu := lock.New(client, name, opts...)
 		acquire := mu.TryLock
 		if useLock {

@@ -23,6 +23,7 @@ import (
 	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/owner"
+	"github.com/relock-go/relock/internal/replica"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/internal/workers"
@@ -36,6 +37,7 @@ var (
 	ErrNotHeld         = relock.ErrNotHeld
 	ErrLockLost        = relock.ErrLockLost
 	ErrInvalidArgument = relock.ErrInvalidArgument
+	ErrNotReplicated   = relock.ErrNotReplicated
 )
 
 // Option configures a Mutex; rwlock, semaphore and redlock take the same.
@@ -107,6 +109,26 @@ func WithHolderLabel(s string) Option { return options.WithHolderLabel(s) }
 // connection, and an HEXISTS when a message comes. It may be given to New
 // or to one Lock; other primitives refuse it for now.
 func WithForceUnlockNotice() Option { return options.WithForceUnlockNotice() }
+
+// WithReplicaSync bounds how long an acquisition waits for the replicas
+// of its server to acknowledge it (default 1s; 0 turns replica sync off).
+// Where the server holding the name's slot has replicas online, the
+// acquire script and WAIT <replicas> <timeout> go out in one round trip;
+// if fewer than WithMinReplicas acknowledged, the acquisition is given
+// back (waiters are woken) and counts as a failed try: Lock tries again
+// within its wait bound, TryLock returns ErrNotReplicated (which matches
+// ErrNotAcquired). A server without replicas gets no WAIT and pays
+// nothing. Renewals and releases are not synced: after a failover a
+// released lock may show as held until its lease runs out, and a renewal
+// the new master missed shortens the hold to the lease last replicated.
+// The default is shortened to half the client's read timeout when that is
+// 2s or less; a timeout given here must be below it. It may be given to
+// New or to one acquisition; a Redlock takes it from each member.
+func WithReplicaSync(timeout time.Duration) Option { return options.WithReplicaSync(timeout) }
+
+// WithMinReplicas is how many replicas must acknowledge an acquisition
+// when its server has replicas (default 1); see WithReplicaSync.
+func WithMinReplicas(n int) Option { return options.WithMinReplicas(n) }
 
 // WithWatchdog sets the watchdog that renews leases (default:
 // watchdog.Default(), shared by the process). Tests pass one with a fake
@@ -305,7 +327,7 @@ type attempt struct {
 
 func (a *attempt) Try(ctx context.Context) (acquire.Result, error) {
 	a.sentAt = a.wd.Now()
-	c, tok, ttl, err := a.m.tryOnce(ctx, a.owner, a.lease, a.mode, a.latch)
+	c, tok, ttl, err := a.m.tryOnce(ctx, a.cfg.ReplicaPolicy(), a.owner, a.lease, a.mode, a.latch)
 	a.uncertain = err != nil && errs.MayHaveRun(err)
 	if err != nil || c == 0 {
 		return acquire.Result{TTL: ttl}, err
@@ -410,7 +432,10 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 	var w *notify.Waiter
 	var c notify.Claimant
 	yield := false
-	if passOn {
+	// A hand-over writes the next owner's grant inside the release, with
+	// no WAIT after it: on a server with replicas the next waiter takes
+	// the lock with a try of its own instead.
+	if passOn && !replica.Needed(ctx, m.client, m.cfg.ReplicaPolicy(), m.name) {
 		w, c, yield = m.hub.Reserve(m.channel)
 	}
 	if w != nil {
@@ -432,36 +457,6 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 		return res, err
 	}
 	return m.runUnlock(ctx, ownerID, leaseTime, timeout)
-}
-
-// tryOnce runs the acquire script once for ownerID in mode; latch names
-// the acquire latch (modeLatch). It returns the hold count after it (0
-// when another owner holds the lock, for ttl) and the token.
-func (m *Mutex) tryOnce(ctx context.Context, ownerID string, lease time.Duration, mode any, latch string) (count, token int64, ttl time.Duration, err error) {
-	var latchArg any = m.nameArg // a key of the slot, unused without a latch
-	if latch != "" {
-		latchArg = latch
-	}
-	cmd := acquireScript.Call(ctx, m.client, 3, m.nameArg, m.tokenArg, latchArg, m.msArg(lease), ownerID, mode, m.cfg.LatchArg(m.cfg.UnlockTimeout))
-	if err := cmd.Err(); err != nil {
-		return 0, 0, 0, err
-	}
-	switch v := cmd.Val().(type) {
-	case int64: // the lock was free: its token
-		return 1, v, 0, nil
-	case []any:
-		if len(v) == 2 {
-			c, ok1 := v[0].(int64)
-			n, ok2 := v[1].(int64)
-			switch {
-			case ok1 && ok2 && c == 0:
-				return 0, 0, time.Duration(n) * time.Millisecond, nil
-			case ok1 && ok2:
-				return c, n, 0, nil
-			}
-		}
-	}
-	return 0, 0, 0, fmt.Errorf("unexpected reply %v", cmd.Val())
 }
 
 // runUnlock runs the unlock script until it answers or timeout passes,
@@ -591,7 +586,7 @@ func (m *Mutex) redlockNode() (member.Node, error) {
 		Reenter: []hold.Key{m.key()},
 		TTL:     m.TTL,
 		Try: func(ctx context.Context, ownerID string, lease time.Duration) (bool, int64, time.Duration, error) {
-			count, token, ttl, err := m.tryOnce(ctx, ownerID, lease, modeNone, "")
+			count, token, ttl, err := m.tryOnce(ctx, m.cfg.ReplicaPolicy(), ownerID, lease, modeNone, "")
 			return count > 0, token, ttl, err
 		},
 		Release: func(ctx context.Context, ownerID string, timeout time.Duration) (bool, error) {

@@ -1,6 +1,9 @@
 package lock
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // A reply lost after the acquire script ran (a read timeout, a broken
 // connection) must not leave a grant in Redis that nobody was told of.
@@ -24,16 +27,24 @@ var (
 // (give_back.lua undoes exactly the count that run added).
 // Bounded by the unlock timeout; nothing of the caller waits for it.
 func (m *Mutex) giveBack(ctx context.Context, a *attempt) {
+	go func() { _ = m.undo(ctx, a.owner, a.latch, a.lease) }()
+}
+
+// undo gives back the count one acquisition of owner took (or may have
+// taken): through its acquire latch when it had one, else as the owner's
+// last count (a re-entered member of a Redlock is decremented instead),
+// waking the waiters when the lock becomes free. It is retried for the
+// unlock timeout, regardless of ctx's cancellation.
+func (m *Mutex) undo(ctx context.Context, owner, latch string, lease time.Duration) error {
 	ctx = context.WithoutCancel(ctx)
 	timeout := m.cfg.UnlockTimeout
-	go func() {
-		if a.latch != "" {
-			n, err := giveBackScript.CallRetrying(ctx, m.client, timeout, 3, m.name, a.latch, m.channel, a.owner, unlockMessage, m.publishArg).Int64()
-			if err == nil && n == 1 {
-				m.hub.Release(m.channel)
-			}
-			return
+	if latch != "" {
+		n, err := giveBackScript.CallRetrying(ctx, m.client, timeout, 3, m.name, latch, m.channel, owner, unlockMessage, m.publishArg).Int64()
+		if err == nil && n == 1 {
+			m.hub.Release(m.channel)
 		}
-		_, _ = m.releaseLast(ctx, a.owner, a.lease, timeout, false, nil)
-	}()
+		return err
+	}
+	_, err := m.releaseLast(ctx, owner, lease, timeout, false, nil)
+	return err
 }

@@ -104,7 +104,7 @@ func FuzzRedlock(f *testing.F) {
 			valid = valid && drift >= 0
 		}
 		n := int(count % (fuzzMasters + 1))
-		valid = valid && n > 0 && name != ""
+		valid = valid && n > 0 && name != "" && keys.CheckName(name) == ""
 		members := make([]redlock.Member, n)
 		kindOf := make([]int, n)
 		for i := range n {

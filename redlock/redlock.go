@@ -33,6 +33,7 @@ var (
 	ErrNotHeld         = relock.ErrNotHeld
 	ErrLockLost        = relock.ErrLockLost
 	ErrInvalidArgument = relock.ErrInvalidArgument
+	ErrNotReplicated   = relock.ErrNotReplicated
 )
 
 // Member is a lock on one Redis that a Redlock can drive: *lock.Mutex,
@@ -202,6 +203,8 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 		l.id.Invalid = "no members"
 	case l.cfg.Invalid != "":
 		l.id.Invalid = l.cfg.Invalid
+	case l.cfg.Unsupported(l.primitive()) != "":
+		l.id.Invalid = l.cfg.Unsupported(l.primitive())
 	}
 	l.quorum = len(l.nodes)/2 + 1
 	if multi {

@@ -76,7 +76,7 @@ func FuzzRWMutex(f *testing.F) {
 		defer cancel()
 		require.NoError(t, client.FlushAll(ctx).Err())
 		opts, valid, effective := fuzzOptions(mask, lease, wdt, wait, unlock)
-		valid = valid && name != ""
+		valid = valid && name != "" && keys.CheckName(name) == ""
 		rw := rwlock.New(client, name, opts...)
 		op %= fuzzOps
 		write := op >= fuzzWrite

@@ -19,17 +19,25 @@ var (
 // that run counted, and is taken away so the count goes back once.
 // Bounded by twice the unlock timeout; nothing of the caller waits for it.
 func (rw *RWMutex) giveBack(ctx context.Context, s access, ownerID, latch string) {
+	go func() { _ = rw.undo(ctx, s, ownerID, latch) }()
+}
+
+// undo gives back the count one acquisition of side s took (or may have
+// taken), as giveBack describes, waking the waiters when the lock becomes
+// free; each step is retried for the unlock timeout, regardless of ctx's
+// cancellation.
+func (rw *RWMutex) undo(ctx context.Context, s access, ownerID, latch string) error {
 	ctx = context.WithoutCancel(ctx)
 	timeout := rw.cfg.UnlockTimeout
-	go func() {
-		if latch != "" {
-			n, err := giveBack.CallRetrying(ctx, rw.client, timeout, 1, latch).Int64()
-			if err != nil || n == 0 {
-				return
-			}
+	if latch != "" {
+		n, err := giveBack.CallRetrying(ctx, rw.client, timeout, 1, latch).Int64()
+		if err != nil || n == 0 {
+			return err
 		}
-		if n, err := rw.runRelease(ctx, s, ownerID, timeout); err == nil && n == 1 {
-			rw.hub.Release(rw.channel)
-		}
-	}()
+	}
+	n, err := rw.runRelease(ctx, s, ownerID, timeout)
+	if err == nil && n == 1 {
+		rw.hub.Release(rw.channel)
+	}
+	return err
 }

@@ -35,6 +35,7 @@ var (
 	ErrNotHeld         = relock.ErrNotHeld
 	ErrLockLost        = relock.ErrLockLost
 	ErrInvalidArgument = relock.ErrInvalidArgument
+	ErrNotReplicated   = relock.ErrNotReplicated
 	// ErrUpgradeNotSupported: an owner holding only the read lock asked for
 	// the write lock. Waiting would deadlock (the writer would wait for its
 	// own read lock), so it is refused at once.
@@ -70,6 +71,15 @@ func WithHoldScopedToContext() Option { return options.WithHoldScopedToContext()
 // WithNameInMetrics: see lock.WithNameInMetrics (off by default, for
 // cardinality).
 func WithNameInMetrics() Option { return options.WithNameInMetrics() }
+
+// WithReplicaSync bounds how long an acquisition waits for the replicas
+// of its server to acknowledge it (default 1s; 0: off); see
+// lock.WithReplicaSync.
+func WithReplicaSync(timeout time.Duration) Option { return options.WithReplicaSync(timeout) }
+
+// WithMinReplicas is how many replicas must acknowledge an acquisition
+// (default 1); see lock.WithReplicaSync.
+func WithMinReplicas(n int) Option { return options.WithMinReplicas(n) }
 
 // WithWatchdog: see lock.WithWatchdog.
 func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog((*lease.Watchdog)(w)) }
@@ -278,7 +288,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 		if s == write && acquire.Queued(ctx) {
 			member = ownerID // only the head of the local queue marks
 		}
-		c, tok, ttl, err := rw.tryOnce(ctx, s, ownerID, leaseTime, member, mode, latch)
+		c, tok, ttl, err := rw.tryOnce(ctx, cfg.ReplicaPolicy(), s, ownerID, leaseTime, member, mode, latch)
 		uncertain = err != nil && errs.MayHaveRun(err)
 		if err != nil || c == 0 {
 			marked = marked || member != ""
@@ -377,34 +387,6 @@ func (rw *RWMutex) newHold(ctx context.Context, cfg *options.Config, s access, o
 
 func (rw *RWMutex) latch() string {
 	return owner.RequestKey(rw.latchPrefix)
-}
-
-// tryOnce runs side s's acquire script once for ownerID: the count after
-// it (0 when it must wait, for ttl) and the token. member marks a waiting
-// writer ("" for none); mode and latch (the acquire latch, with
-// modeLatch) make a second run return the first run's grant.
-func (rw *RWMutex) tryOnce(ctx context.Context, s access, ownerID string, leaseTime time.Duration, member string, mode any, latch string) (count, token int64, ttl time.Duration, err error) {
-	latchKey := rw.name // a key of the slot, unused without a latch
-	if latch != "" {
-		latchKey = latch
-	}
-	var vals []int64
-	if s == read {
-		vals, err = readAcquire.Call(ctx, rw.client, 6, rw.name, rw.timeoutPrefix(ownerID), rw.waiters, rw.tokenKey, rw.prefix, latchKey, leaseTime.Milliseconds(), ownerID, ownerID+":write", mode, rw.cfg.LatchArg(rw.cfg.UnlockTimeout)).Int64Slice()
-	} else {
-		vals, err = writeAcquire.Call(ctx, rw.client, 5, rw.name, rw.waiters, rw.tokenKey, rw.prefix, latchKey, leaseTime.Milliseconds(), ownerID+":write", ownerID, member, mode, rw.cfg.LatchArg(rw.cfg.UnlockTimeout)).Int64Slice()
-	}
-	switch {
-	case err != nil:
-		return 0, 0, 0, err
-	case len(vals) != 2:
-		return 0, 0, 0, fmt.Errorf("unexpected reply %v", vals)
-	case vals[0] == -1:
-		return 0, 0, 0, ErrUpgradeNotSupported
-	case vals[0] == 0:
-		return 0, 0, time.Duration(vals[1]) * time.Millisecond, nil
-	}
-	return vals[0], vals[1], 0, nil
 }
 
 // runRelease runs side s's release script for ownerID until it answers or
@@ -553,7 +535,7 @@ func (s *Side) redlockNode() (member.Node, error) {
 		Reenter: []hold.Key{rw.key(read), rw.key(write)},
 		TTL:     rw.TTL,
 		Try: func(ctx context.Context, ownerID string, leaseTime time.Duration) (bool, int64, time.Duration, error) {
-			count, token, ttl, err := rw.tryOnce(ctx, sd, ownerID, leaseTime, "", modeNone, "")
+			count, token, ttl, err := rw.tryOnce(ctx, rw.cfg.ReplicaPolicy(), sd, ownerID, leaseTime, "", modeNone, "")
 			return count > 0, token, ttl, err
 		},
 		Release: func(ctx context.Context, ownerID string, timeout time.Duration) (bool, error) {

@@ -77,7 +77,7 @@ func FuzzSemaphore(f *testing.F) {
 		defer cancel()
 		require.NoError(t, client.FlushAll(ctx).Err())
 		opts, optsValid, effective := fuzzOptions(mask, lease, wdt, wait, unlock)
-		semValid := optsValid && name != "" && size > 0 && size <= fuzzExactSize
+		semValid := optsValid && name != "" && keys.CheckName(name) == "" && size > 0 && size <= fuzzExactSize
 		valid := semValid && n > 0 && n <= size
 		s := semaphore.New(client, name, size, opts...)
 		acquire := s.TryAcquire

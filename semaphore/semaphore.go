@@ -24,6 +24,7 @@ import (
 	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/owner"
+	"github.com/relock-go/relock/internal/replica"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/tracing"
@@ -36,6 +37,7 @@ var (
 	ErrNotHeld         = relock.ErrNotHeld
 	ErrLockLost        = relock.ErrLockLost
 	ErrInvalidArgument = relock.ErrInvalidArgument
+	ErrNotReplicated   = relock.ErrNotReplicated
 	// ErrSizeMismatch: Redis records another size for this semaphore than
 	// the Semaphore was built with (another process disagrees); see Resize.
 	ErrSizeMismatch = errors.New("semaphore size mismatch")
@@ -69,6 +71,15 @@ func WithHoldScopedToContext() Option { return options.WithHoldScopedToContext()
 // WithNameInMetrics: see lock.WithNameInMetrics (off by default, for
 // cardinality).
 func WithNameInMetrics() Option { return options.WithNameInMetrics() }
+
+// WithReplicaSync bounds how long an acquisition waits for the replicas
+// of its server to acknowledge it (default 1s; 0: off); see
+// lock.WithReplicaSync.
+func WithReplicaSync(timeout time.Duration) Option { return options.WithReplicaSync(timeout) }
+
+// WithMinReplicas is how many replicas must acknowledge an acquisition
+// (default 1); see lock.WithReplicaSync.
+func WithMinReplicas(n int) Option { return options.WithMinReplicas(n) }
 
 // WithWatchdog sets the watchdog that renews permits.
 func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog((*lease.Watchdog)(w)) }
@@ -247,6 +258,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 	// uncertain: the last try failed after its script may have run, so
 	// Redis may hold permits nobody was told of.
 	uncertain := false
+	sync := cfg.ReplicaPolicy()
 	try := func(ctx context.Context) (acquire.Result, error) {
 		waiterID := ""
 		if acquire.Queued(ctx) {
@@ -255,8 +267,9 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 		s.resizing.RLock()
 		size := s.size.Load() // a Resize of this Semaphore during the wait counts
 		sentAt = wd.Now()
-		vals, err := acquireScript.Call(ctx, s.client, 6, s.name, s.permits, s.weights, s.waiters, s.marks, s.channel, size, n, permitID, leaseTime.Milliseconds(), waiterID, s.hub.PublishCommand(), min(leaseTime, maxMarkLife).Milliseconds(), s.sizePolicy()).Int64Slice()
+		cmd, acks := replica.Call(ctx, s.client, sync, acquireScript, 6, s.name, s.permits, s.weights, s.waiters, s.marks, s.channel, size, n, permitID, leaseTime.Milliseconds(), waiterID, s.hub.PublishCommand(), min(leaseTime, maxMarkLife).Milliseconds(), s.sizePolicy())
 		s.resizing.RUnlock()
+		vals, err := cmd.Int64Slice()
 		uncertain = err != nil && errs.MayHaveRun(err)
 		if err != nil {
 			return acquire.Result{}, err
@@ -266,6 +279,14 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 		}
 		switch vals[0] {
 		case 1:
+			if !sync.Enough(acks) {
+				// Too few replicas acknowledged: the permits go back.
+				if err := s.undo(ctx, permitID); err != nil {
+					uncertain = true
+					return acquire.Result{}, fmt.Errorf("%d of %d replicas acknowledged, and giving the permits back failed: %w", acks.Got, acks.Want, err)
+				}
+				return acquire.Result{}, sync.Err(acks)
+			}
 			return acquire.Result{Acquired: true}, nil
 		case 0:
 			marked = waiterID != ""
@@ -348,12 +369,18 @@ func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string) {
 // they would stay taken by nobody until their lease ran out. Bounded by
 // the unlock timeout; nothing of the caller waits for it.
 func (s *Semaphore) giveBack(ctx context.Context, permitID string) {
-	ctx = context.WithoutCancel(ctx)
-	go func() {
-		if n, err := s.runRelease(ctx, permitID); err == nil && n == 1 {
-			s.hub.Release(s.channel)
-		}
-	}()
+	go func() { _ = s.undo(ctx, permitID) }()
+}
+
+// undo releases the permits one acquisition took (or may have taken),
+// waking the waiters, retried for the unlock timeout regardless of ctx's
+// cancellation.
+func (s *Semaphore) undo(ctx context.Context, permitID string) error {
+	n, err := s.runRelease(context.WithoutCancel(ctx), permitID)
+	if err == nil && n == 1 {
+		s.hub.Release(s.channel)
+	}
+	return err
 }
 
 // runRelease runs the release script for permitID until it answers or the

@@ -67,6 +67,11 @@ const (
 // reports those as OutcomeNotAcquired and OutcomeCancelled.
 const OutcomeTimeout = "timeout"
 
+// OutcomeNotReplicated is the metrics' outcome of an acquire refused
+// because too few replicas acknowledged its write (ErrNotReplicated); the
+// acquire span reports it as OutcomeNotAcquired, with ReplicasAcked.
+const OutcomeNotReplicated = "not_replicated"
+
 // How a hold ended (HoldEnd values).
 const (
 	// EndReleased: Unlock, RUnlock or Release gave it back.

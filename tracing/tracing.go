@@ -41,6 +41,10 @@ const (
 	Quorum         = attribute.Key("redlock.quorum")
 	NodesWon       = attribute.Key("redlock.nodes_won")
 	ValidityMillis = attribute.Key("redlock.validity_ms")
+	// ReplicasAcked is how many replicas acknowledged the try that
+	// acquired (or was undone for too few), set when replica sync sent a
+	// WAIT (WithReplicaSync).
+	ReplicasAcked = attribute.Key("lock.replicas_acked")
 )
 
 // Outcome values.

@@ -134,7 +134,9 @@ func (r Record) End(ctx context.Context, err error, attempts int, elapsed time.D
 	case err == nil:
 	case errors.Is(err, errs.ErrNotAcquired):
 		outcome, metric = tracing.OutcomeNotAcquired, telemetry.NotAcquired
-		if !r.Once && r.Wait > 0 && elapsed >= r.Wait {
+		if errors.Is(err, errs.ErrNotReplicated) {
+			metric = telemetry.NotReplicated // the reason the wait ended, if it did
+		} else if !r.Once && r.Wait > 0 && elapsed >= r.Wait {
 			metric = telemetry.Timeout // the wait bound passed
 		}
 	case ctx.Err() != nil && errors.Is(err, context.Cause(ctx)):
@@ -207,6 +209,7 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 	}
 
 	var res Result
+	var bo backoff
 	tried := false
 	if req.Once || req.Direct || !req.Hub.Waiting(req.Channel) {
 		attempts++
@@ -216,11 +219,16 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 			// that end (the wait bound, the caller's cause). Any other
 			// error of the first try is returned at once: Redis could not
 			// be reached when the acquire began, and the caller hears so
-			// rather than waiting for an outage to end.
+			// rather than waiting for an outage to end. Replicas that did
+			// not acknowledge are a failed try: a waiter tries again.
 			if d := done(); d != nil {
 				return attempts, d
 			}
-			return attempts, err
+			if req.Once || !errors.Is(err, errs.ErrNotReplicated) {
+				return attempts, err
+			}
+			lastErr = err
+			res = Result{TTL: bo.next()}
 		}
 		if res.Acquired {
 			return attempts, nil
@@ -239,7 +247,6 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 		}
 	}
 
-	var bo backoff
 	w, err := req.Hub.Join(ctx, req.Channel, req.Shared)
 	for err != nil {
 		if d := done(); d != nil {

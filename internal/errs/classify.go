@@ -19,7 +19,8 @@ import (
 // keeps waiting through it rather than giving up: the network (a dial
 // error, a reset or closed connection, a timeout), a Redis that is
 // loading, failing over or resharding (LOADING, READONLY, MASTERDOWN,
-// CLUSTERDOWN, TRYAGAIN), busy with a script (BUSY) or out of
+// CLUSTERDOWN, TRYAGAIN, MOVED, ASK), replicas that did not acknowledge
+// an acquisition in time (ErrNotReplicated), busy with a script (BUSY) or out of
 // connections. Not transient: an invalid argument, an error Redis replied
 // for the script (those would recur), a closed client, a context's end.
 func Transient(err error) bool {
@@ -29,6 +30,8 @@ func Transient(err error) bool {
 		errors.Is(err, redis.ErrClosed),
 		errors.Is(err, context.Canceled):
 		return false
+	case errors.Is(err, ErrNotReplicated):
+		return true // the replicas may catch up
 	}
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
@@ -54,6 +57,9 @@ func Transient(err error) bool {
 // transientReplies are the prefixes of Redis error replies that pass.
 var transientReplies = []string{
 	"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY ", "max number of clients",
+	// A redirection the client did not follow (replica sync sends to the
+	// slot's node itself): the slot map moves on.
+	"MOVED ", "ASK ",
 }
 
 // MayHaveRun reports whether a call that failed with err may still have
@@ -66,6 +72,7 @@ func MayHaveRun(err error) bool {
 	var oerr *net.OpError
 	switch {
 	case err == nil, errors.As(err, &rerr), errors.Is(err, redis.Nil),
+		errors.Is(err, ErrNotReplicated), // undone by the try that found it
 		errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout),
 		errors.Is(err, redis.ErrPoolExhausted):
 		return false

@@ -14,6 +14,7 @@ var (
 	ErrNotHeld         = relock.ErrNotHeld
 	ErrLockLost        = relock.ErrLockLost
 	ErrInvalidArgument = relock.ErrInvalidArgument
+	ErrNotReplicated   = relock.ErrNotReplicated
 )
 
 // Error is relock.Error.

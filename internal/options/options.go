@@ -13,6 +13,7 @@ import (
 
 	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/lease"
+	"github.com/relock-go/relock/internal/replica"
 	"github.com/relock-go/relock/internal/telemetry"
 )
 
@@ -20,6 +21,9 @@ import (
 const (
 	DefaultWatchdogTimeout = 30 * time.Second
 	DefaultUnlockTimeout   = 5 * time.Second
+	// DefaultReplicaSync bounds the WAIT of an acquisition on a server
+	// with replicas (Redisson's default too).
+	DefaultReplicaSync = time.Second
 )
 
 // Config is what the options set.
@@ -42,6 +46,10 @@ type Config struct {
 	// differs from its own.
 	RecordedSize bool
 	Watchdog     *lease.Watchdog
+	// ReplicaSync bounds the WAIT after an acquisition on a server with
+	// replicas (0: no WAIT); MinReplicas must acknowledge.
+	ReplicaSync time.Duration
+	MinReplicas int
 	// Redlock: per-node timeout (default lease/10) and clock drift
 	// allowance (default lease/100 + 2 ms).
 	NodeTimeout time.Duration
@@ -56,6 +64,8 @@ type Config struct {
 	Invalid string
 
 	latchArg any // LatchLife(UnlockTimeout), boxed once
+	// replicaGiven: WithReplicaSync or WithMinReplicas was given.
+	replicaGiven bool
 	// newOnly names the first option given that configures the primitive
 	// itself (New), which one acquisition cannot take.
 	newOnly string
@@ -156,7 +166,8 @@ type Option func(*Config)
 
 // Apply returns the configuration of opts over the defaults.
 func Apply(opts []Option) Config {
-	c := Config{WatchdogTimeout: DefaultWatchdogTimeout, UnlockTimeout: DefaultUnlockTimeout, Drift: -1}
+	c := Config{WatchdogTimeout: DefaultWatchdogTimeout, UnlockTimeout: DefaultUnlockTimeout, Drift: -1,
+		ReplicaSync: DefaultReplicaSync, MinReplicas: 1}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
@@ -231,7 +242,10 @@ func (c *Config) Check(client redis.UniversalClient, noun, name string) string {
 	if reason := keys.CheckName(name); reason != "" {
 		return reason
 	}
-	return c.Invalid
+	if c.Invalid != "" {
+		return c.Invalid
+	}
+	return c.checkReadTimeout(client)
 }
 
 // LatchLife is how long (ms) the latch of a call retried within timeout
@@ -323,6 +337,67 @@ func (c *Config) Unsupported(primitive string) string {
 		return "WithHolderLabel is kept for lock, rwlock and semaphore holds, not yet for " + primitive
 	case c.ForceUnlockNotice && primitive != "lock":
 		return "WithForceUnlockNotice is kept for lock.Mutex holds, not yet for " + primitive
+	case c.replicaGiven && (primitive == "redlock" || primitive == "multilock"):
+		return "replica sync is set on each member (lock.New, rwlock.New), whose server it concerns, not on the Redlock"
+	}
+	return ""
+}
+
+// ReplicaPolicy is how an acquisition's write is acknowledged.
+func (c *Config) ReplicaPolicy() replica.Policy {
+	return replica.Policy{Timeout: c.ReplicaSync, Min: c.MinReplicas}
+}
+
+// WithReplicaSync: see lock.WithReplicaSync.
+func WithReplicaSync(timeout time.Duration) Option {
+	return func(c *Config) {
+		c.replicaGiven = true
+		if timeout < 0 || (timeout > 0 && timeout < time.Millisecond) {
+			c.invalid("replica sync timeout %v must be 0 (off) or at least 1ms (WAIT counts milliseconds)", timeout)
+			return
+		}
+		c.ReplicaSync = timeout.Truncate(time.Millisecond)
+	}
+}
+
+// WithMinReplicas: see lock.WithMinReplicas.
+func WithMinReplicas(n int) Option {
+	return func(c *Config) {
+		c.replicaGiven = true
+		if n < 1 {
+			c.invalid("min replicas %d must be at least 1 (WithReplicaSync(0) turns replica sync off)", n)
+			return
+		}
+		c.MinReplicas = n
+	}
+}
+
+// checkReadTimeout says why client's read timeout would cut a WAIT of
+// c.ReplicaSync short ("" when it would not). The default timeout is
+// shortened to half the read timeout instead: a client set to read fast
+// keeps working unless the caller asked for the longer WAIT.
+func (c *Config) checkReadTimeout(client redis.UniversalClient) string {
+	if c.ReplicaSync <= 0 {
+		return ""
+	}
+	var rt time.Duration
+	switch cl := client.(type) {
+	case *redis.Client:
+		rt = cl.Options().ReadTimeout
+	case *redis.ClusterClient:
+		rt = cl.Options().ReadTimeout
+	default:
+		return ""
+	}
+	if rt == 0 {
+		rt = 3 * time.Second // go-redis's default
+	}
+	if rt > 0 && rt <= c.ReplicaSync && !c.replicaGiven {
+		c.ReplicaSync = max(rt/2, time.Millisecond).Truncate(time.Millisecond)
+		return ""
+	}
+	if rt > 0 && rt <= c.ReplicaSync {
+		return fmt.Sprintf("replica sync timeout %v must be below the client's read timeout %v, which would cut the WAIT short", c.ReplicaSync, rt)
 	}
 	return ""
 }

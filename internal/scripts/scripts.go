@@ -103,6 +103,20 @@ func (s *Script) send(ctx context.Context, c redis.UniversalClient, nkeys int, a
 	return cmd
 }
 
+// Cmds returns the EVALSHA command of a call and the EVAL command that
+// replaces it after a NOSCRIPT reply, for a caller that sends the script
+// on a pipeline of its own (argv as Call takes it).
+func (s *Script) Cmds(ctx context.Context, nkeys int, argv ...any) (evalsha func() *redis.Cmd, eval func() *redis.Cmd) {
+	a := append(make([]any, 3, 3+len(argv)), argv...)
+	a[0], a[1], a[2] = "evalsha", s.hash, nkeys
+	return func() *redis.Cmd { return newCmd(ctx, nkeys, a) },
+		func() *redis.Cmd {
+			e := slices.Clone(a)
+			e[0], e[1] = "eval", s.src
+			return newCmd(ctx, nkeys, e)
+		}
+}
+
 func newCmd(ctx context.Context, nkeys int, a []any) *redis.Cmd {
 	cmd := redis.NewCmd(ctx, a...)
 	if nkeys > 0 {

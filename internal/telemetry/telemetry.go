@@ -35,12 +35,13 @@ const (
 	Timeout
 	Cancelled
 	Error
+	NotReplicated
 	nOutcomes
 )
 
 var outcomeNames = [nOutcomes]string{
 	tracing.OutcomeAcquired, tracing.OutcomeNotAcquired, tracing.OutcomeTimeout,
-	tracing.OutcomeCancelled, tracing.OutcomeError,
+	tracing.OutcomeCancelled, tracing.OutcomeError, tracing.OutcomeNotReplicated,
 }
 
 // String is the outcome's attribute value.

@@ -1,0 +1,13 @@
+// Package replica has an acquisition acknowledged by the replicas of the
+// server that wrote it before the acquisition counts: the acquire script
+// and WAIT <replicas> <timeout> go out on one connection in one round
+// trip, so that a failover promoting one of those replicas keeps the
+// hold. Call is that round trip, for every primitive alike; Policy says
+// how long to wait and how many acknowledgements are enough, and a
+// primitive gives back an acquisition that did not get them. The number
+// of replicas of each server a client reaches is learned once (INFO
+// replication, or ROLE) and read again when it may have changed: after a
+// network error, a redirection or a short WAIT, and every 10 s in the
+// round trip of a call. A server without replicas is sent the script
+// alone, through the client's batch, as if replica sync were off.
+package replica

@@ -1,0 +1,339 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/relock-go/relock/internal/errs"
+	"github.com/relock-go/relock/internal/perclient"
+	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/tracing"
+)
+
+// Policy is how an acquisition's write is acknowledged by replicas.
+type Policy struct {
+	// Timeout bounds the WAIT; 0 turns replica sync off.
+	Timeout time.Duration
+	// Min is how many replicas must acknowledge (at least 1).
+	Min int
+}
+
+// Acks is what the WAIT of one call answered.
+type Acks struct {
+	Want int // replicas the WAIT asked for; 0: no WAIT was sent
+	Got  int // replicas that acknowledged
+}
+
+// Enough reports whether the write is acknowledged as p asks: no WAIT was
+// sent (sync off, or a server without replicas), or Min replicas
+// acknowledged.
+func (p Policy) Enough(a Acks) bool { return a.Want == 0 || a.Got >= p.Min }
+
+// Err is the error of a write too few replicas acknowledged: it matches
+// ErrNotReplicated and ErrNotAcquired.
+func (p Policy) Err(a Acks) error {
+	return fmt.Errorf("%w: %d of %d replicas acknowledged within %v, %d required",
+		errs.ErrNotReplicated, a.Got, a.Want, p.Timeout, p.Min)
+}
+
+// refreshEvery is how long a server's replica count is trusted before it is
+// read again, in the round trip of the next call: a replica attached to a
+// server that had none is waited for from then on. (A variable for the
+// tests.)
+var refreshEvery = 10 * time.Second
+
+// movedRetries bounds the resends of a call a cluster node answered MOVED
+// or ASK (the script did not run), while the client learns the new slot
+// map.
+const movedRetries = 3
+
+// Call runs s as s.Call does, the first of argv being a key of the slot
+// it writes. When p is on and the server that holds that slot has replicas
+// online, WAIT <replicas> <p.Timeout> follows it on the same connection,
+// in the same round trip, and Acks says what it answered; a server with no
+// replica gets the script alone, through the client's batch, as s.Call
+// sends it. The replica count of each server is learned once (INFO
+// replication) and read again every 10 s, after an error that may
+// mean a failover, a reconnection or a resharding, and after a WAIT that
+// fewer replicas answered than were asked.
+func Call(ctx context.Context, c redis.UniversalClient, p Policy, s *scripts.Script, nkeys int, argv ...any) (*redis.Cmd, Acks) {
+	if p.Timeout <= 0 {
+		return s.Call(ctx, c, nkeys, argv...), Acks{}
+	}
+	key, _ := argv[0].(string)
+	for retry := 0; ; retry++ {
+		node, srv, err := route(ctx, c, key)
+		if errors.Is(err, errUnsupported) {
+			return s.Call(ctx, c, nkeys, argv...), Acks{}
+		}
+		if err != nil {
+			return failed(ctx, err), Acks{}
+		}
+		n, refresh, err := srv.count(ctx, node)
+		if err != nil {
+			return failed(ctx, err), Acks{}
+		}
+		if n == 0 && !refresh {
+			cmd := s.Call(ctx, c, nkeys, argv...)
+			if cmd.Err() != nil && errs.Transient(cmd.Err()) {
+				srv.stale()
+			}
+			return cmd, Acks{}
+		}
+		cmd, acks := srv.send(ctx, node, p, s, n, refresh, nkeys, argv)
+		if err := cmd.Err(); err != nil {
+			if moved(err) && retry < movedRetries {
+				if cc, ok := c.(*redis.ClusterClient); ok {
+					cc.ReloadState(ctx)
+				}
+				if !sleep(ctx, time.Duration(retry+1)*20*time.Millisecond) {
+					return cmd, acks
+				}
+				continue
+			}
+			return cmd, acks
+		}
+		if acks.Want > 0 {
+			if span := trace.SpanFromContext(ctx); span.IsRecording() {
+				span.SetAttributes(tracing.ReplicasAcked.Int(acks.Got))
+			}
+		}
+		return cmd, acks
+	}
+}
+
+// Needed reports whether a write of key under p may need a WAIT: p is on
+// and the key's server has replicas, or it is not known yet whether it
+// has. It sends nothing. A write that cannot be synced otherwise (a
+// lock handed to the next waiter inside a release) is made another way
+// when it is.
+func Needed(ctx context.Context, c redis.UniversalClient, p Policy, key string) bool {
+	if p.Timeout <= 0 {
+		return false
+	}
+	switch c.(type) {
+	case *redis.Client, *redis.ClusterClient:
+	default:
+		return false
+	}
+	_, srv, err := route(ctx, c, key)
+	return err != nil || srv.n.Load() != 0
+}
+
+// send runs the script and, when n > 0, WAIT n on one pipeline of node;
+// refresh adds INFO replication to read the replica count anew.
+func (srv *server) send(ctx context.Context, node *redis.Client, p Policy, s *scripts.Script, n int, refresh bool, nkeys int, argv []any) (*redis.Cmd, Acks) {
+	evalsha, eval := s.Cmds(ctx, nkeys, argv...)
+	cmd := evalsha()
+	wait, info := pipeline(ctx, node, cmd, p, n, refresh)
+	if scripts.IsNoScript(cmd.Err()) {
+		// Not in this server's cache (a restart, a failover): EVAL loads
+		// it, and the WAIT follows it again.
+		cmd = eval()
+		wait, info = pipeline(ctx, node, cmd, p, n, refresh)
+	}
+	if refresh {
+		var rerr redis.Error
+		switch r, err := info.Result(); {
+		case err == nil:
+			srv.set(parseReplicas(r))
+		case errors.As(err, &rerr):
+			srv.set(srv.known()) // INFO refused: keep what ROLE said
+		default:
+			srv.stale()
+		}
+	}
+	if err := cmd.Err(); err != nil {
+		if errs.Transient(err) || moved(err) {
+			srv.stale()
+		}
+		return cmd, Acks{}
+	}
+	acks := Acks{Want: n}
+	if wait != nil {
+		got, err := wait.Result()
+		if err != nil {
+			// The script ran; its write is not known to be acknowledged.
+			srv.stale()
+			return cmd, acks
+		}
+		acks.Got = int(got)
+		if acks.Got < n {
+			srv.stale() // a replica may have gone
+		}
+	}
+	return cmd, acks
+}
+
+func pipeline(ctx context.Context, node *redis.Client, cmd *redis.Cmd, p Policy, n int, refresh bool) (wait *redis.IntCmd, info *redis.StringCmd) {
+	pipe := node.Pipeline()
+	_ = pipe.Process(ctx, cmd)
+	if n > 0 {
+		wait = redis.NewIntCmd(ctx, "wait", n, p.Timeout.Milliseconds())
+		_ = pipe.Process(ctx, wait)
+	}
+	if refresh {
+		info = pipe.Info(ctx, "replication")
+	}
+	_, _ = pipe.Exec(ctx)
+	return wait, info
+}
+
+func failed(ctx context.Context, err error) *redis.Cmd {
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(err)
+	return cmd
+}
+
+var errUnsupported = errors.New("replica sync: client type not supported")
+
+// servers holds the replica counts of each client's servers.
+var servers perclient.Map[*topology]
+
+type topology struct {
+	single server   // a *redis.Client's one server
+	nodes  sync.Map // a cluster's: node address -> *server
+}
+
+func newTopology(redis.UniversalClient) *topology {
+	t := &topology{}
+	t.single.n.Store(unknown)
+	return t
+}
+
+// route returns the client that reaches key's server and that server's
+// state.
+func route(ctx context.Context, c redis.UniversalClient, key string) (*redis.Client, *server, error) {
+	switch cl := c.(type) {
+	case *redis.Client:
+		return cl, &servers.Get(c, newTopology).single, nil
+	case *redis.ClusterClient:
+		node, err := cl.MasterForKey(ctx, key)
+		if err != nil {
+			return nil, nil, err
+		}
+		t := servers.Get(c, newTopology)
+		addr := node.Options().Addr
+		if v, ok := t.nodes.Load(addr); ok {
+			return node, v.(*server), nil
+		}
+		srv := &server{}
+		srv.n.Store(unknown)
+		v, _ := t.nodes.LoadOrStore(addr, srv)
+		return node, v.(*server), nil
+	}
+	return nil, nil, errUnsupported
+}
+
+// unknown is the count of a server not asked yet, or whose count is stale.
+const unknown = -1
+
+// server is what is known of one server's replicas.
+type server struct {
+	n          atomic.Int64 // online replicas, or unknown
+	checked    atomic.Int64 // when n was read (unix ns)
+	refreshing atomic.Bool  // a call carries an INFO to read n anew
+}
+
+// count returns the server's replica count, asking the server when it is
+// unknown; refresh tells the caller to carry an INFO in its round trip.
+func (srv *server) count(ctx context.Context, node *redis.Client) (n int, refresh bool, err error) {
+	if v := srv.n.Load(); v != unknown {
+		due := time.Since(time.Unix(0, srv.checked.Load())) > refreshEvery
+		return int(v), due && srv.refreshing.CompareAndSwap(false, true), nil
+	}
+	n, err = ask(ctx, node)
+	if err != nil {
+		return 0, false, err
+	}
+	srv.set(n)
+	return n, false, nil
+}
+
+// ask reads the server's online replicas from INFO replication, or from
+// ROLE where INFO is refused (a proxy, a managed service, an embedded
+// server); a server that refuses both is taken to have none: no WAIT can
+// be counted on there.
+func ask(ctx context.Context, node *redis.Client) (int, error) {
+	r, err := node.Info(ctx, "replication").Result()
+	if err == nil {
+		return parseReplicas(r), nil
+	}
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return 0, err
+	}
+	role, err := node.Do(ctx, "role").Slice()
+	if err != nil {
+		if errors.As(err, &rerr) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	return parseRole(role), nil
+}
+
+// parseRole counts the replicas in a master's ROLE reply: "master",
+// offset, then one [ip, port, offset] per connected replica.
+func parseRole(role []any) int {
+	if len(role) < 3 || role[0] != "master" {
+		return 0
+	}
+	replicas, _ := role[2].([]any)
+	return len(replicas)
+}
+
+func (srv *server) set(n int) {
+	srv.checked.Store(time.Now().UnixNano())
+	srv.n.Store(int64(n))
+	srv.refreshing.Store(false)
+}
+
+func (srv *server) known() int { return max(int(srv.n.Load()), 0) }
+
+func (srv *server) stale() {
+	srv.n.Store(unknown)
+	srv.refreshing.Store(false)
+}
+
+// parseReplicas counts the online replicas in an INFO replication reply
+// (lines "slave<i>:ip=…,port=…,state=online,…"); a server that is itself
+// a replica has none to wait for.
+func parseReplicas(info string) int {
+	n := 0
+	for line := range strings.Lines(info) {
+		line = strings.TrimSpace(line)
+		if line == "role:slave" {
+			return 0
+		}
+		if strings.HasPrefix(line, "slave") && strings.Contains(line, ":ip=") && strings.Contains(line, ",state=online,") {
+			n++
+		}
+	}
+	return n
+}
+
+// moved reports a cluster's redirection: the script did not run.
+func moved(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && (strings.HasPrefix(rerr.Error(), "MOVED ") || strings.HasPrefix(rerr.Error(), "ASK "))
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,238 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/testkit/redistest"
+	"github.com/relock-go/relock/lock"
+	"github.com/relock-go/relock/rwlock"
+	"github.com/relock-go/relock/semaphore"
+)
+
+// waitCalls is the number of WAIT commands the server has run (INFO
+// commandstats).
+func waitCalls(t *testing.T, ctx context.Context, c *redis.Client) int {
+	t.Helper()
+	info, err := c.Info(ctx, "commandstats").Result()
+	require.NoError(t, err)
+	for line := range strings.Lines(info) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_wait:calls="); ok {
+			n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			require.NoError(t, err)
+			return n
+		}
+	}
+	return 0
+}
+
+// pipelines records the commands of every pipeline a client sends.
+type pipelines struct {
+	mu   sync.Mutex
+	seen [][]string
+}
+
+func (p *pipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (p *pipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (p *pipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		names := make([]string, len(cmds))
+		for i, c := range cmds {
+			names[i] = c.Name()
+		}
+		p.mu.Lock()
+		p.seen = append(p.seen, names)
+		p.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+// withWait counts the pipelines that carried a script and its WAIT.
+func (p *pipelines) withWait() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, cmds := range p.seen {
+		if len(cmds) >= 2 && strings.HasPrefix(cmds[0], "eval") && cmds[1] == "wait" {
+			n++
+		}
+	}
+	return n
+}
+
+// acquireAll takes and gives back every kind of hold once on c: a lock
+// and its re-entry, a read and a write lock, semaphore permits.
+func acquireAll(t *testing.T, ctx context.Context, c redis.UniversalClient, opts ...lock.Option) {
+	t.Helper()
+	mu := lock.New(c, "job", opts...)
+	held, err := mu.TryLock(ctx)
+	require.NoError(t, err)
+	inner, err := mu.Lock(held)
+	require.NoError(t, err)
+	require.NoError(t, mu.Unlock(inner))
+	require.NoError(t, mu.Unlock(held))
+
+	rw := rwlock.New(c, "doc", opts...)
+	r, err := rw.RLock(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rw.RUnlock(r))
+	w, err := rw.Lock(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rw.Unlock(w))
+
+	sem := semaphore.New(c, "pool", 3, opts...)
+	p, err := sem.Acquire(ctx, 2)
+	require.NoError(t, err)
+	require.NoError(t, sem.Release(p))
+}
+
+// Replica sync sends WAIT, in the script's round trip, where the server
+// has replicas, and never where it has none.
+func TestReplicaSyncWaitsOnlyWithReplicas(t *testing.T) {
+	ctx := ctxT(t)
+	t.Run("no replica", func(t *testing.T) {
+		s := redistest.StartServer(t)
+		c := s.Client(t)
+		acquireAll(t, ctx, c)
+		require.Zero(t, waitCalls(t, ctx, c), "a server without replicas runs no WAIT")
+	})
+	t.Run("one replica", func(t *testing.T) {
+		g := redistest.StartReplicated(t, 1)
+		c := g.Master.Client(t)
+		var p pipelines
+		c.AddHook(&p)
+		acquireAll(t, ctx, c)
+		// The lock, its re-entry, the read and write locks, the permits.
+		// The first round loaded the scripts (NOSCRIPT, then EVAL and its
+		// WAIT again); the second sends each once.
+		before, pipes := waitCalls(t, ctx, c), p.withWait()
+		acquireAll(t, ctx, c)
+		// The lock, its re-entry, the read and write locks, the permits.
+		require.Equal(t, 5, waitCalls(t, ctx, c)-before)
+		require.Equal(t, 5, p.withWait()-pipes, "each WAIT rides on its script's pipeline")
+
+		before = waitCalls(t, ctx, c)
+		acquireAll(t, ctx, c, lock.WithReplicaSync(0))
+		require.Equal(t, before, waitCalls(t, ctx, c), "WithReplicaSync(0) sends no WAIT")
+	})
+}
+
+// With the replica stalled, an acquisition is refused within the sync
+// timeout as not replicated, and leaves no hold behind; replica sync off,
+// the same acquisition is granted at once, known to the master only.
+func TestReplicaSyncStalledReplica(t *testing.T) {
+	ctx := ctxT(t)
+	g := redistest.StartReplicated(t, 1)
+	c := g.Master.Client(t)
+	const timeout = 300 * time.Millisecond
+	synced := lock.WithReplicaSync(timeout)
+
+	// Learn the replica count while the replica answers.
+	acquireAll(t, ctx, c, synced)
+	g.Replicas[0].Pause(t)
+
+	requireRefused := func(err error, took time.Duration) {
+		t.Helper()
+		require.ErrorIs(t, err, lock.ErrNotReplicated)
+		require.ErrorIs(t, err, lock.ErrNotAcquired)
+		require.ErrorContains(t, err, "0 of 1 replicas acknowledged")
+		require.GreaterOrEqual(t, took, timeout, "WAIT waited its timeout")
+		require.Less(t, took, 10*timeout, "refused within the timeout, not hung")
+		var rerr *relock.Error
+		require.True(t, errors.As(err, &rerr))
+	}
+	start := time.Now()
+	_, err := lock.New(c, "job", synced).TryLock(ctx)
+	requireRefused(err, time.Since(start))
+	require.Contains(t, err.Error(), `"job"`)
+
+	start = time.Now()
+	_, err = rwlock.New(c, "doc", synced).TryLock(ctx)
+	requireRefused(err, time.Since(start))
+	start = time.Now()
+	_, err = rwlock.New(c, "doc", synced).TryRLock(ctx)
+	requireRefused(err, time.Since(start))
+	start = time.Now()
+	_, err = semaphore.New(c, "pool", 3, synced).TryAcquire(ctx, 2)
+	requireRefused(err, time.Since(start))
+
+	// A waiting Lock tries again until its wait bound, then says why.
+	start = time.Now()
+	_, err = lock.New(c, "job", synced).Lock(ctx, lock.WithWaitTimeout(4*timeout))
+	require.ErrorIs(t, err, lock.ErrNotAcquired)
+	require.ErrorIs(t, err, lock.ErrNotReplicated)
+	require.GreaterOrEqual(t, time.Since(start), 4*timeout)
+
+	// Nothing is held: only the fencing counters (which never go back)
+	// and the latches of the give-backs (which answer a resend) remain,
+	// each with its TTL.
+	keys, err := c.Keys(ctx, "*").Result()
+	require.NoError(t, err)
+	for _, k := range keys {
+		require.True(t, strings.HasPrefix(k, "redisson_lock_token:") || strings.HasPrefix(k, "redisson_unlock_latch:") || strings.HasPrefix(k, "relock_acquire_latch:"), "key %q left behind", k)
+		ttl, err := c.PTTL(ctx, k).Result()
+		require.NoError(t, err)
+		require.Positive(t, ttl, k)
+	}
+
+	// What replica sync is for: without it the grant comes at once, and
+	// the replica does not have it.
+	held, err := lock.New(c, "job", lock.WithReplicaSync(0)).TryLock(ctx)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, lock.New(c, "job").Unlock(held)) }()
+
+	// The replica back in sync, a waiting Lock of another name succeeds.
+	g.Replicas[0].Resume()
+	g.WaitInSync(t, 20*time.Second)
+	other, err := lock.New(c, "other", synced).Lock(ctx)
+	require.NoError(t, err)
+	require.NoError(t, lock.New(c, "other").Unlock(other))
+}
+
+// A waiter woken by a release whose acquisition is then refused for want
+// of replicas gives the lock back: the waiters behind it are woken, and
+// one of them takes it once the replica is back.
+func TestReplicaSyncUndoWakesWaiters(t *testing.T) {
+	ctx := ctxT(t)
+	g := redistest.StartReplicated(t, 1)
+	c := g.Master.Client(t)
+	synced := lock.WithReplicaSync(200 * time.Millisecond)
+	mu := lock.New(c, "job", synced)
+	held, err := mu.Lock(ctx)
+	require.NoError(t, err)
+
+	other := g.Master.Client(t) // another process
+	got := make(chan error, 1)
+	go func() {
+		h, err := lock.New(other, "job", synced).Lock(ctx, lock.WithWaitTimeout(15*time.Second))
+		if err == nil {
+			err = lock.New(other, "job").Unlock(h)
+		}
+		got <- err
+	}()
+	require.Eventually(t, func() bool {
+		n, err := redistest.Subscribers(ctx, c, "redisson_lock__channel:{job}")
+		return err == nil && n > 0
+	}, 5*time.Second, 10*time.Millisecond)
+
+	g.Replicas[0].Pause(t)
+	require.NoError(t, mu.Unlock(held))
+	// The waiter tries, is refused, gives the lock back and tries again,
+	// granted nothing while the replica is stalled.
+	select {
+	case err := <-got:
+		t.Fatalf("acquired while the replica was stalled: %v", err)
+	case <-time.After(time.Second):
+	}
+	g.Replicas[0].Resume()
+	require.NoError(t, <-got)
+}

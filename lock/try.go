@@ -1,0 +1,54 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/replica"
+)
+
+// tryOnce runs the acquire script once for ownerID in mode; latch names
+// the acquire latch (modeLatch). It returns the hold count after it (0
+// when another owner holds the lock, for ttl) and the token. An
+// acquisition too few replicas acknowledged (sync) is given back, and
+// reported as ErrNotReplicated.
+func (m *Mutex) tryOnce(ctx context.Context, sync replica.Policy, ownerID string, lease time.Duration, mode any, latch string) (count, token int64, ttl time.Duration, err error) {
+	var latchArg any = m.nameArg // a key of the slot, unused without a latch
+	if latch != "" {
+		latchArg = latch
+	}
+	cmd, acks := replica.Call(ctx, m.client, sync, acquireScript, 3, m.nameArg, m.tokenArg, latchArg, m.msArg(lease), ownerID, mode, m.cfg.LatchArg(m.cfg.UnlockTimeout))
+	if err := cmd.Err(); err != nil {
+		return 0, 0, 0, err
+	}
+	count, token, ttl, err = parseAcquire(cmd)
+	if err != nil || count == 0 || sync.Enough(acks) {
+		return count, token, ttl, err
+	}
+	if err := m.undo(ctx, ownerID, latch, lease); err != nil {
+		return 0, 0, 0, fmt.Errorf("%d of %d replicas acknowledged, and giving the acquisition back failed: %w", acks.Got, acks.Want, err)
+	}
+	return 0, 0, 0, sync.Err(acks)
+}
+
+func parseAcquire(cmd *redis.Cmd) (count, token int64, ttl time.Duration, err error) {
+	switch v := cmd.Val().(type) {
+	case int64: // the lock was free: its token
+		return 1, v, 0, nil
+	case []any:
+		if len(v) == 2 {
+			c, ok1 := v[0].(int64)
+			n, ok2 := v[1].(int64)
+			switch {
+			case ok1 && ok2 && c == 0:
+				return 0, 0, time.Duration(n) * time.Millisecond, nil
+			case ok1 && ok2:
+				return c, n, 0, nil
+			}
+		}
+	}
+	return 0, 0, 0, fmt.Errorf("unexpected reply %v", cmd.Val())
+}

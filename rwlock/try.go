@@ -1,0 +1,49 @@
+package rwlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/replica"
+)
+
+// tryOnce runs side s's acquire script once for ownerID: the count after
+// it (0 when it must wait, for ttl) and the token. member marks a waiting
+// writer ("" for none); mode and latch (the acquire latch, with
+// modeLatch) make a second run return the first run's grant. An
+// acquisition too few replicas acknowledged (sync) is given back, and
+// reported as ErrNotReplicated.
+func (rw *RWMutex) tryOnce(ctx context.Context, sync replica.Policy, s access, ownerID string, leaseTime time.Duration, member string, mode any, latch string) (count, token int64, ttl time.Duration, err error) {
+	latchKey := rw.name // a key of the slot, unused without a latch
+	if latch != "" {
+		latchKey = latch
+	}
+	var cmd *redis.Cmd
+	var acks replica.Acks
+	if s == read {
+		cmd, acks = replica.Call(ctx, rw.client, sync, readAcquire, 6, rw.name, rw.timeoutPrefix(ownerID), rw.waiters, rw.tokenKey, rw.prefix, latchKey, leaseTime.Milliseconds(), ownerID, ownerID+":write", mode, rw.cfg.LatchArg(rw.cfg.UnlockTimeout))
+	} else {
+		cmd, acks = replica.Call(ctx, rw.client, sync, writeAcquire, 5, rw.name, rw.waiters, rw.tokenKey, rw.prefix, latchKey, leaseTime.Milliseconds(), ownerID+":write", ownerID, member, mode, rw.cfg.LatchArg(rw.cfg.UnlockTimeout))
+	}
+	vals, err := cmd.Int64Slice()
+	switch {
+	case err != nil:
+		return 0, 0, 0, err
+	case len(vals) != 2:
+		return 0, 0, 0, fmt.Errorf("unexpected reply %v", vals)
+	case vals[0] == -1:
+		return 0, 0, 0, ErrUpgradeNotSupported
+	case vals[0] == 0:
+		return 0, 0, time.Duration(vals[1]) * time.Millisecond, nil
+	}
+	if sync.Enough(acks) {
+		return vals[0], vals[1], 0, nil
+	}
+	if err := rw.undo(ctx, s, ownerID, latch); err != nil {
+		return 0, 0, 0, fmt.Errorf("%d of %d replicas acknowledged, and giving the acquisition back failed: %w", acks.Got, acks.Want, err)
+	}
+	return 0, 0, 0, sync.Err(acks)
+}
