@@ -19,7 +19,12 @@ type shard struct {
 	// subscriptions dropped before Redis confirmed them: they come ahead
 	// of the reply to a later SUBSCRIBE of the channel and must not be
 	// taken for its confirmation.
-	stale  map[string]int
+	stale map[string]int
+	// own counts, per channel, the SUNSUBSCRIBE replies due for the
+	// unsubscriptions the hub sent on a sharded connection: any other
+	// sunsubscribe is the server's own, dropping a channel whose slot
+	// left the node (a resharding, a failover).
+	own map[string]int
 	linger *time.Timer
 	closed bool
 	done   chan struct{} // closed with closed, ends the receive backoff
@@ -60,7 +65,7 @@ func (h *Hub) shardLocked(ctx context.Context, channel string) (*shard, error) {
 	if s := h.shards[addr]; s != nil {
 		return s, nil
 	}
-	s := &shard{addr: addr, chans: map[string]*channelState{}, stale: map[string]int{}, done: make(chan struct{})}
+	s := &shard{addr: addr, chans: map[string]*channelState{}, stale: map[string]int{}, own: map[string]int{}, done: make(chan struct{})}
 	if node != nil {
 		s.ps, s.ssub = node.SSubscribe(ctx), true
 	} else {
@@ -119,7 +124,9 @@ func (h *Hub) forgetLocked(s *shard, channel string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if s.ssub {
-		_ = s.ps.SUnsubscribe(ctx, channel)
+		if s.ps.SUnsubscribe(ctx, channel) == nil {
+			s.own[channel]++
+		}
 	} else {
 		_ = s.ps.Unsubscribe(ctx, channel)
 	}
@@ -163,9 +170,14 @@ func (h *Hub) receive(s *shard) {
 			// Redis refused a (S)SUBSCRIBE (NOPERM, MOVED...): the connection
 			// is intact and nothing was resubscribed, so keep the counts, and
 			// fail the waiters that wait for a confirmation instead of
-			// leaving them to wait for ever.
+			// leaving them to wait for ever. A MOVED channel is moved to
+			// the slot's new node.
+			var moved []string
 			h.mu.Lock()
-			for _, st := range s.chans {
+			for ch, st := range s.chans {
+				if len(st.pending) > 0 && s.ssub && strings.HasPrefix(refused.Error(), "MOVED ") {
+					moved = append(moved, ch)
+				}
 				for _, p := range st.pending {
 					p.err = err
 					close(p.ready)
@@ -173,6 +185,7 @@ func (h *Hub) receive(s *shard) {
 				st.pending = nil
 			}
 			h.mu.Unlock()
+			h.moveWhenKnown(s, moved)
 			continue
 		}
 		if err != nil {
@@ -191,6 +204,7 @@ func (h *Hub) receive(s *shard) {
 			// subscribes all channels again on reconnect; the replies due
 			// on the old connection will never come.
 			clear(s.stale)
+			clear(s.own)
 			for ch, st := range s.chans {
 				st.sent, st.confirmed = 1, 0
 				st.resync = true
@@ -202,6 +216,12 @@ func (h *Hub) receive(s *shard) {
 				}
 			}
 			h.mu.Unlock()
+			if s.ssub {
+				// The node may have failed over: a channel whose slot
+				// has another master now moves there (checked again at
+				// every retry of the connection).
+				h.move(s, h.channelsOf(s))
+			}
 			select {
 			case <-time.After(backoff):
 			case <-s.done:
@@ -215,8 +235,13 @@ func (h *Hub) receive(s *shard) {
 		case *redis.Message:
 			h.deliver(m.Channel)
 		case *redis.Subscription:
-			if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
+			switch m.Kind {
+			case "subscribe", "ssubscribe":
 				h.confirm(s, m.Channel)
+			case "sunsubscribe":
+				if h.dropped(s, m.Channel) {
+					h.moveWhenKnown(s, []string{m.Channel})
+				}
 			}
 		}
 	}

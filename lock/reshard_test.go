@@ -1,0 +1,82 @@
+package lock_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/testkit/redistest"
+	"github.com/relock-go/relock/lock"
+)
+
+// A waiter's subscription follows its lock's slot when the slot moves to
+// another master: the old master drops the shard channel (sunsubscribe),
+// the waiter subscribes on the new one, and the unlock published there
+// wakes it at once, not at its fallback timer (the 30 s lease).
+func TestSlotMigrationWakesWaiters(t *testing.T) {
+	ctx := ctxT(t)
+	_, servers := redistest.StartCluster(t, 2)
+	if servers == nil {
+		return
+	}
+	holderClient := redistest.NewClusterClient(servers)
+	defer holderClient.Close()
+	const name = "reshard:job"
+	channel := channelOf(name)
+	mu := lock.New(holderClient, name)
+	held, err := mu.Lock(ctx)
+	require.NoError(t, err)
+
+	type woke struct {
+		i int
+		acquired
+	}
+	waiters := make([]*redis.ClusterClient, 3) // three processes wait
+	results := make(chan woke, len(waiters))
+	for i := range waiters {
+		waiters[i] = redistest.NewClusterClient(servers)
+		defer waiters[i].Close()
+		go func() {
+			r := <-lockAsync(lock.New(waiters[i], name), ctx)
+			results <- woke{i, r}
+		}()
+	}
+	require.Eventually(t, func() bool {
+		n, err := redistest.Subscribers(ctx, holderClient, channel)
+		return err == nil && n == int64(len(waiters))
+	}, 10*time.Second, 10*time.Millisecond, "the waiters subscribed")
+
+	slot := keys.Slot(name)
+	from, err := holderClient.MasterForKey(ctx, name)
+	require.NoError(t, err)
+	to := servers[0]
+	if to.Addr == from.Options().Addr {
+		to = servers[1]
+	}
+	require.NoError(t, redistest.MoveSlot(ctx, servers, slot, to))
+	newOwner := to.Client(t)
+	require.Eventually(t, func() bool {
+		res, err := newOwner.PubSubShardNumSub(ctx, channel).Result()
+		return err == nil && res[channel] == int64(len(waiters))
+	}, 10*time.Second, 10*time.Millisecond, "the waiters followed the slot to its new master")
+
+	// Each unlock, published on the new master, wakes the next waiter:
+	// well within the 30 s lease its fallback timer would wait.
+	unlock := func() error { return mu.Unlock(held) }
+	for range waiters {
+		unlocked := time.Now()
+		require.NoError(t, unlock())
+		select {
+		case w := <-results:
+			require.NoError(t, w.err)
+			t.Logf("waiter %d took the lock %v after the unlock", w.i, time.Since(unlocked))
+			unlock = func() error { return lock.New(waiters[w.i], name).Unlock(w.ctx) }
+		case <-time.After(10 * time.Second):
+			t.Fatal("no waiter woke within 10 s of the unlock (the lease is 30 s)")
+		}
+	}
+	require.NoError(t, unlock())
+}
