@@ -24,7 +24,7 @@ type shard struct {
 	// unsubscriptions the hub sent on a sharded connection: any other
 	// sunsubscribe is the server's own, dropping a channel whose slot
 	// left the node (a resharding, a failover).
-	own map[string]int
+	own    map[string]int
 	linger *time.Timer
 	closed bool
 	done   chan struct{} // closed with closed, ends the receive backoff
