@@ -11,12 +11,16 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/telemetry/telemetrytest"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/rwlock"
 	"github.com/relock-go/relock/semaphore"
+	"github.com/relock-go/relock/tracing"
 )
 
 // waitCalls is the number of WAIT commands the server has run (INFO
@@ -235,4 +239,44 @@ func TestReplicaSyncUndoWakesWaiters(t *testing.T) {
 	}
 	g.Replicas[0].Resume()
 	require.NoError(t, <-got)
+}
+
+// A refusal for want of replicas is counted under its own outcome, and the
+// acquire span says how many replicas acknowledged.
+func TestReplicaSyncTelemetry(t *testing.T) {
+	ctx := ctxT(t)
+	g := redistest.StartReplicated(t, 1)
+	c := g.Master.Client(t)
+	r := telemetrytest.New(t)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	opts := []lock.Option{lock.WithMeterProvider(r.Provider), lock.WithTracerProvider(tp), lock.WithReplicaSync(200 * time.Millisecond)}
+	mu := lock.New(c, "job", opts...)
+	held, err := mu.TryLock(ctx)
+	require.NoError(t, err)
+	require.NoError(t, mu.Unlock(held))
+
+	g.Replicas[0].Pause(t)
+	_, err = mu.TryLock(ctx)
+	require.ErrorIs(t, err, lock.ErrNotReplicated)
+	_, err = mu.Lock(ctx, lock.WithWaitTimeout(500*time.Millisecond))
+	require.ErrorIs(t, err, lock.ErrNotReplicated)
+
+	notReplicated := tracing.Outcome.String(tracing.OutcomeNotReplicated)
+	require.EqualValues(t, 1, r.Sum(t, tracing.MetricAcquisitions, primLock, outAcquired))
+	require.EqualValues(t, 2, r.Sum(t, tracing.MetricAcquisitions, primLock, notReplicated))
+
+	var acked []int64
+	for _, s := range rec.Ended() {
+		if s.Name() != tracing.SpanAcquireLock {
+			continue
+		}
+		for _, kv := range s.Attributes() {
+			if kv.Key == tracing.ReplicasAcked {
+				acked = append(acked, kv.Value.AsInt64())
+			}
+		}
+	}
+	require.Len(t, acked, 3, "each acquire span records its last try's acknowledgements")
+	require.Equal(t, []int64{1, 0, 0}, acked)
 }

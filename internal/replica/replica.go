@@ -28,8 +28,9 @@ type Policy struct {
 
 // Acks is what the WAIT of one call answered.
 type Acks struct {
-	Want int // replicas the WAIT asked for; 0: no WAIT was sent
-	Got  int // replicas that acknowledged
+	Want    int           // replicas the WAIT asked for; 0: no WAIT was sent
+	Got     int           // replicas that acknowledged
+	Timeout time.Duration // the WAIT's
 }
 
 // Enough reports whether the write is acknowledged as p asks: no WAIT was
@@ -40,8 +41,12 @@ func (p Policy) Enough(a Acks) bool { return a.Want == 0 || a.Got >= p.Min }
 // Err is the error of a write too few replicas acknowledged: it matches
 // ErrNotReplicated and ErrNotAcquired.
 func (p Policy) Err(a Acks) error {
+	timeout := a.Timeout
+	if timeout == 0 {
+		timeout = p.Timeout
+	}
 	return fmt.Errorf("%w: %d of %d replicas acknowledged within %v, %d required",
-		errs.ErrNotReplicated, a.Got, a.Want, p.Timeout, p.Min)
+		errs.ErrNotReplicated, a.Got, a.Want, timeout, p.Min)
 }
 
 // refreshEvery is how long a server's replica count is trusted before it is
@@ -58,7 +63,8 @@ const movedRetries = 3
 // Call runs s as s.Call does, the first of argv being a key of the slot
 // it writes. When p is on and the server that holds that slot has replicas
 // online, WAIT <replicas> <p.Timeout> follows it on the same connection,
-// in the same round trip, and Acks says what it answered; a server with no
+// in the same round trip (the timeout shortened to end before ctx's
+// deadline), and Acks says what it answered; a server with no
 // replica gets the script alone, through the client's batch, as s.Call
 // sends it. The replica count of each server is learned once (INFO
 // replication) and read again every 10 s, after an error that may
@@ -67,6 +73,11 @@ const movedRetries = 3
 func Call(ctx context.Context, c redis.UniversalClient, p Policy, s *scripts.Script, nkeys int, argv ...any) (*redis.Cmd, Acks) {
 	if p.Timeout <= 0 {
 		return s.Call(ctx, c, nkeys, argv...), Acks{}
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		// A WAIT cut by the call's deadline would leave the acquisition
+		// unknown: it ends before, and the acquisition is given back.
+		p.Timeout = max(min(p.Timeout, time.Until(dl)*3/4), time.Millisecond).Truncate(time.Millisecond)
 	}
 	key, _ := argv[0].(string)
 	for retry := 0; ; retry++ {
@@ -157,7 +168,7 @@ func (srv *server) send(ctx context.Context, node *redis.Client, p Policy, s *sc
 		}
 		return cmd, Acks{}
 	}
-	acks := Acks{Want: n}
+	acks := Acks{Want: n, Timeout: p.Timeout}
 	if wait != nil {
 		got, err := wait.Result()
 		if err != nil {

@@ -117,20 +117,20 @@ func TestCountLearnedAndRefreshed(t *testing.T) {
 	require.Zero(t, acks.Want)
 	require.Equal(t, infos+2, calls(t, ctx, admin, "info"), "asked in the call's round trip")
 	_, acks = replica.Call(ctx, c, policy, setScript, 1, "k", "v")
-	require.Equal(t, replica.Acks{Want: 1, Got: 1}, acks)
+	require.Equal(t, replica.Acks{Want: 1, Got: 1, Timeout: policy.Timeout}, acks)
 
 	// A stalled replica: the WAIT times out short, and the count is read
 	// anew by the next call.
 	r.Pause(t)
 	start := time.Now()
 	_, acks = replica.Call(ctx, c, policy, setScript, 1, "k", "v")
-	require.Equal(t, replica.Acks{Want: 1, Got: 0}, acks)
+	require.Equal(t, replica.Acks{Want: 1, Got: 0, Timeout: policy.Timeout}, acks)
 	require.GreaterOrEqual(t, time.Since(start), policy.Timeout)
 	r.Resume()
 	g.WaitInSync(t, 20*time.Second)
 	infos = calls(t, ctx, admin, "info")
 	_, acks = replica.Call(ctx, c, policy, setScript, 1, "k", "v")
-	require.Equal(t, replica.Acks{Want: 1, Got: 1}, acks)
+	require.Equal(t, replica.Acks{Want: 1, Got: 1, Timeout: policy.Timeout}, acks)
 	require.Equal(t, infos+2, calls(t, ctx, admin, "info"), "the stale count asked again")
 }
 
