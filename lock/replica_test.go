@@ -280,3 +280,39 @@ func TestReplicaSyncTelemetry(t *testing.T) {
 	require.Len(t, acked, 3, "each acquire span records its last try's acknowledgements")
 	require.Equal(t, []int64{1, 0, 0}, acked)
 }
+
+// On a cluster with replicas, the WAIT goes to the master of the name's
+// slot, on the script's connection, and a stalled replica of that master
+// refuses the acquisition.
+func TestReplicaSyncCluster(t *testing.T) {
+	ctx := ctxT(t)
+	cc, masters, replicas := redistest.StartClusterWithReplicas(t, 2)
+	if cc == nil {
+		return
+	}
+	node, err := cc.MasterForKey(ctx, "job")
+	require.NoError(t, err)
+	var owner, other int
+	for i, m := range masters {
+		if m.Addr == node.Options().Addr {
+			owner = i
+		} else {
+			other = i
+		}
+	}
+	admin := func(i int) *redis.Client { return masters[i].Client(t) }
+	acquireAll(t, ctx, cc) // loads the scripts
+	before := []int{waitCalls(t, ctx, admin(0)), waitCalls(t, ctx, admin(1))}
+	held, err := lock.New(cc, "job").TryLock(ctx)
+	require.NoError(t, err)
+	require.NoError(t, lock.New(cc, "job").Unlock(held))
+	require.Equal(t, before[owner]+1, waitCalls(t, ctx, admin(owner)), "the slot's master ran the WAIT")
+	require.Equal(t, before[other], waitCalls(t, ctx, admin(other)))
+
+	replicas[owner].Pause(t)
+	_, err = lock.New(cc, "job", lock.WithReplicaSync(200*time.Millisecond)).TryLock(ctx)
+	require.ErrorIs(t, err, lock.ErrNotReplicated)
+	n, err := cc.Exists(ctx, "job").Result()
+	require.NoError(t, err)
+	require.Zero(t, n)
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relock-go/relock/internal/keys"
 )
 
 const (
@@ -146,4 +147,85 @@ func parseInfo(s string) map[string]string {
 		}
 	}
 	return m
+}
+
+// StartClusterWithReplicas starts a Redis Cluster as [StartCluster] does,
+// and one replica for each master (CLUSTER REPLICATE), and returns once
+// every replica is in sync and acknowledges writes (WAIT). replicas[i] is
+// the replica of masters[i].
+func StartClusterWithReplicas(t testing.TB, n int, opts ...ServerOption) (cc *redis.ClusterClient, masters, replicas []*Server) {
+	t.Helper()
+	cc, masters = StartCluster(t, n, append([]ServerOption{WithArgs("--repl-diskless-sync-delay", "0")}, opts...)...)
+	if cc == nil {
+		return nil, nil, nil
+	}
+	replicas = StartServers(t, n, append([]ServerOption{clusterMode()}, opts...)...)
+	if len(replicas) != n {
+		return nil, nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	if err := addReplicas(ctx, masters, replicas); err != nil {
+		t.Fatalf("redistest: StartClusterWithReplicas: %v", err)
+		return nil, nil, nil
+	}
+	for i, m := range masters {
+		g := &Replicated{Master: m, Replicas: replicas[i : i+1]}
+		if err := waitReplicaInSync(ctx, m, replicas[i]); err != nil {
+			t.Fatalf("redistest: StartClusterWithReplicas: %v", err)
+			return nil, nil, nil
+		}
+		probe, err := keyOn(ctx, m)
+		if err == nil {
+			err = g.waitAckedOn(ctx, probe)
+		}
+		if err != nil {
+			t.Fatalf("redistest: StartClusterWithReplicas: %v", err)
+			return nil, nil, nil
+		}
+	}
+	return cc, masters, replicas
+}
+
+// keyOn returns a key whose slot master m serves.
+func keyOn(ctx context.Context, m *Server) (string, error) {
+	a := redis.NewClient(&redis.Options{Addr: m.Addr, PoolSize: 1, MaxRetries: -1})
+	defer a.Close()
+	for i := range 10000 {
+		key := "redistest:probe:" + strconv.Itoa(i)
+		owner, err := slotOwner(ctx, a, keys.Slot(key), []*Server{m})
+		if err == nil && owner == m {
+			return key, nil
+		}
+	}
+	return "", fmt.Errorf("%s: no probe key of its slots", m.Addr)
+}
+
+// addReplicas makes replicas[i] a replica of masters[i]: MEET, then
+// REPLICATE once the replica knows its master's id.
+func addReplicas(ctx context.Context, masters, replicas []*Server) error {
+	admin := redis.NewClient(&redis.Options{Addr: masters[0].Addr, PoolSize: 1, MaxRetries: -1})
+	defer admin.Close()
+	for _, r := range replicas {
+		if err := admin.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", r.Port, r.BusPort).Err(); err != nil {
+			return fmt.Errorf("%s: CLUSTER MEET %s: %w", masters[0].Addr, r.Addr, err)
+		}
+	}
+	for i, r := range replicas {
+		m := redis.NewClient(&redis.Options{Addr: masters[i].Addr, PoolSize: 1, MaxRetries: -1})
+		id, err := m.Do(ctx, "CLUSTER", "MYID").Text()
+		_ = m.Close()
+		if err != nil {
+			return fmt.Errorf("%s: CLUSTER MYID: %w", masters[i].Addr, err)
+		}
+		a := redis.NewClient(&redis.Options{Addr: r.Addr, PoolSize: 1, MaxRetries: -1})
+		err = sentinelPoll(ctx, r.Addr+" does not know its master yet", func() error {
+			return a.Do(ctx, "CLUSTER", "REPLICATE", id).Err()
+		})
+		_ = a.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -55,14 +55,20 @@ func StartReplicated(t testing.TB, n int, opts ...ServerOption) *Replicated {
 // every replica: a replica listed online answers WAIT only from its first
 // acknowledgement on, up to a second after its sync.
 func (g *Replicated) waitAcked(ctx context.Context) error {
+	return g.waitAckedOn(ctx, "redistest:probe")
+}
+
+// waitAckedOn is waitAcked with a probe key the master serves (on a
+// cluster, one of its slots).
+func (g *Replicated) waitAckedOn(ctx context.Context, probe string) error {
 	if len(g.Replicas) == 0 {
 		return nil
 	}
 	c := redis.NewClient(&redis.Options{Addr: g.Master.Addr, MaxRetries: -1, PoolSize: 1})
 	defer c.Close()
-	defer c.Del(context.WithoutCancel(ctx), "redistest:probe")
+	defer c.Del(context.WithoutCancel(ctx), probe)
 	return sentinelPoll(ctx, "replicas do not acknowledge", func() error {
-		if err := c.Incr(ctx, "redistest:probe").Err(); err != nil {
+		if err := c.Incr(ctx, probe).Err(); err != nil {
 			return err
 		}
 		n, err := c.Wait(ctx, len(g.Replicas), 100*time.Millisecond).Result()
