@@ -212,3 +212,51 @@ func BenchmarkInterleavedVsFloor(b *testing.B) {
 	b.ReportMetric(float64(relock.Nanoseconds())/float64(b.N)/1000, "relock-µs/pair")
 	b.ReportMetric(float64(floor)/float64(relock), "relock/floor-pairs/s")
 }
+
+// BenchmarkInterleavedVsFloorOneReplica is BenchmarkInterleavedVsFloor on
+// a master with one replica on loopback: relock's pair carries the WAIT of
+// replica sync; the floor is the same unsynced SET NX / delete pair, and
+// the synced floor adds WAIT 1 to the SET NX in one pipeline.
+func BenchmarkInterleavedVsFloorOneReplica(b *testing.B) {
+	g := redistest.StartReplicated(b, 1)
+	rdb := g.Master.Client(b, func(o *redis.Options) { o.PoolSize = 64 })
+	ctx := context.Background()
+	mu := lock.New(rdb, "bench")
+	var floor, synced, relock time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if ok, err := rdb.SetNX(ctx, "raw", "me", 30*time.Second).Result(); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+		if err := cadScript.Run(ctx, rdb, []string{"raw"}, "me").Err(); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		pipe := rdb.Pipeline()
+		set := pipe.SetNX(ctx, "raw", "me", 30*time.Second)
+		wait := redis.NewIntCmd(ctx, "wait", 1, 1000)
+		_ = pipe.Process(ctx, wait)
+		if _, err := pipe.Exec(ctx); err != nil || !set.Val() || wait.Val() != 1 {
+			b.Fatal(err, set.Val(), wait.Val())
+		}
+		if err := cadScript.Run(ctx, rdb, []string{"raw"}, "me").Err(); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		held, err := mu.Lock(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := mu.Unlock(held); err != nil {
+			b.Fatal(err)
+		}
+		relock += time.Since(t2)
+		synced += t2.Sub(t1)
+		floor += t1.Sub(t0)
+	}
+	b.ReportMetric(float64(floor.Nanoseconds())/float64(b.N)/1000, "floor-µs/pair")
+	b.ReportMetric(float64(synced.Nanoseconds())/float64(b.N)/1000, "synced-floor-µs/pair")
+	b.ReportMetric(float64(relock.Nanoseconds())/float64(b.N)/1000, "relock-µs/pair")
+	b.ReportMetric(float64(floor)/float64(relock), "relock/floor-pairs/s")
+	b.ReportMetric(float64(synced)/float64(relock), "relock/synced-floor-pairs/s")
+}

@@ -34,6 +34,22 @@
 // such hand-offs in a row the lock is released through Redis so that
 // waiters of other processes get their turn.
 //
+// # Replicas
+//
+// Where the server holding the name's slot has replicas online, an
+// acquisition (a re-entry too) is granted only once WithMinReplicas of
+// them (default 1) have acknowledged it, within WithReplicaSync (default
+// 1 s): the acquire script and WAIT <replicas> <timeout> go out in one
+// round trip, and an acquisition acknowledged too little is given back
+// and reported as ErrNotReplicated (Lock tries again within its wait
+// bound). So a failover to one of those replicas keeps the hold. Renewals
+// and releases are not synced: after a failover a released lock may look
+// held until its lease runs out, and the hold keeps the lease the replica
+// last had. WAIT is not consensus: a replica that did not acknowledge may
+// be promoted, and a master with no replica online is written without
+// WAIT. The README's guarantees section says more. A server without
+// replicas pays nothing.
+//
 // # Fencing tokens
 //
 // Every acquisition, re-entry and hand-off included, draws its token from

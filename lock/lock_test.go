@@ -24,7 +24,12 @@ import (
 	"github.com/relock-go/relock/watchdog"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(redistest.Main(m)) }
+// A go-redis pool that could not dial a killed node retries in the
+// background, a second apart, until it sees the pool closed: such a
+// goroutine ends within a second of its client's Close.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(redistest.Main(m), goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+}
 
 // each runs f on miniredis and on a real redis-server.
 func each(t *testing.T, f func(t *testing.T, env *redistest.Env)) {

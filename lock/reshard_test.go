@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/keys"
@@ -79,4 +80,77 @@ func TestSlotMigrationWakesWaiters(t *testing.T) {
 		}
 	}
 	require.NoError(t, unlock())
+}
+
+// A waiter's subscription follows its lock's slot through a failover of
+// the cluster: the dead master's connection fails, the slot's promoted
+// replica serves it, the waiters subscribe there, and the holder's unlock
+// (its hold survived: replica sync) wakes them at once.
+func TestClusterFailoverWakesWaiters(t *testing.T) {
+	ctx := ctxT(t)
+	// Three masters: a failover needs the votes of a majority of them.
+	cc, masters, replicas := redistest.StartClusterWithReplicas(t, 3)
+	if cc == nil {
+		return
+	}
+	const name = "failover:job"
+	channel := channelOf(name)
+	node, err := cc.MasterForKey(ctx, name)
+	require.NoError(t, err)
+	owner := 0
+	for i, m := range masters {
+		if m.Addr == node.Options().Addr {
+			owner = i
+		}
+	}
+	servers := append(append([]*redistest.Server{}, masters...), replicas...)
+	holderClient := redistest.NewClusterClient(servers)
+	defer holderClient.Close()
+	mu := lock.New(holderClient, name, lock.WithWatchdogTimeout(15*time.Second))
+	held, err := mu.Lock(ctx)
+	require.NoError(t, err)
+
+	waiter := redistest.NewClusterClient(servers)
+	defer waiter.Close()
+	got := lockAsync(lock.New(waiter, name), ctx)
+	require.Eventually(t, func() bool {
+		n, err := redistest.Subscribers(ctx, holderClient, channel)
+		return err == nil && n == 1
+	}, 10*time.Second, 10*time.Millisecond, "the waiter subscribed")
+
+	masters[owner].Kill()
+	promoted := replicas[owner].Client(t)
+	if !assertEventually(t, func() bool {
+		role, err := promoted.Do(ctx, "ROLE").Slice()
+		return err == nil && len(role) > 0 && role[0] == "master"
+	}, 20*time.Second, "the replica took over") {
+		for _, s := range servers {
+			t.Log(s.LogTail())
+		}
+		t.FailNow()
+	}
+	require.Eventually(t, func() bool {
+		res, err := promoted.PubSubShardNumSub(ctx, channel).Result()
+		return err == nil && res[channel] == 1
+	}, 20*time.Second, 50*time.Millisecond, "the waiter subscribed on the promoted replica")
+
+	require.NoError(t, held.Err(), "the hold survived the failover")
+	unlocking := time.Now()
+	require.NoError(t, mu.Unlock(held))
+	unlocked := time.Now()
+	select {
+	case r := <-got:
+		require.NoError(t, r.err)
+		t.Logf("the unlock took %v; the waiter took the lock %v after it", unlocked.Sub(unlocking), time.Since(unlocked))
+		require.NoError(t, lock.New(waiter, name).Unlock(r.ctx))
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter did not wake within 10 s of the unlock (the lease is 30 s)")
+	}
+}
+
+// assertEventually is require.Eventually without the stop, so that a
+// failure can add what the servers logged.
+func assertEventually(t *testing.T, cond func() bool, within time.Duration, what string) bool {
+	t.Helper()
+	return assert.Eventually(t, cond, within, 50*time.Millisecond, what)
 }

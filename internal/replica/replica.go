@@ -90,6 +90,7 @@ func Call(ctx context.Context, c redis.UniversalClient, p Policy, s *scripts.Scr
 		}
 		n, refresh, err := srv.count(ctx, node)
 		if err != nil {
+			scripts.Unreachable(ctx, c, err)
 			return failed(ctx, err), Acks{}
 		}
 		if n == 0 && !refresh {
@@ -101,6 +102,7 @@ func Call(ctx context.Context, c redis.UniversalClient, p Policy, s *scripts.Scr
 		}
 		cmd, acks := srv.send(ctx, node, p, s, n, refresh, nkeys, argv)
 		if err := cmd.Err(); err != nil {
+			scripts.Unreachable(ctx, c, err)
 			if moved(err) && retry < movedRetries {
 				if cc, ok := c.(*redis.ClusterClient); ok {
 					cc.ReloadState(ctx)

@@ -100,7 +100,22 @@ func (s *Script) send(ctx context.Context, c redis.UniversalClient, nkeys int, a
 		cmd = newCmd(ctx, nkeys, e)
 		_ = c.Process(ctx, cmd)
 	}
+	Unreachable(ctx, c, cmd.Err())
 	return cmd
+}
+
+// Unreachable tells a cluster client that err may mean its slot map is
+// out of date: a node that does not answer may have failed over, and
+// go-redis re-reads the map on its own only after a MOVED (or every
+// 10 s), so the calls sent again would keep going to the dead node.
+func Unreachable(ctx context.Context, c redis.UniversalClient, err error) {
+	var rerr redis.Error
+	if err == nil || errors.As(err, &rerr) || !errs.Transient(err) {
+		return
+	}
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		cc.ReloadState(ctx)
+	}
 }
 
 // Cmds returns the EVALSHA command of a call and the EVAL command that

@@ -211,6 +211,7 @@ func addReplicas(ctx context.Context, masters, replicas []*Server) error {
 			return fmt.Errorf("%s: CLUSTER MEET %s: %w", masters[0].Addr, r.Addr, err)
 		}
 	}
+	ids := make([]string, len(masters))
 	for i, r := range replicas {
 		m := redis.NewClient(&redis.Options{Addr: masters[i].Addr, PoolSize: 1, MaxRetries: -1})
 		id, err := m.Do(ctx, "CLUSTER", "MYID").Text()
@@ -218,6 +219,7 @@ func addReplicas(ctx context.Context, masters, replicas []*Server) error {
 		if err != nil {
 			return fmt.Errorf("%s: CLUSTER MYID: %w", masters[i].Addr, err)
 		}
+		ids[i] = id
 		a := redis.NewClient(&redis.Options{Addr: r.Addr, PoolSize: 1, MaxRetries: -1})
 		err = sentinelPoll(ctx, r.Addr+" does not know its master yet", func() error {
 			return a.Do(ctx, "CLUSTER", "REPLICATE", id).Err()
@@ -227,5 +229,41 @@ func addReplicas(ctx context.Context, masters, replicas []*Server) error {
 			return err
 		}
 	}
+	// Every node must know each replica's master before a failover can
+	// be voted for (a master refuses its vote to a replica it does not
+	// know as the failed master's).
+	for _, s := range append(append([]*Server{}, masters...), replicas...) {
+		a := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 1, MaxRetries: -1})
+		err := sentinelPoll(ctx, s.Addr+" does not know every replica", func() error {
+			nodes, err := a.ClusterNodes(ctx).Result()
+			if err != nil {
+				return err
+			}
+			for i, r := range replicas {
+				if !strings.Contains(nodes, "127.0.0.1:"+strconv.Itoa(r.Port)) ||
+					!replicaOf(nodes, r.Port, ids[i]) {
+					return fmt.Errorf("%s is not yet a replica of %s here", r.Addr, ids[i])
+				}
+			}
+			return nil
+		})
+		_ = a.Close()
+		if err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// replicaOf reports whether CLUSTER NODES lists the node on port as a
+// replica ("slave") of master.
+func replicaOf(nodes string, port int, master string) bool {
+	addr := "127.0.0.1:" + strconv.Itoa(port) + "@"
+	for line := range strings.Lines(nodes) {
+		f := strings.Fields(line)
+		if len(f) > 3 && strings.HasPrefix(f[1], addr) && strings.Contains(f[2], "slave") && f[3] == master {
+			return true
+		}
+	}
+	return false
 }

@@ -126,3 +126,7 @@ func (g *Replicated) WaitInSync(t testing.TB, timeout time.Duration) {
 		t.Fatalf("redistest: WaitInSync: %v", err)
 	}
 }
+
+// LogTail returns the last lines of the server's log, for a test that
+// fails on what the server did (a failover that did not happen, say).
+func (s *Server) LogTail() string { return s.logTail() }
