@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock"
@@ -28,7 +27,6 @@ import (
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/internal/workers"
 	"github.com/relock-go/relock/tracing"
-	"github.com/relock-go/relock/watchdog"
 )
 
 // The sentinel errors, the same values in every relock package.
@@ -40,110 +38,19 @@ var (
 	ErrNotReplicated   = relock.ErrNotReplicated
 )
 
-// Option configures a Mutex; rwlock, semaphore and redlock take the same.
-type Option = options.Option
-
-// WithLeaseTime gives every hold a fixed lease d and no watchdog renewal:
-// the lock frees itself d after it was taken unless unlocked sooner, and
-// the context the acquire returned ends then, with ErrLockLost.
-func WithLeaseTime(d time.Duration) Option { return options.WithLeaseTime(d) }
-
-// WithWatchdogTimeout sets the lease the watchdog keeps renewing (default
-// 30 s, renewed every third of it): how long a crashed holder blocks others.
-func WithWatchdogTimeout(d time.Duration) Option { return options.WithWatchdogTimeout(d) }
-
-// WithWaitTimeout bounds how long Lock waits (ErrNotAcquired after d),
-// without bounding the hold. The first try is made whatever d is (a free
-// lock is taken even when d is shorter than a round trip); it is bounded
-// by ctx and the client's own timeouts.
-func WithWaitTimeout(d time.Duration) Option { return options.WithWaitTimeout(d) }
-
-// WithUnlockTimeout bounds Unlock, which runs on its own timeout because
-// its context may already be done (default 5 s).
-func WithUnlockTimeout(d time.Duration) Option { return options.WithUnlockTimeout(d) }
-
-// WithTracerProvider sets where acquire spans go (default: the global
-// OpenTelemetry provider).
-func WithTracerProvider(tp trace.TracerProvider) Option { return options.WithTracerProvider(tp) }
-
-// WithMeterProvider sets where metrics go (default: the global
-// OpenTelemetry provider): acquire duration and count by outcome, hold
-// duration by how the hold ended, holds currently held; see package
-// tracing for the instrument names. The watchdog's own metrics (renewals,
-// failures, leases lost) are set on the watchdog: watchdog.WithMeterProvider.
-func WithMeterProvider(mp metric.MeterProvider) Option { return options.WithMeterProvider(mp) }
-
-// WithNameInMetrics adds the lock name (attribute lock.name) to the
-// metrics of this primitive. Off by default: every distinct name is a
-// time series of its own in every instrument, which grows without bound
-// where names carry ids ("order:1234"); turn it on only for a few
-// well-known names.
-func WithNameInMetrics() Option { return options.WithNameInMetrics() }
-
-// WithHoldScopedToContext ends a hold when the context given to Lock
-// ends, as database/sql's BeginTx ends a transaction: renewal stops and
-// the hold is released in the background. Without it, that context
-// bounds the wait only (as in x/sync/semaphore, etcd's concurrency.Mutex
-// and redsync), and the hold lasts until Unlock, its loss, or the end of
-// Do.
-func WithHoldScopedToContext() Option { return options.WithHoldScopedToContext() }
-
-// WithHolderLabel names the holder (a pod, a host, a job id) next to its
-// hold, in a key of its own with the hold's lease
-// (relock_holder:{<name>}:<owner>; Redisson's layout is unchanged):
-// `relock ls` shows it, and an acquisition with a label of its own that
-// finds the lock held says by whom and for how long ("held by pod-7 for
-// 4.2s"; one more round trip then). It costs a round trip when the hold
-// is taken and one when it is released. At most 256 bytes, no control
-// characters. It may be given to New or to one Lock, here and to an
-// rwlock.RWMutex or a semaphore.Semaphore (a permit's holder is its permit
-// id); a Redlock refuses it for now.
-func WithHolderLabel(s string) Option { return options.WithHolderLabel(s) }
-
-// WithForceUnlockNotice makes a hold listen for its lock's unlock message
-// while it lasts, so that a ForceUnlock made by another process (or
-// `relock unlock --force`) ends it at once, with ErrLockLost, instead of
-// at its next renewal (up to a third of the lease; a ForceUnlock made in
-// this process is seen at once without it). It costs a subscription of
-// the lock's channel per held name on the client's shared pub/sub
-// connection, and an HEXISTS when a message comes. It may be given to New
-// or to one Lock; other primitives refuse it for now.
-func WithForceUnlockNotice() Option { return options.WithForceUnlockNotice() }
-
-// WithReplicaSync bounds how long an acquisition waits for the replicas
-// of its server to acknowledge it (default 1s; 0 turns replica sync off).
-// Where the server holding the name's slot has replicas online, the
-// acquire script and WAIT <replicas> <timeout> go out in one round trip;
-// if fewer than WithMinReplicas acknowledged, the acquisition is given
-// back (waiters are woken) and counts as a failed try: Lock tries again
-// within its wait bound, TryLock returns ErrNotReplicated (which matches
-// ErrNotAcquired). A server without replicas gets no WAIT and pays
-// nothing. Renewals and releases are not synced: after a failover a
-// released lock may show as held until its lease runs out, and a renewal
-// the new master missed shortens the hold to the lease last replicated.
-// The default is shortened to half the client's read timeout when that is
-// 2s or less; a timeout given here must be below it. It may be given to
-// New or to one acquisition; a Redlock takes it from each member.
-func WithReplicaSync(timeout time.Duration) Option { return options.WithReplicaSync(timeout) }
-
-// WithMinReplicas is how many replicas must acknowledge an acquisition
-// when its server has replicas (default 1); see WithReplicaSync.
-func WithMinReplicas(n int) Option { return options.WithMinReplicas(n) }
-
-// WithWatchdog sets the watchdog that renews leases (default:
-// watchdog.Default(), shared by the process). Tests pass one with a fake
-// clock.
-func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog((*lease.Watchdog)(w)) }
-
 //go:embed lua/*.lua
 var luaFS embed.FS
 
+// wakeLib wakes a lock's waiters: all on its channel, or a fair lock's
+// first waiter on its own.
+var wakeLib = scripts.NewLib(luaFS, "lua/wake.lua")
+
 var (
 	acquireScript    = scripts.Load(luaFS, "lua/acquire.lua", scripts.Fence)
-	unlockScript     = scripts.Load(luaFS, "lua/unlock.lua")
-	unlockLastScript = scripts.Load(luaFS, "lua/unlock_last.lua")
+	unlockScript     = scripts.Load(luaFS, "lua/unlock.lua", wakeLib)
+	unlockLastScript = scripts.Load(luaFS, "lua/unlock_last.lua", wakeLib)
 	transferScript   = scripts.Load(luaFS, "lua/transfer.lua", scripts.Fence)
-	giveBackScript   = scripts.Load(luaFS, "lua/give_back.lua")
+	giveBackScript   = scripts.Load(luaFS, "lua/give_back.lua", wakeLib)
 
 	// renewer renews lock leases in batches (internal/lease).
 	renewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 1, ArgsPer: 1}
@@ -184,12 +91,19 @@ type Mutex struct {
 	tokenArg   any
 	leaseArg   any // the configured lease in ms
 	publishArg any
+	// fair holds a fair lock's waiter list and deadline zset (NewFair),
+	// as script keys; nil for a lock.
+	fair []any
 }
 
 // New returns the Mutex called name on client. It does not touch Redis.
 // Bad arguments (nil client, empty name, a bad option) are reported as
 // ErrInvalidArgument by every method, before anything is written.
 func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
+	return newMutex(client, name, false, opts)
+}
+
+func newMutex(client redis.UniversalClient, name string, fair bool, opts []Option) *Mutex {
 	m := &Mutex{client: client, name: name, cfg: options.Apply(opts)}
 	m.redlockHook = m.redlockNode
 	m.id = base.Ident{Primitive: primitive, Name: name, Invalid: m.cfg.Check(client, "lock", name)}
@@ -206,6 +120,9 @@ func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 	m.leaseArg = m.cfg.Lease().Milliseconds()
 	m.publishArg = m.hub.PublishCommand()
 	m.inst = m.cfg.Instruments(primitive, "", name, tracing.SpanReleaseLock)
+	if fair {
+		m.fair = []any{keys.FairQueue(name), keys.FairTimeouts(name)}
+	}
 	return m
 }
 
@@ -270,6 +187,13 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []Option
 		a.mode = modeLatch
 		a.latch = owner.RequestKey(m.acquireLatchPrefix)
 	}
+	channel := m.channel
+	if m.fair != nil {
+		channel = m.channel + ":" + ownerID // each waiter is woken alone, in turn
+		if !once {
+			a.mark = fairMarkLife
+		}
+	}
 	req := acquire.Request{
 		Tracer:    m.inst.Tracer,
 		SpanName:  tracing.SpanAcquireLock,
@@ -277,7 +201,7 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []Option
 		Owner:     ownerID,
 		Lease:     a.lease,
 		Hub:       m.hub,
-		Channel:   m.channel,
+		Channel:   channel,
 		Direct:    existing != nil,
 		Once:      once,
 		Wait:      cfg.WaitTimeout,
@@ -285,12 +209,15 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []Option
 		Attempt:   a,
 		Metrics:   m.inst.Metrics,
 	}
-	if existing == nil && !once {
+	if existing == nil && !once && m.fair == nil {
 		a.ctx = ctx
 		req.HandOff = a
 	}
 	traced, err := acquire.Do(ctx, req)
 	if err != nil {
+		if a.queued {
+			m.withdraw(ctx, ownerID)
+		}
 		if a.uncertain {
 			m.giveBack(ctx, a)
 		}
@@ -320,6 +247,10 @@ type attempt struct {
 	// uncertain: the last try failed after its script may have run, so
 	// Redis may hold a grant nobody was told of.
 	uncertain bool
+	// mark is a fair lock's waiter's mark life (0: it takes no place in
+	// the list); queued: a try put it there.
+	mark   time.Duration
+	queued bool
 
 	count, token int64
 	sentAt       time.Time
@@ -327,7 +258,8 @@ type attempt struct {
 
 func (a *attempt) Try(ctx context.Context) (acquire.Result, error) {
 	a.sentAt = a.wd.Now()
-	c, tok, ttl, err := a.m.tryOnce(ctx, a.cfg.ReplicaPolicy(), a.owner, a.lease, a.mode, a.latch)
+	c, tok, ttl, err := a.m.tryOnce(ctx, a.cfg.ReplicaPolicy(), a.owner, a.lease, a.mode, a.latch, a.mark)
+	a.queued = a.queued || (a.mark > 0 && err == nil && c == 0)
 	a.uncertain = err != nil && errs.MayHaveRun(err)
 	if err != nil || c == 0 {
 		return acquire.Result{TTL: ttl}, err
@@ -435,14 +367,18 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 	// A hand-over writes the next owner's grant inside the release, with
 	// no WAIT after it: on a server with replicas the next waiter takes
 	// the lock with a try of its own instead.
-	if passOn && !replica.Needed(ctx, m.client, m.cfg.ReplicaPolicy(), m.name) {
+	if passOn && m.fair == nil && !replica.Needed(ctx, m.client, m.cfg.ReplicaPolicy(), m.name) {
 		w, c, yield = m.hub.Reserve(m.channel)
 	}
 	if w != nil {
 		res, err = m.runTransfer(ctx, w, c.(*attempt), ownerID)
 	} else {
-		reply := unlockLastScript.CallRetrying(ctx, m.client, timeout, 2,
-			m.nameArg, m.channelArg, unlockMessage, ownerID, m.publishArg)
+		var reply scripts.Reply
+		if m.fair == nil {
+			reply = unlockLastScript.CallRetrying(ctx, m.client, timeout, 2, m.nameArg, m.channelArg, unlockMessage, ownerID, m.publishArg)
+		} else {
+			reply = unlockLastScript.CallRetrying(ctx, m.client, timeout, 4, m.nameArg, m.channelArg, m.fair[0], m.fair[1], unlockMessage, ownerID, m.publishArg)
+		}
 		res, err = reply.Int64()
 		if err == nil && res == -1 && reply.Retried && (held == nil || !held.Lapsed()) {
 			// The field is gone and an earlier attempt's reply was lost:
@@ -465,7 +401,13 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 // while counts remain.
 func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout time.Duration) (int64, error) {
 	latch := owner.RequestKey(m.latchPrefix)
-	res, err := unlockScript.CallRetrying(ctx, m.client, timeout, 3, m.name, m.channel, latch, unlockMessage, m.msArg(lease), ownerID, m.publishArg, m.cfg.LatchArg(timeout)).Int64()
+	var reply scripts.Reply
+	if m.fair == nil {
+		reply = unlockScript.CallRetrying(ctx, m.client, timeout, 3, m.name, m.channel, latch, unlockMessage, m.msArg(lease), ownerID, m.publishArg, m.cfg.LatchArg(timeout))
+	} else {
+		reply = unlockScript.CallRetrying(ctx, m.client, timeout, 5, m.name, m.channel, latch, m.fair[0], m.fair[1], unlockMessage, m.msArg(lease), ownerID, m.publishArg, m.cfg.LatchArg(timeout))
+	}
+	res, err := reply.Int64()
 	if err == nil && res == 1 {
 		m.hub.Release(m.channel)
 	}
@@ -586,7 +528,7 @@ func (m *Mutex) redlockNode() (member.Node, error) {
 		Reenter: []hold.Key{m.key()},
 		TTL:     m.TTL,
 		Try: func(ctx context.Context, ownerID string, lease time.Duration) (bool, int64, time.Duration, error) {
-			count, token, ttl, err := m.tryOnce(ctx, m.cfg.ReplicaPolicy(), ownerID, lease, modeNone, "")
+			count, token, ttl, err := m.tryOnce(ctx, m.cfg.ReplicaPolicy(), ownerID, lease, modeNone, "", 0)
 			return count > 0, token, ttl, err
 		},
 		Release: func(ctx context.Context, ownerID string, timeout time.Duration) (bool, error) {

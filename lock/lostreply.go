@@ -3,6 +3,8 @@ package lock
 import (
 	"context"
 	"time"
+
+	"github.com/relock-go/relock/internal/scripts"
 )
 
 // A reply lost after the acquire script ran (a read timeout, a broken
@@ -39,7 +41,13 @@ func (m *Mutex) undo(ctx context.Context, owner, latch string, lease time.Durati
 	ctx = context.WithoutCancel(ctx)
 	timeout := m.cfg.UnlockTimeout
 	if latch != "" {
-		n, err := giveBackScript.CallRetrying(ctx, m.client, timeout, 3, m.name, latch, m.channel, owner, unlockMessage, m.publishArg).Int64()
+		var reply scripts.Reply
+		if m.fair == nil {
+			reply = giveBackScript.CallRetrying(ctx, m.client, timeout, 3, m.name, latch, m.channel, owner, unlockMessage, m.publishArg)
+		} else {
+			reply = giveBackScript.CallRetrying(ctx, m.client, timeout, 5, m.name, latch, m.channel, m.fair[0], m.fair[1], owner, unlockMessage, m.publishArg)
+		}
+		n, err := reply.Int64()
 		if err == nil && n == 1 {
 			m.hub.Release(m.channel)
 		}

@@ -14,13 +14,20 @@ import (
 // the acquire latch (modeLatch). It returns the hold count after it (0
 // when another owner holds the lock, for ttl) and the token. An
 // acquisition too few replicas acknowledged (sync) is given back, and
-// reported as ErrNotReplicated.
-func (m *Mutex) tryOnce(ctx context.Context, sync replica.Policy, ownerID string, lease time.Duration, mode any, latch string) (count, token int64, ttl time.Duration, err error) {
+// reported as ErrNotReplicated. A fair lock's waiter takes its place in
+// the list (or keeps it) when mark is its mark life; with 0 it takes none.
+func (m *Mutex) tryOnce(ctx context.Context, sync replica.Policy, ownerID string, lease time.Duration, mode any, latch string, mark time.Duration) (count, token int64, ttl time.Duration, err error) {
 	var latchArg any = m.nameArg // a key of the slot, unused without a latch
 	if latch != "" {
 		latchArg = latch
 	}
-	cmd, acks := replica.Call(ctx, m.client, sync, acquireScript, 3, m.nameArg, m.tokenArg, latchArg, m.msArg(lease), ownerID, mode, m.cfg.LatchArg(m.cfg.UnlockTimeout))
+	var cmd *redis.Cmd
+	var acks replica.Acks
+	if m.fair == nil {
+		cmd, acks = replica.Call(ctx, m.client, sync, acquireScript, 3, m.nameArg, m.tokenArg, latchArg, m.msArg(lease), ownerID, mode, m.cfg.LatchArg(m.cfg.UnlockTimeout))
+	} else {
+		cmd, acks = replica.Call(ctx, m.client, sync, fairAcquireScript, 5, m.nameArg, m.tokenArg, latchArg, m.fair[0], m.fair[1], m.msArg(lease), ownerID, mode, m.cfg.LatchArg(m.cfg.UnlockTimeout), mark.Milliseconds())
+	}
 	if err := cmd.Err(); err != nil {
 		return 0, 0, 0, err
 	}

@@ -39,6 +39,13 @@ func RWLockChannel(name string) string { return Prefix("redisson_rwlock", name) 
 // SemaphoreChannel is the channel of a semaphore's release messages.
 func SemaphoreChannel(name string) string { return Prefix("redisson_sc", name) }
 
+// FairQueue is a fair lock's list of waiters (RFairLock's).
+func FairQueue(name string) string { return Prefix("redisson_lock_queue", name) }
+
+// FairTimeouts is the zset of a fair lock's waiters' deadlines
+// (RFairLock's).
+func FairTimeouts(name string) string { return Prefix("redisson_lock_timeout", name) }
+
 // Token is the fencing counter of a lock or rwlock (RFencedLock's).
 func Token(name string) string { return Prefix("redisson_lock_token", name) }
 

@@ -1,0 +1,190 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/testkit/history"
+	"github.com/relock-go/relock/internal/testkit/redistest"
+	"github.com/relock-go/relock/lock"
+)
+
+const (
+	fairQueue    = "redisson_lock_queue:{fair}"
+	fairTimeouts = "redisson_lock_timeout:{fair}"
+)
+
+// queued is the fair lock's waiter list.
+func queued(t *testing.T, ctx context.Context, c redis.UniversalClient) []string {
+	t.Helper()
+	ids, err := c.LRange(ctx, fairQueue, 0, -1).Result()
+	require.NoError(t, err)
+	return ids
+}
+
+// awaitQueued waits until the list holds n waiters.
+func awaitQueued(t *testing.T, ctx context.Context, c redis.UniversalClient, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		got, err := c.LLen(ctx, fairQueue).Result()
+		return err == nil && got == int64(n)
+	}, 10*time.Second, 2*time.Millisecond, "%d waiters queued", n)
+}
+
+// Waiters of several clients (processes) are served in the order they
+// queued, whoever wakes first; the history holds no overlap and rising
+// tokens; every key left has a TTL.
+func TestFairOrderAcrossClients(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		admin := env.U()
+		holder := lock.NewFair(admin, "fair")
+		held, err := holder.Lock(ctx)
+		require.NoError(t, err)
+
+		const n = 6
+		hist := history.New()
+		var mu sync.Mutex
+		var order []int
+		var wg sync.WaitGroup
+		for i := range n {
+			c := env.NewClient(t) // its own process
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				m := lock.NewFair(c, "fair")
+				h, err := m.Lock(ctx)
+				if !assertNoError(t, err) {
+					return
+				}
+				got := time.Now()
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				time.Sleep(2 * time.Millisecond)
+				tok, _ := lock.FencingToken(h)
+				hist.Add(history.Hold{Lock: "fair", Owner: "", Kind: history.Exclusive, Token: tok, HasToken: true, Acquired: got, Released: time.Now()})
+				assertNoError(t, m.Unlock(h))
+			}()
+			awaitQueued(t, ctx, admin, i+1) // i queued before i+1 arrives
+		}
+		require.NoError(t, holder.Unlock(held))
+		wg.Wait()
+		require.Equal(t, []int{0, 1, 2, 3, 4, 5}, order, "first come, first served")
+		require.NoError(t, hist.Err())
+		require.Empty(t, queued(t, ctx, admin))
+		redistest.RequireBoundedKeyspace(t, ctx, admin, time.Hour)
+	})
+}
+
+func assertNoError(t *testing.T, err error) bool {
+	t.Helper()
+	if err != nil {
+		t.Error(err)
+		return false
+	}
+	return true
+}
+
+// TryLock takes a free lock only when nobody waits for it, and never
+// takes a place in the line; a waiter that gives up leaves the line at
+// once and wakes the next.
+func TestFairTryLockAndGivingUp(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		admin := env.U()
+		holder := lock.NewFair(admin, "fair")
+		held, err := holder.Lock(ctx)
+		require.NoError(t, err)
+
+		_, err = lock.NewFair(env.NewClient(t), "fair").TryLock(ctx)
+		require.ErrorIs(t, err, lock.ErrNotAcquired)
+		require.Empty(t, queued(t, ctx, admin), "TryLock takes no place")
+
+		// A waiter whose bound passes leaves the list and the zset.
+		_, err = lock.NewFair(env.NewClient(t), "fair").Lock(ctx, lock.WithWaitTimeout(150*time.Millisecond))
+		require.ErrorIs(t, err, lock.ErrNotAcquired)
+		require.Empty(t, queued(t, ctx, admin))
+		n, err := admin.ZCard(ctx, fairTimeouts).Result()
+		require.NoError(t, err)
+		require.Zero(t, n)
+
+		// One waits; once the lock is free, TryLock must not pass it.
+		first := env.NewClient(t)
+		got := lockAsync(lock.NewFair(first, "fair"), ctx)
+		awaitQueued(t, ctx, admin, 1)
+		require.NoError(t, holder.Unlock(held))
+		r := await(t, got, "first waiter")
+		require.NoError(t, r.err)
+		_, err = lock.NewFair(env.NewClient(t), "fair").TryLock(ctx)
+		require.ErrorIs(t, err, lock.ErrNotAcquired)
+		require.NoError(t, lock.NewFair(first, "fair").Unlock(r.ctx))
+
+		// A cancelled waiter at the head of the line wakes the next one
+		// when the lock is free.
+		held, err = holder.Lock(ctx)
+		require.NoError(t, err)
+		cctx, cancel := context.WithCancel(ctx)
+		quitterClient := env.NewClient(t)
+		quitter := lockAsync(lock.NewFair(quitterClient, "fair"), cctx)
+		awaitQueued(t, ctx, admin, 1)
+		second := env.NewClient(t)
+		next := lockAsync(lock.NewFair(second, "fair"), ctx)
+		awaitQueued(t, ctx, admin, 2)
+		require.NoError(t, holder.Unlock(held))
+		// The quitter may take the lock before it quits: then it holds it.
+		cancel()
+		if q := <-quitter; q.err == nil {
+			require.NoError(t, lock.NewFair(quitterClient, "fair").Unlock(q.ctx))
+		} else {
+			require.True(t, errors.Is(q.err, context.Canceled), q.err)
+		}
+		start := time.Now()
+		r = await(t, next, "next waiter")
+		require.NoError(t, r.err)
+		t.Logf("the next waiter took the lock %v after the quit", time.Since(start))
+		require.NoError(t, lock.NewFair(second, "fair").Unlock(r.ctx))
+		require.Empty(t, queued(t, ctx, admin))
+	})
+}
+
+// A waiter that died while queued (its place left behind, its deadline
+// no longer renewed) holds the line back no longer than its mark life.
+func TestFairDeadWaiterSkipped(t *testing.T) {
+	eachSingle(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		admin := env.U()
+		holder := lock.NewFair(admin, "fair")
+		held, err := holder.Lock(ctx)
+		require.NoError(t, err)
+		// What a killed process leaves: its place and a deadline 3 s away.
+		now, err := admin.Time(ctx).Result()
+		require.NoError(t, err)
+		dead := "00000000-0000-0000-0000-000000000000:1"
+		require.NoError(t, admin.RPush(ctx, fairQueue, dead).Err())
+		require.NoError(t, admin.ZAdd(ctx, fairTimeouts, redis.Z{Score: float64(now.Add(3 * time.Second).UnixMilli()), Member: dead}).Err())
+
+		live := env.NewClient(t)
+		got := lockAsync(lock.NewFair(live, "fair"), ctx)
+		awaitQueued(t, ctx, admin, 2)
+		released := time.Now()
+		require.NoError(t, holder.Unlock(held))
+		select {
+		case r := <-got:
+			require.NoError(t, r.err)
+			delay := time.Since(released)
+			t.Logf("the live waiter took the lock %v after the release", delay)
+			require.Less(t, delay, 5*time.Second)
+			require.NoError(t, lock.NewFair(live, "fair").Unlock(r.ctx))
+		case <-time.After(10 * time.Second):
+			t.Fatal("the dead waiter held the line")
+		}
+		require.Empty(t, queued(t, ctx, admin))
+	})
+}

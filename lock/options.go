@@ -1,0 +1,106 @@
+package lock
+
+import (
+	"time"
+
+	"github.com/relock-go/relock/internal/lease"
+	"github.com/relock-go/relock/internal/options"
+	"github.com/relock-go/relock/watchdog"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Option configures a Mutex; rwlock, semaphore and redlock take the same.
+type Option = options.Option
+
+// WithLeaseTime gives every hold a fixed lease d and no watchdog renewal:
+// the lock frees itself d after it was taken unless unlocked sooner, and
+// the context the acquire returned ends then, with ErrLockLost.
+func WithLeaseTime(d time.Duration) Option { return options.WithLeaseTime(d) }
+
+// WithWatchdogTimeout sets the lease the watchdog keeps renewing (default
+// 30 s, renewed every third of it): how long a crashed holder blocks others.
+func WithWatchdogTimeout(d time.Duration) Option { return options.WithWatchdogTimeout(d) }
+
+// WithWaitTimeout bounds how long Lock waits (ErrNotAcquired after d),
+// without bounding the hold. The first try is made whatever d is (a free
+// lock is taken even when d is shorter than a round trip); it is bounded
+// by ctx and the client's own timeouts.
+func WithWaitTimeout(d time.Duration) Option { return options.WithWaitTimeout(d) }
+
+// WithUnlockTimeout bounds Unlock, which runs on its own timeout because
+// its context may already be done (default 5 s).
+func WithUnlockTimeout(d time.Duration) Option { return options.WithUnlockTimeout(d) }
+
+// WithTracerProvider sets where acquire spans go (default: the global
+// OpenTelemetry provider).
+func WithTracerProvider(tp trace.TracerProvider) Option { return options.WithTracerProvider(tp) }
+
+// WithMeterProvider sets where metrics go (default: the global
+// OpenTelemetry provider): acquire duration and count by outcome, hold
+// duration by how the hold ended, holds currently held; see package
+// tracing for the instrument names. The watchdog's own metrics (renewals,
+// failures, leases lost) are set on the watchdog: watchdog.WithMeterProvider.
+func WithMeterProvider(mp metric.MeterProvider) Option { return options.WithMeterProvider(mp) }
+
+// WithNameInMetrics adds the lock name (attribute lock.name) to the
+// metrics of this primitive. Off by default: every distinct name is a
+// time series of its own in every instrument, which grows without bound
+// where names carry ids ("order:1234"); turn it on only for a few
+// well-known names.
+func WithNameInMetrics() Option { return options.WithNameInMetrics() }
+
+// WithHoldScopedToContext ends a hold when the context given to Lock
+// ends, as database/sql's BeginTx ends a transaction: renewal stops and
+// the hold is released in the background. Without it, that context
+// bounds the wait only (as in x/sync/semaphore, etcd's concurrency.Mutex
+// and redsync), and the hold lasts until Unlock, its loss, or the end of
+// Do.
+func WithHoldScopedToContext() Option { return options.WithHoldScopedToContext() }
+
+// WithHolderLabel names the holder (a pod, a host, a job id) next to its
+// hold, in a key of its own with the hold's lease
+// (relock_holder:{<name>}:<owner>; Redisson's layout is unchanged):
+// `relock ls` shows it, and an acquisition with a label of its own that
+// finds the lock held says by whom and for how long ("held by pod-7 for
+// 4.2s"; one more round trip then). It costs a round trip when the hold
+// is taken and one when it is released. At most 256 bytes, no control
+// characters. It may be given to New or to one Lock, here and to an
+// rwlock.RWMutex or a semaphore.Semaphore (a permit's holder is its permit
+// id); a Redlock refuses it for now.
+func WithHolderLabel(s string) Option { return options.WithHolderLabel(s) }
+
+// WithForceUnlockNotice makes a hold listen for its lock's unlock message
+// while it lasts, so that a ForceUnlock made by another process (or
+// `relock unlock --force`) ends it at once, with ErrLockLost, instead of
+// at its next renewal (up to a third of the lease; a ForceUnlock made in
+// this process is seen at once without it). It costs a subscription of
+// the lock's channel per held name on the client's shared pub/sub
+// connection, and an HEXISTS when a message comes. It may be given to New
+// or to one Lock; other primitives refuse it for now.
+func WithForceUnlockNotice() Option { return options.WithForceUnlockNotice() }
+
+// WithReplicaSync bounds how long an acquisition waits for the replicas
+// of its server to acknowledge it (default 1s; 0 turns replica sync off).
+// Where the server holding the name's slot has replicas online, the
+// acquire script and WAIT <replicas> <timeout> go out in one round trip;
+// if fewer than WithMinReplicas acknowledged, the acquisition is given
+// back (waiters are woken) and counts as a failed try: Lock tries again
+// within its wait bound, TryLock returns ErrNotReplicated (which matches
+// ErrNotAcquired). A server without replicas gets no WAIT and pays
+// nothing. Renewals and releases are not synced: after a failover a
+// released lock may show as held until its lease runs out, and a renewal
+// the new master missed shortens the hold to the lease last replicated.
+// The default is shortened to half the client's read timeout when that is
+// 2s or less; a timeout given here must be below it. It may be given to
+// New or to one acquisition; a Redlock takes it from each member.
+func WithReplicaSync(timeout time.Duration) Option { return options.WithReplicaSync(timeout) }
+
+// WithMinReplicas is how many replicas must acknowledge an acquisition
+// when its server has replicas (default 1); see WithReplicaSync.
+func WithMinReplicas(n int) Option { return options.WithMinReplicas(n) }
+
+// WithWatchdog sets the watchdog that renews leases (default:
+// watchdog.Default(), shared by the process). Tests pass one with a fake
+// clock.
+func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog((*lease.Watchdog)(w)) }
