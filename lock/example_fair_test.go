@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -25,17 +26,25 @@ func ExampleNewFair() {
 	defer c.Close()
 
 	held, _ := lock.NewFair(a, "tenant:7").Lock(ctx)
-	turns := make(chan string, 2)
+	var (
+		mu    sync.Mutex // for the race detector: the lock orders the appends
+		turns []string
+		wg    sync.WaitGroup
+	)
 	wait := func(rdb *redis.Client, who string) {
-		mu := lock.NewFair(rdb, "tenant:7")
-		h, err := mu.Lock(ctx)
+		defer wg.Done()
+		fair := lock.NewFair(rdb, "tenant:7")
+		h, err := fair.Lock(ctx)
 		if err != nil {
-			turns <- err.Error()
+			fmt.Println(err)
 			return
 		}
-		turns <- who
-		_ = mu.Unlock(h)
+		mu.Lock()
+		turns = append(turns, who)
+		mu.Unlock()
+		_ = fair.Unlock(h)
 	}
+	wg.Add(2)
 	go wait(b, "first")
 	for a.LLen(ctx, "redisson_lock_queue:{tenant:7}").Val() < 1 {
 		time.Sleep(time.Millisecond)
@@ -45,6 +54,7 @@ func ExampleNewFair() {
 		time.Sleep(time.Millisecond)
 	}
 	_ = lock.NewFair(a, "tenant:7").Unlock(held)
-	fmt.Println(<-turns, <-turns)
-	// Output: first second
+	wg.Wait()
+	fmt.Println(turns)
+	// Output: [first second]
 }
