@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,6 +29,9 @@ import (
 // background, a second apart, until it sees the pool closed: such a
 // goroutine ends within a second of its client's Close.
 func TestMain(m *testing.M) {
+	if addr := os.Getenv(fairProcessEnv); addr != "" {
+		os.Exit(fairProcess(addr)) // a waiter process of TestFairProcesses
+	}
 	goleak.VerifyTestMain(redistest.Main(m), goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
 }
 
