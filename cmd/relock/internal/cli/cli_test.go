@@ -507,3 +507,44 @@ func TestFormatTTL(t *testing.T) {
 		}
 	}
 }
+
+// show lists a fair lock's waiters in the order they will be served.
+func TestShowFairQueue(t *testing.T) {
+	s := redistest.StartServer(t)
+	c := s.Client(t)
+	ctx := testCtx(t)
+	held, err := lock.NewFair(c, "tenant:7").Lock(owner.With(ctx, ownerA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lock.NewFair(c, "tenant:7").Unlock(held) }()
+	var wg sync.WaitGroup
+	wctx, cancel := context.WithCancel(ctx)
+	defer func() { cancel(); wg.Wait() }()
+	for i, o := range []string{ownerB, ownerC} {
+		wc := s.Client(t)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = lock.NewFair(wc, "tenant:7").Lock(owner.With(wctx, o))
+		}()
+		for c.LLen(ctx, "redisson_lock_queue:{tenant:7}").Val() < int64(i+1) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	res := newRunner(t).run("", "show", "tenant:7", "--addr", s.Addr)
+	if res.code != 0 {
+		t.Fatalf("show: %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	out := res.stdout
+	t.Log("\n" + out)
+	for _, want := range []string{"waiters (2):", "redisson_lock_queue:{tenant:7}", "redisson_lock_timeout:{tenant:7}"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show lacks %q", want)
+		}
+	}
+	b, cc := strings.Index(out, ownerB), strings.Index(out, ownerC)
+	if b < 0 || cc < 0 || b > cc {
+		t.Errorf("waiters not listed in arrival order (B at %d, C at %d)", b, cc)
+	}
+}

@@ -236,6 +236,8 @@ func (in *Inspector) Show(ctx context.Context, name string) (Detail, error) {
 	d := Detail{Entry: e, Keys: []Key{}}
 	cands := []string{name, keys.Token(name)}
 	switch e.Kind {
+	case KindLock:
+		cands = append(cands, keys.FairQueue(name), keys.FairTimeouts(name))
 	case KindRWLock:
 		for _, h := range e.Holders {
 			if h.Side == SideRead {
@@ -336,6 +338,7 @@ func (in *Inspector) get(ctx context.Context, name string, now int64) (Entry, bo
 			n, _ := strconv.ParseInt(v, 10, 64)
 			e.Holders = append(e.Holders, Holder{ID: f, Side: SideHold, Count: n, LeaseMs: e.TTLMs})
 		}
+		err = in.fairQueue(ctx, &e, now)
 	case KindRWLock:
 		err = in.rwlock(ctx, &e, fields, now)
 	case KindSemaphore:
@@ -356,6 +359,23 @@ func (in *Inspector) get(ctx context.Context, name string, now int64) (Entry, bo
 		return a.Side < b.Side
 	})
 	return e, true, nil
+}
+
+// fairQueue lists a fair lock's waiters (lock.NewFair, Redisson's
+// RFairLock) in the order they are served, each with its deadline.
+func (in *Inspector) fairQueue(ctx context.Context, e *Entry, now int64) error {
+	ids, err := in.client.LRange(ctx, keys.FairQueue(e.Name), 0, -1).Result()
+	if err != nil && !isWrongType(err) {
+		return fmt.Errorf("LRANGE waiters of %s: %w", e.Name, err)
+	}
+	for _, id := range ids {
+		deadline, err := in.client.ZScore(ctx, keys.FairTimeouts(e.Name), id).Result()
+		if err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
+			return fmt.Errorf("ZSCORE deadline of %s in %s: %w", id, e.Name, err)
+		}
+		e.Waiters = append(e.Waiters, Waiter{ID: id, MarkMs: int64(deadline) - now})
+	}
+	return nil
 }
 
 func (in *Inspector) rwlock(ctx context.Context, e *Entry, fields map[string]string, now int64) error {
