@@ -215,6 +215,23 @@ func relockLib(c *redis.Client) lib {
 	}}
 }
 
+// spreadLib is relock's lock, or its fair lock, with its handles spread
+// over clients in turn (goroutine i on client i mod len(clients)).
+func spreadLib(clients []*redis.Client, fair bool) lib {
+	var mu sync.Mutex
+	n := 0
+	return lib{label: libRelock, family: libRelock, make: func(key string) handle {
+		mu.Lock()
+		defer mu.Unlock()
+		c := clients[n%len(clients)]
+		n++
+		if fair {
+			return &relockHandle{mu: lock.NewFair(c, key)}
+		}
+		return &relockHandle{mu: lock.New(c, key)}
+	}}
+}
+
 func (h *relockHandle) Lock() error {
 	held, err := h.mu.Lock(context.Background())
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/rwlock"
 	"github.com/relock-go/relock/semaphore"
@@ -21,6 +22,8 @@ const (
 	scReentrant  = "reentrant"
 	scRW         = "rw-16r-1w"
 	scSem        = "sem-32-on-4"
+	scFair       = "fair-16g-4c-100us"
+	scOneKey4c   = "16g-4c-onekey-100us"
 )
 
 // What the latency columns of a row measure.
@@ -116,6 +119,22 @@ func rows(cfg *config) []rowSpec {
 	}
 	add(rowSpec{scenario: scOneKey, label: libRueidis, family: libRueidis, kind: kindWait,
 		run: contended(func(e *env) lib { return rueidisLib(e.rueidis) })})
+
+	// Fair: the contended row's 16 goroutines over 4 clients (processes),
+	// first come, first served across them; beside it the lock on the
+	// same 4 clients, whose releases hand over within a client.
+	overClients := func(fair bool) func(context.Context, *env) *result {
+		return func(ctx context.Context, e *env) *result {
+			clients := make([]*redis.Client, 4)
+			for i := range clients {
+				clients[i] = newGoRedis(e.single.srv.Addr)
+				defer clients[i].Close()
+			}
+			return e.mutexRow(ctx, spreadLib(clients, fair), 16, oneKey, cfg.hold, kindWait, e.singlePid)
+		}
+	}
+	add(rowSpec{scenario: scOneKey4c, label: libRelock, family: libRelock, kind: kindWait, run: overClients(false)})
+	add(rowSpec{scenario: scFair, label: libRelock, family: libRelock, kind: kindWait, run: overClients(true)})
 
 	// Redlock over five masters, one goroutine.
 	rlKey := func(int) string { return "bench:redlock" }
