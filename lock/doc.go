@@ -34,6 +34,19 @@
 // such hand-offs in a row the lock is released through Redis so that
 // waiters of other processes get their turn.
 //
+// # Fair locks
+//
+// NewFair makes a Mutex that serves its waiters first come, first served
+// across processes, in Redisson RFairLock's layout: the waiters' owner ids
+// in the list redisson_lock_queue:{name}, their deadlines (server time) in
+// the zset redisson_lock_timeout:{name}, and an unlock message only for
+// the first of them, on redisson_lock__channel:{name}:<owner>. A waiter
+// renews its deadline by trying again at least every second; one that
+// died is dropped when its deadline passes, 3 s after its last renewal,
+// and one that gives up leaves the list at once. TryLock takes the lock
+// only when nobody waits, and takes no place. Everything else (re-entry,
+// the watchdog, tokens, replica sync, Redlock membership) is the lock's.
+//
 // # Replicas
 //
 // Where the server holding the name's slot has replicas online, an
