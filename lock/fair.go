@@ -2,17 +2,21 @@ package lock
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/lease"
+	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
 var (
 	fairAcquireScript  = scripts.Load(luaFS, "lua/fair_acquire.lua", scripts.Fence, wakeLib)
 	fairWithdrawScript = scripts.Load(luaFS, "lua/fair_withdraw.lua", wakeLib)
+	fairTransferScript = scripts.Load(luaFS, "lua/fair_transfer.lua", scripts.Fence, wakeLib)
 )
 
 // fairMarkLife is how long a fair lock's waiter keeps its place in the
@@ -45,4 +49,53 @@ func NewFair(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 // its deadline.
 func (m *Mutex) withdraw(ctx context.Context, ownerID string) {
 	base.Withdraw(ctx, fairWithdrawScript, m.client, m.cfg.UnlockTimeout, 4, m.name, m.channel, m.fair[0], m.fair[1], ownerID, unlockMessage, m.publishArg)
+}
+
+// fairRelease gives back ownerID's last count of a fair lock when this
+// process has waiters for it: one script frees the lock and, when the
+// first live waiter in line is one of them, writes the hold for it (a
+// Grant, no try of its own); otherwise it wakes the first waiter on its
+// channel. ran is false when there was no local waiter to offer, and the
+// caller releases as usual. The result is releaseLast's: 1 released or
+// handed over, -1 not held, -2 more counts held (nothing done).
+func (m *Mutex) fairRelease(ctx context.Context, ownerID string, timeout time.Duration, held *lease.Lease) (res int64, ran bool, err error) {
+	ws, claims := m.hub.ReserveEach(m.channel + ":")
+	if len(ws) == 0 {
+		return 0, false, nil
+	}
+	sentAt := make([]time.Time, len(claims))
+	argv := append(make([]any, 0, 8+2*len(claims)), m.nameArg, m.tokenArg, m.fair[0], m.fair[1], m.channelArg, ownerID, unlockMessage, m.publishArg)
+	for i, c := range claims {
+		a := c.(*attempt)
+		sentAt[i] = a.wd.Now()
+		argv = append(argv, a.owner, a.m.msArg(a.lease))
+	}
+	reply := fairTransferScript.CallRetrying(ctx, m.client, timeout, 5, argv...)
+	vals, err := reply.Slice()
+	if err == nil && len(vals) != 3 {
+		err = fmt.Errorf("unexpected reply %v", vals)
+	}
+	if err != nil {
+		for _, w := range ws {
+			w.Refuse()
+		}
+		return 0, true, err
+	}
+	res, _ = vals[0].(int64)
+	to, _ := vals[2].(string)
+	for i, w := range ws {
+		if res == 1 && claims[i].(*attempt).owner == to {
+			token, _ := vals[1].(int64)
+			w.Grant(notify.Grant{Token: token, SentAt: sentAt[i]})
+			continue
+		}
+		w.Unreserve()
+	}
+	switch {
+	case res == 0:
+		res = 1 // freed; the first waiter, elsewhere, woken
+	case res == -1 && reply.Retried && (held == nil || !held.Lapsed()):
+		res = 1 // an earlier run released it (the lease could not have lapsed)
+	}
+	return res, true, nil
 }

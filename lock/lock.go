@@ -209,7 +209,7 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []Option
 		Attempt:   a,
 		Metrics:   m.inst.Metrics,
 	}
-	if existing == nil && !once && m.fair == nil {
+	if existing == nil && !once {
 		a.ctx = ctx
 		req.HandOff = a
 	}
@@ -367,7 +367,15 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 	// A hand-over writes the next owner's grant inside the release, with
 	// no WAIT after it: on a server with replicas the next waiter takes
 	// the lock with a try of its own instead.
-	if passOn && m.fair == nil && !replica.Needed(ctx, m.client, m.cfg.ReplicaPolicy(), m.name) {
+	handOff := passOn && !replica.Needed(ctx, m.client, m.cfg.ReplicaPolicy(), m.name)
+	if handOff && m.fair != nil {
+		if res, ran, err := m.fairRelease(ctx, ownerID, timeout, held); ran {
+			if err != nil || res != -2 {
+				return res, err
+			}
+			return m.runUnlock(ctx, ownerID, leaseTime, timeout)
+		}
+	} else if handOff {
 		w, c, yield = m.hub.Reserve(m.channel)
 	}
 	if w != nil {

@@ -87,8 +87,11 @@ type Waiter struct {
 	claim    Claimant
 	trying   bool
 	reserved chan struct{} // closed when the release decided
-	grant    Grant
-	granted  bool
+	// chained: reserved by Reserve, whose hand-offs count towards the
+	// chain bound; missed: a wake came while reserved.
+	chained, missed bool
+	grant           Grant
+	granted         bool
 }
 
 // Wake is signalled when the waiter should try the lock again: it became
@@ -119,6 +122,9 @@ func (w *Waiter) Take() (kick bool, hint time.Duration) {
 }
 
 func (w *Waiter) signal() {
+	if w.reserved != nil {
+		w.missed = true
+	}
 	select {
 	case w.wake <- struct{}{}:
 	default:

@@ -1,6 +1,9 @@
 package notify
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // A release can hand the lock straight to the head of the local queue: the
 // releasing goroutine runs one script that frees its hold and takes the
@@ -84,7 +87,46 @@ func (h *Hub) Reserve(channel string) (w *Waiter, claim Claimant, yield bool) {
 		return nil, nil, true
 	}
 	w.reserved = make(chan struct{})
+	w.chained = true
 	return w, w.claim, false
+}
+
+// ReserveEach reserves, for a hand-off, the waiter of every channel named
+// prefix + <id> that has one to hand to (as Reserve judges it): a fair
+// lock's waiters, each on its own channel, of which the release's script
+// picks the one first in line in Redis, if any. There is no chain bound:
+// the order in Redis is fair to other processes already. Grant or
+// Unreserve must follow each reservation.
+func (h *Hub) ReserveEach(prefix string) (ws []*Waiter, claims []Claimant) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch, q := range h.queues {
+		if len(q.waiters) == 0 || !strings.HasPrefix(ch, prefix) {
+			continue
+		}
+		w := q.waiters[0]
+		if w.shared || w.claim == nil || w.trying || w.left || w.reserved != nil || w.granted {
+			continue
+		}
+		w.reserved = make(chan struct{})
+		w.chained, w.missed = false, false
+		ws, claims = append(ws, w), append(claims, w.claim)
+	}
+	return ws, claims
+}
+
+// Unreserve ends a reservation without a hand-off to w, which was not
+// first in line: it is kicked to try only if a wake came for it while it
+// was reserved (that wake was spent on a try BeginTry refused).
+func (w *Waiter) Unreserve() {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	close(w.reserved)
+	w.reserved = nil
+	if w.missed {
+		w.kicked = true
+		w.signal()
+	}
 }
 
 // Grant completes a hand-off: the lock is w's, with what the release's
@@ -92,7 +134,9 @@ func (h *Hub) Reserve(channel string) (w *Waiter, claim Claimant, yield bool) {
 func (w *Waiter) Grant(g Grant) {
 	w.h.mu.Lock()
 	defer w.h.mu.Unlock()
-	w.h.handOffs[w.channel]++
+	if w.chained {
+		w.h.handOffs[w.channel]++
+	}
 	w.grant, w.granted = g, true
 	close(w.reserved)
 	w.reserved = nil

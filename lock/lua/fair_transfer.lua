@@ -1,0 +1,53 @@
+-- Release the last count of a fair lock and, when the first live waiter
+-- in line is one of this process's (a candidate), hand the lock straight
+-- to it in the same script: the hold is written for it and it leaves the
+-- line, with no message and no try of its own. Otherwise the lock is
+-- freed and the first waiter woken on its channel, as unlock_last.lua
+-- does. (lua/wake.lua and internal/scripts' lua/fence.lua are loaded
+-- before this source.) Safe to retry without a latch: a candidate found
+-- holding the lock with the releaser gone was handed it by an earlier run.
+--
+-- KEYS[1]  the lock hash
+-- KEYS[2]  the fencing token counter, redisson_lock_token:{<name>}
+-- KEYS[3]  the waiter list, redisson_lock_queue:{<name>}
+-- KEYS[4]  the waiters' deadlines, redisson_lock_timeout:{<name>}
+-- KEYS[5]  the unlock channel, redisson_lock__channel:{<name>}
+-- ARGV[1]  owner id releasing
+-- ARGV[2]  the unlock message (Redisson's UNLOCK_MESSAGE, 0)
+-- ARGV[3]  publish command: publish, or spublish on a cluster
+-- ARGV[4], ARGV[5], ...  the candidates: owner id, then lease in ms, for
+--          each waiter of this process
+--
+-- Returns {1, token, owner} when handed to owner, {0, 0, ''} when freed
+-- (the first waiter, if any, woken), {-1, 0, ''} when the releaser does
+-- not hold the lock, {-2, 0, ''} when it holds more than one count
+-- (nothing changed: unlock.lua decrements).
+local lease = {}
+for i = 4, #ARGV, 2 do
+  lease[ARGV[i]] = ARGV[i + 1]
+end
+local count = redis.call('hget', KEYS[1], ARGV[1])
+if count == false then
+  for owner in pairs(lease) do
+    if redis.call('hexists', KEYS[1], owner) == 1 then
+      return {1, last(KEYS[2]), owner} -- a retry: handed over already
+    end
+  end
+  return {-1, 0, ''}
+end
+if tonumber(count) > 1 then
+  return {-2, 0, ''}
+end
+redis.call('del', KEYS[1])
+local first = head(KEYS[3], KEYS[4], now())
+if first and lease[first] then
+  redis.call('lpop', KEYS[3])
+  redis.call('zrem', KEYS[4], first)
+  redis.call('hset', KEYS[1], first, 1)
+  redis.call('pexpire', KEYS[1], lease[first])
+  return {1, fence(KEYS[2]), first}
+end
+if first then
+  redis.call(ARGV[3], KEYS[5] .. ':' .. first, ARGV[2])
+end
+return {0, 0, ''}
