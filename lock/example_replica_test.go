@@ -36,8 +36,8 @@ func ExampleWithReplicaSync() {
 	// Output: held
 }
 
-// WithMinReplicas asks for more acknowledgements than one, here on one
-// acquisition only; WithReplicaSync(0) turns the wait off.
+// WithMinReplicas asks for more acknowledgements than one. Like
+// WithReplicaSync it configures the Mutex: one acquisition cannot take it.
 func ExampleWithMinReplicas() {
 	mr, _ := miniredis.Run()
 	defer mr.Close()
@@ -45,11 +45,11 @@ func ExampleWithMinReplicas() {
 	defer rdb.Close()
 	ctx := context.Background()
 
-	mu := lock.New(rdb, "ledger")
-	held, err := mu.Lock(ctx, lock.WithMinReplicas(2))
+	mu := lock.New(rdb, "ledger", lock.WithMinReplicas(2))
+	held, err := mu.Lock(ctx)
 	fmt.Println(err)
 	_ = mu.Unlock(held)
-	_, err = mu.Lock(ctx, lock.WithMinReplicas(0))
+	_, err = mu.Lock(ctx, lock.WithMinReplicas(1))
 	fmt.Println(errors.Is(err, lock.ErrInvalidArgument))
 	// Output:
 	// <nil>

@@ -91,13 +91,16 @@ func WithForceUnlockNotice() Option { return options.WithForceUnlockNotice() }
 // nothing. Renewals and releases are not synced: after a failover a
 // released lock may show as held until its lease runs out, and a renewal
 // the new master missed shortens the hold to the lease last replicated.
+// The WAIT asks for WithMinReplicas of the replicas online (all of them
+// when fewer are online), so it returns as soon as enough acknowledged.
 // The default is shortened to half the client's read timeout when that is
-// 2s or less; a timeout given here must be below it. It may be given to
-// New or to one acquisition; a Redlock takes it from each member.
+// 1s or less; a timeout given here must be below it. It is given to New
+// (one acquisition cannot take it); a Redlock takes it from each member.
 func WithReplicaSync(timeout time.Duration) Option { return options.WithReplicaSync(timeout) }
 
 // WithMinReplicas is how many replicas must acknowledge an acquisition
-// when its server has replicas (default 1); see WithReplicaSync.
+// when its server has replicas (default 1); a server with fewer online
+// refuses every acquisition. Given to New; see WithReplicaSync.
 func WithMinReplicas(n int) Option { return options.WithMinReplicas(n) }
 
 // WithWatchdog sets the watchdog that renews leases (default:

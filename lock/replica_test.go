@@ -316,3 +316,33 @@ func TestReplicaSyncCluster(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n)
 }
+
+// With two replicas and one of them stalled, the WAIT asks for the one
+// acknowledgement required and returns as soon as the other replica gave
+// it: the acquisition does not wait out the timeout. Asking for two, it is
+// refused.
+func TestReplicaSyncOneSlowReplicaOfTwo(t *testing.T) {
+	ctx := ctxT(t)
+	g := redistest.StartReplicated(t, 2)
+	c := g.Master.Client(t)
+	const timeout = 2 * time.Second
+	mu := lock.New(c, "job", lock.WithReplicaSync(timeout), lock.WithMinReplicas(1))
+	held, err := mu.TryLock(ctx) // learns the count while both answer
+	require.NoError(t, err)
+	require.NoError(t, mu.Unlock(held))
+
+	g.Replicas[1].Pause(t)
+	start := time.Now()
+	held, err = mu.TryLock(ctx)
+	took := time.Since(start)
+	require.NoError(t, err)
+	require.NoError(t, mu.Unlock(held))
+	t.Logf("acquired in %v with one of two replicas stalled", took)
+	require.Less(t, took, timeout/2, "the WAIT did not wait for the stalled replica")
+
+	start = time.Now()
+	_, err = lock.New(c, "job2", lock.WithReplicaSync(300*time.Millisecond), lock.WithMinReplicas(2)).TryLock(ctx)
+	require.ErrorIs(t, err, lock.ErrNotReplicated)
+	require.ErrorContains(t, err, "1 of 2 replicas acknowledged")
+	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,7 +17,8 @@ import (
 // then published on the new master, where nobody listens. The hub moves
 // the channel's subscription there and lets the heads try at once, rather
 // than leave its waiters to their TTL timers. It runs on the shard's
-// receiving goroutine: no goroutine of its own outlives the shard.
+// receiving goroutine, or, when it must wait for the client's view of the
+// cluster to change, on one that ends within 2 s or with the shard.
 
 // movePolls bounds the wait, after a sunsubscribe, for the client's view
 // of the cluster to name the slot's new master (it is reloaded in the
@@ -87,10 +90,12 @@ func (h *Hub) move(s *shard, channels []string) (stay []string) {
 			h.mu.Unlock()
 			continue
 		}
-		if q.sub != nil {
-			h.unsubscribeLocked(q.sub)
-			q.sub = nil
+		if q.sub != nil && !s.closed {
+			// The old node may be dead: its connection is not waited for.
+			h.forgetWithin(s, ch, 100*time.Millisecond)
+			h.dropChannelLocked(s, ch)
 		}
+		q.sub = nil
 		sub, err := h.subscribeLocked(ctx, ch)
 		if err != nil {
 			h.mu.Unlock()
@@ -105,6 +110,16 @@ func (h *Hub) move(s *shard, channels []string) (stay []string) {
 		h.mu.Unlock()
 	}
 	return stay
+}
+
+// movedSlot parses a MOVED reply, "MOVED <slot> <host:port>".
+func movedSlot(reply string) (int, bool) {
+	f := strings.Fields(reply)
+	if len(f) < 2 || f[0] != "MOVED" {
+		return 0, false
+	}
+	slot, err := strconv.Atoi(f[1])
+	return slot, err == nil
 }
 
 // channelsOf returns the channels subscribed on s.

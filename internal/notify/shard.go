@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/keys"
 )
 
 // shard is the pub/sub connection to one Redis node.
@@ -121,7 +123,13 @@ func (h *Hub) unsubscribeLocked(sub *subscription) {
 // through receive. Errors are moot: go-redis drops the channel from its set
 // first, so a broken connection forgets it when it reconnects.
 func (h *Hub) forgetLocked(s *shard, channel string) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	h.forgetWithin(s, channel, time.Second)
+}
+
+// forgetWithin is forgetLocked bounded by timeout (the write may redial a
+// broken connection, under the hub's lock).
+func (h *Hub) forgetWithin(s *shard, channel string, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if s.ssub {
 		if s.ps.SUnsubscribe(ctx, channel) == nil {
@@ -173,9 +181,10 @@ func (h *Hub) receive(s *shard) {
 			// leaving them to wait for ever. A MOVED channel is moved to
 			// the slot's new node.
 			var moved []string
+			slot, isMoved := movedSlot(refused.Error())
 			h.mu.Lock()
 			for ch, st := range s.chans {
-				if len(st.pending) > 0 && s.ssub && strings.HasPrefix(refused.Error(), "MOVED ") {
+				if len(st.pending) > 0 && s.ssub && isMoved && keys.Slot(ch) == slot {
 					moved = append(moved, ch)
 				}
 				for _, p := range st.pending {
@@ -185,7 +194,9 @@ func (h *Hub) receive(s *shard) {
 				st.pending = nil
 			}
 			h.mu.Unlock()
-			h.moveWhenKnown(s, moved)
+			if len(moved) > 0 {
+				go h.moveWhenKnown(s, moved)
+			}
 			continue
 		}
 		if err != nil {
@@ -240,7 +251,7 @@ func (h *Hub) receive(s *shard) {
 				h.confirm(s, m.Channel)
 			case "sunsubscribe":
 				if h.dropped(s, m.Channel) {
-					h.moveWhenKnown(s, []string{m.Channel})
+					go h.moveWhenKnown(s, []string{m.Channel})
 				}
 			}
 		}

@@ -64,8 +64,9 @@ type Config struct {
 	Invalid string
 
 	latchArg any // LatchLife(UnlockTimeout), boxed once
-	// replicaGiven: WithReplicaSync or WithMinReplicas was given.
-	replicaGiven bool
+	// replicaGiven: WithReplicaSync or WithMinReplicas was given;
+	// syncGiven: WithReplicaSync was (its timeout is the caller's).
+	replicaGiven, syncGiven bool
 	// newOnly names the first option given that configures the primitive
 	// itself (New), which one acquisition cannot take.
 	newOnly string
@@ -351,7 +352,8 @@ func (c *Config) ReplicaPolicy() replica.Policy {
 // WithReplicaSync: see lock.WithReplicaSync.
 func WithReplicaSync(timeout time.Duration) Option {
 	return func(c *Config) {
-		c.replicaGiven = true
+		c.replicaGiven, c.syncGiven = true, true
+		c.onlyNew("WithReplicaSync")
 		if timeout < 0 || (timeout > 0 && timeout < time.Millisecond) {
 			c.invalid("replica sync timeout %v must be 0 (off) or at least 1ms (WAIT counts milliseconds)", timeout)
 			return
@@ -364,6 +366,7 @@ func WithReplicaSync(timeout time.Duration) Option {
 func WithMinReplicas(n int) Option {
 	return func(c *Config) {
 		c.replicaGiven = true
+		c.onlyNew("WithMinReplicas")
 		if n < 1 {
 			c.invalid("min replicas %d must be at least 1 (WithReplicaSync(0) turns replica sync off)", n)
 			return
@@ -392,7 +395,7 @@ func (c *Config) checkReadTimeout(client redis.UniversalClient) string {
 	if rt == 0 {
 		rt = 3 * time.Second // go-redis's default
 	}
-	if rt > 0 && rt <= c.ReplicaSync && !c.replicaGiven {
+	if rt > 0 && rt <= c.ReplicaSync && !c.syncGiven {
 		c.ReplicaSync = max(rt/2, time.Millisecond).Truncate(time.Millisecond)
 		return ""
 	}

@@ -1,8 +1,10 @@
 // Package replica has an acquisition acknowledged by the replicas of the
 // server that wrote it before the acquisition counts: the acquire script
-// and WAIT <replicas> <timeout> go out on one connection in one round
-// trip, so that a failover promoting one of those replicas keeps the
-// hold. Call is that round trip, for every primitive alike; Policy says
+// and WAIT <min(replicas online, required)> <timeout> go out on one
+// connection in one round trip, so that a failover promoting one of those
+// replicas keeps the hold (the WAIT returns as soon as enough replicas
+// acknowledged: one slow replica among several does not hold every
+// acquisition for the timeout). Call is that round trip, for every primitive alike; Policy says
 // how long to wait and how many acknowledgements are enough, and a
 // primitive gives back an acquisition that did not get them. The number
 // of replicas of each server a client reaches is learned once (INFO

@@ -28,7 +28,7 @@ type Policy struct {
 
 // Acks is what the WAIT of one call answered.
 type Acks struct {
-	Want    int           // replicas the WAIT asked for; 0: no WAIT was sent
+	Want    int           // replicas the WAIT waited for; 0: no WAIT was sent
 	Got     int           // replicas that acknowledged
 	Timeout time.Duration // the WAIT's
 }
@@ -62,7 +62,7 @@ const movedRetries = 3
 
 // Call runs s as s.Call does, the first of argv being a key of the slot
 // it writes. When p is on and the server that holds that slot has replicas
-// online, WAIT <replicas> <p.Timeout> follows it on the same connection,
+// online, WAIT <min(replicas, p.Min)> <p.Timeout> follows it on the same connection,
 // in the same round trip (the timeout shortened to end before ctx's
 // deadline), and Acks says what it answered; a server with no
 // replica gets the script alone, through the client's batch, as s.Call
@@ -141,9 +141,14 @@ func Needed(ctx context.Context, c redis.UniversalClient, p Policy, key string) 
 	return err != nil || srv.n.Load() != 0
 }
 
-// send runs the script and, when n > 0, WAIT n on one pipeline of node;
-// refresh adds INFO replication to read the replica count anew.
+// send runs the script and, when the server has n > 0 replicas online,
+// WAIT on one pipeline of node, for min(n, p.Min) of them: it returns as
+// soon as enough acknowledged, so a slow replica among several costs
+// nothing while the others answer (a server with fewer than p.Min is
+// refused once its n answered). refresh adds INFO replication to read the
+// replica count anew.
 func (srv *server) send(ctx context.Context, node *redis.Client, p Policy, s *scripts.Script, n int, refresh bool, nkeys int, argv []any) (*redis.Cmd, Acks) {
+	n = min(n, max(p.Min, 1))
 	evalsha, eval := s.Cmds(ctx, nkeys, argv...)
 	cmd := evalsha()
 	wait, info := pipeline(ctx, node, cmd, p, n, refresh)
@@ -180,7 +185,7 @@ func (srv *server) send(ctx context.Context, node *redis.Client, p Policy, s *sc
 		}
 		acks.Got = int(got)
 		if acks.Got < n {
-			srv.stale() // a replica may have gone
+			srv.stale() // a replica may have gone (or come: read the count again)
 		}
 	}
 	return cmd, acks

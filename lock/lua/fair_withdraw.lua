@@ -11,7 +11,7 @@
 -- ARGV[3]  publish command: publish, or spublish on a cluster
 --
 -- Returns 1 when the waiter was in the list, 0 when it was not.
-local first = redis.call('lindex', KEYS[3], 0)
+local first = head(KEYS[3], KEYS[4], now()) -- the first live waiter
 local removed = redis.call('lrem', KEYS[3], 0, ARGV[1])
 redis.call('zrem', KEYS[4], ARGV[1])
 if removed > 0 and first == ARGV[1] and redis.call('exists', KEYS[1]) == 0 then
