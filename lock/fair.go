@@ -17,7 +17,15 @@ var (
 	fairAcquireScript  = scripts.Load(luaFS, "lua/fair_acquire.lua", scripts.Fence, wakeLib)
 	fairWithdrawScript = scripts.Load(luaFS, "lua/fair_withdraw.lua", wakeLib)
 	fairTransferScript = scripts.Load(luaFS, "lua/fair_transfer.lua", scripts.Fence, wakeLib)
+	fairRequeueScript  = scripts.Load(luaFS, "lua/fair_requeue.lua", wakeLib)
 )
+
+// requeue gives back a fair lock a waiter took as the first in line, and
+// puts it back at the head of the line, retried for the unlock timeout.
+func (m *Mutex) requeue(ctx context.Context, ownerID string, mark time.Duration) error {
+	return fairRequeueScript.CallRetrying(context.WithoutCancel(ctx), m.client, m.cfg.UnlockTimeout, 3,
+		m.nameArg, m.fair[0], m.fair[1], ownerID, mark.Milliseconds()).Err()
+}
 
 // fairMarkLife is how long a fair lock's waiter keeps its place in the
 // list without renewing it: the longest a waiter that died while queued

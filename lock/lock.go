@@ -259,7 +259,8 @@ type attempt struct {
 func (a *attempt) Try(ctx context.Context) (acquire.Result, error) {
 	a.sentAt = a.wd.Now()
 	c, tok, ttl, err := a.m.tryOnce(ctx, a.cfg.ReplicaPolicy(), a.owner, a.lease, a.mode, a.latch, a.mark)
-	a.queued = a.queued || (a.mark > 0 && err == nil && c == 0)
+	// In line: waiting, or refused for want of replicas (requeued).
+	a.queued = a.queued || (a.mark > 0 && ((err == nil && c == 0) || errors.Is(err, ErrNotReplicated)))
 	a.uncertain = err != nil && errs.MayHaveRun(err)
 	if err != nil || c == 0 {
 		return acquire.Result{TTL: ttl}, err

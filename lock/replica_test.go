@@ -346,3 +346,51 @@ func TestReplicaSyncOneSlowReplicaOfTwo(t *testing.T) {
 	require.ErrorContains(t, err, "1 of 2 replicas acknowledged")
 	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
 }
+
+// A fair lock's first waiter whose acquisition is refused for want of
+// replicas keeps its place at the head of the line: the waiter behind it
+// does not pass it, and the two are served in order once the replica is
+// back.
+func TestReplicaSyncFairKeepsPlace(t *testing.T) {
+	ctx := ctxT(t)
+	g := redistest.StartReplicated(t, 1)
+	admin := g.Master.Client(t)
+	synced := lock.WithReplicaSync(200 * time.Millisecond)
+	holder := lock.NewFair(g.Master.Client(t), "fair", synced)
+	held, err := holder.Lock(ctx)
+	require.NoError(t, err)
+
+	type turn struct {
+		who string
+		err error
+	}
+	turns := make(chan turn, 2)
+	var wg sync.WaitGroup
+	defer wg.Wait() // the unlocks too
+	wait := func(who string) {
+		defer wg.Done()
+		c := g.Master.Client(t)
+		fair := lock.NewFair(c, "fair", synced)
+		h, err := fair.Lock(ctx)
+		turns <- turn{who, err}
+		if err == nil {
+			_ = fair.Unlock(h)
+		}
+	}
+	wg.Add(2)
+	go wait("first")
+	awaitQueued(t, ctx, admin, 1)
+	go wait("second")
+	awaitQueued(t, ctx, admin, 2)
+
+	g.Replicas[0].Pause(t)
+	require.NoError(t, holder.Unlock(held))
+	select {
+	case tr := <-turns:
+		t.Fatalf("%s acquired while the replica was stalled: %v", tr.who, tr.err)
+	case <-time.After(time.Second):
+	}
+	g.Replicas[0].Resume()
+	require.Equal(t, "first", (<-turns).who)
+	require.Equal(t, "second", (<-turns).who)
+}

@@ -35,7 +35,11 @@ func (m *Mutex) tryOnce(ctx context.Context, sync replica.Policy, ownerID string
 	if err != nil || count == 0 || sync.Enough(acks) {
 		return count, token, ttl, err
 	}
-	if err := m.undo(ctx, ownerID, latch, lease); err != nil {
+	undo := func() error { return m.undo(ctx, ownerID, latch, lease) }
+	if m.fair != nil && mark > 0 && count == 1 && latch == "" {
+		undo = func() error { return m.requeue(ctx, ownerID, mark) } // keeps its place
+	}
+	if err := undo(); err != nil {
 		return 0, 0, 0, fmt.Errorf("%d of %d replicas acknowledged, and giving the acquisition back failed: %w", acks.Got, acks.Want, err)
 	}
 	return 0, 0, 0, sync.Err(acks)

@@ -1,0 +1,25 @@
+-- Give back a fair lock that its first waiter just took, and put the
+-- waiter back at the head of the line: its acquisition was refused after
+-- the fact (too few replicas acknowledged it), and it must not lose its
+-- place for that. Nobody is woken: the waiter is first and tries again.
+-- (lua/wake.lua is loaded before this source, for now.)
+--
+-- KEYS[1]  the lock hash
+-- KEYS[2]  the waiter list, redisson_lock_queue:{<name>}
+-- KEYS[3]  the waiters' deadlines, redisson_lock_timeout:{<name>}
+-- ARGV[1]  owner id
+-- ARGV[2]  the mark life in milliseconds
+--
+-- Returns 1 when given back and queued again, -1 when the owner did not
+-- hold the lock (nothing done).
+if redis.call('hget', KEYS[1], ARGV[1]) == false then
+  return -1
+end
+redis.call('del', KEYS[1])
+local life = tonumber(ARGV[2])
+if redis.call('zadd', KEYS[3], now() + life, ARGV[1]) == 1 then
+  redis.call('lpush', KEYS[2], ARGV[1])
+end
+redis.call('pexpire', KEYS[2], life)
+redis.call('pexpire', KEYS[3], life)
+return 1
