@@ -164,7 +164,7 @@ func (srv *server) send(ctx context.Context, node *redis.Client, p Policy, s *sc
 		case err == nil:
 			srv.set(parseReplicas(r))
 		case errors.As(err, &rerr):
-			srv.set(srv.known()) // INFO refused: keep what ROLE said
+			srv.stale() // INFO refused: the next call asks ROLE again
 		default:
 			srv.stale()
 		}
@@ -314,8 +314,6 @@ func (srv *server) set(n int) {
 	srv.n.Store(int64(n))
 	srv.refreshing.Store(false)
 }
-
-func (srv *server) known() int { return max(int(srv.n.Load()), 0) }
 
 func (srv *server) stale() {
 	srv.n.Store(unknown)
