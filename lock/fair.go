@@ -15,16 +15,16 @@ import (
 
 var (
 	fairAcquireScript  = scripts.Load(luaFS, "lua/fair_acquire.lua", scripts.Fence, wakeLib)
-	fairWithdrawScript = scripts.Load(luaFS, "lua/fair_withdraw.lua", wakeLib)
+	fairWithdrawScript = scripts.Load(luaFS, "lua/fair_withdraw.lua", scripts.Fence, wakeLib)
 	fairTransferScript = scripts.Load(luaFS, "lua/fair_transfer.lua", scripts.Fence, wakeLib)
-	fairRequeueScript  = scripts.Load(luaFS, "lua/fair_requeue.lua", wakeLib)
+	fairRequeueScript  = scripts.Load(luaFS, "lua/fair_requeue.lua", scripts.Fence, wakeLib)
 )
 
 // requeue gives back a fair lock a waiter took as the first in line, and
 // puts it back at the head of the line, retried for the unlock timeout.
-func (m *Mutex) requeue(ctx context.Context, ownerID string, mark time.Duration) error {
-	return fairRequeueScript.CallRetrying(context.WithoutCancel(ctx), m.client, m.cfg.UnlockTimeout, 3,
-		m.nameArg, m.fair[0], m.fair[1], ownerID, mark.Milliseconds()).Err()
+func (m *Mutex) requeue(ctx context.Context, ownerID string, mark, lease time.Duration) error {
+	return fairRequeueScript.CallRetrying(context.WithoutCancel(ctx), m.client, m.cfg.UnlockTimeout, 4,
+		m.nameArg, m.fair[0], m.fair[1], m.fair[2], ownerID, mark.Milliseconds(), m.msArg(lease)).Err()
 }
 
 // fairMarkLife is how long a fair lock's waiter keeps its place in the
@@ -56,7 +56,7 @@ func NewFair(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 // (base.Withdraw). A place left behind (Redis unreachable) lapses with
 // its deadline.
 func (m *Mutex) withdraw(ctx context.Context, ownerID string) {
-	base.Withdraw(ctx, fairWithdrawScript, m.client, m.cfg.UnlockTimeout, 4, m.name, m.channel, m.fair[0], m.fair[1], ownerID, unlockMessage, m.publishArg)
+	base.Withdraw(ctx, fairWithdrawScript, m.client, m.cfg.UnlockTimeout, 6, m.name, m.channel, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], ownerID, unlockMessage, m.publishArg)
 }
 
 // fairRelease gives back ownerID's last count of a fair lock when this
@@ -72,13 +72,13 @@ func (m *Mutex) fairRelease(ctx context.Context, ownerID string, timeout time.Du
 		return 0, false, nil
 	}
 	sentAt := make([]time.Time, len(claims))
-	argv := append(make([]any, 0, 8+2*len(claims)), m.nameArg, m.tokenArg, m.fair[0], m.fair[1], m.channelArg, ownerID, unlockMessage, m.publishArg)
+	argv := append(make([]any, 0, 9+2*len(claims)), m.nameArg, m.tokenArg, m.fair[0], m.fair[1], m.channelArg, m.fair[2], ownerID, unlockMessage, m.publishArg)
 	for i, c := range claims {
 		a := c.(*attempt)
 		sentAt[i] = a.wd.Now()
 		argv = append(argv, a.owner, a.m.msArg(a.lease))
 	}
-	reply := fairTransferScript.CallRetrying(ctx, m.client, timeout, 5, argv...)
+	reply := fairTransferScript.CallRetrying(ctx, m.client, timeout, 6, argv...)
 	vals, err := reply.Slice()
 	if err == nil && len(vals) != 3 {
 		err = fmt.Errorf("unexpected reply %v", vals)

@@ -18,6 +18,7 @@ import (
 const (
 	fairQueue    = "redisson_lock_queue:{fair}"
 	fairTimeouts = "redisson_lock_timeout:{fair}"
+	fairGrants   = "relock_fair_grant:{fair}"
 )
 
 // queued is the fair lock's waiter list.
@@ -169,22 +170,72 @@ func TestFairDeadWaiterSkipped(t *testing.T) {
 		dead := "00000000-0000-0000-0000-000000000000:1"
 		require.NoError(t, admin.RPush(ctx, fairQueue, dead).Err())
 		require.NoError(t, admin.ZAdd(ctx, fairTimeouts, redis.Z{Score: float64(now.Add(3 * time.Second).UnixMilli()), Member: dead}).Err())
+		// A relock waiter: the release writes its hold, with a TTL of its
+		// deadline, which nobody renews.
+		require.NoError(t, admin.HSet(ctx, fairGrants, dead, 30000).Err())
 
 		live := env.NewClient(t)
 		got := lockAsync(lock.NewFair(live, "fair"), ctx)
 		awaitQueued(t, ctx, admin, 2)
 		released := time.Now()
 		require.NoError(t, holder.Unlock(held))
-		select {
-		case r := <-got:
-			require.NoError(t, r.err)
-			delay := time.Since(released)
-			t.Logf("the live waiter took the lock %v after the release", delay)
-			require.Less(t, delay, 5*time.Second)
-			require.NoError(t, lock.NewFair(live, "fair").Unlock(r.ctx))
-		case <-time.After(10 * time.Second):
-			t.Fatal("the dead waiter held the line")
+		// miniredis's TTLs move only when told: a second per half second.
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		bound := time.After(10 * time.Second)
+		for done := false; !done; {
+			select {
+			case r := <-got:
+				require.NoError(t, r.err)
+				delay := time.Since(released)
+				t.Logf("the live waiter took the lock %v after the release", delay)
+				require.Less(t, delay, 5*time.Second)
+				require.NoError(t, lock.NewFair(live, "fair").Unlock(r.ctx))
+				done = true
+			case <-tick.C:
+				if env.Mini != nil {
+					env.FastForward(time.Second)
+				}
+			case <-bound:
+				t.Fatal("the dead waiter held the line")
+			}
 		}
 		require.Empty(t, queued(t, ctx, admin))
+	})
+}
+
+// A release in one process writes the hold of the first waiter when it is
+// relock's, in another process: the waiter takes it without a try, and its
+// watchdog renews the provisional TTL to its lease at once.
+func TestFairGrantAcrossProcesses(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		admin := env.U()
+		holder := lock.NewFair(admin, "fair")
+		held, err := holder.Lock(ctx)
+		require.NoError(t, err)
+		waiter := env.NewClient(t)
+		got := lockAsync(lock.NewFair(waiter, "fair", lock.WithWatchdogTimeout(20*time.Second)), ctx)
+		awaitQueued(t, ctx, admin, 1)
+		granted, err := admin.HExists(ctx, fairGrants, queued(t, ctx, admin)[0]).Result()
+		require.NoError(t, err)
+		require.True(t, granted, "a relock waiter is listed for a grant")
+		require.NoError(t, holder.Unlock(held))
+		r := await(t, got, "waiter")
+		require.NoError(t, r.err)
+		tok, ok := lock.FencingToken(r.ctx)
+		require.True(t, ok)
+		require.Positive(t, tok)
+		if env.Mini == nil { // miniredis's TTLs do not run
+			require.Eventually(t, func() bool {
+				ttl, err := admin.PTTL(ctx, "fair").Result()
+				return err == nil && ttl > 5*time.Second
+			}, 3*time.Second, 10*time.Millisecond, "the watchdog renewed the provisional TTL to the lease")
+		}
+		require.NoError(t, lock.NewFair(waiter, "fair").Unlock(r.ctx))
+		require.Empty(t, queued(t, ctx, admin))
+		n, err := admin.Exists(ctx, fairGrants).Result()
+		require.NoError(t, err)
+		require.Zero(t, n)
 	})
 }

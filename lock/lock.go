@@ -47,10 +47,10 @@ var wakeLib = scripts.NewLib(luaFS, "lua/wake.lua")
 
 var (
 	acquireScript    = scripts.Load(luaFS, "lua/acquire.lua", scripts.Fence)
-	unlockScript     = scripts.Load(luaFS, "lua/unlock.lua", wakeLib)
-	unlockLastScript = scripts.Load(luaFS, "lua/unlock_last.lua", wakeLib)
+	unlockScript     = scripts.Load(luaFS, "lua/unlock.lua", scripts.Fence, wakeLib)
+	unlockLastScript = scripts.Load(luaFS, "lua/unlock_last.lua", scripts.Fence, wakeLib)
 	transferScript   = scripts.Load(luaFS, "lua/transfer.lua", scripts.Fence)
-	giveBackScript   = scripts.Load(luaFS, "lua/give_back.lua", wakeLib)
+	giveBackScript   = scripts.Load(luaFS, "lua/give_back.lua", scripts.Fence, wakeLib)
 
 	// renewer renews lock leases in batches (internal/lease).
 	renewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 1, ArgsPer: 1}
@@ -91,8 +91,8 @@ type Mutex struct {
 	tokenArg   any
 	leaseArg   any // the configured lease in ms
 	publishArg any
-	// fair holds a fair lock's waiter list and deadline zset (NewFair),
-	// as script keys; nil for a lock.
+	// fair holds a fair lock's waiter list, deadline zset and grant list
+	// (NewFair), as script keys; nil for a lock.
 	fair []any
 }
 
@@ -121,7 +121,7 @@ func newMutex(client redis.UniversalClient, name string, fair bool, opts []Optio
 	m.publishArg = m.hub.PublishCommand()
 	m.inst = m.cfg.Instruments(primitive, "", name, tracing.SpanReleaseLock)
 	if fair {
-		m.fair = []any{keys.FairQueue(name), keys.FairTimeouts(name)}
+		m.fair = []any{keys.FairQueue(name), keys.FairTimeouts(name), keys.FairGrants(name)}
 	}
 	return m
 }
@@ -272,9 +272,17 @@ func (a *attempt) Try(ctx context.Context) (acquire.Result, error) {
 	return acquire.Result{Acquired: true}, nil
 }
 
-// Granted takes the lock a local release handed over.
+// Granted takes the lock a release handed over: a local one, sent at
+// g.SentAt, or one in another process, which gave the hold a provisional
+// TTL (g.TTL) after this waiter's last try: the lease is counted as if
+// that TTL had started with the try, so the watchdog renews it at once.
 func (a *attempt) Granted(g notify.Grant) {
-	a.count, a.token, a.sentAt = 1, g.Token, g.SentAt
+	a.count, a.token = 1, g.Token
+	if !g.SentAt.IsZero() {
+		a.sentAt = g.SentAt
+		return
+	}
+	a.sentAt = a.sentAt.Add(-max(a.lease-g.TTL, 0))
 }
 
 // Discard gives back a lock handed over as the acquire gave up (to the
@@ -386,7 +394,7 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 		if m.fair == nil {
 			reply = unlockLastScript.CallRetrying(ctx, m.client, timeout, 2, m.nameArg, m.channelArg, unlockMessage, ownerID, m.publishArg)
 		} else {
-			reply = unlockLastScript.CallRetrying(ctx, m.client, timeout, 4, m.nameArg, m.channelArg, m.fair[0], m.fair[1], unlockMessage, ownerID, m.publishArg)
+			reply = unlockLastScript.CallRetrying(ctx, m.client, timeout, 6, m.nameArg, m.channelArg, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], unlockMessage, ownerID, m.publishArg)
 		}
 		res, err = reply.Int64()
 		if err == nil && res == -1 && reply.Retried && (held == nil || !held.Lapsed()) {
@@ -414,7 +422,7 @@ func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout ti
 	if m.fair == nil {
 		reply = unlockScript.CallRetrying(ctx, m.client, timeout, 3, m.name, m.channel, latch, unlockMessage, m.msArg(lease), ownerID, m.publishArg, m.cfg.LatchArg(timeout))
 	} else {
-		reply = unlockScript.CallRetrying(ctx, m.client, timeout, 5, m.name, m.channel, latch, m.fair[0], m.fair[1], unlockMessage, m.msArg(lease), ownerID, m.publishArg, m.cfg.LatchArg(timeout))
+		reply = unlockScript.CallRetrying(ctx, m.client, timeout, 7, m.name, m.channel, latch, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], unlockMessage, m.msArg(lease), ownerID, m.publishArg, m.cfg.LatchArg(timeout))
 	}
 	res, err := reply.Int64()
 	if err == nil && res == 1 {

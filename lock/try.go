@@ -26,7 +26,7 @@ func (m *Mutex) tryOnce(ctx context.Context, sync replica.Policy, ownerID string
 	if m.fair == nil {
 		cmd, acks = replica.Call(ctx, m.client, sync, acquireScript, 3, m.nameArg, m.tokenArg, latchArg, m.msArg(lease), ownerID, mode, m.cfg.LatchArg(m.cfg.UnlockTimeout))
 	} else {
-		cmd, acks = replica.Call(ctx, m.client, sync, fairAcquireScript, 5, m.nameArg, m.tokenArg, latchArg, m.fair[0], m.fair[1], m.msArg(lease), ownerID, mode, m.cfg.LatchArg(m.cfg.UnlockTimeout), mark.Milliseconds())
+		cmd, acks = replica.Call(ctx, m.client, sync, fairAcquireScript, 6, m.nameArg, m.tokenArg, latchArg, m.fair[0], m.fair[1], m.fair[2], m.msArg(lease), ownerID, mode, m.cfg.LatchArg(m.cfg.UnlockTimeout), mark.Milliseconds())
 	}
 	if err := cmd.Err(); err != nil {
 		return 0, 0, 0, err
@@ -37,7 +37,7 @@ func (m *Mutex) tryOnce(ctx context.Context, sync replica.Policy, ownerID string
 	}
 	undo := func() error { return m.undo(ctx, ownerID, latch, lease) }
 	if m.fair != nil && mark > 0 && count == 1 && latch == "" {
-		undo = func() error { return m.requeue(ctx, ownerID, mark) } // keeps its place
+		undo = func() error { return m.requeue(ctx, ownerID, mark, lease) } // keeps its place
 	}
 	if err := undo(); err != nil {
 		return 0, 0, 0, fmt.Errorf("%d of %d replicas acknowledged, and giving the acquisition back failed: %w", acks.Got, acks.Want, err)

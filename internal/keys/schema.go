@@ -46,6 +46,11 @@ func FairQueue(name string) string { return Prefix("redisson_lock_queue", name) 
 // (RFairLock's).
 func FairTimeouts(name string) string { return Prefix("redisson_lock_timeout", name) }
 
+// FairGrants is the hash of a fair lock's relock waiters and their leases,
+// to which a release may hand the lock directly (relock's own key beside
+// RFairLock's layout).
+func FairGrants(name string) string { return Prefix("relock_fair_grant", name) }
+
 // Token is the fencing counter of a lock or rwlock (RFencedLock's).
 func Token(name string) string { return Prefix("redisson_lock_token", name) }
 

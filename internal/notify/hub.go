@@ -273,12 +273,24 @@ func (q *queue) wakeHead() {
 }
 
 // deliver handles an unlock message (or a reconnect) on channel.
-func (h *Hub) deliver(channel string) {
+func (h *Hub) deliver(channel, payload string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if q := h.queues[channel]; q != nil {
-		q.heard()
+	q := h.queues[channel]
+	if q == nil {
+		return
 	}
+	if g, ok := parseGrant(payload); ok && len(q.waiters) > 0 {
+		// The lock is this channel's waiter's already: it takes it
+		// without a try, if it can be handed anything now; else its try
+		// finds the hold its release wrote.
+		if w := q.waiters[0]; w.claim != nil && !w.left && !w.granted && w.reserved == nil {
+			w.grant, w.granted = g, true
+			w.signal()
+			return
+		}
+	}
+	q.heard()
 }
 
 // heard wakes the heads and calls the watchers: a message came, or may

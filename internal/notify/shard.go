@@ -244,7 +244,7 @@ func (h *Hub) receive(s *shard) {
 		backoff = 10 * time.Millisecond
 		switch m := msg.(type) {
 		case *redis.Message:
-			h.deliver(m.Channel)
+			h.deliver(m.Channel, m.Payload)
 		case *redis.Subscription:
 			switch m.Kind {
 			case "subscribe", "ssubscribe":

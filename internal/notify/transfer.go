@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"strconv"
 	"strings"
 	"time"
 )
@@ -19,10 +20,34 @@ const MaxHandOffs = 16
 
 // Grant is what a hand-off gives the waiter: the fencing token of the hold
 // the release's script took for it, and when that script was sent (on the
-// waiter's clock, the start of its lease).
+// waiter's clock, the start of its lease). A hold written by a release in
+// another process comes in a message instead (GrantMessage): SentAt is
+// zero, and TTL is the provisional TTL the release gave the hold, to be
+// counted from the waiter's own last try (which came before the release).
 type Grant struct {
 	Token  int64
 	SentAt time.Time
+	TTL    time.Duration
+}
+
+// grantPrefix starts a message that hands the lock to the waiter whose
+// channel it is sent on: "relock:grant:<token>:<ttl ms>" (a fair lock's
+// release writes it; see lock's lua/wake.lua).
+const grantPrefix = "relock:grant:"
+
+// parseGrant reads a grant message.
+func parseGrant(payload string) (Grant, bool) {
+	rest, ok := strings.CutPrefix(payload, grantPrefix)
+	if !ok {
+		return Grant{}, false
+	}
+	tok, ttl, ok := strings.Cut(rest, ":")
+	t, err1 := strconv.ParseInt(tok, 10, 64)
+	ms, err2 := strconv.ParseInt(ttl, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return Grant{}, false
+	}
+	return Grant{Token: t, TTL: time.Duration(ms) * time.Millisecond}, true
 }
 
 // Claimant is a waiter's primitive, ready to take a lock a local release

@@ -21,6 +21,9 @@
 --          slot, unused)
 -- KEYS[4]  the waiter list, redisson_lock_queue:{<name>}
 -- KEYS[5]  the waiters' deadlines, redisson_lock_timeout:{<name>}
+-- KEYS[6]  the grant list, relock_fair_grant:{<name>}: a waiter minted
+--          for this acquisition is listed with its lease, so that a
+--          release may write its hold (lua/wake.lua)
 -- ARGV[1]  lease in milliseconds (PEXPIRE of the hash)
 -- ARGV[2]  owner id, also the waiter's id in the list
 -- ARGV[3]  'minted', 'latch' or '', as in lua/acquire.lua
@@ -34,12 +37,13 @@
 -- waiter's deadline passes), at most a third of the mark life.
 local latch = ARGV[3] == 'latch' and KEYS[3]
 local at = now()
-local first = head(KEYS[4], KEYS[5], at)
+local first = head(KEYS[4], KEYS[5], at, KEYS[6])
 if redis.call('exists', KEYS[1]) == 0 then
   if first == false or first == ARGV[2] then
     if first then
       redis.call('lpop', KEYS[4])
       redis.call('zrem', KEYS[5], ARGV[2])
+      redis.call('hdel', KEYS[6], ARGV[2])
     end
     redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
@@ -73,6 +77,10 @@ if life == 0 then
 end
 if redis.call('zadd', KEYS[5], at + life, ARGV[2]) == 1 then
   redis.call('rpush', KEYS[4], ARGV[2])
+end
+if ARGV[3] == 'minted' then
+  redis.call('hset', KEYS[6], ARGV[2], ARGV[1])
+  redis.call('pexpire', KEYS[6], life)
 end
 -- The list and the zset live as long as a waiter renews its place.
 redis.call('pexpire', KEYS[4], life)

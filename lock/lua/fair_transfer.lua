@@ -2,8 +2,7 @@
 -- in line is one of this process's (a candidate), hand the lock straight
 -- to it in the same script: the hold is written for it and it leaves the
 -- line, with no message and no try of its own. Otherwise the lock is
--- freed and the first waiter woken on its channel, as unlock_last.lua
--- does. (lua/wake.lua and internal/scripts' lua/fence.lua are loaded
+-- served as unlock_last.lua serves it (lua/wake.lua). (lua/wake.lua and internal/scripts' lua/fence.lua are loaded
 -- before this source.) Safe to retry without a latch: a candidate found
 -- holding the lock with the releaser gone was handed it by an earlier run.
 --
@@ -12,6 +11,7 @@
 -- KEYS[3]  the waiter list, redisson_lock_queue:{<name>}
 -- KEYS[4]  the waiters' deadlines, redisson_lock_timeout:{<name>}
 -- KEYS[5]  the unlock channel, redisson_lock__channel:{<name>}
+-- KEYS[6]  the grant list, relock_fair_grant:{<name>} (lua/wake.lua)
 -- ARGV[1]  owner id releasing
 -- ARGV[2]  the unlock message (Redisson's UNLOCK_MESSAGE, 0)
 -- ARGV[3]  publish command: publish, or spublish on a cluster
@@ -19,7 +19,7 @@
 --          each waiter of this process
 --
 -- Returns {1, token, owner} when handed to owner, {0, 0, ''} when freed
--- (the first waiter, if any, woken), {-1, 0, ''} when the releaser does
+-- (the first waiter, if any, served elsewhere), {-1, 0, ''} when the releaser does
 -- not hold the lock, {-2, 0, ''} when it holds more than one count
 -- (nothing changed: unlock.lua decrements).
 local lease = {}
@@ -39,15 +39,17 @@ if tonumber(count) > 1 then
   return {-2, 0, ''}
 end
 redis.call('del', KEYS[1])
-local first = head(KEYS[3], KEYS[4], now())
+local at = now()
+local first = head(KEYS[3], KEYS[4], at, KEYS[6])
 if first and lease[first] then
   redis.call('lpop', KEYS[3])
   redis.call('zrem', KEYS[4], first)
+  redis.call('hdel', KEYS[6], first)
   redis.call('hset', KEYS[1], first, 1)
   redis.call('pexpire', KEYS[1], lease[first])
   return {1, fence(KEYS[2]), first}
 end
 if first then
-  redis.call(ARGV[3], KEYS[5] .. ':' .. first, ARGV[2])
+  serve(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], ARGV[3], KEYS[5], ARGV[2], first, at)
 end
 return {0, 0, ''}

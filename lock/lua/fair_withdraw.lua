@@ -1,20 +1,31 @@
 -- Take a fair lock's waiter out of the list (it gave up: its wait bound,
 -- its context, an error) and, when the lock is free and it was first,
--- wake the next waiter (lua/wake.lua, loaded before this source).
+-- serve the next waiter (lua/wake.lua, loaded before this source). A hold
+-- a release wrote for it meanwhile is given back the same way.
 --
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the unlock channel, redisson_lock__channel:{<name>}
 -- KEYS[3]  the waiter list, redisson_lock_queue:{<name>}
 -- KEYS[4]  the waiters' deadlines, redisson_lock_timeout:{<name>}
+-- KEYS[5]  the fencing token counter, redisson_lock_token:{<name>}
+-- KEYS[6]  the grant list, relock_fair_grant:{<name>} (lua/wake.lua)
 -- ARGV[1]  the waiter's id (its owner id)
 -- ARGV[2]  the unlock message (Redisson's UNLOCK_MESSAGE, 0)
 -- ARGV[3]  publish command: publish, or spublish on a cluster
 --
 -- Returns 1 when the waiter was in the list, 0 when it was not.
-local first = head(KEYS[3], KEYS[4], now()) -- the first live waiter
+local first = head(KEYS[3], KEYS[4], now(), KEYS[6]) -- the first live waiter
 local removed = redis.call('lrem', KEYS[3], 0, ARGV[1])
 redis.call('zrem', KEYS[4], ARGV[1])
+redis.call('hdel', KEYS[6], ARGV[1])
+if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
+  -- A release wrote this waiter's hold as it gave up (its grant came too
+  -- late): the hold goes back, to the next in line.
+  redis.call('del', KEYS[1])
+  wake(ARGV[3], KEYS[2], ARGV[2], KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+  return 1
+end
 if removed > 0 and first == ARGV[1] and redis.call('exists', KEYS[1]) == 0 then
-  wake(ARGV[3], KEYS[2], ARGV[2], KEYS[3], KEYS[4])
+  wake(ARGV[3], KEYS[2], ARGV[2], KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
 end
 return removed > 0 and 1 or 0

@@ -5,8 +5,9 @@
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the acquire latch, relock_acquire_latch:{<name>}:<request id>
 -- KEYS[3]  the unlock channel, redisson_lock__channel:{<name>}
--- KEYS[4]  a fair lock's waiter list and KEYS[5] its deadlines (absent
---          for a lock; see lua/wake.lua)
+-- KEYS[4]  a fair lock's waiter list, KEYS[5] its deadlines, KEYS[6] its
+--          fencing counter and KEYS[7] its grant list (absent for a
+--          lock; see lua/wake.lua)
 -- ARGV[1]  owner id
 -- ARGV[2]  the unlock message (Redisson's UNLOCK_MESSAGE, 0)
 -- ARGV[3]  publish command: publish, or spublish on a cluster
@@ -24,5 +25,5 @@ if count > 1 then
   return 1
 end
 redis.call('del', KEYS[1])
-wake(ARGV[3], KEYS[3], ARGV[2], KEYS[4], KEYS[5])
+wake(ARGV[3], KEYS[3], ARGV[2], KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
 return 1

@@ -5,8 +5,9 @@
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the unlock channel, redisson_lock__channel:{<name>}
 -- KEYS[3]  the unlock latch, redisson_unlock_latch:{<name>}:<request id>
--- KEYS[4]  a fair lock's waiter list and KEYS[5] its deadlines (absent
---          for a lock; see lua/wake.lua)
+-- KEYS[4]  a fair lock's waiter list, KEYS[5] its deadlines, KEYS[6] its
+--          fencing counter and KEYS[7] its grant list (absent for a
+--          lock; see lua/wake.lua)
 -- ARGV[1]  the unlock message (Redisson's UNLOCK_MESSAGE, 0)
 -- ARGV[2]  lease in milliseconds, re-applied while counts remain
 -- ARGV[3]  owner id
@@ -29,6 +30,6 @@ if counter > 0 then
   return 0
 end
 redis.call('del', KEYS[1])
-wake(ARGV[4], KEYS[2], ARGV[1], KEYS[4], KEYS[5])
+wake(ARGV[4], KEYS[2], ARGV[1], KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
 redis.call('set', KEYS[3], 1, 'px', ARGV[5])
 return 1

@@ -7,9 +7,10 @@
 --
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the unlock channel, redisson_lock__channel:{<name>}
--- KEYS[3]  a fair lock's waiter list, redisson_lock_queue:{<name>}, and
--- KEYS[4]  its deadlines, redisson_lock_timeout:{<name>} (absent for a
---          lock: wake, from lua/wake.lua, publishes on the channel)
+-- KEYS[3]  a fair lock's waiter list, redisson_lock_queue:{<name>},
+-- KEYS[4]  its deadlines, redisson_lock_timeout:{<name>}, KEYS[5] its
+--          fencing counter and KEYS[6] its grant list (absent for a lock:
+--          wake, from lua/wake.lua, publishes on the channel)
 -- ARGV[1]  the unlock message (Redisson's UNLOCK_MESSAGE, 0)
 -- ARGV[2]  owner id
 -- ARGV[3]  publish command: publish, or spublish on a cluster
@@ -24,5 +25,5 @@ if tonumber(count) > 1 then
   return -2
 end
 redis.call('del', KEYS[1])
-wake(ARGV[3], KEYS[2], ARGV[1], KEYS[3], KEYS[4])
+wake(ARGV[3], KEYS[2], ARGV[1], KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
 return 1

@@ -1,13 +1,22 @@
 -- Waking a lock's waiters, shared by the scripts that free a lock (a
--- library: Load puts it before a script's source).
+-- library: Load puts it after internal/scripts' lua/fence.lua and before a
+-- script's source).
 --
 -- A lock wakes its waiters with one message on its channel. A fair lock
 -- (lock.NewFair, Redisson RFairLock's layout) keeps its waiters in a list,
 -- redisson_lock_queue:{<name>}, each with a deadline in a zset,
--- redisson_lock_timeout:{<name>} (server time in ms), and wakes only the
+-- redisson_lock_timeout:{<name>} (server time in ms), and serves only the
 -- first of them, on its own channel <channel>:<waiter id>. A waiter whose
 -- deadline passed (it stopped renewing it: it died, or gave up without a
 -- word) is dropped when it reaches the head of the list.
+--
+-- relock's own waiters are also listed in relock_fair_grant:{<name>} with
+-- their lease: the release writes the hold for such a first waiter itself
+-- and sends it the token ("relock:grant:<token>:<ttl ms>"), so that it
+-- need not try; the hold's TTL is provisional (the waiter's deadline, at
+-- least 1 s) until the waiter's watchdog renews it at once, so a waiter
+-- that died holds the line no longer than it would have in the list. A
+-- Redisson thread is not listed there and gets the unlock message, to try.
 
 -- now is the server's time in milliseconds.
 local function now()
@@ -15,9 +24,9 @@ local function now()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- head drops the lapsed waiters at the head of queue and returns the first
--- live one (false when none).
-local function head(queue, timeouts, at)
+-- head drops the lapsed waiters at the head of queue (and their grant
+-- entries) and returns the first live one (false when none).
+local function head(queue, timeouts, at, grants)
   while true do
     local first = redis.call('lindex', queue, 0)
     if first == false then
@@ -29,18 +38,40 @@ local function head(queue, timeouts, at)
     end
     redis.call('lpop', queue)
     redis.call('zrem', timeouts, first)
+    if grants then
+      redis.call('hdel', grants, first)
+    end
   end
 end
 
--- wake tells the waiters that the lock is free: the message on channel, or
--- for a fair lock (queue given) on the first live waiter's channel.
-local function wake(publish, channel, message, queue, timeouts)
+-- serve gives the free lock to first, the first live waiter: writes its
+-- hold when it is a relock waiter, else sends it the unlock message.
+local function serve(lock, token, queue, timeouts, grants, publish, channel, message, first, at)
+  local lease = redis.call('hget', grants, first)
+  if lease == false then
+    redis.call(publish, channel .. ':' .. first, message)
+    return
+  end
+  local ttl = tonumber(redis.call('zscore', timeouts, first)) - at
+  ttl = math.min(math.max(ttl, 1000), tonumber(lease))
+  redis.call('lpop', queue)
+  redis.call('zrem', timeouts, first)
+  redis.call('hdel', grants, first)
+  redis.call('hset', lock, first, 1)
+  redis.call('pexpire', lock, ttl)
+  redis.call(publish, channel .. ':' .. first, 'relock:grant:' .. fence(token) .. ':' .. ttl)
+end
+
+-- wake tells the waiters that lock is free: the message on channel, or
+-- for a fair lock (queue given) serves its first live waiter.
+local function wake(publish, channel, message, lock, queue, timeouts, token, grants)
   if queue == nil then
     redis.call(publish, channel, message)
     return
   end
-  local first = head(queue, timeouts, now())
+  local at = now()
+  local first = head(queue, timeouts, at, grants)
   if first then
-    redis.call(publish, channel .. ':' .. first, message)
+    serve(lock, token, queue, timeouts, grants, publish, channel, message, first, at)
   end
 end
