@@ -40,7 +40,8 @@
 // across processes, in Redisson RFairLock's layout: the waiters' owner ids
 // in the list redisson_lock_queue:{name}, their deadlines (server time) in
 // the zset redisson_lock_timeout:{name}, and an unlock message only for
-// the first of them, on redisson_lock__channel:{name}:<owner>. A waiter
+// the first of them, on redisson_lock__channel:{name}:<owner> (to a relock
+// waiter, the release hands the lock itself: see NewFair). A waiter
 // renews its deadline by trying again at least every second; one that
 // died is dropped when its deadline passes, 3 s after its last renewal,
 // and one that gives up leaves the list at once. TryLock takes the lock

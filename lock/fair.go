@@ -44,9 +44,12 @@ const fairMarkLife = 3 * time.Second
 // second or so); one that died holds the line back for 3 s at most, and
 // one that gives up (its wait bound, its context) leaves at once. TryLock
 // takes the lock only when nobody waits for it, and never takes a place.
-// Unlike New's, a release does not hand the lock to a waiter of the same
-// process directly: the first waiter in the list, wherever it runs, takes
-// it with a try of its own.
+// A release hands the lock to the first waiter itself when that waiter is
+// relock's, in this process or another (relock_fair_grant:{name} lists
+// them): it writes the hold, with a TTL of a second or more that the
+// waiter's watchdog renews at once, and sends the token on the waiter's
+// channel, so the waiter takes the lock without a round trip of its own.
+// A Redisson thread first in line is sent the unlock message and tries.
 func NewFair(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 	return newMutex(client, name, true, opts)
 }

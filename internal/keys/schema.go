@@ -46,6 +46,9 @@ func FairQueue(name string) string { return Prefix("redisson_lock_queue", name) 
 // (RFairLock's).
 func FairTimeouts(name string) string { return Prefix("redisson_lock_timeout", name) }
 
+// FairGrantsPrefix is the prefix of the fair locks' grant hashes.
+const FairGrantsPrefix = "relock_fair_grant:"
+
 // FairGrants is the hash of a fair lock's relock waiters and their leases,
 // to which a release may hand the lock directly (relock's own key beside
 // RFairLock's layout).

@@ -547,4 +547,12 @@ func TestShowFairQueue(t *testing.T) {
 	if b < 0 || cc < 0 || b > cc {
 		t.Errorf("waiters not listed in arrival order (B at %d, C at %d)", b, cc)
 	}
+	ls := newRunner(t).run("", "ls", "--addr", s.Addr)
+	if strings.Contains(ls.stdout, "relock_fair_grant") {
+		t.Errorf("ls lists the grant hash as a lock:\n%s", ls.stdout)
+	}
+	leaks := newRunner(t).run("", "leaks", "--addr", s.Addr)
+	if leaks.code != 0 {
+		t.Errorf("leaks: %d\n%s", leaks.code, leaks.stdout)
+	}
 }

@@ -185,6 +185,9 @@ func (in *Inspector) List(ctx context.Context, pattern string) ([]Entry, error) 
 	}
 	out := []Entry{}
 	for _, name := range names {
+		if strings.HasPrefix(name, keys.FairGrantsPrefix) {
+			continue // a fair lock's, shown with it
+		}
 		e, ok, err := in.get(ctx, name, now)
 		if err != nil {
 			return nil, err
@@ -237,7 +240,7 @@ func (in *Inspector) Show(ctx context.Context, name string) (Detail, error) {
 	cands := []string{name, keys.Token(name)}
 	switch e.Kind {
 	case KindLock:
-		cands = append(cands, keys.FairQueue(name), keys.FairTimeouts(name))
+		cands = append(cands, keys.FairQueue(name), keys.FairTimeouts(name), keys.FairGrants(name))
 	case KindRWLock:
 		for _, h := range e.Holders {
 			if h.Side == SideRead {

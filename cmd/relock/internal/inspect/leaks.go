@@ -89,6 +89,12 @@ func (in *Inspector) Leaks(ctx context.Context, pattern string) (Report, error) 
 		return rep, err
 	}
 	for _, k := range hashes {
+		if strings.HasPrefix(k, keys.FairGrantsPrefix) {
+			if err := checkTTL(k, "", "fair lock grant list"); err != nil {
+				return rep, err
+			}
+			continue
+		}
 		if base, suffix, ok := semAux(k); ok {
 			if err := checkTTL(k, unprefix(base), "semaphore "+strings.TrimPrefix(suffix, ":")+" hash"); err != nil {
 				return rep, err
