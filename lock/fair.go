@@ -10,6 +10,7 @@ import (
 	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/replica"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -59,7 +60,17 @@ func NewFair(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 // (base.Withdraw). A place left behind (Redis unreachable) lapses with
 // its deadline.
 func (m *Mutex) withdraw(ctx context.Context, ownerID string) {
-	base.Withdraw(ctx, fairWithdrawScript, m.client, m.cfg.UnlockTimeout, 6, m.name, m.channel, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], ownerID, unlockMessage, m.publishArg)
+	base.Withdraw(ctx, fairWithdrawScript, m.client, m.cfg.UnlockTimeout, 6, m.name, m.channel, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], ownerID, unlockMessage, m.publishArg, m.grantArg(ctx))
+}
+
+// grantArg says whether a release may write the first waiter's hold
+// itself: not where replica sync asks for a WAIT after every
+// acquisition, which a hold written inside a release would not have.
+func (m *Mutex) grantArg(ctx context.Context) any {
+	if replica.Needed(ctx, m.client, m.cfg.ReplicaPolicy(), m.name) {
+		return "0"
+	}
+	return "1"
 }
 
 // fairRelease gives back ownerID's last count of a fair lock when this
@@ -75,7 +86,7 @@ func (m *Mutex) fairRelease(ctx context.Context, ownerID string, timeout time.Du
 		return 0, false, nil
 	}
 	sentAt := make([]time.Time, len(claims))
-	argv := append(make([]any, 0, 9+2*len(claims)), m.nameArg, m.tokenArg, m.fair[0], m.fair[1], m.channelArg, m.fair[2], ownerID, unlockMessage, m.publishArg)
+	argv := append(make([]any, 0, 10+2*len(claims)), m.nameArg, m.tokenArg, m.fair[0], m.fair[1], m.channelArg, m.fair[2], ownerID, unlockMessage, m.publishArg, "1")
 	for i, c := range claims {
 		a := c.(*attempt)
 		sentAt[i] = a.wd.Now()

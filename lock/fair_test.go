@@ -3,6 +3,8 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"regexp"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -217,15 +219,27 @@ func TestFairGrantAcrossProcesses(t *testing.T) {
 		waiter := env.NewClient(t)
 		got := lockAsync(lock.NewFair(waiter, "fair", lock.WithWatchdogTimeout(20*time.Second)), ctx)
 		awaitQueued(t, ctx, admin, 1)
-		granted, err := admin.HExists(ctx, fairGrants, queued(t, ctx, admin)[0]).Result()
+		id := queued(t, ctx, admin)[0]
+		granted, err := admin.HExists(ctx, fairGrants, id).Result()
 		require.NoError(t, err)
 		require.True(t, granted, "a relock waiter is listed for a grant")
+		// What the release tells the waiter, heard beside it.
+		spy, err := redistest.Subscribe(ctx, env.NewClient(t), "redisson_lock__channel:{fair}:"+id)
+		require.NoError(t, err)
+		defer spy.Close()
 		require.NoError(t, holder.Unlock(held))
 		r := await(t, got, "waiter")
 		require.NoError(t, r.err)
 		tok, ok := lock.FencingToken(r.ctx)
 		require.True(t, ok)
-		require.Positive(t, tok)
+		select {
+		case msg := <-spy.Channel():
+			m := regexp.MustCompile(`^relock:grant:(\d+):(\d+)$`).FindStringSubmatch(msg.Payload)
+			require.NotNil(t, m, "grant message %q", msg.Payload)
+			require.Equal(t, strconv.FormatInt(tok, 10), m[1], "the waiter holds the token the release drew")
+		case <-time.After(5 * time.Second):
+			t.Fatal("no message on the waiter's channel")
+		}
 		if env.Mini == nil { // miniredis's TTLs do not run
 			require.Eventually(t, func() bool {
 				ttl, err := admin.PTTL(ctx, "fair").Result()

@@ -394,7 +394,7 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 		if m.fair == nil {
 			reply = unlockLastScript.CallRetrying(ctx, m.client, timeout, 2, m.nameArg, m.channelArg, unlockMessage, ownerID, m.publishArg)
 		} else {
-			reply = unlockLastScript.CallRetrying(ctx, m.client, timeout, 6, m.nameArg, m.channelArg, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], unlockMessage, ownerID, m.publishArg)
+			reply = unlockLastScript.CallRetrying(ctx, m.client, timeout, 6, m.nameArg, m.channelArg, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], unlockMessage, ownerID, m.publishArg, m.grantArg(ctx))
 		}
 		res, err = reply.Int64()
 		if err == nil && res == -1 && reply.Retried && (held == nil || !held.Lapsed()) {
@@ -422,7 +422,7 @@ func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout ti
 	if m.fair == nil {
 		reply = unlockScript.CallRetrying(ctx, m.client, timeout, 3, m.name, m.channel, latch, unlockMessage, m.msArg(lease), ownerID, m.publishArg, m.cfg.LatchArg(timeout))
 	} else {
-		reply = unlockScript.CallRetrying(ctx, m.client, timeout, 7, m.name, m.channel, latch, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], unlockMessage, m.msArg(lease), ownerID, m.publishArg, m.cfg.LatchArg(timeout))
+		reply = unlockScript.CallRetrying(ctx, m.client, timeout, 7, m.name, m.channel, latch, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], unlockMessage, m.msArg(lease), ownerID, m.publishArg, m.cfg.LatchArg(timeout), m.grantArg(ctx))
 	}
 	res, err := reply.Int64()
 	if err == nil && res == 1 {

@@ -15,7 +15,9 @@
 -- ARGV[1]  owner id releasing
 -- ARGV[2]  the unlock message (Redisson's UNLOCK_MESSAGE, 0)
 -- ARGV[3]  publish command: publish, or spublish on a cluster
--- ARGV[4], ARGV[5], ...  the candidates: owner id, then lease in ms, for
+-- ARGV[4]  '1' when the hold of a first waiter of another process may be
+--          written too (lua/wake.lua)
+-- ARGV[5], ARGV[6], ...  the candidates: owner id, then lease in ms, for
 --          each waiter of this process
 --
 -- Returns {1, token, owner} when handed to owner, {0, 0, ''} when freed
@@ -23,7 +25,7 @@
 -- not hold the lock, {-2, 0, ''} when it holds more than one count
 -- (nothing changed: unlock.lua decrements).
 local lease = {}
-for i = 4, #ARGV, 2 do
+for i = 5, #ARGV, 2 do
   lease[ARGV[i]] = ARGV[i + 1]
 end
 local count = redis.call('hget', KEYS[1], ARGV[1])
@@ -50,6 +52,6 @@ if first and lease[first] then
   return {1, fence(KEYS[2]), first}
 end
 if first then
-  serve(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], ARGV[3], KEYS[5], ARGV[2], first, at)
+  serve(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], ARGV[3], KEYS[5], ARGV[2], first, at, ARGV[4])
 end
 return {0, 0, ''}

@@ -12,6 +12,7 @@
 -- ARGV[1]  the waiter's id (its owner id)
 -- ARGV[2]  the unlock message (Redisson's UNLOCK_MESSAGE, 0)
 -- ARGV[3]  publish command: publish, or spublish on a cluster
+-- ARGV[4]  '1' when a release may write the first waiter's hold
 --
 -- Returns 1 when the waiter was in the list, 0 when it was not.
 local first = head(KEYS[3], KEYS[4], now(), KEYS[6]) -- the first live waiter
@@ -22,10 +23,10 @@ if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   -- A release wrote this waiter's hold as it gave up (its grant came too
   -- late): the hold goes back, to the next in line.
   redis.call('del', KEYS[1])
-  wake(ARGV[3], KEYS[2], ARGV[2], KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+  wake(ARGV[3], KEYS[2], ARGV[2], KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[4])
   return 1
 end
 if removed > 0 and first == ARGV[1] and redis.call('exists', KEYS[1]) == 0 then
-  wake(ARGV[3], KEYS[2], ARGV[2], KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+  wake(ARGV[3], KEYS[2], ARGV[2], KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[4])
 end
 return removed > 0 and 1 or 0

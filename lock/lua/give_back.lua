@@ -11,6 +11,8 @@
 -- ARGV[1]  owner id
 -- ARGV[2]  the unlock message (Redisson's UNLOCK_MESSAGE, 0)
 -- ARGV[3]  publish command: publish, or spublish on a cluster
+-- ARGV[4]  a fair lock's: '1' when a release may write the first waiter's
+--          hold (lua/wake.lua)
 --
 -- Returns 1 when a count was given back, 0 when there was none to give.
 if redis.call('del', KEYS[2]) == 0 then
@@ -25,5 +27,5 @@ if count > 1 then
   return 1
 end
 redis.call('del', KEYS[1])
-wake(ARGV[3], KEYS[3], ARGV[2], KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+wake(ARGV[3], KEYS[3], ARGV[2], KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[4])
 return 1

@@ -13,6 +13,8 @@
 -- ARGV[3]  owner id
 -- ARGV[4]  publish command: publish, or spublish on a cluster
 -- ARGV[5]  latch lifetime in milliseconds
+-- ARGV[6]  a fair lock's: '1' when a release may write the first waiter's
+--          hold (lua/wake.lua)
 --
 -- Returns 1 when released (key deleted, message published), 0 when a
 -- count remains, -1 when the owner does not hold the lock.
@@ -30,6 +32,6 @@ if counter > 0 then
   return 0
 end
 redis.call('del', KEYS[1])
-wake(ARGV[4], KEYS[2], ARGV[1], KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+wake(ARGV[4], KEYS[2], ARGV[1], KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[6])
 redis.call('set', KEYS[3], 1, 'px', ARGV[5])
 return 1

@@ -14,6 +14,8 @@
 -- ARGV[1]  the unlock message (Redisson's UNLOCK_MESSAGE, 0)
 -- ARGV[2]  owner id
 -- ARGV[3]  publish command: publish, or spublish on a cluster
+-- ARGV[4]  a fair lock's: '1' when a release may write the first waiter's
+--          hold (lua/wake.lua)
 --
 -- Returns 1 when released (key deleted, message published), -1 when the
 -- owner does not hold the lock, -2 when it holds more than one count.
@@ -25,5 +27,5 @@ if tonumber(count) > 1 then
   return -2
 end
 redis.call('del', KEYS[1])
-wake(ARGV[3], KEYS[2], ARGV[1], KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+wake(ARGV[3], KEYS[2], ARGV[1], KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[4])
 return 1

@@ -45,10 +45,12 @@ local function head(queue, timeouts, at, grants)
 end
 
 -- serve gives the free lock to first, the first live waiter: writes its
--- hold when it is a relock waiter, else sends it the unlock message.
-local function serve(lock, token, queue, timeouts, grants, publish, channel, message, first, at)
-  local lease = redis.call('hget', grants, first)
-  if lease == false then
+-- hold when it is a relock waiter and grant is '1', else sends it the
+-- unlock message (a hold written here has no WAIT after it: where replica
+-- sync asks for one, the caller passes '0' and the waiter tries).
+local function serve(lock, token, queue, timeouts, grants, publish, channel, message, first, at, grant)
+  local lease = grant == '1' and redis.call('hget', grants, first)
+  if not lease then
     redis.call(publish, channel .. ':' .. first, message)
     return
   end
@@ -59,12 +61,14 @@ local function serve(lock, token, queue, timeouts, grants, publish, channel, mes
   redis.call('hdel', grants, first)
   redis.call('hset', lock, first, 1)
   redis.call('pexpire', lock, ttl)
-  redis.call(publish, channel .. ':' .. first, 'relock:grant:' .. fence(token) .. ':' .. ttl)
+  -- %.0f: a token has 16 digits, more than Lua's default number format keeps
+  local grant = string.format('relock:grant:%.0f:%.0f', fence(token), ttl)
+  redis.call(publish, channel .. ':' .. first, grant)
 end
 
 -- wake tells the waiters that lock is free: the message on channel, or
 -- for a fair lock (queue given) serves its first live waiter.
-local function wake(publish, channel, message, lock, queue, timeouts, token, grants)
+local function wake(publish, channel, message, lock, queue, timeouts, token, grants, grant)
   if queue == nil then
     redis.call(publish, channel, message)
     return
@@ -72,6 +76,6 @@ local function wake(publish, channel, message, lock, queue, timeouts, token, gra
   local at = now()
   local first = head(queue, timeouts, at, grants)
   if first then
-    serve(lock, token, queue, timeouts, grants, publish, channel, message, first, at)
+    serve(lock, token, queue, timeouts, grants, publish, channel, message, first, at, grant)
   end
 end
