@@ -253,3 +253,49 @@ func TestFairGrantAcrossProcesses(t *testing.T) {
 		require.Zero(t, n)
 	})
 }
+
+// Many waiters of several clients in a loop: no two holds overlap, tokens
+// rise, and every client gets its turns (hand-offs within a client, grants
+// across clients, tries for the rest all at work).
+func TestFairContention(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		hist := history.New()
+		var wg sync.WaitGroup
+		stop := time.Now().Add(1500 * time.Millisecond)
+		counts := make([]int, 16)
+		for c := range 4 {
+			client := env.NewClient(t)
+			for g := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					fair := lock.NewFair(client, "fair")
+					for time.Now().Before(stop) {
+						h, err := fair.Lock(ctx)
+						if !assertNoError(t, err) {
+							return
+						}
+						got := time.Now()
+						tok, _ := lock.FencingToken(h)
+						time.Sleep(100 * time.Microsecond)
+						released := time.Now()
+						if !assertNoError(t, fair.Unlock(h)) {
+							return
+						}
+						hist.Add(history.Hold{Lock: "fair", Kind: history.Exclusive, Token: tok, HasToken: true, Acquired: got, Released: released})
+						counts[c*4+g]++
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		require.NoError(t, hist.Err())
+		t.Logf("%d holds; per goroutine %v", hist.Len(), counts)
+		for i, n := range counts {
+			require.Positive(t, n, "goroutine %d never held the lock", i)
+		}
+		require.Empty(t, queued(t, ctx, env.U()))
+		redistest.RequireBoundedKeyspace(t, ctx, env.U(), time.Hour)
+	})
+}
