@@ -19,6 +19,12 @@ var (
 	fairWithdrawScript = scripts.Load(luaFS, "lua/fair_withdraw.lua", scripts.Fence, wakeLib)
 	fairTransferScript = scripts.Load(luaFS, "lua/fair_transfer.lua", scripts.Fence, wakeLib)
 	fairRequeueScript  = scripts.Load(luaFS, "lua/fair_requeue.lua", scripts.Fence, wakeLib)
+
+	// The lock's release scripts, with the libraries that serve a fair
+	// lock's first waiter.
+	fairUnlockScript     = scripts.Load(luaFS, "lua/unlock.lua", scripts.Fence, wakeLib)
+	fairUnlockLastScript = scripts.Load(luaFS, "lua/unlock_last.lua", scripts.Fence, wakeLib)
+	fairGiveBackScript   = scripts.Load(luaFS, "lua/give_back.lua", scripts.Fence, wakeLib)
 )
 
 // requeue gives back a fair lock a waiter took as the first in line, and

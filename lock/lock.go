@@ -47,10 +47,13 @@ var wakeLib = scripts.NewLib(luaFS, "lua/wake.lua")
 
 var (
 	acquireScript    = scripts.Load(luaFS, "lua/acquire.lua", scripts.Fence)
-	unlockScript     = scripts.Load(luaFS, "lua/unlock.lua", scripts.Fence, wakeLib)
-	unlockLastScript = scripts.Load(luaFS, "lua/unlock_last.lua", scripts.Fence, wakeLib)
+	// A lock's release scripts carry no library: Lua defines a library's
+	// functions anew on every run, which the common unlock need not pay.
+	// A fair lock's load them (fair.go).
+	unlockScript     = scripts.Load(luaFS, "lua/unlock.lua")
+	unlockLastScript = scripts.Load(luaFS, "lua/unlock_last.lua")
 	transferScript   = scripts.Load(luaFS, "lua/transfer.lua", scripts.Fence)
-	giveBackScript   = scripts.Load(luaFS, "lua/give_back.lua", scripts.Fence, wakeLib)
+	giveBackScript   = scripts.Load(luaFS, "lua/give_back.lua")
 
 	// renewer renews lock leases in batches (internal/lease).
 	renewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 1, ArgsPer: 1}
@@ -394,7 +397,7 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 		if m.fair == nil {
 			reply = unlockLastScript.CallRetrying(ctx, m.client, timeout, 2, m.nameArg, m.channelArg, unlockMessage, ownerID, m.publishArg)
 		} else {
-			reply = unlockLastScript.CallRetrying(ctx, m.client, timeout, 6, m.nameArg, m.channelArg, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], unlockMessage, ownerID, m.publishArg, m.grantArg(ctx))
+			reply = fairUnlockLastScript.CallRetrying(ctx, m.client, timeout, 6, m.nameArg, m.channelArg, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], unlockMessage, ownerID, m.publishArg, m.grantArg(ctx))
 		}
 		res, err = reply.Int64()
 		if err == nil && res == -1 && reply.Retried && (held == nil || !held.Lapsed()) {
@@ -422,7 +425,7 @@ func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout ti
 	if m.fair == nil {
 		reply = unlockScript.CallRetrying(ctx, m.client, timeout, 3, m.name, m.channel, latch, unlockMessage, m.msArg(lease), ownerID, m.publishArg, m.cfg.LatchArg(timeout))
 	} else {
-		reply = unlockScript.CallRetrying(ctx, m.client, timeout, 7, m.name, m.channel, latch, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], unlockMessage, m.msArg(lease), ownerID, m.publishArg, m.cfg.LatchArg(timeout), m.grantArg(ctx))
+		reply = fairUnlockScript.CallRetrying(ctx, m.client, timeout, 7, m.name, m.channel, latch, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], unlockMessage, m.msArg(lease), ownerID, m.publishArg, m.cfg.LatchArg(timeout), m.grantArg(ctx))
 	}
 	res, err := reply.Int64()
 	if err == nil && res == 1 {

@@ -27,5 +27,9 @@ if count > 1 then
   return 1
 end
 redis.call('del', KEYS[1])
-wake(ARGV[3], KEYS[3], ARGV[2], KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[4])
+if KEYS[4] then
+  wake(ARGV[3], KEYS[3], ARGV[2], KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[4])
+else
+  redis.call(ARGV[3], KEYS[3], ARGV[2]) -- a lock: loaded without the libraries
+end
 return 1

@@ -32,6 +32,10 @@ if counter > 0 then
   return 0
 end
 redis.call('del', KEYS[1])
-wake(ARGV[4], KEYS[2], ARGV[1], KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[6])
+if KEYS[4] then
+  wake(ARGV[4], KEYS[2], ARGV[1], KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[6])
+else
+  redis.call(ARGV[4], KEYS[2], ARGV[1]) -- a lock: loaded without the libraries
+end
 redis.call('set', KEYS[3], 1, 'px', ARGV[5])
 return 1

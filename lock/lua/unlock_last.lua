@@ -27,5 +27,9 @@ if tonumber(count) > 1 then
   return -2
 end
 redis.call('del', KEYS[1])
-wake(ARGV[3], KEYS[2], ARGV[1], KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[4])
+if KEYS[3] then
+  wake(ARGV[3], KEYS[2], ARGV[1], KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[4])
+else
+  redis.call(ARGV[3], KEYS[2], ARGV[1]) -- a lock: loaded without the libraries
+end
 return 1
