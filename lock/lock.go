@@ -46,7 +46,7 @@ var luaFS embed.FS
 var wakeLib = scripts.NewLib(luaFS, "lua/wake.lua")
 
 var (
-	acquireScript    = scripts.Load(luaFS, "lua/acquire.lua", scripts.Fence)
+	acquireScript = scripts.Load(luaFS, "lua/acquire.lua", scripts.Fence)
 	// A lock's release scripts carry no library: Lua defines a library's
 	// functions anew on every run, which the common unlock need not pay.
 	// A fair lock's load them (fair.go).
