@@ -190,23 +190,8 @@ func BenchmarkInterleavedVsFloor(b *testing.B) {
 	mu := lock.New(rdb, "bench")
 	var floor, relock time.Duration
 	for b.Loop() {
-		t0 := time.Now()
-		if ok, err := rdb.SetNX(ctx, "raw", "me", 30*time.Second).Result(); err != nil || !ok {
-			b.Fatal(ok, err)
-		}
-		if err := cadScript.Run(ctx, rdb, []string{"raw"}, "me").Err(); err != nil {
-			b.Fatal(err)
-		}
-		t1 := time.Now()
-		held, err := mu.Lock(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := mu.Unlock(held); err != nil {
-			b.Fatal(err)
-		}
-		relock += time.Since(t1)
-		floor += t1.Sub(t0)
+		floor += rawPair(b, ctx, rdb)
+		relock += relockPair(b, ctx, mu)
 	}
 	b.ReportMetric(float64(floor.Nanoseconds())/float64(b.N)/1000, "floor-µs/pair")
 	b.ReportMetric(float64(relock.Nanoseconds())/float64(b.N)/1000, "relock-µs/pair")
@@ -224,13 +209,7 @@ func BenchmarkInterleavedVsFloorOneReplica(b *testing.B) {
 	mu := lock.New(rdb, "bench")
 	var floor, synced, relock time.Duration
 	for b.Loop() {
-		t0 := time.Now()
-		if ok, err := rdb.SetNX(ctx, "raw", "me", 30*time.Second).Result(); err != nil || !ok {
-			b.Fatal(ok, err)
-		}
-		if err := cadScript.Run(ctx, rdb, []string{"raw"}, "me").Err(); err != nil {
-			b.Fatal(err)
-		}
+		floor += rawPair(b, ctx, rdb)
 		t1 := time.Now()
 		pipe := rdb.Pipeline()
 		set := pipe.SetNX(ctx, "raw", "me", 30*time.Second)
@@ -242,21 +221,38 @@ func BenchmarkInterleavedVsFloorOneReplica(b *testing.B) {
 		if err := cadScript.Run(ctx, rdb, []string{"raw"}, "me").Err(); err != nil {
 			b.Fatal(err)
 		}
-		t2 := time.Now()
-		held, err := mu.Lock(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := mu.Unlock(held); err != nil {
-			b.Fatal(err)
-		}
-		relock += time.Since(t2)
-		synced += t2.Sub(t1)
-		floor += t1.Sub(t0)
+		synced += time.Since(t1)
+		relock += relockPair(b, ctx, mu)
 	}
 	b.ReportMetric(float64(floor.Nanoseconds())/float64(b.N)/1000, "floor-µs/pair")
 	b.ReportMetric(float64(synced.Nanoseconds())/float64(b.N)/1000, "synced-floor-µs/pair")
 	b.ReportMetric(float64(relock.Nanoseconds())/float64(b.N)/1000, "relock-µs/pair")
 	b.ReportMetric(float64(floor)/float64(relock), "relock/floor-pairs/s")
 	b.ReportMetric(float64(synced)/float64(relock), "relock/synced-floor-pairs/s")
+}
+
+// rawPair takes and gives back the floor's lock once (SET NX PX, then a
+// compare-and-delete script) and returns how long it took.
+func rawPair(b *testing.B, ctx context.Context, rdb *redis.Client) time.Duration {
+	start := time.Now()
+	if ok, err := rdb.SetNX(ctx, "raw", "me", 30*time.Second).Result(); err != nil || !ok {
+		b.Fatal(ok, err)
+	}
+	if err := cadScript.Run(ctx, rdb, []string{"raw"}, "me").Err(); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+// relockPair takes and gives back mu once and returns how long it took.
+func relockPair(b *testing.B, ctx context.Context, mu *lock.Mutex) time.Duration {
+	start := time.Now()
+	held, err := mu.Lock(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := mu.Unlock(held); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start)
 }

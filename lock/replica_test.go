@@ -3,7 +3,6 @@ package lock_test
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,20 +22,12 @@ import (
 	"github.com/relock-go/relock/tracing"
 )
 
-// waitCalls is the number of WAIT commands the server has run (INFO
-// commandstats).
+// waitCalls is the number of WAIT commands the server has run.
 func waitCalls(t *testing.T, ctx context.Context, c *redis.Client) int {
 	t.Helper()
-	info, err := c.Info(ctx, "commandstats").Result()
+	n, err := redistest.CommandCalls(ctx, c, "wait")
 	require.NoError(t, err)
-	for line := range strings.Lines(info) {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_wait:calls="); ok {
-			n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-			require.NoError(t, err)
-			return n
-		}
-	}
-	return 0
+	return n
 }
 
 // pipelines records the commands of every pipeline a client sends.

@@ -39,10 +39,7 @@ func (m *Mutex) tryOnce(ctx context.Context, sync replica.Policy, ownerID string
 	if m.fair != nil && mark > 0 && count == 1 && latch == "" {
 		undo = func() error { return m.requeue(ctx, ownerID, mark, lease) } // keeps its place
 	}
-	if err := undo(); err != nil {
-		return 0, 0, 0, fmt.Errorf("%d of %d replicas acknowledged, and giving the acquisition back failed: %w", acks.Got, acks.Want, err)
-	}
-	return 0, 0, 0, sync.Err(acks)
+	return 0, 0, 0, sync.Refuse(acks, undo)
 }
 
 func parseAcquire(cmd *redis.Cmd) (count, token int64, ttl time.Duration, err error) {

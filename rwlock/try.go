@@ -42,8 +42,5 @@ func (rw *RWMutex) tryOnce(ctx context.Context, sync replica.Policy, s access, o
 	if sync.Enough(acks) {
 		return vals[0], vals[1], 0, nil
 	}
-	if err := rw.undo(ctx, s, ownerID, latch); err != nil {
-		return 0, 0, 0, fmt.Errorf("%d of %d replicas acknowledged, and giving the acquisition back failed: %w", acks.Got, acks.Want, err)
-	}
-	return 0, 0, 0, sync.Err(acks)
+	return 0, 0, 0, sync.Refuse(acks, func() error { return rw.undo(ctx, s, ownerID, latch) })
 }

@@ -281,11 +281,9 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 		case 1:
 			if !sync.Enough(acks) {
 				// Too few replicas acknowledged: the permits go back.
-				if err := s.undo(ctx, permitID); err != nil {
-					uncertain = true
-					return acquire.Result{}, fmt.Errorf("%d of %d replicas acknowledged, and giving the permits back failed: %w", acks.Got, acks.Want, err)
-				}
-				return acquire.Result{}, sync.Err(acks)
+				err := sync.Refuse(acks, func() error { return s.undo(ctx, permitID) })
+				uncertain = errs.MayHaveRun(err)
+				return acquire.Result{}, err
 			}
 			return acquire.Result{Acquired: true}, nil
 		case 0:

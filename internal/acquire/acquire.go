@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/relock-go/relock/internal/clock"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/telemetry"
@@ -260,7 +261,7 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 			return attempts, err
 		}
 		lastErr = err
-		if !sleep(ctx, bo.next()) {
+		if !clock.Sleep(ctx, bo.next()) {
 			return attempts, done()
 		}
 		// The lock may have been freed meanwhile, with no one subscribed
@@ -403,16 +404,4 @@ type backoff struct{ d time.Duration }
 func (b *backoff) next() time.Duration {
 	b.d = min(max(2*b.d, 10*time.Millisecond), time.Second)
 	return b.d/2 + rand.N(b.d/2+1)
-}
-
-// sleep waits d or until ctx ends (false).
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

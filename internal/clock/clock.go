@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"time"
@@ -144,4 +145,16 @@ func (t *fakeTimer) ResetAt(at time.Time) {
 	}
 	t.f.timers = append(t.f.timers, t)
 	t.f.mu.Unlock()
+}
+
+// Sleep waits d or until ctx ends (false), on the real clock.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -98,4 +99,19 @@ func Resend(err error) bool {
 func Timeout(err error) bool {
 	var nerr net.Error
 	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &nerr) && nerr.Timeout())
+}
+
+// Redirect reports a cluster's redirection reply, MOVED or ASK (the
+// command did not run), and the slot it names.
+func Redirect(err error) (slot int, ok bool) {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return 0, false
+	}
+	f := strings.Fields(rerr.Error())
+	if len(f) < 2 || (f[0] != "MOVED" && f[0] != "ASK") {
+		return 0, false
+	}
+	slot, perr := strconv.Atoi(f[1])
+	return slot, perr == nil
 }

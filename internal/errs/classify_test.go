@@ -82,3 +82,23 @@ func TestMayHaveRunResendTimeout(t *testing.T) {
 func refused() error {
 	return &net.OpError{Op: "dial", Net: "tcp", Err: &net.AddrError{Err: "connect: connection refused"}}
 }
+
+func TestRedirect(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		slot int
+		ok   bool
+	}{
+		{redisError("MOVED 3999 127.0.0.1:6381"), 3999, true},
+		{redisError("ASK 12 127.0.0.1:6381"), 12, true},
+		{redisError("ERR unknown"), 0, false},
+		{redisError("MOVED x"), 0, false},
+		{io.EOF, 0, false},
+		{nil, 0, false},
+	} {
+		slot, ok := errs.Redirect(c.err)
+		if slot != c.slot || ok != c.ok {
+			t.Errorf("Redirect(%v) = %d, %v; want %d, %v", c.err, slot, ok, c.slot, c.ok)
+		}
+	}
+}

@@ -284,7 +284,7 @@ func (h *Hub) deliver(channel, payload string) {
 		// The lock is this channel's waiter's already: it takes it
 		// without a try, if it can be handed anything now; else its try
 		// finds the hold its release wrote.
-		if w := q.waiters[0]; w.claim != nil && !w.left && !w.granted && w.reserved == nil {
+		if w := q.waiters[0]; w.grantableLocked() {
 			w.grant, w.granted = g, true
 			w.signal()
 			return

@@ -4,8 +4,6 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -110,16 +108,6 @@ func (h *Hub) move(s *shard, channels []string) (stay []string) {
 		h.mu.Unlock()
 	}
 	return stay
-}
-
-// movedSlot parses a MOVED reply, "MOVED <slot> <host:port>".
-func movedSlot(reply string) (int, bool) {
-	f := strings.Fields(reply)
-	if len(f) < 2 || f[0] != "MOVED" {
-		return 0, false
-	}
-	slot, err := strconv.Atoi(f[1])
-	return slot, err == nil
 }
 
 // channelsOf returns the channels subscribed on s.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/keys"
 )
 
@@ -181,7 +182,7 @@ func (h *Hub) receive(s *shard) {
 			// leaving them to wait for ever. A MOVED channel is moved to
 			// the slot's new node.
 			var moved []string
-			slot, isMoved := movedSlot(refused.Error())
+			slot, isMoved := errs.Redirect(refused)
 			h.mu.Lock()
 			for ch, st := range s.chans {
 				if len(st.pending) > 0 && s.ssub && isMoved && keys.Slot(ch) == slot {

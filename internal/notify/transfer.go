@@ -103,7 +103,7 @@ func (h *Hub) Reserve(channel string) (w *Waiter, claim Claimant, yield bool) {
 		return nil, nil, false
 	}
 	w = q.waiters[0]
-	if w.shared || w.claim == nil || w.trying || w.left || w.reserved != nil || w.granted {
+	if !w.grantableLocked() || w.trying {
 		delete(h.handOffs, channel)
 		return nil, nil, false
 	}
@@ -130,7 +130,7 @@ func (h *Hub) ReserveEach(prefix string) (ws []*Waiter, claims []Claimant) {
 			continue
 		}
 		w := q.waiters[0]
-		if w.shared || w.claim == nil || w.trying || w.left || w.reserved != nil || w.granted {
+		if !w.grantableLocked() || w.trying {
 			continue
 		}
 		w.reserved = make(chan struct{})
@@ -152,6 +152,13 @@ func (w *Waiter) Unreserve() {
 		w.kicked = true
 		w.signal()
 	}
+}
+
+// grantableLocked reports whether w can be given the lock now: it has a
+// claim, is still waiting, alone (not a reader), and no hand-off is under
+// way for it. (A release also needs it idle: not in a try of its own.)
+func (w *Waiter) grantableLocked() bool {
+	return w.claim != nil && !w.shared && !w.left && w.reserved == nil && !w.granted
 }
 
 // Grant completes a hand-off: the lock is w's, with what the release's

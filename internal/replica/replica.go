@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/relock-go/relock/internal/clock"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/perclient"
 	"github.com/relock-go/relock/internal/scripts"
@@ -47,6 +48,17 @@ func (p Policy) Err(a Acks) error {
 	}
 	return fmt.Errorf("%w: %d of %d replicas acknowledged within %v, %d required",
 		errs.ErrNotReplicated, a.Got, a.Want, timeout, p.Min)
+}
+
+// Refuse gives back an acquisition too few replicas acknowledged (undo,
+// the primitive's give-back) and returns what its try reports: Err(a), or,
+// when the give-back failed, that failure (the acquisition may remain, and
+// the primitive's lost-reply give-back takes over, as MayHaveRun says).
+func (p Policy) Refuse(a Acks, undo func() error) error {
+	if err := undo(); err != nil {
+		return fmt.Errorf("%d of %d replicas acknowledged, and giving the acquisition back failed: %w", a.Got, a.Want, err)
+	}
+	return p.Err(a)
 }
 
 // refreshEvery is how long a server's replica count is trusted before it is
@@ -103,11 +115,11 @@ func Call(ctx context.Context, c redis.UniversalClient, p Policy, s *scripts.Scr
 		cmd, acks := srv.send(ctx, node, p, s, n, refresh, nkeys, argv)
 		if err := cmd.Err(); err != nil {
 			scripts.Unreachable(ctx, c, err)
-			if moved(err) && retry < movedRetries {
+			if redirected(err) && retry < movedRetries {
 				if cc, ok := c.(*redis.ClusterClient); ok {
 					cc.ReloadState(ctx)
 				}
-				if !sleep(ctx, time.Duration(retry+1)*20*time.Millisecond) {
+				if !clock.Sleep(ctx, time.Duration(retry+1)*20*time.Millisecond) {
 					return cmd, acks
 				}
 				continue
@@ -170,7 +182,7 @@ func (srv *server) send(ctx context.Context, node *redis.Client, p Policy, s *sc
 		}
 	}
 	if err := cmd.Err(); err != nil {
-		if errs.Transient(err) || moved(err) {
+		if errs.Transient(err) || redirected(err) {
 			srv.stale()
 		}
 		return cmd, Acks{}
@@ -337,19 +349,8 @@ func parseReplicas(info string) int {
 	return n
 }
 
-// moved reports a cluster's redirection: the script did not run.
-func moved(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr) && (strings.HasPrefix(rerr.Error(), "MOVED ") || strings.HasPrefix(rerr.Error(), "ASK "))
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+// redirected reports a MOVED or ASK reply: the script did not run.
+func redirected(err error) bool {
+	_, ok := errs.Redirect(err)
+	return ok
 }

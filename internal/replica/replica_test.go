@@ -3,7 +3,6 @@ package replica_test
 import (
 	"context"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,20 +23,12 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-// calls is how many times the server ran cmd (INFO commandstats), before
-// this INFO itself.
+// calls is how many times the server ran cmd, before this INFO itself.
 func calls(t *testing.T, ctx context.Context, c *redis.Client, cmd string) int {
 	t.Helper()
-	info, err := c.Info(ctx, "commandstats").Result()
+	n, err := redistest.CommandCalls(ctx, c, cmd)
 	require.NoError(t, err)
-	for line := range strings.Lines(info) {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":calls="); ok {
-			n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-			require.NoError(t, err)
-			return n
-		}
-	}
-	return 0
+	return n
 }
 
 var policy = replica.Policy{Timeout: 500 * time.Millisecond, Min: 1}

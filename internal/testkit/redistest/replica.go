@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -130,3 +131,19 @@ func (g *Replicated) WaitInSync(t testing.TB, timeout time.Duration) {
 // LogTail returns the last lines of the server's log, for a test that
 // fails on what the server did (a failover that did not happen, say).
 func (s *Server) LogTail() string { return s.logTail() }
+
+// CommandCalls is how many times the server behind c has run cmd (INFO
+// commandstats, "wait", "info", ...), not counting this INFO itself.
+func CommandCalls(ctx context.Context, c *redis.Client, cmd string) (int, error) {
+	info, err := c.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return 0, err
+	}
+	stats := parseInfo(info)
+	rest, ok := strings.CutPrefix(stats["cmdstat_"+cmd], "calls=")
+	if !ok {
+		return 0, nil
+	}
+	calls, _, _ := strings.Cut(rest, ",")
+	return strconv.Atoi(calls)
+}
