@@ -31,6 +31,7 @@ type config struct {
 	hold     time.Duration
 	retries  []time.Duration
 	noLoop   bool
+	cmdStats bool
 }
 
 func main() {
@@ -43,6 +44,7 @@ func main() {
 	flag.DurationVar(&cfg.hold, "hold", 100*time.Microsecond, "critical section of the contended rows (spun, not slept)")
 	flag.StringVar(&retries, "retry", "1ms,5ms", "retry delays of the polling peers in the contended row")
 	flag.BoolVar(&cfg.noLoop, "rueidis-noloop", false, "run rueidislock with NoLoopTracking (its README's advice for Redis >= 7.0.5; it stalled under in-process contention here)")
+	flag.BoolVar(&cfg.cmdStats, "cmdstats", false, "print the Redis commands each row ran per op in its measured window (INFO commandstats)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	flag.Parse()
 
@@ -189,6 +191,9 @@ func run(ctx context.Context, cfg *config) (err error) {
 		}
 		printTable(os.Stdout, results)
 		printRatios(os.Stdout, results)
+		if cfg.cmdStats {
+			printCmdStats(os.Stdout, results)
+		}
 		if ctx.Err() != nil {
 			return nil
 		}

@@ -59,6 +59,7 @@ type result struct {
 	permits    int           // semaphore size, 0 otherwise
 	stuck      bool
 	gDelta     int // goroutines left over after the row
+	cmds       map[string]cmdStat // -cmdstats: the window's commands
 }
 
 // rows lists the table's rows in order, filtered by -only.
@@ -191,6 +192,9 @@ func (e *env) masterShas() []string {
 func (e *env) measure(ctx context.Context, pids func() []int, w *workers, res *result) {
 	sleepCtx(ctx, e.cfg.warmup)
 	p := pids()
+	if e.cfg.cmdStats {
+		e.resetCmdStats(ctx)
+	}
 	res.cpu0 = sampleCPU(p)
 	t0 := time.Now()
 	w.phase.Store(phaseMeasure)
@@ -198,6 +202,9 @@ func (e *env) measure(ctx context.Context, pids func() []int, w *workers, res *r
 	w.phase.Store(phaseStop)
 	res.window = time.Since(t0)
 	res.cpu1 = sampleCPU(p)
+	if e.cfg.cmdStats {
+		res.cmds = e.readCmdStats(ctx)
+	}
 	res.stuck = !w.wait(stuckLimit)
 }
 

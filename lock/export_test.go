@@ -13,5 +13,6 @@ func ScriptSources() map[string]string {
 		"unlock":       unlockScript.Source(),
 		"renew":        renewer.Lua.Source(),
 		"force_unlock": base.ForceUnlockScript.Source(),
+		"fair_acquire": fairAcquireScript.Source(),
 	}
 }

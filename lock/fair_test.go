@@ -257,6 +257,55 @@ func TestFairGrantAcrossProcesses(t *testing.T) {
 // Many waiters of several clients in a loop: no two holds overlap, tokens
 // rise, and every client gets its turns (hand-offs within a client, grants
 // across clients, tries for the rest all at work).
+// TestFairContendedWaiterTriesOnce: a fair lock's waiter whose last
+// acquisition found the lock taken subscribes to its channel before its
+// first try, so that it waits on one try instead of two (a try, the
+// subscription, and a try again for a release it could not have heard).
+func TestFairContendedWaiterTriesOnce(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		holder := lock.NewFair(env.NewClient(t), "fair")
+		c := env.NewClient(t)
+		log := newScriptLog(t)
+		c.AddHook(log)
+		waiter := lock.NewFair(c, "fair")
+
+		// tries returns how many times the waiter ran the acquire script
+		// in a Lock that waited for the holder.
+		tries := func() int {
+			h, err := holder.Lock(ctx)
+			require.NoError(t, err)
+			before := log.answered("fair_acquire")
+			got := make(chan context.Context, 1)
+			go func() {
+				wh, err := waiter.Lock(ctx)
+				assertNoError(t, err)
+				got <- wh
+			}()
+			awaitQueued(t, ctx, env.U(), 1)
+			require.NoError(t, holder.Unlock(h))
+			wh := <-got
+			require.NotNil(t, wh)
+			n := log.answered("fair_acquire") - before
+			require.NoError(t, waiter.Unlock(wh))
+			return n
+		}
+		require.Equal(t, 2, tries(), "the first wait: a try, the subscription, a try")
+		require.Equal(t, 1, tries(), "the next: the subscription, then one try")
+		require.Equal(t, 1, tries())
+
+		// A free lock is taken at the first try either way.
+		for range 2 {
+			before := log.answered("fair_acquire")
+			h, err := waiter.Lock(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 1, log.answered("fair_acquire")-before)
+			require.NoError(t, waiter.Unlock(h))
+		}
+		require.Empty(t, queued(t, ctx, env.U()))
+	})
+}
+
 func TestFairContention(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
@@ -264,6 +313,8 @@ func TestFairContention(t *testing.T) {
 		var wg sync.WaitGroup
 		stop := time.Now().Add(1500 * time.Millisecond)
 		counts := make([]int, 16)
+		var mu sync.Mutex
+		var longest time.Duration
 		for c := range 4 {
 			client := env.NewClient(t)
 			for g := range 4 {
@@ -272,11 +323,15 @@ func TestFairContention(t *testing.T) {
 					defer wg.Done()
 					fair := lock.NewFair(client, "fair")
 					for time.Now().Before(stop) {
+						called := time.Now()
 						h, err := fair.Lock(ctx)
 						if !assertNoError(t, err) {
 							return
 						}
 						got := time.Now()
+						mu.Lock()
+						longest = max(longest, got.Sub(called))
+						mu.Unlock()
 						tok, _ := lock.FencingToken(h)
 						time.Sleep(100 * time.Microsecond)
 						released := time.Now()
@@ -291,7 +346,9 @@ func TestFairContention(t *testing.T) {
 		}
 		wg.Wait()
 		require.NoError(t, hist.Err())
-		t.Logf("%d holds; per goroutine %v", hist.Len(), counts)
+		t.Logf("%d holds; per goroutine %v; longest wait %v", hist.Len(), counts, longest)
+		// A waiter woken by nothing waits for its fallback, the 30 s lease.
+		require.Less(t, longest, 10*time.Second, "a waiter missed its turn")
 		for i, n := range counts {
 			require.Positive(t, n, "goroutine %d never held the lock", i)
 		}

@@ -57,7 +57,7 @@ type scriptLog struct {
 	events []*scriptEvent
 }
 
-var scriptNames = []string{"acquire", "transfer", "unlock_last", "unlock", "renew", "force_unlock"}
+var scriptNames = []string{"acquire", "transfer", "unlock_last", "unlock", "renew", "force_unlock", "fair_acquire"}
 
 func newScriptLog(t testing.TB) *scriptLog {
 	l := &scriptLog{ids: map[string]string{}}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -97,6 +98,9 @@ type Mutex struct {
 	// fair holds a fair lock's waiter list, deadline zset and grant list
 	// (NewFair), as script keys; nil for a lock.
 	fair []any
+	// contended: a fair lock's last acquisition found it taken, so the
+	// next one subscribes before its first try (acquire.Request.JoinFirst).
+	contended atomic.Bool
 }
 
 // New returns the Mutex called name on client. It does not touch Redis.
@@ -197,6 +201,7 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []Option
 			a.mark = fairMarkLife
 		}
 	}
+	joinFirst := m.fair != nil && !once && existing == nil && m.contended.Load()
 	req := acquire.Request{
 		Tracer:    m.inst.Tracer,
 		SpanName:  tracing.SpanAcquireLock,
@@ -207,6 +212,7 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []Option
 		Channel:   channel,
 		Direct:    existing != nil,
 		Once:      once,
+		JoinFirst: joinFirst,
 		Wait:      cfg.WaitTimeout,
 		LeaseTime: a.lease,
 		Attempt:   a,
@@ -254,6 +260,7 @@ type attempt struct {
 	// the list); queued: a try put it there.
 	mark   time.Duration
 	queued bool
+	tried  bool
 
 	count, token int64
 	sentAt       time.Time
@@ -265,6 +272,13 @@ func (a *attempt) Try(ctx context.Context) (acquire.Result, error) {
 	// In line: waiting, or refused for want of replicas (requeued).
 	a.queued = a.queued || (a.mark > 0 && ((err == nil && c == 0) || errors.Is(err, ErrNotReplicated)))
 	a.uncertain = err != nil && errs.MayHaveRun(err)
+	if a.mark > 0 && err == nil {
+		// Taken, or free at the first try: how the next acquisition starts.
+		if c == 0 || !a.tried {
+			a.m.contended.Store(c == 0)
+		}
+		a.tried = true
+	}
 	if err != nil || c == 0 {
 		return acquire.Result{TTL: ttl}, err
 	}

@@ -54,6 +54,10 @@ type Request struct {
 	Direct bool
 	// Once makes a single attempt (TryLock): contention is ErrNotAcquired.
 	Once bool
+	// JoinFirst subscribes before the first try, which then needs no
+	// second one once the subscription is confirmed: for a waiter alone on
+	// its channel (a fair lock's) when the lock is likely taken.
+	JoinFirst bool
 	// Wait bounds the wait alone (0: only ctx bounds it).
 	Wait time.Duration
 	// Hold is the lease the try writes: the fallback timer of the next
@@ -212,7 +216,7 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 	var res Result
 	var bo backoff
 	tried := false
-	if req.Once || req.Direct || !req.Hub.Waiting(req.Channel) {
+	if req.Once || req.Direct || (!req.JoinFirst && !req.Hub.Waiting(req.Channel)) {
 		attempts++
 		res, err = try(ctx)
 		if err != nil {

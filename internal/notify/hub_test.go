@@ -1062,6 +1062,37 @@ func TestRefuseKicksTheWaiter(t *testing.T) {
 	w.EndTry()
 }
 
+// TestUnreserveKicksAWaiterRefusedATry: a release that reserved a waiter
+// (ReserveEach) and then found it was not first in line owes it the try
+// BeginTry refused meanwhile: the waiter may not be in line at all yet (it
+// subscribed before its first try), and nothing else would wake it.
+func TestUnreserveKicksAWaiterRefusedATry(t *testing.T) {
+	_, client := redistest.Miniredis(t)
+	h := notify.For(client)
+	ctx := testContext(t)
+	prefix := chanName(t, 0) + ":"
+	refused := join(t, ctx, h, prefix+"a", false)
+	defer refused.Leave(false, 0)
+	idle := join(t, ctx, h, prefix+"b", false)
+	defer idle.Leave(false, 0)
+	refused.Claim(claimant("a"))
+	idle.Claim(claimant("b"))
+	ws, _ := h.ReserveEach(prefix)
+	require.Len(t, ws, 2)
+	require.False(t, refused.BeginTry(), "no try while reserved")
+	for _, w := range ws {
+		w.Unreserve()
+	}
+	requireWoken(t, refused, "after Unreserve")
+	kick, _ := refused.Take()
+	require.True(t, kick)
+	require.True(t, refused.BeginTry())
+	refused.EndTry()
+	requireNotSignalled(t, idle, "an idle waiter after Unreserve")
+	kick, _ = idle.Take()
+	require.False(t, kick)
+}
+
 // A reader that got in promotes the writer behind it with a kick, not a
 // hint: the writer must try at once to mark itself waiting, since readers
 // of other processes may keep the lock from ever falling free.

@@ -68,12 +68,17 @@ func (w *Waiter) Claim(claim Claimant) {
 }
 
 // BeginTry reports whether w may try the lock now; false when a release is
-// handing the lock to it (the hand-off's outcome comes as a wake). EndTry
-// must follow a true BeginTry.
+// handing the lock to it (the hand-off's outcome comes as a wake, and a
+// release that does not hand it over kicks it to make the try it was
+// refused). EndTry must follow a true BeginTry.
 func (w *Waiter) BeginTry() bool {
 	w.h.mu.Lock()
 	defer w.h.mu.Unlock()
-	if w.reserved != nil || w.granted {
+	if w.reserved != nil {
+		w.missed = true
+		return false
+	}
+	if w.granted {
 		return false
 	}
 	w.trying = true
@@ -141,8 +146,8 @@ func (h *Hub) ReserveEach(prefix string) (ws []*Waiter, claims []Claimant) {
 }
 
 // Unreserve ends a reservation without a hand-off to w, which was not
-// first in line: it is kicked to try only if a wake came for it while it
-// was reserved (that wake was spent on a try BeginTry refused).
+// first in line: it is kicked to try only if it was refused a try while
+// reserved (woken, or not yet in line at all).
 func (w *Waiter) Unreserve() {
 	w.h.mu.Lock()
 	defer w.h.mu.Unlock()
