@@ -58,7 +58,7 @@ type result struct {
 	hold       time.Duration // target critical section, 0 for none
 	permits    int           // semaphore size, 0 otherwise
 	stuck      bool
-	gDelta     int // goroutines left over after the row
+	gDelta     int                // goroutines left over after the row
 	cmds       map[string]cmdStat // -cmdstats: the window's commands
 }
 
