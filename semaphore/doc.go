@@ -19,6 +19,13 @@
 // waiters' zset {<name>}:waiters and their marks' expiry
 // {<name>}:waiter_expiry; releases publish on redisson_sc:{<name>}.
 //
+// The goroutines of one process wait in one local queue; a release hands
+// the permits it gives back to the first of them in the same script, in
+// their order, as far as they fit and no waiter of another process is
+// first in line in Redis, so that a waiter served this way returns
+// without a round trip of its own (not where WithReplicaSync asks for a
+// WAIT after each acquisition: the waiters then try themselves).
+//
 // Nothing of a semaphore outlives its last permit or waiter: every script
 // purges the permits and marks that lapsed, then deletes the keys when
 // none is left, or makes them all expire with the last permit or mark

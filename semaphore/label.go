@@ -13,11 +13,12 @@ import (
 // key after each permit's keys.
 var labeledRenewer = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 4, ArgsPer: 1}
 
-// permitTaken is what an acquisition took: its permit, and whether it
-// recorded a holder label.
+// permitTaken is what an acquisition took: its permit, whether it
+// recorded a holder label, and its weight.
 type permitTaken struct {
 	id      string
 	labeled bool
+	n       int64
 }
 
 // label records cfg's holder label (lock.WithHolderLabel) for the permit

@@ -253,7 +253,9 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 	wd := s.cfg.Watchdog
 	leaseTime := cfg.Lease()
 	permitID := owner.RequestID()
-	var sentAt time.Time
+	// wt is this acquisition's side of a hand-off (handoff.go); its
+	// sentAt is the start of the lease.
+	wt := &waiter{s: s, ctx: ctx, permitID: permitID, n: n, lease: leaseTime}
 	marked := false
 	// uncertain: the last try failed after its script may have run, so
 	// Redis may hold permits nobody was told of.
@@ -266,7 +268,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 		}
 		s.resizing.RLock()
 		size := s.size.Load() // a Resize of this Semaphore during the wait counts
-		sentAt = wd.Now()
+		wt.sentAt = wd.Now()
 		cmd, acks := replica.Call(ctx, s.client, sync, acquireScript, 6, s.name, s.permits, s.weights, s.waiters, s.marks, s.channel, size, n, permitID, leaseTime.Milliseconds(), waiterID, s.hub.PublishCommand(), min(leaseTime, maxMarkLife).Milliseconds(), s.sizePolicy())
 		s.resizing.RUnlock()
 		vals, err := cmd.Int64Slice()
@@ -296,22 +298,28 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 		}
 		return acquire.Result{}, fmt.Errorf("unexpected reply %v", vals)
 	}
-	traced, err := acquire.Do(ctx, acquire.Request{
-		Tracer:    s.inst.Tracer,
-		SpanName:  tracing.SpanAcquireSemaphore,
-		Start:     s.inst.SpanStart,
-		Owner:     ownerID,
-		Lease:     leaseTime,
-		Attrs:     []attribute.KeyValue{tracing.Size.Int64(size), tracing.Permits.Int64(n)},
-		Hub:       s.hub,
-		Channel:   s.channel,
-		Once:      once,
-		Wait:      cfg.WaitTimeout,
-		LeaseTime: leaseTime,
+	req := acquire.Request{
+		Tracer:   s.inst.Tracer,
+		SpanName: tracing.SpanAcquireSemaphore,
+		Start:    s.inst.SpanStart,
+		Owner:    ownerID,
+		Lease:    leaseTime,
+		Attrs:    []attribute.KeyValue{tracing.Size.Int64(size), tracing.Permits.Int64(n)},
+		Hub:      s.hub,
+		Channel:  s.channel,
+		Once:     once,
+		Wait:     cfg.WaitTimeout,
+		// A waiter promoted behind a holder tries within a third of its
+		// mark's life, so that a mark a release wrote for it stays fresh.
+		LeaseTime: min(leaseTime, maxMarkLife/3),
 		PassOn:    true,
 		Attempt:   acquire.TryFunc(try),
 		Metrics:   s.inst.Metrics,
-	})
+	}
+	if !once {
+		req.HandOff = wt
+	}
+	traced, err := acquire.Do(ctx, req)
 	if err != nil {
 		if marked {
 			s.withdrawMark(ctx, permitID)
@@ -336,8 +344,8 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 		Primitive: primitive,
 	}
 	label := s.label(ctx, cfg, &spec, permitID, leaseTime)
-	l := wd.Start(spec, sentAt)
-	return hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Taken: permitTaken{permitID, label}, Telemetry: s.inst.Release, Traced: traced, Scoped: cfg.ScopedHold, Live: &s.holds}, s.release), nil
+	l := wd.Start(spec, wt.sentAt)
+	return hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Taken: permitTaken{permitID, label, n}, Telemetry: s.inst.Release, Traced: traced, Scoped: cfg.ScopedHold, Live: &s.holds}, s.release), nil
 }
 
 // maxMarkLife bounds the life of a waiter's mark in the queue. A waiting
@@ -374,18 +382,8 @@ func (s *Semaphore) giveBack(ctx context.Context, permitID string) {
 // waking the waiters, retried for the unlock timeout regardless of ctx's
 // cancellation.
 func (s *Semaphore) undo(ctx context.Context, permitID string) error {
-	n, err := s.runRelease(context.WithoutCancel(ctx), permitID)
-	if err == nil && n == 1 {
-		s.hub.Release(s.channel)
-	}
+	_, err := s.releaseServing(context.WithoutCancel(ctx), permitID, 0)
 	return err
-}
-
-// runRelease runs the release script for permitID until it answers or the
-// unlock timeout passes: 1 released, -1 not held.
-func (s *Semaphore) runRelease(ctx context.Context, permitID string) (int64, error) {
-	latch := owner.RequestKey(s.latchPrefix)
-	return releaseScript.CallRetrying(ctx, s.client, s.cfg.UnlockTimeout, 7, s.name, s.permits, s.weights, s.channel, latch, s.waiters, s.marks, permitID, s.hub.PublishCommand(), s.cfg.LatchArg(s.cfg.UnlockTimeout)).Int64()
 }
 
 // Do acquires n permits (as Acquire), runs fn with the hold's context and
@@ -413,15 +411,11 @@ func (s *Semaphore) Release(ctx context.Context) error {
 func (s *Semaphore) release(ctx context.Context, h *hold.Hold) error {
 	h.Lease.Stop()
 	taken := h.Taken.(permitTaken)
-	res, err := s.runRelease(ctx, taken.id)
+	res, err := s.releaseServing(ctx, taken.id, taken.n)
 	if taken.labeled && err == nil && res != -1 {
 		base.DropLabel(ctx, s.client, s.name, taken.id)
 	}
-	if err := base.Released(res, err, h.Lease, "the permit had expired in Redis"); err != nil {
-		return err
-	}
-	s.hub.Release(s.channel)
-	return nil
+	return base.Released(res, err, h.Lease, "the permit had expired in Redis")
 }
 
 // Available returns how many permits are free now (expired permits

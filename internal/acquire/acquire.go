@@ -65,7 +65,8 @@ type Request struct {
 	LeaseTime time.Duration
 	// PassOn: the primitive admits several holders (a semaphore), so after
 	// this waiter acquires, the next local waiter tries at once instead of
-	// waiting for a release.
+	// waiting for a release (unless the release that handed it over left
+	// nothing: notify.Grant.NoneLeft).
 	PassOn bool
 
 	// Attempt makes one try; the ctx it is given carries the span. A
@@ -290,12 +291,13 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 		w, err = req.Hub.Join(ctx, req.Channel, req.Shared)
 	}
 	acquired := false
+	passOn := req.PassOn
 	defer func() {
 		if req.HandOff == nil {
-			w.Leave(acquired && !req.PassOn, req.LeaseTime)
+			w.Leave(acquired && !passOn, req.LeaseTime)
 			return
 		}
-		if given, handed := w.Quit(acquired && !req.PassOn, req.LeaseTime); handed && !acquired {
+		if given, handed := w.Quit(acquired && !passOn, req.LeaseTime); handed && !acquired {
 			req.HandOff.Discard(given) // after leaving: the lock may pass to the next
 		}
 	}()
@@ -378,6 +380,7 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 					attempts++
 					req.HandOff.Granted(g)
 					acquired = true
+					passOn = passOn && !g.NoneLeft
 					return attempts, nil
 				}
 			}

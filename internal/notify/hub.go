@@ -62,6 +62,16 @@ func (h *Hub) Waiting(channel string) bool {
 	return q != nil && len(q.waiters) > 0
 }
 
+// Queued is how many goroutines of this process wait for channel's lock.
+func (h *Hub) Queued(channel string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if q := h.queues[channel]; q != nil {
+		return len(q.waiters)
+	}
+	return 0
+}
+
 // Release tells the hub that a goroutine of this process released channel's
 // lock: the head of the local queue is woken at once, without waiting for
 // the unlock message to come back from Redis.

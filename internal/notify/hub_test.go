@@ -1093,6 +1093,44 @@ func TestUnreserveKicksAWaiterRefusedATry(t *testing.T) {
 	require.False(t, kick)
 }
 
+// TestReserveFront: a semaphore's release reserves the waiters at the
+// front in order, up to its bound, passing over those in a try of their
+// own or in another release's hand-off, and stopping at a reader.
+func TestReserveFront(t *testing.T) {
+	_, client := redistest.Miniredis(t)
+	h := notify.For(client)
+	ctx := testContext(t)
+	ch := chanName(t, 0)
+	ws := make([]*notify.Waiter, 5)
+	for i := range ws {
+		ws[i] = join(t, ctx, h, ch, false)
+		defer ws[i].Leave(false, 0)
+		ws[i].Claim(claimant(strconv.Itoa(i)))
+	}
+	reader := join(t, ctx, h, ch, true)
+	defer reader.Leave(false, 0)
+	after := join(t, ctx, h, ch, false)
+	defer after.Leave(false, 0)
+	after.Claim(claimant("after"))
+
+	require.True(t, ws[1].BeginTry(), "waiter 1 tries on its own")
+	first, _ := h.ReserveFront(ch, 1)
+	require.Equal(t, []*notify.Waiter{ws[0]}, first)
+	got, claims := h.ReserveFront(ch, 10)
+	require.Equal(t, []*notify.Waiter{ws[2], ws[3], ws[4]}, got, "0 reserved, 1 trying: passed over; the reader ends the front")
+	require.Equal(t, []notify.Claimant{claimant("2"), claimant("3"), claimant("4")}, claims)
+	ws[1].EndTry()
+	for _, w := range got {
+		w.Unreserve()
+	}
+	// A release that came during a hand-off: the next waiter must try.
+	h.Release(ch)
+	first[0].Grant(notify.Grant{NoneLeft: true})
+	g, ok := first[0].Granted()
+	require.True(t, ok)
+	require.False(t, g.NoneLeft, "a release came meanwhile")
+}
+
 // A reader that got in promotes the writer behind it with a kick, not a
 // hint: the writer must try at once to mark itself waiting, since readers
 // of other processes may keep the lock from ever falling free.

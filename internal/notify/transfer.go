@@ -28,6 +28,10 @@ type Grant struct {
 	Token  int64
 	SentAt time.Time
 	TTL    time.Duration
+	// NoneLeft: the release left nothing for the waiters behind this one
+	// (a semaphore's permits all taken), so the next is promoted without
+	// a try of its own, as behind a holder.
+	NoneLeft bool
 }
 
 // grantPrefix starts a message that hands the lock to the waiter whose
@@ -145,6 +149,35 @@ func (h *Hub) ReserveEach(prefix string) (ws []*Waiter, claims []Claimant) {
 	return ws, claims
 }
 
+// ReserveFront reserves, for a hand-off, up to max waiters at the front of
+// channel's queue, in order: a semaphore's release offers its permits to
+// them, and its script serves them in that order while they fit. Waiters
+// in a try of their own or in another release's hand-off are passed over
+// (that release, or their try, serves them); the first waiter there is
+// nothing to hand to at all (a reader, one without a claim) ends the
+// front. There is no chain bound: a semaphore's line in Redis keeps the
+// other processes' turn. Grant or Unreserve must follow each reservation.
+func (h *Hub) ReserveFront(channel string, max int) (ws []*Waiter, claims []Claimant) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.queues[channel]
+	if q == nil {
+		return nil, nil
+	}
+	for _, w := range q.waiters {
+		if len(ws) == max || w.claim == nil || w.shared || w.left {
+			break
+		}
+		if !w.grantableLocked() || w.trying {
+			continue
+		}
+		w.reserved = make(chan struct{})
+		w.chained, w.missed = false, false
+		ws, claims = append(ws, w), append(claims, w.claim)
+	}
+	return ws, claims
+}
+
 // Unreserve ends a reservation without a hand-off to w, which was not
 // first in line: it is kicked to try only if it was refused a try while
 // reserved (woken, or not yet in line at all).
@@ -173,6 +206,11 @@ func (w *Waiter) Grant(g Grant) {
 	defer w.h.mu.Unlock()
 	if w.chained {
 		w.h.handOffs[w.channel]++
+	}
+	if w.missed {
+		// A release came during the hand-off: something may be free for
+		// the next waiter after all.
+		g.NoneLeft = false
 	}
 	w.grant, w.granted = g, true
 	close(w.reserved)

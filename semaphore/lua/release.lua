@@ -1,8 +1,14 @@
--- Give back the permits of one acquisition and wake the waiters; safe to
--- retry through the latch. Lapsed permits and marks are purged on the way
--- (purge, settle: state.lua, put before this source), the released
--- permit's own weight too when its lease had lapsed, so that a release
--- that finds its permit gone still leaves nothing without a TTL.
+-- Give back the permits of one acquisition, hand what fits to the local
+-- waiters the release offers, and wake the others; safe to retry through
+-- the latch. Lapsed permits and marks are purged on the way (purge,
+-- settle: state.lua, put before this source), the released permit's own
+-- weight too when its lease had lapsed, so that a release that finds its
+-- permit gone still leaves nothing without a TTL.
+--
+-- The offered waiters are the front of the releasing process's local
+-- queue, in order. Each is served as an acquire would serve it: when it
+-- is first in line in Redis (no mark, or its own first) and its n fits in
+-- what is free; the first that is not stops the hand-off.
 --
 -- KEYS[1]  the semaphore hash
 -- KEYS[2]  live permits zset
@@ -14,27 +20,61 @@
 -- ARGV[1]  permit id
 -- ARGV[2]  publish command: publish, or spublish on a cluster
 -- ARGV[3]  latch lifetime in milliseconds
+-- ARGV[4+3i], ARGV[5+3i], ARGV[6+3i]  offered waiter i (from 0): its
+--          permit id (also its waiter id), n, lease in milliseconds
 --
--- Returns 1 when released, -1 when the permit is not held (it expired and
--- was reclaimed, or was never taken).
+-- Returns {1, served, free} when released: served is how many offered
+-- waiters now hold permits, free how many permits are left free (-1 when
+-- a retry cannot tell); {-1, 0, -1} when the permit is not held (it
+-- expired and was reclaimed, or was never taken).
+local S = {hash = KEYS[1], permits = KEYS[2], weights = KEYS[3], waiters = KEYS[6], marks = KEYS[7]}
 local done = redis.call('get', KEYS[5])
 if done ~= false then
-  return tonumber(done)
+  -- an earlier run released it; it served the offered waiters that hold
+  -- their permits now
+  local served = 0
+  for i = 4, #ARGV, 3 do
+    if redis.call('zscore', KEYS[2], ARGV[i]) == false then
+      break
+    end
+    served = served + 1
+  end
+  return {tonumber(done), served, -1}
 end
-local S = {hash = KEYS[1], permits = KEYS[2], weights = KEYS[3], waiters = KEYS[6], marks = KEYS[7]}
 local now = server_ms()
 local used = purge(S, now)
 if redis.call('zscore', KEYS[2], ARGV[1]) == false then
   redis.call('hdel', KEYS[3], ARGV[1])
   settle(S, now, used)
-  return -1
+  return {-1, 0, -1}
 end
 local n = tonumber(redis.call('hget', KEYS[3], ARGV[1])) or 0
 redis.call('zrem', KEYS[2], ARGV[1])
 redis.call('hdel', KEYS[3], ARGV[1])
 used = used - n
 if used < 0 then used = 0 end
+
+local size = tonumber(redis.call('hget', KEYS[1], 'size')) or 0
+local served = 0
+for i = 4, #ARGV, 3 do
+  local id, want = ARGV[i], tonumber(ARGV[i + 1])
+  local head = redis.call('zrange', KEYS[6], 0, 0)
+  -- want <= size - used, not used + want <= size: see acquire.lua
+  if not ((#head == 0 or head[1] == id) and want <= size - used) then
+    break
+  end
+  redis.call('zadd', KEYS[2], now + tonumber(ARGV[i + 2]), id)
+  redis.call('hset', KEYS[3], id, want)
+  redis.call('zrem', KEYS[6], id)
+  redis.call('hdel', KEYS[7], id)
+  used = used + want
+  served = served + 1
+end
 settle(S, now, used)
-redis.call(ARGV[2], KEYS[4], n)
+local free = math.max(size - used, 0)
+-- the other waiters, here and elsewhere, try for what is left
+if served == 0 or (free > 0 and redis.call('zcard', KEYS[6]) > 0) then
+  redis.call(ARGV[2], KEYS[4], n)
+end
 redis.call('set', KEYS[5], 1, 'px', ARGV[3])
-return 1
+return {1, served, free}

@@ -1,0 +1,87 @@
+package semaphore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/owner"
+	"github.com/relock-go/relock/internal/replica"
+)
+
+// A release hands the permits it gives back to the waiters at the front of
+// this process's local queue, in the same script (lua/release.lua): each
+// is served as its own try would serve it (first in line in Redis, its n
+// free), and returns without a round trip. Several releases may hand off
+// at once, each to its own waiters, so that as many local waiters as
+// there are permits coming free are served together. A waiter served
+// while nothing is left free promotes the next without a try (it waits
+// for the next release, as behind a holder); otherwise the next tries.
+
+// maxOffered bounds the waiters one release offers its permits to (and
+// so the script's arguments): a release of n permits serves at most n.
+const maxOffered = 64
+
+// waiter is one acquisition's side of a hand-off (notify.Claimant): what
+// a release writes for it, and when its lease starts.
+type waiter struct {
+	s        *Semaphore
+	ctx      context.Context // the caller's, for a Discard
+	permitID string
+	n        int64
+	lease    time.Duration
+	sentAt   time.Time // of the try or the hand-off that took the permits
+}
+
+// Granted takes the permits a release handed over, sent at g.SentAt.
+func (w *waiter) Granted(g notify.Grant) { w.sentAt = g.SentAt }
+
+// Discard gives back permits handed over as the acquire gave up (to the
+// next waiter, if any), bounded by the unlock timeout.
+func (w *waiter) Discard(notify.Grant) { _ = w.s.undo(w.ctx, w.permitID) }
+
+// releaseServing gives back permitID's permits (weight n; 0 offers them to
+// no one), handing what fits to the local waiters in front. It runs the
+// release script until it answers or the unlock timeout passes: 1
+// released, -1 not held. The local waiters are woken when nobody was
+// served; the ones served are granted.
+func (s *Semaphore) releaseServing(ctx context.Context, permitID string, n int64) (int64, error) {
+	var ws []*notify.Waiter
+	var claims []notify.Claimant
+	// Permits written inside a release have no WAIT after them: where one
+	// is needed, the waiters try themselves.
+	if n > 0 && !replica.Needed(ctx, s.client, s.cfg.ReplicaPolicy(), s.name) {
+		ws, claims = s.hub.ReserveFront(s.channel, int(min(n, maxOffered)))
+	}
+	sentAt := s.cfg.Watchdog.Now()
+	argv := make([]any, 0, 3+3*len(claims))
+	argv = append(argv, permitID, s.hub.PublishCommand(), s.cfg.LatchArg(s.cfg.UnlockTimeout))
+	for _, c := range claims {
+		w := c.(*waiter)
+		argv = append(argv, w.permitID, w.n, w.lease.Milliseconds())
+	}
+	latch := owner.RequestKey(s.latchPrefix)
+	vals, err := releaseScript.CallRetrying(ctx, s.client, s.cfg.UnlockTimeout, 7, append([]any{s.name, s.permits, s.weights, s.channel, latch, s.waiters, s.marks}, argv...)...).Int64Slice()
+	if err == nil && len(vals) != 3 {
+		err = fmt.Errorf("unexpected reply %v", vals)
+	}
+	if err != nil {
+		for _, w := range ws {
+			w.Refuse()
+		}
+		return 0, err
+	}
+	res, served, free := vals[0], int(vals[1]), vals[2]
+	for i, w := range ws {
+		if i < served {
+			w.Grant(notify.Grant{SentAt: sentAt, NoneLeft: free == 0})
+			continue
+		}
+		w.Unreserve()
+	}
+	if res == 1 && served == 0 {
+		s.hub.Release(s.channel)
+	}
+	return res, nil
+}
