@@ -33,6 +33,19 @@ func partRatios(cells [ilParts][]ilCell, a, b int) []float64 {
 	return rs
 }
 
+// partDiffs is library a's mean pair time minus library b's, in
+// nanoseconds, in each part: what a adds to b's pair, in time. The ratio
+// weighs that against the round trip of the moment (the same extra server
+// time is a larger share of a short round trip), so the two read together
+// tell a library's own cost from the machine's state.
+func partDiffs(cells [ilParts][]ilCell, a, b int) []float64 {
+	ds := make([]float64, 0, ilParts)
+	for p := range cells {
+		ds = append(ds, cells[p][a].mean()-cells[p][b].mean())
+	}
+	return ds
+}
+
 // spreadOf is the median of some ratios and their range.
 type spreadOf struct {
 	med, lo, hi float64
@@ -61,6 +74,24 @@ func medianRange(xs []float64) spreadOf {
 	return spreadOf{med: med, lo: v[0], hi: v[len(v)-1], n: len(v)}
 }
 
+// delta prints a spread of differences in nanoseconds as signed times.
+func (s spreadOf) delta() string {
+	if s.n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s (%s..%s)", fmtSigned(s.med), fmtSigned(s.lo), fmtSigned(s.hi))
+}
+
+func fmtSigned(ns float64) string {
+	if ns < 0 {
+		return "-" + fmtDur(time.Duration(-ns))
+	}
+	if ns < 1 {
+		return "0"
+	}
+	return "+" + fmtDur(time.Duration(ns))
+}
+
 // durOf is a mean in nanoseconds as a Duration, 0 (printed "-") for NaN.
 func durOf(ns float64) time.Duration {
 	if math.IsNaN(ns) {
@@ -81,7 +112,8 @@ func printIlHeading(w io.Writer, cfg *config) {
 each library on its own client, and times each pair: all libraries see the same machine at the same moments.
 The window (%v) is split into %d parts. In each part, a library's "/ floor" = the floor's mean pair time over
 its own (its pairs/s over the floor's: above 1 = faster than the floor), and "relock / it" = its mean pair time
-over relock's (above 1 = relock faster). Shown: the median of the %d parts' ratios (min..max).
+over relock's (above 1 = relock faster). Shown: the median of the %d parts' ratios (min..max). "mean - floor's":
+the same for the difference of the mean pair times (what the library adds to the floor's pair, in time).
 mean, p50, p99: pair latency (Lock call to Unlock return) over the whole window. errs: failed Lock or Unlock
 (a lock lost before its Unlock is one). Each key belongs to one goroutine, so exclusion holds by construction.
 `, cfg.ilDuration, ilParts, ilParts)
@@ -99,7 +131,7 @@ func printIl(w io.Writer, r *ilResult) {
 	}
 	fmt.Fprintf(w, "  %d rounds in %v, viol %d%s\n", r.rounds, r.window.Round(time.Millisecond), r.violations, extra)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  library\tpairs\tmean\tp50\tp99\t/ floor: median (min..max)\trelock / it: median (min..max)\terrs\tnotes")
+	fmt.Fprintln(tw, "  library\tpairs\tmean\tp50\tp99\t/ floor: median (min..max)\tmean - floor's\trelock / it: median (min..max)\terrs\tnotes")
 	for i, name := range r.libs {
 		var pairs int64
 		var all ilCell
@@ -108,9 +140,10 @@ func printIl(w io.Writer, r *ilResult) {
 			all.n += r.cells[p][i].n
 			all.sum += r.cells[p][i].sum
 		}
-		vsFloor, relockVs := "1", "-"
+		vsFloor, overFloor, relockVs := "1", "-", "-"
 		if i != ilFloor {
 			vsFloor = medianRange(partRatios(r.cells, i, ilFloor)).String()
+			overFloor = medianRange(partDiffs(r.cells, i, ilFloor)).delta()
 		}
 		if i != ilRelock {
 			relockVs = medianRange(partRatios(r.cells, ilRelock, i)).String()
@@ -122,8 +155,8 @@ func printIl(w io.Writer, r *ilResult) {
 				note = note[:90] + "..."
 			}
 		}
-		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", name, pairs, fmtDur(durOf(all.mean())),
-			fmtDur(pct(r.lat[i], .5)), fmtDur(pct(r.lat[i], .99)), vsFloor, relockVs, r.errs[i], strings.TrimSpace(note))
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", name, pairs, fmtDur(durOf(all.mean())),
+			fmtDur(pct(r.lat[i], .5)), fmtDur(pct(r.lat[i], .99)), vsFloor, overFloor, relockVs, r.errs[i], strings.TrimSpace(note))
 	}
 	_ = tw.Flush()
 }

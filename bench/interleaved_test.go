@@ -136,6 +136,17 @@ func TestPartRatios(t *testing.T) {
 	if r := partRatios(cells, 0, 1); math.Abs(r[2]-2) > 1e-9 {
 		t.Fatalf("floor / lib in part 2 = %v, want 2", r[2])
 	}
+	// The difference of the mean pair times: 25, 50, 100, 12.5 and 0 µs.
+	d := medianRange(partDiffs(cells, 1, 0))
+	if math.Abs(d.med-25e3) > 1e-6 || math.Abs(d.lo) > 1e-6 || math.Abs(d.hi-100e3) > 1e-6 {
+		t.Fatalf("difference %v (%v..%v) ns, want 25000 (0..100000)", d.med, d.lo, d.hi)
+	}
+	if got := d.delta(); got != "+25µs (0..+100µs)" {
+		t.Fatalf("difference printed %q", got)
+	}
+	if got := medianRange(partDiffs(cells, 0, 1)).delta(); got != "-25µs (-100µs..0)" {
+		t.Fatalf("negative difference printed %q", got)
+	}
 	// A part in which a library completed nothing is left out.
 	cells[4][1] = ilCell{}
 	if s := medianRange(partRatios(cells, 1, 0)); s.n != ilParts-1 || math.Abs(s.med-0.8) > 1e-9 {
