@@ -32,6 +32,10 @@ type config struct {
 	retries  []time.Duration
 	noLoop   bool
 	cmdStats bool
+	// The interleaved mode (interleaved.go): its window, and whether it
+	// runs alone.
+	ilDuration time.Duration
+	ilOnly     bool
 }
 
 func main() {
@@ -45,6 +49,8 @@ func main() {
 	flag.StringVar(&retries, "retry", "1ms,5ms", "retry delays of the polling peers in the contended row")
 	flag.BoolVar(&cfg.noLoop, "rueidis-noloop", false, "run rueidislock with NoLoopTracking (its README's advice for Redis >= 7.0.5; it stalled under in-process contention here)")
 	flag.BoolVar(&cfg.cmdStats, "cmdstats", false, "print the Redis commands each row ran per op in its measured window (INFO commandstats)")
+	flag.DurationVar(&cfg.ilDuration, "interleaved-duration", 5*time.Second, "measured time of each interleaved table (split into 5 parts)")
+	flag.BoolVar(&cfg.ilOnly, "interleaved-only", false, "run only the interleaved uncontended tables, not the sequential rows")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	flag.Parse()
 
@@ -63,8 +69,8 @@ func main() {
 		}
 		cfg.retries = append(cfg.retries, d)
 	}
-	if cfg.runs < 1 || cfg.duration <= 0 {
-		fmt.Fprintln(os.Stderr, "bench: -runs must be >= 1 and -duration > 0")
+	if cfg.runs < 1 || cfg.duration <= 0 || cfg.ilDuration <= 0 {
+		fmt.Fprintln(os.Stderr, "bench: -runs must be >= 1, -duration and -interleaved-duration > 0")
 		os.Exit(2)
 	}
 
@@ -125,8 +131,14 @@ type env struct {
 }
 
 func run(ctx context.Context, cfg *config) (err error) {
-	plan := rows(cfg)
-	if len(plan) == 0 {
+	// The sequential rows, each run -runs times, then the interleaved
+	// tables once.
+	var plan []rowSpec
+	if !cfg.ilOnly {
+		plan = rows(cfg)
+	}
+	combos := ilCombos(cfg)
+	if len(plan) == 0 && len(combos) == 0 {
 		return errors.New("-only matches no row")
 	}
 	needMasters := false
@@ -165,12 +177,18 @@ func run(ctx context.Context, cfg *config) (err error) {
 		return fmt.Errorf("rueidislock: %w", err)
 	}
 
-	est := time.Duration(len(plan)*cfg.runs) * (cfg.duration + cfg.warmup + 150*time.Millisecond)
-	fmt.Printf("relock bench: %d rows x %d runs, row %v + warm-up %v, about %v; redis-server %s, GOMAXPROCS %d, NumCPU %d\n",
-		len(plan), cfg.runs, cfg.duration, cfg.warmup, est.Round(time.Second), e.single.version, runtime.GOMAXPROCS(0), runtime.NumCPU())
+	runs := cfg.runs
+	if len(plan) == 0 {
+		runs = 0
+	}
+	est := time.Duration(len(plan)*runs)*(cfg.duration+cfg.warmup+150*time.Millisecond) +
+		time.Duration(len(combos))*(cfg.ilDuration+cfg.warmup+150*time.Millisecond)
+	fmt.Printf("relock bench: %d rows x %d runs, row %v + warm-up %v; %d interleaved tables of %v; about %v; redis-server %s, GOMAXPROCS %d, NumCPU %d\n",
+		len(plan), runs, cfg.duration, cfg.warmup, len(combos), cfg.ilDuration, est.Round(time.Second),
+		e.single.version, runtime.GOMAXPROCS(0), runtime.NumCPU())
 
 	startG := runtime.NumGoroutine()
-	for i := range cfg.runs {
+	for i := range runs {
 		fmt.Printf("\n=== run %d/%d  (load average %s)\n", i+1, cfg.runs, loadavg())
 		var results []*result
 		for _, r := range plan {
@@ -196,6 +214,11 @@ func run(ctx context.Context, cfg *config) (err error) {
 		}
 		if ctx.Err() != nil {
 			return nil
+		}
+	}
+	if len(combos) > 0 {
+		if err := e.runInterleaved(ctx, combos); err != nil {
+			return err
 		}
 	}
 	settleGoroutines(startG)
