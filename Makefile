@@ -2,7 +2,17 @@
 
 GO ?= go
 
-.PHONY: test test-faults soak redis-server bench example bench-scale
+.PHONY: test lint lint-tools test-faults soak redis-server bench example bench-scale
+
+# Linters, pinned; `make lint` installs them with `go install` into
+# $(go env GOPATH)/bin when missing, at another version, or built by
+# another Go than $(GO) (staticcheck must be as new as the code it reads).
+STATICCHECK_VERSION ?= v0.8.2
+ACTIONLINT_VERSION ?= v1.7.12
+TOOLBIN := $(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin
+STATICCHECK := $(TOOLBIN)/staticcheck
+ACTIONLINT := $(TOOLBIN)/actionlint
+GOFMT := $(shell $(GO) env GOROOT)/bin/gofmt
 
 # The behaviour suites also run against real redis-server processes
 # (internal/testkit/redistest), because miniredis is not Redis. Without the binary
@@ -26,10 +36,33 @@ redis-server:
 		case "$${CI:-}" in true|TRUE|True|1) echo "CI=$$CI: failing instead of skipping" >&2; exit 1;; esac; \
 	fi
 
-test: redis-server
-	$(GO) vet ./...
+test: lint redis-server
 	$(GO) test -race -count=1 -timeout 20m ./...
-	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd bench && $(GO) test -count=1 ./...
+
+# gofmt, go vet and staticcheck over the three modules (the root, bench/,
+# tools/; tools/ with and without the faults tag), actionlint over the CI
+# workflows. Any finding fails it.
+lint: lint-tools
+	@out="$$($(GOFMT) -l .)"; if [ -n "$$out" ]; then echo "gofmt -l: not formatted:" >&2; echo "$$out" >&2; exit 1; fi
+	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
+	cd tools && $(GO) vet ./... && $(GO) vet -tags faults ./...
+	$(STATICCHECK) ./...
+	cd bench && $(STATICCHECK) ./...
+	cd tools && $(STATICCHECK) ./... && $(STATICCHECK) -tags faults ./...
+	$(ACTIONLINT) .github/workflows/*.yml
+
+lint-tools:
+	@if ! "$(STATICCHECK)" -version 2>/dev/null | grep -qF "($(STATICCHECK_VERSION:v%=%))" || \
+	   [ "$$($(GO) version "$(STATICCHECK)" 2>/dev/null | cut -d' ' -f2)" != "$$($(GO) env GOVERSION)" ]; then \
+		echo "installing staticcheck $(STATICCHECK_VERSION) into $(TOOLBIN)"; \
+		GOBIN="$(TOOLBIN)" $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) || exit 1; \
+	fi
+	@if [ "$$("$(ACTIONLINT)" -version 2>/dev/null | head -n 1)" != "$(ACTIONLINT_VERSION)" ]; then \
+		echo "installing actionlint $(ACTIONLINT_VERSION) into $(TOOLBIN)"; \
+		GOBIN="$(TOOLBIN)" $(GO) install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) || exit 1; \
+	fi
 
 # The fault suite (in tools/, a module of its own, so that toxiproxy and
 # its graph stay out of the library's go.mod; build tag faults): toxiproxy

@@ -257,8 +257,6 @@ type workers struct {
 
 func (w *workers) load() int32 { return w.phase.Load() }
 
-func (w *workers) stopped() bool { return w.phase.Load() == phaseStop }
-
 func (w *workers) goRun(f func()) {
 	w.wg.Add(1)
 	go func() {

@@ -357,7 +357,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 			_, err = mu.TTL(ctx)
 			require.ErrorIs(t, err, lock.ErrInvalidArgument, name)
 		}
-		_, err := lock.New(env.Universal, "a").Lock(nil) //nolint:staticcheck // nil ctx is refused, not a panic
+		_, err := lock.New(env.Universal, "a").Lock(nil) //lint:ignore SA1012 a nil ctx on purpose: it must be refused, not panic
 		require.ErrorIs(t, err, lock.ErrInvalidArgument)
 		_, err = lock.New(nil, "a").Lock(ctx)
 		require.ErrorContains(t, err, "nil redis client")

@@ -363,7 +363,7 @@ func ExampleWithTracerProvider() {
 		}
 		for _, a := range s.Attributes() {
 			if a.Key == tracing.Nodes || a.Key == tracing.Quorum {
-				fmt.Println(s.Name(), a.Key, a.Value.Emit())
+				fmt.Println(s.Name(), a.Key, a.Value.String())
 			}
 		}
 	}

@@ -1084,19 +1084,19 @@ func TestBadInputWritesNothing(t *testing.T) {
 		require.ErrorContains(t, err, "empty lock name")
 
 		good := rwlock.New(env.Universal, "a")
-		//nolint:staticcheck // a nil ctx is refused, not a panic
+		// A nil ctx is refused, not a panic.
 		{
-			_, err = good.RLock(nil)
+			_, err = good.RLock(nil) //lint:ignore SA1012 a nil ctx on purpose: it must be refused, not panic
 			require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
-			_, err = good.TryRLock(nil)
+			_, err = good.TryRLock(nil) //lint:ignore SA1012 a nil ctx on purpose: it must be refused, not panic
 			require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
-			_, err = good.Lock(nil)
+			_, err = good.Lock(nil) //lint:ignore SA1012 a nil ctx on purpose: it must be refused, not panic
 			require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
-			_, err = good.TryLock(nil)
+			_, err = good.TryLock(nil) //lint:ignore SA1012 a nil ctx on purpose: it must be refused, not panic
 			require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
-			require.ErrorIs(t, good.RUnlock(nil), rwlock.ErrInvalidArgument)
-			require.ErrorIs(t, good.Unlock(nil), rwlock.ErrInvalidArgument)
-			_, err = good.Downgrade(nil)
+			require.ErrorIs(t, good.RUnlock(nil), rwlock.ErrInvalidArgument) //lint:ignore SA1012 a nil ctx on purpose: it must be refused, not panic
+			require.ErrorIs(t, good.Unlock(nil), rwlock.ErrInvalidArgument)  //lint:ignore SA1012 a nil ctx on purpose: it must be refused, not panic
+			_, err = good.Downgrade(nil)                                     //lint:ignore SA1012 a nil ctx on purpose: it must be refused, not panic
 			require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
 			require.ErrorContains(t, err, "nil context")
 		}

@@ -748,17 +748,17 @@ func TestBadInputWritesNothing(t *testing.T) {
 		}
 		require.ErrorIs(t, s.Resize(ctx, 0), semaphore.ErrInvalidArgument)
 		require.ErrorIs(t, s.Resize(ctx, -1), semaphore.ErrInvalidArgument)
-		//nolint:staticcheck // a nil ctx is refused, not a panic
+		// A nil ctx is refused, not a panic.
 		{
-			_, err = s.Acquire(nil, 1)
+			_, err = s.Acquire(nil, 1) //lint:ignore SA1012 a nil ctx on purpose: it must be refused, not panic
 			require.ErrorIs(t, err, semaphore.ErrInvalidArgument)
 			require.ErrorContains(t, err, "nil context")
-			_, err = s.TryAcquire(nil, 1)
+			_, err = s.TryAcquire(nil, 1) //lint:ignore SA1012 a nil ctx on purpose: it must be refused, not panic
 			require.ErrorIs(t, err, semaphore.ErrInvalidArgument)
-			require.ErrorIs(t, s.Release(nil), semaphore.ErrInvalidArgument)
-			_, err = s.Available(nil)
+			require.ErrorIs(t, s.Release(nil), semaphore.ErrInvalidArgument) //lint:ignore SA1012 a nil ctx on purpose: it must be refused, not panic
+			_, err = s.Available(nil)                                        //lint:ignore SA1012 a nil ctx on purpose: it must be refused, not panic
 			require.ErrorIs(t, err, semaphore.ErrInvalidArgument)
-			require.ErrorIs(t, s.Resize(nil, 2), semaphore.ErrInvalidArgument)
+			require.ErrorIs(t, s.Resize(nil, 2), semaphore.ErrInvalidArgument) //lint:ignore SA1012 a nil ctx on purpose: it must be refused, not panic
 		}
 		n, err := env.Universal.DBSize(ctx).Result()
 		require.NoError(t, err)

@@ -35,7 +35,8 @@ func ExampleWatchdog_Stats() {
 
 // Default is the watchdog every primitive uses unless given another.
 func ExampleDefault() {
-	fmt.Println(watchdog.Default() == watchdog.Default())
+	wd := watchdog.Default()
+	fmt.Println(watchdog.Default() == wd)
 	// Output: true
 }
 

@@ -79,7 +79,7 @@ func run(ctx context.Context, out io.Writer) error {
 			return err
 		}
 	case <-time.After(5 * time.Second):
-		return errors.New("B did not get the lock")
+		return errors.New("holder B did not get the lock")
 	}
 	fmt.Fprintln(out, "A: resumes and writes, as it was about to")
 	if err := st.Write(tokA, "A's second entry"); err == nil {

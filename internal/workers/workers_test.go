@@ -81,7 +81,8 @@ func TestForIsPerClient(t *testing.T) {
 	defer a.Close()
 	b := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer b.Close()
-	if workers.For(a) != workers.For(a) {
+	pool := workers.For(a)
+	if workers.For(a) != pool {
 		t.Fatal("two pools for one client")
 	}
 	if workers.For(a) == workers.For(b) {

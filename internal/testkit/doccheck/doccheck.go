@@ -7,6 +7,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -52,18 +53,14 @@ func Undocumented(root string, skip ...string) ([]string, error) {
 
 func undocumentedIn(dir string) ([]string, error) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, parser.ParseComments)
+	pkgs, err := parseDir(fset, dir, func(name string) bool {
+		return !strings.HasSuffix(name, "_test.go")
+	})
 	if err != nil {
 		return nil, err
 	}
 	var out []string
-	for _, pkg := range pkgs {
-		files := make([]*ast.File, 0, len(pkg.Files))
-		for _, f := range pkg.Files {
-			files = append(files, f)
-		}
+	for _, files := range pkgs {
 		p, err := doc.NewFromFiles(fset, files, "example.com/"+filepath.ToSlash(dir))
 		if err != nil {
 			return nil, err
@@ -100,6 +97,29 @@ func undocumentedIn(dir string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// parseDir parses, with their comments, the .go files of dir (not of its
+// subdirectories) whose name keep accepts, and groups them by package
+// name, as go/parser's ParseDir did. The first file that fails to parse
+// fails it all.
+func parseDir(fset *token.FileSet, dir string, keep func(name string) bool) (map[string][]*ast.File, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	pkgs := make(map[string][]*ast.File)
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || !keep(e.Name()) {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, parser.ParseComments)
+		if err != nil {
+			return nil, err
+		}
+		pkgs[f.Name.Name] = append(pkgs[f.Name.Name], f)
+	}
+	return pkgs, nil
 }
 
 // values reports the undocumented names of const or var groups: a name is

@@ -3,9 +3,7 @@ package doccheck
 import (
 	"go/ast"
 	"go/doc"
-	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
 	"sort"
 )
@@ -20,15 +18,13 @@ import (
 // name for which skip (when not nil) reports true is left out.
 func WithoutExample(dir string, skip func(name string) bool) ([]string, error) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool { return true }, parser.ParseComments)
+	pkgs, err := parseDir(fset, dir, func(string) bool { return true })
 	if err != nil {
 		return nil, err
 	}
 	var files []*ast.File
 	for _, pkg := range pkgs {
-		for _, f := range pkg.Files {
-			files = append(files, f)
-		}
+		files = append(files, pkg...)
 	}
 	p, err := doc.NewFromFiles(fset, files, "example.com/"+filepath.ToSlash(dir))
 	if err != nil {

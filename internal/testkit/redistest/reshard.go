@@ -3,6 +3,7 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"time"
 
@@ -94,22 +95,38 @@ func MoveSlot(ctx context.Context, servers []*Server, slot int, to *Server) erro
 	}
 }
 
-// slotOwner is the server that a's CLUSTER SLOTS names for slot.
+// slotOwner is the server that a's CLUSTER SHARDS names as slot's master.
 func slotOwner(ctx context.Context, a *redis.Client, slot int, servers []*Server) (*Server, error) {
-	ranges, err := a.ClusterSlots(ctx).Result()
+	shards, err := a.ClusterShards(ctx).Result()
 	if err != nil {
-		return nil, fmt.Errorf("%s: CLUSTER SLOTS: %w", a.Options().Addr, err)
+		return nil, fmt.Errorf("%s: CLUSTER SHARDS: %w", a.Options().Addr, err)
 	}
-	for _, r := range ranges {
-		if slot < int(r.Start) || slot > int(r.End) || len(r.Nodes) == 0 {
+	for _, sh := range shards {
+		if !hasSlot(sh.Slots, slot) {
 			continue
 		}
-		for _, s := range servers {
-			if r.Nodes[0].Addr == s.Addr || r.Nodes[0].Addr == "127.0.0.1:"+strconv.Itoa(s.Port) {
-				return s, nil
+		for _, n := range sh.Nodes {
+			if n.Role != "master" {
+				continue
 			}
+			addr := net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
+			for _, s := range servers {
+				if addr == s.Addr || addr == "127.0.0.1:"+strconv.Itoa(s.Port) {
+					return s, nil
+				}
+			}
+			return nil, fmt.Errorf("slot %d: owner %s is not one of the servers", slot, addr)
 		}
-		return nil, fmt.Errorf("slot %d: owner %s is not one of the servers", slot, r.Nodes[0].Addr)
 	}
 	return nil, fmt.Errorf("slot %d: no owner", slot)
+}
+
+// hasSlot reports whether slot is in one of ranges.
+func hasSlot(ranges []redis.SlotRange, slot int) bool {
+	for _, r := range ranges {
+		if slot >= int(r.Start) && slot <= int(r.End) {
+			return true
+		}
+	}
+	return false
 }
