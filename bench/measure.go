@@ -82,6 +82,14 @@ func spin(d time.Duration) time.Duration {
 	}
 }
 
+// sleep sleeps for d and returns how long it really slept: a sleep below
+// a millisecond is far from precise, so the hold is measured, not assumed.
+func sleep(d time.Duration) time.Duration {
+	start := time.Now()
+	time.Sleep(d)
+	return time.Since(start)
+}
+
 // guard counts mutual-exclusion violations: more than limit inside at once.
 type guard struct {
 	inside     atomic.Int64

@@ -266,14 +266,18 @@ func printRatios(w io.Writer, results []*result) {
 			scRW, fmtRate(rw.rate(rd)), fmtRate(rw.rate(wr)), fmtDur(wr.p(.99)), fmtDur(wr.maxLat()),
 			fmtDur(rd.p(.99)), fmtDur(rd.maxLat()), rw.violations)
 	}
-	if s := find(results, scSem, libRelock); s != nil {
+	for _, sc := range []string{scSem, scSemSlept} {
+		s := find(results, sc, libRelock)
+		if s == nil {
+			continue
+		}
 		a := s.roles[0]
 		ceiling := 0.0
 		if a.holdMean > 0 {
 			ceiling = float64(s.permits) / a.holdMean.Seconds()
 		}
 		fmt.Fprintf(w, "%s: %s ops/s = %.0f%% of the ceiling %d permits / %s hold = %.0f/s; wait p99 %s max %s; violations %d\n",
-			scSem, fmtRate(s.rate(a)), 100*s.rate(a)/max(ceiling, 1), s.permits, fmtDur(a.holdMean), ceiling,
+			sc, fmtRate(s.rate(a)), 100*s.rate(a)/max(ceiling, 1), s.permits, fmtDur(a.holdMean), ceiling,
 			fmtDur(a.p(.99)), fmtDur(a.maxLat()), s.violations)
 	}
 	fmt.Fprintf(w, "mutual-exclusion violations, all rows: %d; errors, all rows: %d\n", viol, errsN)

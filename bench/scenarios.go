@@ -22,6 +22,7 @@ const (
 	scReentrant  = "reentrant"
 	scRW         = "rw-16r-1w"
 	scSem        = "sem-32-on-4"
+	scSemSlept   = "sem-32-on-4-slept"
 	scFair       = "fair-16g-4c-100us"
 	scOneKey4c   = "16g-4c-onekey-100us"
 )
@@ -170,7 +171,14 @@ func rows(cfg *config) []rowSpec {
 	add(rowSpec{scenario: scRW, label: libRelock, family: libRelock, kind: kindWait,
 		run: func(ctx context.Context, e *env) *result { return e.rwRow(ctx, 16, 1, cfg.hold) }})
 	add(rowSpec{scenario: scSem, label: libRelock, family: libRelock, kind: kindWait,
-		run: func(ctx context.Context, e *env) *result { return e.semRow(ctx, 32, 4, cfg.hold) }})
+		run: func(ctx context.Context, e *env) *result { return e.semRow(ctx, 32, 4, cfg.hold, spin) }})
+	// The same with the holders asleep: on a machine with fewer cores
+	// than permits, four spinning holders and the client's own work
+	// compete for the CPU, and the spun row measures that contention as
+	// much as the semaphore. A slept hold leaves the CPU to the
+	// semaphore; its real length is measured and is the ceiling's.
+	add(rowSpec{scenario: scSemSlept, label: libRelock, family: libRelock, kind: kindWait,
+		run: func(ctx context.Context, e *env) *result { return e.semRow(ctx, 32, 4, cfg.hold, sleep) }})
 	return all
 }
 
@@ -353,8 +361,8 @@ func (e *env) rwRow(ctx context.Context, readers, writers int, hold time.Duratio
 }
 
 // semRow: n goroutines Acquire one permit of a semaphore of size permits,
-// hold ~hold, Release.
-func (e *env) semRow(ctx context.Context, n, permits int, hold time.Duration) *result {
+// hold ~hold (spun or slept: holdFor), Release.
+func (e *env) semRow(ctx context.Context, n, permits int, hold time.Duration, holdFor func(time.Duration) time.Duration) *result {
 	res := &result{hold: hold, permits: permits}
 	s := semaphore.New(e.single.relock, "bench:sem", int64(permits))
 	var viol atomic.Int64
@@ -379,7 +387,7 @@ func (e *env) semRow(ctx context.Context, n, permits int, hold time.Duration) *r
 				}
 				t1 := time.Now()
 				g.enter()
-				h := spin(hold)
+				h := holdFor(hold)
 				g.leave()
 				if err := s.Release(held); err != nil {
 					st.fail(err)
