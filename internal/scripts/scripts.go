@@ -109,8 +109,11 @@ func (s *Script) send(ctx context.Context, c redis.UniversalClient, nkeys int, a
 // go-redis re-reads the map on its own only after a MOVED (or every
 // 10 s), so the calls sent again would keep going to the dead node.
 func Unreachable(ctx context.Context, c redis.UniversalClient, err error) {
+	if err == nil {
+		return // before rerr, which escapes: no allocation on success
+	}
 	var rerr redis.Error
-	if err == nil || errors.As(err, &rerr) || !errs.Transient(err) {
+	if errors.As(err, &rerr) || !errs.Transient(err) {
 		return
 	}
 	if cc, ok := c.(*redis.ClusterClient); ok {
