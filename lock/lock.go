@@ -95,6 +95,7 @@ type Mutex struct {
 	tokenArg   any
 	leaseArg   any // the configured lease in ms
 	publishArg any
+	releaseFn  hold.ReleaseFunc // m.release: a method value allocates each time it is taken
 	// fair holds a fair lock's waiter list, deadline zset and grant list
 	// (NewFair), as script keys; nil for a lock.
 	fair []any
@@ -113,6 +114,7 @@ func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 func newMutex(client redis.UniversalClient, name string, fair bool, opts []Option) *Mutex {
 	m := &Mutex{client: client, name: name, cfg: options.Apply(opts)}
 	m.redlockHook = m.redlockNode
+	m.releaseFn = m.release
 	m.id = base.Ident{Primitive: primitive, Name: name, Invalid: m.cfg.Check(client, "lock", name)}
 	if m.id.Invalid != "" {
 		return m
@@ -339,7 +341,7 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Co
 		m.watch(ctx, extra, ls, a.owner)
 		taken = extra
 	}
-	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: ls, Taken: taken, Telemetry: m.inst.Release, Traced: traced, Scoped: a.cfg.ScopedHold, Live: &m.holds}, m.release)
+	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: ls, Taken: taken, Telemetry: m.inst.Release, Traced: traced, Scoped: a.cfg.ScopedHold, Live: &m.holds}, m.releaseFn)
 }
 
 // Unlock releases one count of the hold that returned ctx (or that ctx was
