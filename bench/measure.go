@@ -31,12 +31,23 @@ type gstat struct {
 	ops     int64           // pairs or critical sections completed in the window
 	holdSum time.Duration   // measured critical-section time, window ops
 	holdN   int64
+	relSum  time.Duration // measured release time (Unlock call to return), window ops
+	relN    int64
 	errs    int64
 	lastErr error
 }
 
 func newGstat(capacity int) *gstat {
 	return &gstat{lat: make([]time.Duration, 0, capacity)}
+}
+
+// released files how long a release took, for a release that ended in
+// the window.
+func (g *gstat) released(endPhase int32, d time.Duration) {
+	if endPhase == phaseMeasure {
+		g.relSum += d
+		g.relN++
+	}
 }
 
 // latCap is a generous guess of how many latencies one goroutine records, so
@@ -139,6 +150,7 @@ type role struct {
 	perG     []int64
 	ops      int64
 	holdMean time.Duration
+	relMean  time.Duration // mean release time, where measured
 	errs     int64
 	lastErr  error
 }
@@ -151,13 +163,16 @@ func merge(name string, gs []*gstat) role {
 	}
 	r.lat = make([]time.Duration, 0, n)
 	var holdSum time.Duration
-	var holdN int64
+	var holdN, relN int64
+	var relSum time.Duration
 	for _, g := range gs {
 		r.lat = append(r.lat, g.lat...)
 		r.perG = append(r.perG, g.ops)
 		r.ops += g.ops
 		holdSum += g.holdSum
 		holdN += g.holdN
+		relSum += g.relSum
+		relN += g.relN
 		r.errs += g.errs
 		if g.lastErr != nil {
 			r.lastErr = g.lastErr
@@ -166,6 +181,9 @@ func merge(name string, gs []*gstat) role {
 	slices.Sort(r.lat)
 	if holdN > 0 {
 		r.holdMean = holdSum / time.Duration(holdN)
+	}
+	if relN > 0 {
+		r.relMean = relSum / time.Duration(relN)
 	}
 	return r
 }

@@ -279,6 +279,13 @@ func printRatios(w io.Writer, results []*result) {
 		fmt.Fprintf(w, "%s: %s ops/s = %.0f%% of the ceiling %d permits / %s hold = %.0f/s; wait p99 %s max %s; violations %d\n",
 			sc, fmtRate(s.rate(a)), 100*s.rate(a)/max(ceiling, 1), s.permits, fmtDur(a.holdMean), ceiling,
 			fmtDur(a.p(.99)), fmtDur(a.maxLat()), s.violations)
+		// A permit's cycle: its hold, the Release that hands it on (one
+		// round trip), then the time until the next holder runs.
+		if r := s.rate(a); r > 0 && a.relMean > 0 {
+			cycle := time.Duration(float64(s.permits) / r * float64(time.Second))
+			fmt.Fprintf(w, "  a permit's cycle %s = hold %s + Release %s (mean; the release script hands the permit on) + %s until the next holder runs\n",
+				fmtDur(cycle), fmtDur(a.holdMean), fmtDur(a.relMean), fmtDur(cycle-a.holdMean-a.relMean))
+		}
 	}
 	fmt.Fprintf(w, "mutual-exclusion violations, all rows: %d; errors, all rows: %d\n", viol, errsN)
 }

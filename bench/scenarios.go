@@ -389,10 +389,13 @@ func (e *env) semRow(ctx context.Context, n, permits int, hold time.Duration, ho
 				g.enter()
 				h := holdFor(hold)
 				g.leave()
+				t2 := time.Now()
 				if err := s.Release(held); err != nil {
 					st.fail(err)
 				}
-				st.record(ps, w.load(), t1.Sub(t0), h)
+				end := w.load()
+				st.released(end, time.Since(t2))
+				st.record(ps, end, t1.Sub(t0), h)
 			}
 		})
 	}
