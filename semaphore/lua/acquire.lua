@@ -78,8 +78,10 @@ if ARGV[5] ~= '' then
     redis.call('zadd', KEYS[4], now, ARGV[5])
   end
   redis.call('hset', KEYS[5], ARGV[5], now + tonumber(ARGV[7]))
+  settle(S, now, used, tonumber(ARGV[7])) -- the keys outlive the mark
+else
+  settle(S, now, used)
 end
-settle(S, now, used)
 -- try again by then at the latest: the mark is refreshed in time
 local ttl = math.floor(tonumber(ARGV[7]) / 3)
 local soonest = redis.call('zrange', KEYS[2], 0, 0, 'withscores')

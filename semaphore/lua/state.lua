@@ -13,8 +13,11 @@ local function server_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- purge removes the permits and marks that lapsed by now and returns the
--- permits in use after it.
+-- purge removes the permits that lapsed by now, and the waiters at the
+-- head of the line whose marks lapsed, and returns the permits in use
+-- after it. A lapsed waiter behind a live one holds nobody back (only the
+-- first waiter is served), so it is dropped when it reaches the head:
+-- each call costs the lapsed entries it drops, not the length of the line.
 local function purge(S, now)
   local used = tonumber(redis.call('hget', S.hash, 'used')) or 0
   local expired = redis.call('zrangebyscore', S.permits, '-inf', now)
@@ -29,25 +32,40 @@ local function purge(S, now)
     used = 0
     redis.call('del', S.weights)
   end
-  local marks = redis.call('hgetall', S.marks)
-  for i = 1, #marks, 2 do
-    if tonumber(marks[i + 1]) <= now then
-      redis.call('hdel', S.marks, marks[i])
-      redis.call('zrem', S.waiters, marks[i])
+  while true do
+    local head = redis.call('zrange', S.waiters, 0, 0)
+    if #head == 0 then
+      break
     end
+    local mark = tonumber(redis.call('hget', S.marks, head[1]))
+    if mark ~= nil and mark > now then
+      break
+    end
+    redis.call('hdel', S.marks, head[1])
+    redis.call('zrem', S.waiters, head[1])
   end
   return used
 end
 
 -- settle records used and gives the keys their TTL: the latest expiry of
--- a permit or a mark, and at least keep ms (a Resize's record); with
--- nothing to keep, the keys are deleted.
+-- a permit or a mark, and at least keep ms (a Resize's record, a mark
+-- just written); with nothing to keep, the keys are deleted. The marks'
+-- latest expiry is read from the marks hash's own TTL, which every mark
+-- written extends (keep) and settle never shortens, instead of from every
+-- mark: a line of waiters costs nothing here.
 local function settle(S, now, used, keep)
   local last = now + (keep or 0)
   local p = redis.call('zrange', S.permits, -1, -1, 'withscores')
   if #p > 0 and tonumber(p[2]) > last then last = tonumber(p[2]) end
-  for _, v in ipairs(redis.call('hvals', S.marks)) do
-    if tonumber(v) > last then last = tonumber(v) end
+  local m = redis.call('pttl', S.marks)
+  if m == -1 then
+    -- no TTL (set by hand, or by a client older than this rule): read
+    -- the marks once; the keys get a TTL below
+    for _, v in ipairs(redis.call('hvals', S.marks)) do
+      if tonumber(v) > last then last = tonumber(v) end
+    end
+  elseif m > 0 and now + m > last then
+    last = now + m
   end
   if last <= now then
     redis.call('del', S.hash, S.permits, S.weights, S.waiters, S.marks)

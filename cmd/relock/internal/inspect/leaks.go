@@ -125,7 +125,7 @@ func (in *Inspector) Leaks(ctx context.Context, pattern string) (Report, error) 
 			for _, w := range e.Waiters {
 				if w.MarkMs <= 0 {
 					add(keys.Waiters(k), k, "stale-waiter", w.ID,
-						"waiter's mark expired %s ago: the waiter is gone (removed by the next acquire)", ago(w.MarkMs))
+						"waiter's mark expired %s ago: the waiter is gone (dropped when it reaches the head of the line, or with the keys)", ago(w.MarkMs))
 				}
 			}
 		default:
