@@ -27,9 +27,11 @@
 // WAIT after each acquisition: the waiters then try themselves).
 //
 // Nothing of a semaphore outlives its last permit or waiter: every script
-// purges the permits and marks that lapsed, then deletes the keys when
-// none is left, or makes them all expire with the last permit or mark
-// (the watchdog's renewals extend them). A size set by Resize is kept an
+// purges the permits that lapsed and the lapsed waiters at the head of the
+// line (one behind a live waiter holds nobody back and goes when it
+// reaches the head, so no script reads the whole line), then deletes the
+// keys when none is left, or makes them all expire with the last permit
+// or mark (the watchdog's renewals extend them). A size set by Resize is kept an
 // hour at least. Each acquisition is one permit id, so a try run twice (a
 // retry after a lost reply, go-redis's own resend) finds its permit
 // instead of taking more, and an Acquire that gives up after such a
