@@ -24,7 +24,10 @@ func TestMembersReplicaSync(t *testing.T) {
 		groups[i] = redistest.StartReplicated(t, 1)
 		members[i] = lock.New(groups[i].Master.Client(t, fast), "job", lock.WithReplicaSync(200*time.Millisecond))
 	}
-	rl := redlock.New(members)
+	// A node timeout well above the WAIT's: on a loaded machine a member
+	// whose WAIT ran its full 200 ms must still answer within it, with
+	// the refusal rather than the node's timeout.
+	rl := redlock.New(members, redlock.WithNodeTimeout(2*time.Second))
 	held, err := rl.TryLock(ctx)
 	require.NoError(t, err)
 	require.NoError(t, rl.Unlock(held))

@@ -13,9 +13,11 @@
 // {name}:<owner>:rwlock_timeout:<n>; the channel redisson_rwlock:{name}.
 // Where relock differs:
 //   - each reader renews only its own lease keys (Redisson renews every
-//     reader's from any reader), and every script purges readers whose
+//     reader's from any reader), and a writer's try purges readers whose
 //     lease keys have all expired, so a crashed reader's hold ends with its
-//     lease even while other readers stay;
+//     lease even while other readers stay (readers share the lock, so only
+//     a writer need look: a read acquisition never reads the other
+//     readers);
 //   - a waiting writer marks itself in the zset
 //     {name}:rwlock_write_waiters (score: when the mark expires, one lease
 //     after its last attempt), which new readers respect; Redisson has no

@@ -24,7 +24,7 @@ func (rw *RWMutex) tryOnce(ctx context.Context, sync replica.Policy, s access, o
 	var cmd *redis.Cmd
 	var acks replica.Acks
 	if s == read {
-		cmd, acks = replica.Call(ctx, rw.client, sync, readAcquire, 6, rw.name, rw.timeoutPrefix(ownerID), rw.waiters, rw.tokenKey, rw.prefix, latchKey, leaseTime.Milliseconds(), ownerID, ownerID+":write", mode, rw.cfg.LatchArg(rw.cfg.UnlockTimeout))
+		cmd, acks = replica.Call(ctx, rw.client, sync, readAcquire, 5, rw.name, rw.timeoutPrefix(ownerID), rw.waiters, rw.tokenKey, latchKey, leaseTime.Milliseconds(), ownerID, ownerID+":write", mode, rw.cfg.LatchArg(rw.cfg.UnlockTimeout))
 	} else {
 		cmd, acks = replica.Call(ctx, rw.client, sync, writeAcquire, 5, rw.name, rw.waiters, rw.tokenKey, rw.prefix, latchKey, leaseTime.Milliseconds(), ownerID+":write", ownerID, member, mode, rw.cfg.LatchArg(rw.cfg.UnlockTimeout))
 	}

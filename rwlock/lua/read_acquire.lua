@@ -1,7 +1,9 @@
--- Take, or re-enter, a read lock in Redisson's RReadWriteLock layout.
--- Readers whose every lease key has expired are purged first, so a crashed
--- reader stops blocking writers when its lease ends; a writer waiting in
--- the waiters set blocks new readers (not re-entries), as in sync.RWMutex.
+-- Take, or re-enter, a read lock in Redisson's RReadWriteLock layout. A
+-- writer waiting in the waiters set blocks new readers (not re-entries),
+-- as in sync.RWMutex. Readers whose every lease key has expired are not
+-- looked for here: they block only writers, whose try purges them
+-- (write_acquire.lua), so a read acquisition costs the same however many
+-- readers hold the lock.
 --
 -- KEYS[1]  the lock hash: mode = read|write, <owner> = read count,
 --          <owner>:write = write count
@@ -11,8 +13,7 @@
 --          expiry in server ms)
 -- KEYS[4]  fencing token counter, redisson_lock_token:{<name>} (fence:
 --          internal/scripts' lua/fence.lua, loaded before this source)
--- KEYS[5]  key prefix of the lock, {<name>}, for other readers' lease keys
--- KEYS[6]  the acquire latch, relock_acquire_latch:{<name>}:<request id>
+-- KEYS[5]  the acquire latch, relock_acquire_latch:{<name>}:<request id>
 --          (with 'latch'; else any key of the slot, unused)
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner id
@@ -20,7 +21,7 @@
 -- ARGV[4]  'minted', 'latch' or '': how a second run of this acquisition
 --          (a retry after a lost reply, go-redis's resend) is told from
 --          another one, as in lock/lua/acquire.lua: an owner minted for it
---          finds its own grant; otherwise the acquire latch KEYS[6] holds
+--          finds its own grant; otherwise the acquire latch KEYS[5] holds
 --          the first run's token ('': a Redlock member, which counts runs
 --          itself)
 -- ARGV[5]  the latch's life in milliseconds
@@ -34,32 +35,9 @@ local lease = tonumber(ARGV[1])
 -- purge: expired writer marks, then readers with no live lease key
 redis.call('zremrangebyscore', KEYS[3], '-inf', now)
 local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == 'read' then
-  local fields = redis.call('hgetall', KEYS[1])
-  for i = 1, #fields, 2 do
-    local f, c = fields[i], tonumber(fields[i + 1])
-    if f ~= 'mode' and c ~= nil then
-      local alive = false
-      for j = 1, c do
-        if redis.call('exists', KEYS[5] .. ':' .. f .. ':rwlock_timeout:' .. j) == 1 then
-          alive = true
-          break
-        end
-      end
-      if not alive then
-        redis.call('hdel', KEYS[1], f)
-      end
-    end
-  end
-  if redis.call('hlen', KEYS[1]) <= 1 then
-    redis.call('del', KEYS[1])
-    mode = false
-  end
-end
-
 local held = redis.call('hget', KEYS[1], ARGV[2])
 local mine = held ~= false
-local latch = ARGV[4] == 'latch' and KEYS[6]
+local latch = ARGV[4] == 'latch' and KEYS[5]
 if mine and ARGV[4] == 'minted' then
   -- an earlier run of this acquisition took it: the same grant
   return {tonumber(held), last(KEYS[4])}

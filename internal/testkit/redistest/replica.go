@@ -135,15 +135,32 @@ func (s *Server) LogTail() string { return s.logTail() }
 // CommandCalls is how many times the server behind c has run cmd (INFO
 // commandstats, "wait", "info", ...), not counting this INFO itself.
 func CommandCalls(ctx context.Context, c *redis.Client, cmd string) (int, error) {
+	counts, err := CommandCounts(ctx, c)
+	return counts[cmd], err
+}
+
+// CommandCounts is how many times the server behind c has run each
+// command (INFO commandstats, since the start or the last CONFIG
+// RESETSTAT; a script's own calls count under their names), not counting
+// this INFO itself.
+func CommandCounts(ctx context.Context, c *redis.Client) (map[string]int, error) {
 	info, err := c.Info(ctx, "commandstats").Result()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	stats := parseInfo(info)
-	rest, ok := strings.CutPrefix(stats["cmdstat_"+cmd], "calls=")
-	if !ok {
-		return 0, nil
+	out := map[string]int{}
+	for k, v := range parseInfo(info) {
+		name, ok := strings.CutPrefix(k, "cmdstat_")
+		rest, ok2 := strings.CutPrefix(v, "calls=")
+		if !ok || !ok2 {
+			continue
+		}
+		calls, _, _ := strings.Cut(rest, ",")
+		n, err := strconv.Atoi(calls)
+		if err != nil {
+			return nil, fmt.Errorf("commandstats %s: %w", k, err)
+		}
+		out[name] = n
 	}
-	calls, _, _ := strings.Cut(rest, ",")
-	return strconv.Atoi(calls)
+	return out, nil
 }
