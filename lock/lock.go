@@ -96,6 +96,7 @@ type Mutex struct {
 	leaseArg   any // the configured lease in ms
 	publishArg any
 	releaseFn  hold.ReleaseFunc // m.release: a method value allocates each time it is taken
+	hkey       hold.Key
 	// fair holds a fair lock's waiter list, deadline zset and grant list
 	// (NewFair), as script keys; nil for a lock.
 	fair []any
@@ -115,6 +116,7 @@ func newMutex(client redis.UniversalClient, name string, fair bool, opts []Optio
 	m := &Mutex{client: client, name: name, cfg: options.Apply(opts)}
 	m.redlockHook = m.redlockNode
 	m.releaseFn = m.release
+	m.hkey = hold.NewKey(client, primitive, name, "")
 	m.id = base.Ident{Primitive: primitive, Name: name, Invalid: m.cfg.Check(client, "lock", name)}
 	if m.id.Invalid != "" {
 		return m
@@ -316,7 +318,7 @@ func (a *attempt) Discard(notify.Grant) {
 // store to reject writes from a holder that has since lost the lock.
 func FencingToken(ctx context.Context) (int64, bool) { return hold.Token(ctx) }
 
-func (m *Mutex) key() hold.Key { return hold.Key{Client: m.client, Kind: primitive, Name: m.name} }
+func (m *Mutex) key() hold.Key { return m.hkey }
 
 func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Context {
 	spec := lease.Spec{

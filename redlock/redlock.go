@@ -157,6 +157,7 @@ type Lock struct {
 	// reenter: the holds through which an acquisition re-enters (this
 	// Lock's, a member's, a member's other side).
 	memberKeys, reenter []hold.Key
+	hkey                hold.Key // this Lock's (its name does not make it: two Locks over one name are two)
 }
 
 // New returns a Redlock over members, one per independent Redis master:
@@ -193,8 +194,9 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 		l.memberKeys = append(l.memberKeys, n.Key)
 	}
 	l.id.Name = nameOf(names)
-	l.reenter = []hold.Key{l.key()} // key() needs the name
-	for _, n := range l.nodes {     // each member's Reenter holds its own key
+	l.hkey = hold.NewKey(nil, l.primitive(), l.id.Name, fmt.Sprintf("%p", l))
+	l.reenter = []hold.Key{l.hkey}
+	for _, n := range l.nodes { // each member's Reenter holds its own key
 		l.reenter = append(l.reenter, n.Reenter...)
 	}
 	switch {
@@ -277,9 +279,7 @@ func (l *Lock) Quorum() int { return l.quorum }
 // value).
 var unmade = base.Ident{Primitive: "redlock", Invalid: "Lock not made by redlock.New or NewMulti"}
 
-func (l *Lock) key() hold.Key {
-	return hold.Key{Kind: l.primitive(), Name: l.id.Name, ID: fmt.Sprintf("%p", l)}
-}
+func (l *Lock) key() hold.Key { return l.hkey }
 
 // Lock takes the lock: every member is tried in parallel, each bounded by
 // the node timeout, and a round returns as soon as it is decided (see the

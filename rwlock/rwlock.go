@@ -141,12 +141,14 @@ type RWMutex struct {
 	acquireLatchPrefix string
 	hub                *notify.Hub
 	inst               [2]telemetry.Instruments // by side
+	keys               [2]hold.Key              // by side: its holds in a context
 }
 
 // New returns the RWMutex called name on client. It does not touch Redis;
 // bad arguments are reported as ErrInvalidArgument by every method.
 func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	rw := &RWMutex{client: client, name: name, cfg: options.Apply(opts)}
+	rw.keys = [2]hold.Key{read: hold.NewKey(client, "rlock", name, ""), write: hold.NewKey(client, "wlock", name, "")}
 	rw.id = base.Ident{Primitive: primitive, Name: name, Invalid: rw.cfg.Check(client, "lock", name)}
 	if rw.id.Invalid != "" {
 		return rw
@@ -169,13 +171,7 @@ func (rw *RWMutex) Name() string { return rw.name }
 // unmade is the identity of an RWMutex not made by New (its zero value).
 var unmade = base.Ident{Primitive: primitive, Invalid: "RWMutex not made by rwlock.New"}
 
-func (rw *RWMutex) key(s access) hold.Key {
-	kind := "rlock"
-	if s == write {
-		kind = "wlock"
-	}
-	return hold.Key{Client: rw.client, Kind: kind, Name: rw.name}
-}
+func (rw *RWMutex) key(s access) hold.Key { return rw.keys[s] }
 
 func (rw *RWMutex) leaseID(s access, ownerID string) string {
 	return s.String() + "\x00" + rw.name + "\x00" + ownerID

@@ -145,6 +145,7 @@ type Semaphore struct {
 	latchPrefix string
 	hub         *notify.Hub
 	inst        telemetry.Instruments
+	hkey        hold.Key // its holds in a context
 }
 
 // MaxSize is the largest size a Semaphore takes: the scripts count
@@ -175,6 +176,7 @@ func checkSize(size int64) string {
 // ErrInvalidArgument.
 func New(client redis.UniversalClient, name string, size int64, opts ...Option) *Semaphore {
 	s := &Semaphore{client: client, name: name, cfg: options.Apply(opts)}
+	s.hkey = hold.NewKey(client, primitive, name, "")
 	s.size.Store(size)
 	s.id = base.Ident{Primitive: primitive, Name: name, Invalid: s.cfg.Check(client, "semaphore", name)}
 	if s.id.Invalid == "" {
@@ -203,9 +205,7 @@ func (s *Semaphore) Size() int64 { return s.size.Load() }
 // unmade is the identity of a Semaphore not made by New (its zero value).
 var unmade = base.Ident{Primitive: primitive, Invalid: "Semaphore not made by semaphore.New"}
 
-func (s *Semaphore) key() hold.Key {
-	return hold.Key{Client: s.client, Kind: primitive, Name: s.name}
-}
+func (s *Semaphore) key() hold.Key { return s.hkey }
 
 // sizePolicy is the scripts' argument for WithRecordedSize.
 func (s *Semaphore) sizePolicy() string {

@@ -18,7 +18,7 @@ func Example() {
 	wd := lease.New(lease.WithClock(clk))
 	lease := wd.Start(lease.Spec{Targets: []lease.Target{{Client: c, Keys: []string{"k"}}}, Timeout: time.Minute}, clk.Now())
 
-	key := hold.Key{Client: c, Kind: "example", Name: "k"}
+	key := hold.NewKey(c, "example", "k", "")
 	ctx := hold.Start(context.Background(), key, &hold.Hold{Token: 42, Lease: lease},
 		func(ctx context.Context, h *hold.Hold) error { h.Lease.Stop(); return nil })
 	tok, _ := hold.Token(ctx)

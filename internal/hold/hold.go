@@ -18,14 +18,34 @@ import (
 	"github.com/relock-go/relock/internal/telemetry"
 )
 
-// Key names one primitive (and side) in a context.
-type Key struct {
-	Client redis.UniversalClient
-	Kind   string // "lock", "rlock", "wlock", "semaphore", ...
-	Name   string
-	// ID tells apart values whose name alone is not the lock (a Redlock).
-	ID string
+// Key names one primitive (and side) in a context. A primitive makes its
+// keys once (NewKey): a Key is one pointer, so looking a hold up in a
+// context by it allocates nothing. Keys made apart from the same fields
+// name the same primitive (Is): two Mutexes of one name on one client are
+// one lock.
+type Key struct{ f *keyFields }
+
+type keyFields struct {
+	client redis.UniversalClient
+	kind   string // "lock", "rlock", "wlock", "semaphore", ...
+	name   string
+	id     string // tells apart values whose name alone is not the lock (a Redlock)
 }
+
+// NewKey returns the Key of the primitive of kind called name on client;
+// id tells apart values whose name alone is not the lock (a Redlock's).
+func NewKey(client redis.UniversalClient, kind, name, id string) Key {
+	return Key{&keyFields{client: client, kind: kind, name: name, id: id}}
+}
+
+// Is reports whether k and o name the same primitive.
+func (k Key) Is(o Key) bool { return k.f != nil && o.f != nil && (k.f == o.f || *k.f == *o.f) }
+
+// Kind is the primitive's kind, as NewKey was given it.
+func (k Key) Kind() string { return k.f.kind }
+
+// Name is the primitive's name.
+func (k Key) Name() string { return k.f.name }
 
 // ReleaseFunc gives a hold back to Redis. It runs once per hold, from
 // Unlock or in the background when the acquiring context ended.
@@ -159,13 +179,13 @@ func (h *Hold) checkLease() {
 func (c *holdCtx) Value(k any) any {
 	switch k := k.(type) {
 	case Key:
-		if k == c.key {
+		if k.Is(c.key) {
 			return c.h
 		}
 	case also:
 		// Only re-entry asks this: a member's Unlock or Downgrade must
 		// not end the Redlock's hold.
-		if slices.Contains(c.h.Also, k.Key) {
+		if slices.ContainsFunc(c.h.Also, k.Key.Is) {
 			return c.h
 		}
 	case tokenKey:
@@ -309,7 +329,7 @@ func (l *Live) notHeld(key Key) error {
 	n := 0
 	l.mu.Lock()
 	for h := range l.holds {
-		if h.key == key {
+		if h.key.Is(key) {
 			n++
 			if oldest.IsZero() || h.since.Before(oldest) {
 				oldest = h.since
@@ -337,7 +357,7 @@ func (h *Hold) parentDone() {
 		defer close(done)
 		// The cause says why, and still matches context.Canceled.
 		h.cancel(fmt.Errorf("%w: the hold of %s %q ended with its acquiring context (%v)",
-			context.Canceled, h.key.Kind, h.key.Name, context.Cause(h.parent)))
+			context.Canceled, h.key.Kind(), h.key.Name(), context.Cause(h.parent)))
 		_ = h.run(context.WithoutCancel(h.parent))
 	}
 }

@@ -32,7 +32,7 @@ func spec(c redis.UniversalClient, id string) lease.Spec {
 
 func TestEndOnce(t *testing.T) {
 	wd, clk, c := setup(t)
-	key := Key{Client: c, Kind: "test", Name: "k"}
+	key := NewKey(c, "test", "k", "")
 	var releases atomic.Int32
 	lease := Lease(wd, spec(c, "a"), false, false, clk.Now())
 	ctx := Start(context.Background(), key, &Hold{Owner: "o", Token: 7, Lease: lease}, func(ctx context.Context, h *Hold) error {
@@ -54,7 +54,7 @@ func TestEndOnce(t *testing.T) {
 // background.
 func TestScopedParentEndReleasesInBackground(t *testing.T) {
 	wd, clk, c := setup(t)
-	key := Key{Client: c, Kind: "test", Name: "k"}
+	key := NewKey(c, "test", "k", "")
 	parent, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	lease := Lease(wd, spec(c, "b"), false, false, clk.Now())
@@ -72,7 +72,7 @@ func TestScopedParentEndReleasesInBackground(t *testing.T) {
 
 func TestLostHold(t *testing.T) {
 	wd, clk, c := setup(t)
-	key := Key{Client: c, Kind: "test", Name: "k"}
+	key := NewKey(c, "test", "k", "")
 	lease := Lease(wd, spec(c, "c"), false, false, clk.Now())
 	inner := Lease(wd, spec(c, "c"), true, false, clk.Now())
 	require.Same(t, lease, inner, "a reentrant acquisition shares the lease")
@@ -81,14 +81,14 @@ func TestLostHold(t *testing.T) {
 		t.Error("a lost hold is not released")
 		return nil
 	})
-	nested := Start(ctx, Key{Client: c, Kind: "test", Name: "k2"}, &Hold{Lease: lease}, func(context.Context, *Hold) error {
+	nested := Start(ctx, NewKey(c, "test", "k2", ""), &Hold{Lease: lease}, func(context.Context, *Hold) error {
 		t.Error("a lost hold is not released")
 		return nil
 	})
 	lease.Lose("test")
 	require.ErrorIs(t, context.Cause(ctx), errs.ErrLockLost)
 	require.ErrorIs(t, End(ctx, key, nil), errs.ErrLockLost)
-	require.ErrorIs(t, End(nested, Key{Client: c, Kind: "test", Name: "k2"}, nil), errs.ErrLockLost,
+	require.ErrorIs(t, End(nested, NewKey(c, "test", "k2", ""), nil), errs.ErrLockLost,
 		"a hold whose parent ended because of the loss is lost, not abandoned")
 	fresh := Lease(wd, spec(c, "c"), false, false, clk.Now())
 	require.NotSame(t, lease, fresh)
@@ -100,7 +100,7 @@ func TestLostHold(t *testing.T) {
 // goroutine has not yet run: Err and Done ask the lease.
 func TestResumedHolderSeesLapseAtOnce(t *testing.T) {
 	wd, clk, c := setup(t)
-	key := Key{Client: c, Kind: "test", Name: "k"}
+	key := NewKey(c, "test", "k", "")
 	lease := Lease(wd, spec(c, "d"), false, false, clk.Now())
 	ctx := Start(context.Background(), key, &Hold{Lease: lease}, func(context.Context, *Hold) error {
 		t.Error("a lost hold is not released")
@@ -127,7 +127,7 @@ type valueKey struct{}
 // deadline do not reach the hold, whose context keeps its values.
 func TestParentBoundsWaitOnly(t *testing.T) {
 	wd, clk, c := setup(t)
-	key := Key{Client: c, Kind: "test", Name: "k"}
+	key := NewKey(c, "test", "k", "")
 	parent, cancel := context.WithTimeout(context.WithValue(context.Background(), valueKey{}, "v"), time.Hour)
 	var releases atomic.Int32
 	lease := Lease(wd, spec(c, "w"), false, false, clk.Now())
@@ -152,9 +152,9 @@ func TestParentBoundsWaitOnly(t *testing.T) {
 // key (or one it answers for), not to other locks; NewOwner hides holds.
 func TestOwnerPerLock(t *testing.T) {
 	wd, clk, c := setup(t)
-	x := Key{Client: c, Kind: "test", Name: "x"}
-	y := Key{Client: c, Kind: "test", Name: "y"}
-	member := Key{Client: c, Kind: "test", Name: "member"}
+	x := NewKey(c, "test", "x", "")
+	y := NewKey(c, "test", "y", "")
+	member := NewKey(c, "test", "member", "")
 	stop := func(_ context.Context, h *Hold) error { h.Lease.Stop(); return nil }
 	heldY := Start(context.Background(), y, &Hold{Owner: "owner-y", Lease: Lease(wd, spec(c, "y"), false, false, clk.Now()), Also: []Key{member}}, stop)
 
@@ -198,7 +198,7 @@ func TestOwnerPerLock(t *testing.T) {
 // live for an instant.
 func TestLossSeenBeforeItsCallbacksRun(t *testing.T) {
 	wd, clk, c := setup(t)
-	key := Key{Client: c, Kind: "test", Name: "k"}
+	key := NewKey(c, "test", "k", "")
 	h := &Hold{Owner: "o", Lease: Lease(wd, spec(c, "late"), false, false, clk.Now())}
 	ctx := Start(context.Background(), key, h, func(ctx context.Context, h *Hold) error { return nil })
 	h.removeLost() // as if the goroutine that found the loss had not reached the hold yet
@@ -206,4 +206,32 @@ func TestLossSeenBeforeItsCallbacksRun(t *testing.T) {
 	clk.Advance(2 * time.Second) // the holder runs after its lease's end
 	require.Error(t, ctx.Err(), "Err asks the lease")
 	require.ErrorIs(t, context.Cause(ctx), errs.ErrLockLost)
+}
+
+// TestKeysMadeApartAreOne: two values of one lock (two lock.New of one
+// name on one client) make their keys apart; a hold taken through one is
+// found through the other, and not through a key of another lock, side or
+// client. A lookup by a key allocates nothing.
+func TestKeysMadeApartAreOne(t *testing.T) {
+	wd, clk, c := setup(t)
+	other := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = other.Close() })
+	a, b := NewKey(c, "lock", "n", ""), NewKey(c, "lock", "n", "")
+	require.True(t, a.Is(b))
+	for _, k := range []Key{NewKey(c, "lock", "m", ""), NewKey(c, "rlock", "n", ""), NewKey(other, "lock", "n", ""), NewKey(c, "lock", "n", "x"), {}} {
+		require.False(t, a.Is(k), "%+v", k.f)
+	}
+	require.False(t, Key{}.Is(Key{}), "a key of no primitive names none")
+
+	ctx := Start(context.Background(), a, &Hold{Owner: "o", Lease: Lease(wd, spec(c, "n"), false, false, clk.Now())}, func(_ context.Context, h *Hold) error {
+		h.Lease.Stop()
+		return nil
+	})
+	h, ok := From(ctx, b)
+	require.True(t, ok)
+	require.Equal(t, "o", h.Owner)
+	_, ok = From(ctx, NewKey(c, "lock", "m", ""))
+	require.False(t, ok)
+	require.Zero(t, testing.AllocsPerRun(100, func() { _, _ = From(ctx, b) }), "allocations of a lookup")
+	require.NoError(t, End(ctx, b, nil))
 }
