@@ -1,9 +1,10 @@
 -- Take, or re-enter, a read lock in Redisson's RReadWriteLock layout. A
 -- writer waiting in the waiters set blocks new readers (not re-entries),
--- as in sync.RWMutex. Readers whose every lease key has expired are not
--- looked for here: they block only writers, whose try purges them
--- (write_acquire.lua), so a read acquisition costs the same however many
--- readers hold the lock.
+-- as in sync.RWMutex. Other readers whose every lease key has expired
+-- are not looked for here: they block only writers, whose try purges them
+-- (write_acquire.lua; a read release does too), so a read acquisition
+-- costs the same however many readers hold the lock. The caller's own
+-- entry is checked: a dead one is dropped, not counted on.
 --
 -- KEYS[1]  the lock hash: mode = read|write, <owner> = read count,
 --          <owner>:write = write count
@@ -32,10 +33,29 @@ local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lease = tonumber(ARGV[1])
 
--- purge: expired writer marks, then readers with no live lease key
+-- purge: expired writer marks, and this owner's own entry when all its
+-- lease keys expired (a lost hold): counting on from it would make a new
+-- read a re-entry, which passes a waiting writer
 redis.call('zremrangebyscore', KEYS[3], '-inf', now)
 local mode = redis.call('hget', KEYS[1], 'mode')
 local held = redis.call('hget', KEYS[1], ARGV[2])
+if held ~= false and mode == 'read' then
+  local alive = false
+  for j = 1, tonumber(held) do
+    if redis.call('exists', KEYS[2] .. ':' .. j) == 1 then
+      alive = true
+      break
+    end
+  end
+  if not alive then
+    redis.call('hdel', KEYS[1], ARGV[2])
+    held = false
+    if redis.call('hlen', KEYS[1]) <= 1 then
+      redis.call('del', KEYS[1])
+      mode = false
+    end
+  end
+end
 local mine = held ~= false
 local latch = ARGV[4] == 'latch' and KEYS[5]
 if mine and ARGV[4] == 'minted' then

@@ -132,7 +132,7 @@ func (in *Inspector) Leaks(ctx context.Context, pattern string) (Report, error) 
 			for _, h := range e.Holders {
 				if h.Expired {
 					add(k, k, "dead-reader", h.ID,
-						"reader (count %d) is still listed but all its lease keys are gone: it died (purged by the next writer's try)", h.Count)
+						"reader (count %d) is still listed but all its lease keys are gone: it died (purged by the next writer's try or read release)", h.Count)
 				}
 			}
 		}
