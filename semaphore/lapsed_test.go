@@ -127,3 +127,34 @@ func TestLineLengthCostsNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestMarksExpireWithTheLatestMark: the line of waiters and their marks
+// expire with the latest mark (at most 3 s after its waiter's last try),
+// not with a permit's lease (30 s here), which keeps the semaphore's other
+// keys: a waiter that died leaves its mark no longer.
+func TestMarksExpireWithTheLatestMark(t *testing.T) {
+	each(t, func(t *testing.T, env *env) {
+		ctx := ctxT(t)
+		const name = "marks-expire"
+		s := semaphore.New(env.Universal, name, 1)
+		h, err := s.Acquire(ctx, 1)
+		require.NoError(t, err)
+		wctx, cancel := context.WithCancel(ctx)
+		waiting := acquireAsync(semaphore.New(env.secondClient(t), name, 1), wctx, 1)
+		require.Eventually(t, func() bool { return marks(t, env.Universal, name) == 1 }, 5*time.Second, 5*time.Millisecond)
+
+		for _, k := range []string{"{" + name + "}:waiters", "{" + name + "}:waiter_expiry"} {
+			ttl, err := env.Universal.PTTL(ctx, k).Result()
+			require.NoError(t, err)
+			require.Greater(t, ttl, time.Duration(0), "%s has a TTL", k)
+			require.LessOrEqual(t, ttl, 3*time.Second, "%s lives as long as the latest mark", k)
+		}
+		ttl, err := env.Universal.PTTL(ctx, name).Result()
+		require.NoError(t, err)
+		require.Greater(t, ttl, 20*time.Second, "the permit's lease keeps the semaphore")
+
+		cancel()
+		require.Error(t, (<-waiting).err)
+		require.NoError(t, s.Release(h))
+	})
+}

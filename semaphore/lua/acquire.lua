@@ -78,7 +78,7 @@ if ARGV[5] ~= '' then
     redis.call('zadd', KEYS[4], now, ARGV[5])
   end
   redis.call('hset', KEYS[5], ARGV[5], now + tonumber(ARGV[7]))
-  settle(S, now, used, tonumber(ARGV[7])) -- the keys outlive the mark
+  settle(S, now, used, 0, tonumber(ARGV[7])) -- the keys outlive the mark
 else
   settle(S, now, used)
 end

@@ -48,31 +48,39 @@ local function purge(S, now)
 end
 
 -- settle records used and gives the keys their TTL: the latest expiry of
--- a permit or a mark, and at least keep ms (a Resize's record, a mark
--- just written); with nothing to keep, the keys are deleted. The marks'
--- latest expiry is read from the marks hash's own TTL, which every mark
--- written extends (keep) and settle never shortens, instead of from every
--- mark: a line of waiters costs nothing here.
-local function settle(S, now, used, keep)
-  local last = now + (keep or 0)
-  local p = redis.call('zrange', S.permits, -1, -1, 'withscores')
-  if #p > 0 and tonumber(p[2]) > last then last = tonumber(p[2]) end
+-- a permit or a mark, and at least keep ms (a Resize's record); with
+-- nothing to keep, the keys are deleted. mark is the life of a mark just
+-- written (ms), if any. The waiters and their marks expire with the
+-- latest mark alone, read from the marks hash's own TTL, which each mark
+-- written extends and nothing shortens, instead of from every mark: a
+-- line of waiters costs nothing here, and a permit's lease or a Resize's
+-- record does not keep a lapsed mark alive.
+local function settle(S, now, used, keep, mark)
+  local marks = now + (mark or 0)
   local m = redis.call('pttl', S.marks)
   if m == -1 then
     -- no TTL (set by hand, or by a client older than this rule): read
     -- the marks once; the keys get a TTL below
     for _, v in ipairs(redis.call('hvals', S.marks)) do
-      if tonumber(v) > last then last = tonumber(v) end
+      if tonumber(v) > marks then marks = tonumber(v) end
     end
-  elseif m > 0 and now + m > last then
-    last = now + m
+  elseif m > 0 and now + m > marks then
+    marks = now + m
   end
+  local last = math.max(now + (keep or 0), marks)
+  local p = redis.call('zrange', S.permits, -1, -1, 'withscores')
+  if #p > 0 and tonumber(p[2]) > last then last = tonumber(p[2]) end
   if last <= now then
     redis.call('del', S.hash, S.permits, S.weights, S.waiters, S.marks)
     return
   end
   redis.call('hset', S.hash, 'used', used)
-  for _, k in ipairs({S.hash, S.permits, S.weights, S.waiters, S.marks}) do
+  for _, k in ipairs({S.hash, S.permits, S.weights}) do
     redis.call('pexpire', k, last - now)
   end
+  if marks <= now then
+    marks = last -- no mark lives: the line (empty, or purged at its head) goes with the rest
+  end
+  redis.call('pexpire', S.waiters, marks - now)
+  redis.call('pexpire', S.marks, marks - now)
 end
