@@ -58,9 +58,9 @@ local size = tonumber(redis.call('hget', KEYS[1], 'size')) or 0
 local served = 0
 for i = 4, #ARGV, 3 do
   local id, want = ARGV[i], tonumber(ARGV[i + 1])
-  local head = redis.call('zrange', KEYS[6], 0, 0)
+  local head = head_of_line(S, now) -- a lapsed waiter the last one served uncovered goes too
   -- want <= size - used, not used + want <= size: see acquire.lua
-  if not ((#head == 0 or head[1] == id) and want <= size - used) then
+  if not ((head == nil or head == id) and want <= size - used) then
     break
   end
   redis.call('zadd', KEYS[2], now + tonumber(ARGV[i + 2]), id)

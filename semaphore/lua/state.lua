@@ -13,6 +13,23 @@ local function server_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- head_of_line drops the waiters at the head of the line whose marks lapsed by
+-- now and returns the first live one's id (nil when none waits).
+local function head_of_line(S, now)
+  while true do
+    local head = redis.call('zrange', S.waiters, 0, 0)
+    if #head == 0 then
+      return nil
+    end
+    local mark = tonumber(redis.call('hget', S.marks, head[1]))
+    if mark ~= nil and mark > now then
+      return head[1]
+    end
+    redis.call('hdel', S.marks, head[1])
+    redis.call('zrem', S.waiters, head[1])
+  end
+end
+
 -- purge removes the permits that lapsed by now, and the waiters at the
 -- head of the line whose marks lapsed, and returns the permits in use
 -- after it. A lapsed waiter behind a live one holds nobody back (only the
@@ -32,18 +49,7 @@ local function purge(S, now)
     used = 0
     redis.call('del', S.weights)
   end
-  while true do
-    local head = redis.call('zrange', S.waiters, 0, 0)
-    if #head == 0 then
-      break
-    end
-    local mark = tonumber(redis.call('hget', S.marks, head[1]))
-    if mark ~= nil and mark > now then
-      break
-    end
-    redis.call('hdel', S.marks, head[1])
-    redis.call('zrem', S.waiters, head[1])
-  end
+  head_of_line(S, now)
   return used
 end
 
