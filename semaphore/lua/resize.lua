@@ -11,14 +11,16 @@
 -- KEYS[6]  waiter marks' expiry hash
 -- ARGV[1]  new size
 -- ARGV[2]  publish command
--- ARGV[3]  how long the record lives at least, in milliseconds
+-- ARGV[3]  how long the record lives at least, in milliseconds (field
+--          kept of the hash: until when, server ms)
 --
 -- Returns the previous size, or 0 when none was recorded.
 local S = {hash = KEYS[1], permits = KEYS[3], weights = KEYS[4], waiters = KEYS[5], marks = KEYS[6]}
 local old = tonumber(redis.call('hget', KEYS[1], 'size')) or 0
 local now = server_ms()
 local used = purge(S, now)
-redis.call('hset', KEYS[1], 'size', ARGV[1])
-settle(S, now, used, tonumber(ARGV[3]))
+-- kept: until when the record stays, whatever comes and goes (settle)
+redis.call('hset', KEYS[1], 'size', ARGV[1], 'kept', now + tonumber(ARGV[3]))
+settle(S, now, used)
 redis.call(ARGV[2], KEYS[2], 0)
 return old

@@ -4,7 +4,8 @@
 -- every key when none is left, else makes every key expire with the last
 -- of them, so that a semaphore nobody touches again leaves nothing behind.
 --
--- S is the five keys: S.hash (size, used), S.permits (zset, score = expiry
+-- S is the five keys: S.hash (size, used, and kept: until when a Resize's
+-- record stays, server ms), S.permits (zset, score = expiry
 -- in server ms), S.weights (permit id -> n), S.waiters (zset, score =
 -- arrival), S.marks (waiter id -> mark expiry in server ms).
 
@@ -54,7 +55,8 @@ local function purge(S, now)
 end
 
 -- settle records used and gives the keys their TTL: the latest expiry of
--- a permit or a mark, and at least keep ms (a Resize's record); with
+-- a permit or a mark, at least keep ms, and the end of a Resize's record
+-- (the hash's field kept); with
 -- nothing to keep, the keys are deleted. mark is the life of a mark just
 -- written (ms), if any. The waiters and their marks expire with the
 -- latest mark alone, read from the marks hash's own TTL, which each mark
@@ -73,7 +75,9 @@ local function settle(S, now, used, keep, mark)
   elseif m > 0 and now + m > marks then
     marks = now + m
   end
-  local last = math.max(now + (keep or 0), marks)
+  -- a size recorded by Resize is kept until the hash's field kept
+  local kept = tonumber(redis.call('hget', S.hash, 'kept'))
+  local last = math.max(now + (keep or 0), marks, kept or 0)
   local p = redis.call('zrange', S.permits, -1, -1, 'withscores')
   if #p > 0 and tonumber(p[2]) > last then last = tonumber(p[2]) end
   if last <= now then
