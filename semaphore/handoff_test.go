@@ -66,10 +66,14 @@ func TestReleaseHandsPermitsToLocalWaiters(t *testing.T) {
 		require.NoError(t, err)
 		got := queueWaiters(t, ctx, s, notify.For(c), 3)
 		// The first waiter tried, queued, and tried again as the head to
-		// take its place in Redis; the others queued behind it.
+		// take its place in Redis; the others queued behind it. Its try
+		// must have returned too: a release passes over a waiter in the
+		// middle of a try (which serves it), so the hand-off watched
+		// below would race it on a loaded machine.
+		hub := notify.For(c)
 		require.Eventually(t, func() bool {
 			n, err := env.Universal.ZCard(ctx, keys.Waiters("handoff")).Result()
-			return err == nil && n == 1
+			return err == nil && n == 1 && hub.Settled(s.Channel())
 		}, 5*time.Second, time.Millisecond)
 		before := tries.Seen.Load()
 

@@ -178,6 +178,22 @@ func (h *Hub) ReserveFront(channel string, max int) (ws []*Waiter, claims []Clai
 	return ws, claims
 }
 
+// Settled reports whether no waiter of channel is in the middle of a try
+// of its own, so that a release now may hand over to any of them: a test
+// that means to watch a hand-off waits for it, rather than race a try.
+func (h *Hub) Settled(channel string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if q := h.queues[channel]; q != nil {
+		for _, w := range q.waiters {
+			if w.trying {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // Unreserve ends a reservation without a hand-off to w, which was not
 // first in line: it is kicked to try only if it was refused a try while
 // reserved (woken, or not yet in line at all).
