@@ -20,7 +20,8 @@ local old = tonumber(redis.call('hget', KEYS[1], 'size')) or 0
 local now = server_ms()
 local used = purge(S, now)
 -- kept: until when the record stays, whatever comes and goes (settle)
-redis.call('hset', KEYS[1], 'size', ARGV[1], 'kept', now + tonumber(ARGV[3]))
+S.kept = now + tonumber(ARGV[3])
+redis.call('hset', KEYS[1], 'size', ARGV[1], 'kept', S.kept)
 settle(S, now, used)
 redis.call(ARGV[2], KEYS[2], 0)
 return old

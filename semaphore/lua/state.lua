@@ -37,7 +37,9 @@ end
 -- first waiter is served), so it is dropped when it reaches the head:
 -- each call costs the lapsed entries it drops, not the length of the line.
 local function purge(S, now)
-  local used = tonumber(redis.call('hget', S.hash, 'used')) or 0
+  local rec = redis.call('hmget', S.hash, 'used', 'kept')
+  local used = tonumber(rec[1]) or 0
+  S.kept = tonumber(rec[2]) -- for settle, in the same read
   local expired = redis.call('zrangebyscore', S.permits, '-inf', now)
   for _, id in ipairs(expired) do
     used = used - (tonumber(redis.call('hget', S.weights, id)) or 0)
@@ -75,9 +77,9 @@ local function settle(S, now, used, keep, mark)
   elseif m > 0 and now + m > marks then
     marks = now + m
   end
-  -- a size recorded by Resize is kept until the hash's field kept
-  local kept = tonumber(redis.call('hget', S.hash, 'kept'))
-  local last = math.max(now + (keep or 0), marks, kept or 0)
+  -- a size recorded by Resize is kept until the hash's field kept (read
+  -- by purge, which every script runs first)
+  local last = math.max(now + (keep or 0), marks, S.kept or 0)
   local p = redis.call('zrange', S.permits, -1, -1, 'withscores')
   if #p > 0 and tonumber(p[2]) > last then last = tonumber(p[2]) end
   if last <= now then
