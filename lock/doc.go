@@ -37,11 +37,14 @@
 // # Fair locks
 //
 // NewFair makes a Mutex that serves its waiters first come, first served
-// across processes, in Redisson RFairLock's layout: the waiters' owner ids
-// in the list redisson_lock_queue:{name}, their deadlines (server time) in
+// across processes, in Redisson RFairLock's layout: the waiters' ids in
+// the list redisson_lock_queue:{name}, their deadlines (server time) in
 // the zset redisson_lock_timeout:{name}, and an unlock message only for
-// the first of them, on redisson_lock__channel:{name}:<owner> (to a relock
-// waiter, the release hands the lock itself: see NewFair). A waiter
+// the first of them, on redisson_lock__channel:{name}:<waiter id> (to a
+// relock waiter, the release hands the lock itself: see NewFair). A
+// relock waiter's id is a seat of its process, reused by its next waiter
+// on the same subscription, and its owner is listed beside it in
+// relock_fair_waiter:{name}. A waiter
 // renews its deadline by trying again at least every second; one that
 // died is dropped when its deadline passes, 3 s after its last renewal,
 // and one that gives up leaves the list at once. TryLock takes the lock

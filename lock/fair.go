@@ -29,9 +29,9 @@ var (
 
 // requeue gives back a fair lock a waiter took as the first in line, and
 // puts it back at the head of the line, retried for the unlock timeout.
-func (m *Mutex) requeue(ctx context.Context, ownerID string, mark, lease time.Duration) error {
+func (m *Mutex) requeue(ctx context.Context, ownerID, waiterID string, mark, lease time.Duration) error {
 	return fairRequeueScript.CallRetrying(context.WithoutCancel(ctx), m.client, m.cfg.UnlockTimeout, 4,
-		m.nameArg, m.fair[0], m.fair[1], m.fair[2], ownerID, mark.Milliseconds(), m.msArg(lease)).Err()
+		m.nameArg, m.fair[0], m.fair[1], m.fair[2], ownerID, mark.Milliseconds(), m.msArg(lease), waiterID).Err()
 }
 
 // fairMarkLife is how long a fair lock's waiter keeps its place in the
@@ -46,17 +46,20 @@ const fairMarkLife = 3 * time.Second
 // RFairLock and a Go service share one line. The waiters are listed in
 // redisson_lock_queue:{name} in arrival order, each with a deadline in
 // redisson_lock_timeout:{name} (server time), and a release wakes only
-// the first, on its own channel redisson_lock__channel:{name}:<owner>. A
+// the first, on its own channel redisson_lock__channel:{name}:<waiter id>. A
 // waiter keeps its place by renewing its deadline while it waits (every
 // second or so); one that died holds the line back for 3 s at most, and
 // one that gives up (its wait bound, its context) leaves at once. TryLock
 // takes the lock only when nobody waits for it, and never takes a place.
 // A release hands the lock to the first waiter itself when that waiter is
-// relock's, in this process or another (relock_fair_grant:{name} lists
+// relock's, in this process or another (relock_fair_waiter:{name} lists
 // them): it writes the hold, with a TTL of a second or more that the
 // waiter's watchdog renews at once, and sends the token on the waiter's
 // channel, so the waiter takes the lock without a round trip of its own.
 // A Redisson thread first in line is sent the unlock message and tries.
+// A relock waiter's id in the list is a seat of its process, not its
+// owner id: a seat and its channel's subscription serve one waiter after
+// another, so that waiting costs no SUBSCRIBE of its own.
 func NewFair(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 	return newMutex(client, name, true, opts)
 }
@@ -64,9 +67,9 @@ func NewFair(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 // withdraw takes a fair lock's waiter that gave up out of the list,
 // waking the next one if it was first and the lock is free
 // (base.Withdraw). A place left behind (Redis unreachable) lapses with
-// its deadline.
-func (m *Mutex) withdraw(ctx context.Context, ownerID string) {
-	base.Withdraw(ctx, fairWithdrawScript, m.client, m.cfg.UnlockTimeout, 6, m.name, m.channel, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], ownerID, unlockMessage, m.publishArg, m.grantArg(ctx))
+// its deadline; the error says so.
+func (m *Mutex) withdraw(ctx context.Context, ownerID, waiterID string) error {
+	return base.Withdraw(ctx, fairWithdrawScript, m.client, m.cfg.UnlockTimeout, 6, m.name, m.channel, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], waiterID, unlockMessage, m.publishArg, m.grantArg(ctx), ownerID)
 }
 
 // grantArg says whether a release may write the first waiter's hold
@@ -103,11 +106,11 @@ func (m *Mutex) fairRelease(ctx context.Context, ownerID string, timeout time.Du
 		return 0, false, nil
 	}
 	sentAt := make([]time.Time, len(claims))
-	argv := append(make([]any, 0, 10+2*len(claims)), m.nameArg, m.tokenArg, m.fair[0], m.fair[1], m.channelArg, m.fair[2], ownerID, unlockMessage, m.publishArg, "1")
+	argv := append(make([]any, 0, 10+3*len(claims)), m.nameArg, m.tokenArg, m.fair[0], m.fair[1], m.channelArg, m.fair[2], ownerID, unlockMessage, m.publishArg, "1")
 	for i, c := range claims {
 		a := c.(*attempt)
 		sentAt[i] = a.wd.Now()
-		argv = append(argv, a.owner, a.m.msArg(a.lease))
+		argv = append(argv, a.seat, a.owner, a.m.msArg(a.lease))
 	}
 	reply := fairTransferScript.CallRetrying(ctx, m.client, timeout, 6, argv...)
 	vals, err := reply.Slice()
@@ -123,7 +126,7 @@ func (m *Mutex) fairRelease(ctx context.Context, ownerID string, timeout time.Du
 	res, _ = vals[0].(int64)
 	to, _ := vals[2].(string)
 	for i, w := range ws {
-		if res == 1 && claims[i].(*attempt).owner == to {
+		if res == 1 && claims[i].(*attempt).seat == to {
 			token, _ := vals[1].(int64)
 			w.Grant(notify.Grant{Token: token, SentAt: sentAt[i]})
 			continue

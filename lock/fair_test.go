@@ -20,7 +20,7 @@ import (
 const (
 	fairQueue    = "redisson_lock_queue:{fair}"
 	fairTimeouts = "redisson_lock_timeout:{fair}"
-	fairGrants   = "relock_fair_grant:{fair}"
+	fairGrants   = "relock_fair_waiter:{fair}"
 )
 
 // queued is the fair lock's waiter list.
@@ -174,7 +174,7 @@ func TestFairDeadWaiterSkipped(t *testing.T) {
 		require.NoError(t, admin.ZAdd(ctx, fairTimeouts, redis.Z{Score: float64(now.Add(3 * time.Second).UnixMilli()), Member: dead}).Err())
 		// A relock waiter: the release writes its hold, with a TTL of its
 		// deadline, which nobody renews.
-		require.NoError(t, admin.HSet(ctx, fairGrants, dead, 30000).Err())
+		require.NoError(t, admin.HSet(ctx, fairGrants, dead, "30000:"+dead+"-owner").Err())
 
 		live := env.NewClient(t)
 		got := lockAsync(lock.NewFair(live, "fair"), ctx)
@@ -234,9 +234,14 @@ func TestFairGrantAcrossProcesses(t *testing.T) {
 		require.True(t, ok)
 		select {
 		case msg := <-spy.Channel():
-			m := regexp.MustCompile(`^relock:grant:(\d+):(\d+)$`).FindStringSubmatch(msg.Payload)
+			m := regexp.MustCompile(`^relock:grant:(\d+):(\d+):(.+)$`).FindStringSubmatch(msg.Payload)
 			require.NotNil(t, m, "grant message %q", msg.Payload)
 			require.Equal(t, strconv.FormatInt(tok, 10), m[1], "the waiter holds the token the release drew")
+			// The hold is the waiter's owner's, not its seat's.
+			require.NotEqual(t, id, m[3])
+			holds, err := admin.HExists(ctx, "fair", m[3]).Result()
+			require.NoError(t, err)
+			require.True(t, holds, "the grant names the owner whose hold the release wrote")
 		case <-time.After(5 * time.Second):
 			t.Fatal("no message on the waiter's channel")
 		}

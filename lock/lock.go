@@ -97,7 +97,7 @@ type Mutex struct {
 	publishArg any
 	releaseFn  hold.ReleaseFunc // m.release: a method value allocates each time it is taken
 	hkey       hold.Key
-	// fair holds a fair lock's waiter list, deadline zset and grant list
+	// fair holds a fair lock's waiter list, deadline zset and waiters hash
 	// (NewFair), as script keys; nil for a lock.
 	fair []any
 	// contended: a fair lock's last acquisition found it taken, so the
@@ -132,7 +132,7 @@ func newMutex(client redis.UniversalClient, name string, fair bool, opts []Optio
 	m.publishArg = m.hub.PublishCommand()
 	m.inst = m.cfg.Instruments(primitive, "", name, tracing.SpanReleaseLock)
 	if fair {
-		m.fair = []any{keys.FairQueue(name), keys.FairTimeouts(name), keys.FairGrants(name)}
+		m.fair = []any{keys.FairQueue(name), keys.FairTimeouts(name), keys.FairWaiters(name)}
 	}
 	return m
 }
@@ -200,10 +200,12 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []Option
 	}
 	channel := m.channel
 	if m.fair != nil {
-		channel = m.channel + ":" + ownerID // each waiter is woken alone, in turn
+		a.seat = ownerID // a try that takes no place
 		if !once {
 			a.mark = fairMarkLife
+			a.seat = m.hub.TakeSeat(m.channel)
 		}
+		channel = m.channel + ":" + a.seat // each waiter is woken alone, in turn
 	}
 	joinFirst := m.fair != nil && !once && existing == nil && m.contended.Load()
 	req := acquire.Request{
@@ -228,16 +230,21 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []Option
 	}
 	traced, err := acquire.Do(ctx, req)
 	if err != nil {
-		if a.queued {
-			m.withdraw(ctx, ownerID)
-		}
+		left := a.queued && m.withdraw(ctx, ownerID, a.seat) != nil
 		if a.uncertain {
 			m.giveBack(ctx, a)
+		}
+		if a.mark > 0 {
+			// A place that may be left in the list goes with its seat.
+			m.hub.ReturnSeat(m.channel, a.seat, !left && !a.uncertain)
 		}
 		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
 			err = m.heldBy(ctx, err)
 		}
 		return nil, m.id.Wrap(op, err)
+	}
+	if a.mark > 0 {
+		m.hub.ReturnSeat(m.channel, a.seat, true)
 	}
 	return m.newHold(ctx, a, traced), nil
 }
@@ -261,9 +268,10 @@ type attempt struct {
 	// Redis may hold a grant nobody was told of.
 	uncertain bool
 	// mark is a fair lock's waiter's mark life (0: it takes no place in
-	// the list); queued: a try put it there.
+	// the list); queued: a try put it there; seat: its id in the list.
 	mark   time.Duration
 	queued bool
+	seat   string
 	tried  bool
 
 	count, token int64
@@ -272,7 +280,7 @@ type attempt struct {
 
 func (a *attempt) Try(ctx context.Context) (acquire.Result, error) {
 	a.sentAt = a.wd.Now()
-	c, tok, ttl, err := a.m.tryOnce(ctx, a.cfg.ReplicaPolicy(), a.owner, a.lease, a.mode, a.latch, a.mark)
+	c, tok, ttl, err := a.m.tryOnce(ctx, a.cfg.ReplicaPolicy(), a.owner, a.seat, a.lease, a.mode, a.latch, a.mark)
 	// In line: waiting, or refused for want of replicas (requeued).
 	a.queued = a.queued || (a.mark > 0 && ((err == nil && c == 0) || errors.Is(err, ErrNotReplicated)))
 	a.uncertain = err != nil && errs.MayHaveRun(err)
@@ -566,7 +574,7 @@ func (m *Mutex) redlockNode() (member.Node, error) {
 		Reenter: []hold.Key{m.key()},
 		TTL:     m.TTL,
 		Try: func(ctx context.Context, ownerID string, lease time.Duration) (bool, int64, time.Duration, error) {
-			count, token, ttl, err := m.tryOnce(ctx, m.cfg.ReplicaPolicy(), ownerID, lease, modeNone, "", 0)
+			count, token, ttl, err := m.tryOnce(ctx, m.cfg.ReplicaPolicy(), ownerID, ownerID, lease, modeNone, "", 0)
 			return count > 0, token, ttl, err
 		},
 		Release: func(ctx context.Context, ownerID string, timeout time.Duration) (bool, error) {

@@ -16,7 +16,7 @@ import (
 // acquisition too few replicas acknowledged (sync) is given back, and
 // reported as ErrNotReplicated. A fair lock's waiter takes its place in
 // the list (or keeps it) when mark is its mark life; with 0 it takes none.
-func (m *Mutex) tryOnce(ctx context.Context, sync replica.Policy, ownerID string, lease time.Duration, mode any, latch string, mark time.Duration) (count, token int64, ttl time.Duration, err error) {
+func (m *Mutex) tryOnce(ctx context.Context, sync replica.Policy, ownerID, waiterID string, lease time.Duration, mode any, latch string, mark time.Duration) (count, token int64, ttl time.Duration, err error) {
 	var latchArg any = m.nameArg // a key of the slot, unused without a latch
 	if latch != "" {
 		latchArg = latch
@@ -26,7 +26,7 @@ func (m *Mutex) tryOnce(ctx context.Context, sync replica.Policy, ownerID string
 	if m.fair == nil {
 		cmd, acks = replica.Call(ctx, m.client, sync, acquireScript, 3, m.nameArg, m.tokenArg, latchArg, m.msArg(lease), ownerID, mode, m.cfg.LatchArg(m.cfg.UnlockTimeout))
 	} else {
-		cmd, acks = replica.Call(ctx, m.client, sync, fairAcquireScript, 6, m.nameArg, m.tokenArg, latchArg, m.fair[0], m.fair[1], m.fair[2], m.msArg(lease), ownerID, mode, m.cfg.LatchArg(m.cfg.UnlockTimeout), mark.Milliseconds())
+		cmd, acks = replica.Call(ctx, m.client, sync, fairAcquireScript, 6, m.nameArg, m.tokenArg, latchArg, m.fair[0], m.fair[1], m.fair[2], m.msArg(lease), ownerID, mode, m.cfg.LatchArg(m.cfg.UnlockTimeout), mark.Milliseconds(), waiterID)
 	}
 	if err := cmd.Err(); err != nil {
 		return 0, 0, 0, err
@@ -37,7 +37,7 @@ func (m *Mutex) tryOnce(ctx context.Context, sync replica.Policy, ownerID string
 	}
 	undo := func() error { return m.undo(ctx, ownerID, latch, lease) }
 	if m.fair != nil && mark > 0 && count == 1 && latch == "" {
-		undo = func() error { return m.requeue(ctx, ownerID, mark, lease) } // keeps its place
+		undo = func() error { return m.requeue(ctx, ownerID, waiterID, mark, lease) } // keeps its place
 	}
 	return 0, 0, 0, sync.Refuse(acks, undo)
 }

@@ -302,7 +302,7 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 		}
 	}()
 	if req.HandOff != nil {
-		w.Claim(req.HandOff)
+		w.Claim(req.Owner, req.HandOff)
 	}
 
 	var timer *time.Timer

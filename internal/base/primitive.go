@@ -76,10 +76,11 @@ const WithdrawBound = 250 * time.Millisecond
 // (ContextTimeoutEnabled, as the README advises); otherwise the client's
 // own read/write timeouts bound it, as any call. A mark left behind must
 // therefore be safe: each primitive's marks grant nothing and expire.
-func Withdraw(ctx context.Context, script *scripts.Script, c redis.UniversalClient, unlockTimeout time.Duration, nkeys int, argv ...any) {
+// The error tells a caller that one may be left.
+func Withdraw(ctx context.Context, script *scripts.Script, c redis.UniversalClient, unlockTimeout time.Duration, nkeys int, argv ...any) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(unlockTimeout, WithdrawBound))
 	defer cancel()
-	_ = script.Call(wctx, c, nkeys, argv...).Err()
+	return script.Call(wctx, c, nkeys, argv...).Err()
 }
 
 // TTL turns a PTTL reply into what the primitives' TTL returns: 0 for a

@@ -46,13 +46,13 @@ func FairQueue(name string) string { return Prefix("redisson_lock_queue", name) 
 // (RFairLock's).
 func FairTimeouts(name string) string { return Prefix("redisson_lock_timeout", name) }
 
-// FairGrantsPrefix is the prefix of the fair locks' grant hashes.
-const FairGrantsPrefix = "relock_fair_grant:"
+// FairWaitersPrefix is the prefix of the fair locks' waiters hashes.
+const FairWaitersPrefix = "relock_fair_waiter:"
 
-// FairGrants is the hash of a fair lock's relock waiters and their leases,
-// to which a release may hand the lock directly (relock's own key beside
-// RFairLock's layout).
-func FairGrants(name string) string { return Prefix("relock_fair_grant", name) }
+// FairWaiters is the hash of a fair lock's relock waiters, waiter id ->
+// "<lease ms>:<owner id>", to whose owners a release may hand the lock
+// directly (relock's own key beside RFairLock's layout).
+func FairWaiters(name string) string { return Prefix("relock_fair_waiter", name) }
 
 // Token is the fencing counter of a lock or rwlock (RFencedLock's).
 func Token(name string) string { return Prefix("redisson_lock_token", name) }

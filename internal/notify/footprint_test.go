@@ -101,7 +101,7 @@ func TestIdleNamesLeaveNothing(t *testing.T) {
 						// it. Its release (a Reserve that finds no waiter)
 						// ends the chain; or its hold is lost, never
 						// released, and a later waiter gives up.
-						w.Claim(claimant("me"))
+						w.Claim("me", claimant("me"))
 						r, _, _ := h.Reserve(ch)
 						if r != w {
 							errs <- fmt.Errorf("%s: not reserved", ch)

@@ -35,10 +35,15 @@ type Hub struct {
 	// from the queue, which is dropped whenever it empties.
 	handOffs map[string]int
 	shards   map[string]*shard // shard node address ("" off-cluster) -> connection
+	// seats are the fair locks' waiter ids, by channel prefix (seat.go);
+	// id names this hub in them.
+	seats   map[string]*seats
+	id      string
+	seatSeq uint64
 }
 
 func newHub(client redis.UniversalClient) *Hub {
-	h := &Hub{client: perclient.NewRef(client), queues: map[string]*queue{}, shards: map[string]*shard{}, handOffs: map[string]int{}}
+	h := &Hub{client: perclient.NewRef(client), queues: map[string]*queue{}, shards: map[string]*shard{}, handOffs: map[string]int{}, seats: map[string]*seats{}}
 	_, h.cluster = client.(*redis.ClusterClient)
 	return h
 }
@@ -94,6 +99,7 @@ type Waiter struct {
 	hint    time.Duration // see Take
 
 	// Hand-offs; see transfer.go.
+	owner    string
 	claim    Claimant
 	trying   bool
 	reserved chan struct{} // closed when the release decided
@@ -154,6 +160,10 @@ func (h *Hub) Join(ctx context.Context, channel string, shared bool) (*Waiter, e
 		h.queues[channel] = q
 	}
 	q.waiters = append(q.waiters, w)
+	if q.sub != nil && q.sub.failed() {
+		h.unsubscribeLocked(q.sub) // a seat's, kept: subscribe afresh
+		q.sub = nil
+	}
 	if q.sub == nil {
 		sub, err := h.subscribeLocked(ctx, channel)
 		if err != nil {
@@ -207,16 +217,12 @@ func (h *Hub) removeLocked(w *Waiter, acquired bool, hold time.Duration) {
 			break
 		}
 	}
-	if len(q.waiters) == 0 && len(q.watchers) == 0 {
-		delete(h.queues, w.channel)
+	if h.dropIfIdleLocked(w.channel, q) {
 		if !acquired {
 			// Nobody holds the lock by a hand-off of this chain now (one
 			// that did ends it on release, in Reserve): an idle name
 			// keeps nothing in the hub.
 			delete(h.handOffs, w.channel)
-		}
-		if q.sub != nil {
-			h.unsubscribeLocked(q.sub)
 		}
 		return
 	}
@@ -248,6 +254,8 @@ type queue struct {
 	// they keep the subscription as waiters do.
 	watchers []*func()
 	sub      *subscription
+	// seat: the channel is a seat's, kept while the seat lives.
+	seat bool
 }
 
 // heads returns the waiters at the front that may go together: the first
@@ -293,8 +301,9 @@ func (h *Hub) deliver(channel, payload string) {
 	if g, ok := parseGrant(payload); ok && len(q.waiters) > 0 {
 		// The lock is this channel's waiter's already: it takes it
 		// without a try, if it can be handed anything now; else its try
-		// finds the hold its release wrote.
-		if w := q.waiters[0]; w.grantableLocked() {
+		// finds the hold its release wrote. A grant for another owner
+		// was meant for a seat's last waiter: a plain wake.
+		if w := q.waiters[0]; w.grantableLocked() && g.Owner == w.owner {
 			w.grant, w.granted = g, true
 			w.signal()
 			return
@@ -354,10 +363,28 @@ func (h *Hub) unwatchLocked(channel string, q *queue, fp *func()) {
 			break
 		}
 	}
-	if len(q.waiters) == 0 && len(q.watchers) == 0 && h.queues[channel] == q {
-		delete(h.queues, channel)
-		if q.sub != nil {
-			h.unsubscribeLocked(q.sub)
-		}
+	if h.queues[channel] == q {
+		h.dropIfIdleLocked(channel, q)
 	}
+}
+
+// dropIfIdleLocked drops channel's queue and its subscription when nobody
+// waits on or watches it, and reports whether it was idle. A seat's
+// channel (seat.go) keeps both, bar a subscription Redis refused.
+func (h *Hub) dropIfIdleLocked(channel string, q *queue) bool {
+	if len(q.waiters) != 0 || len(q.watchers) != 0 {
+		return false
+	}
+	if q.seat {
+		if q.sub != nil && q.sub.failed() {
+			h.unsubscribeLocked(q.sub)
+			q.sub = nil
+		}
+		return true
+	}
+	delete(h.queues, channel)
+	if q.sub != nil {
+		h.unsubscribeLocked(q.sub)
+	}
+	return true
 }

@@ -51,6 +51,16 @@ type subscription struct {
 	err     error // set before ready is closed when Redis refused the subscription
 }
 
+// failed reports whether Redis refused the subscription.
+func (s *subscription) failed() bool {
+	select {
+	case <-s.ready:
+		return s.err != nil
+	default:
+		return false
+	}
+}
+
 func (h *Hub) shardLocked(ctx context.Context, channel string) (*shard, error) {
 	client := h.client.Client()
 	if client == nil {

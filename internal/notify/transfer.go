@@ -32,11 +32,13 @@ type Grant struct {
 	// (a semaphore's permits all taken), so the next is promoted without
 	// a try of its own, as behind a holder.
 	NoneLeft bool
+	// Owner is the owner a grant message wrote the hold for.
+	Owner string
 }
 
 // grantPrefix starts a message that hands the lock to the waiter whose
-// channel it is sent on: "relock:grant:<token>:<ttl ms>" (a fair lock's
-// release writes it; see lock's lua/wake.lua).
+// channel it is sent on: "relock:grant:<token>:<ttl ms>:<owner>" (a fair
+// lock's release writes it; see lock's lua/wake.lua).
 const grantPrefix = "relock:grant:"
 
 // parseGrant reads a grant message.
@@ -45,13 +47,14 @@ func parseGrant(payload string) (Grant, bool) {
 	if !ok {
 		return Grant{}, false
 	}
-	tok, ttl, ok := strings.Cut(rest, ":")
+	tok, rest, ok1 := strings.Cut(rest, ":")
+	ttl, owner, ok2 := strings.Cut(rest, ":")
 	t, err1 := strconv.ParseInt(tok, 10, 64)
 	ms, err2 := strconv.ParseInt(ttl, 10, 64)
-	if !ok || err1 != nil || err2 != nil {
+	if !ok1 || !ok2 || owner == "" || err1 != nil || err2 != nil {
 		return Grant{}, false
 	}
-	return Grant{Token: t, TTL: time.Duration(ms) * time.Millisecond}, true
+	return Grant{Token: t, TTL: time.Duration(ms) * time.Millisecond, Owner: owner}, true
 }
 
 // Claimant is a waiter's primitive, ready to take a lock a local release
@@ -62,13 +65,13 @@ type Claimant interface {
 	Discard(Grant)
 }
 
-// Claim makes w a waiter that a release may hand the lock to; claim is
-// its primitive's side of the hand-off (which knows the owner and lease
+// Claim makes w a waiter that a release may hand the lock to, for owner;
+// claim is its primitive's side of the hand-off (which knows the lease
 // the release writes for it).
-func (w *Waiter) Claim(claim Claimant) {
+func (w *Waiter) Claim(owner string, claim Claimant) {
 	w.h.mu.Lock()
 	defer w.h.mu.Unlock()
-	w.claim = claim
+	w.owner, w.claim = owner, claim
 }
 
 // BeginTry reports whether w may try the lock now; false when a release is

@@ -21,15 +21,17 @@
 --          slot, unused)
 -- KEYS[4]  the waiter list, redisson_lock_queue:{<name>}
 -- KEYS[5]  the waiters' deadlines, redisson_lock_timeout:{<name>}
--- KEYS[6]  the grant list, relock_fair_grant:{<name>}: a waiter minted
---          for this acquisition is listed with its lease, so that a
---          release may write its hold (lua/wake.lua)
+-- KEYS[6]  relock's waiters, relock_fair_waiter:{<name>}: each waiter
+--          is listed with its lease and owner, so that a release may
+--          write its hold (lua/wake.lua)
 -- ARGV[1]  lease in milliseconds (PEXPIRE of the hash)
--- ARGV[2]  owner id, also the waiter's id in the list
+-- ARGV[2]  owner id
 -- ARGV[3]  'minted', 'latch' or '', as in lua/acquire.lua
 -- ARGV[4]  the latch's life in milliseconds
 -- ARGV[5]  the mark life in milliseconds; 0 takes no place in the list
 --          (TryLock, a Redlock member)
+-- ARGV[6]  the waiter's id in the list (its channel's suffix); a seat of
+--          its process, reused by later waiters, so not the owner id
 --
 -- Returns the token alone when the lock was free, {count, token} on a
 -- re-entry or a second run, {0, wait} when the caller must wait: wait is
@@ -39,11 +41,11 @@ local latch = ARGV[3] == 'latch' and KEYS[3]
 local at = now()
 local first = head(KEYS[4], KEYS[5], at, KEYS[6])
 if redis.call('exists', KEYS[1]) == 0 then
-  if first == false or first == ARGV[2] then
+  if first == false or first == ARGV[6] then
     if first then
       redis.call('lpop', KEYS[4])
-      redis.call('zrem', KEYS[5], ARGV[2])
-      redis.call('hdel', KEYS[6], ARGV[2])
+      redis.call('zrem', KEYS[5], ARGV[6])
+      redis.call('hdel', KEYS[6], ARGV[6])
     end
     redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
@@ -75,13 +77,13 @@ local life = tonumber(ARGV[5])
 if life == 0 then
   return {0, wait}
 end
-if redis.call('zadd', KEYS[5], at + life, ARGV[2]) == 1 then
-  redis.call('rpush', KEYS[4], ARGV[2])
+if redis.call('zadd', KEYS[5], at + life, ARGV[6]) == 1 then
+  redis.call('rpush', KEYS[4], ARGV[6])
 end
-if ARGV[3] == 'minted' then
-  redis.call('hset', KEYS[6], ARGV[2], ARGV[1])
-  redis.call('pexpire', KEYS[6], life)
-end
+-- Only a waiter minted for this acquisition may be handed the lock by a
+-- release; the others are listed with lease 0, for their owner's name.
+redis.call('hset', KEYS[6], ARGV[6], (ARGV[3] == 'minted' and ARGV[1] or '0') .. ':' .. ARGV[2])
+redis.call('pexpire', KEYS[6], life)
 -- The list and the zset live as long as a waiter renews its place.
 redis.call('pexpire', KEYS[4], life)
 redis.call('pexpire', KEYS[5], life)

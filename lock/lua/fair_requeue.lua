@@ -7,10 +7,11 @@
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the waiter list, redisson_lock_queue:{<name>}
 -- KEYS[3]  the waiters' deadlines, redisson_lock_timeout:{<name>}
--- KEYS[4]  the grant list, relock_fair_grant:{<name>} (lua/wake.lua)
+-- KEYS[4]  relock's waiters, relock_fair_waiter:{<name>} (lua/wake.lua)
 -- ARGV[1]  owner id
 -- ARGV[2]  the mark life in milliseconds
 -- ARGV[3]  the waiter's lease in milliseconds
+-- ARGV[4]  the waiter's id in the list
 --
 -- Returns 1 when given back and queued again, -1 when the owner did not
 -- hold the lock (nothing done).
@@ -19,10 +20,10 @@ if redis.call('hget', KEYS[1], ARGV[1]) == false then
 end
 redis.call('del', KEYS[1])
 local life = tonumber(ARGV[2])
-if redis.call('zadd', KEYS[3], now() + life, ARGV[1]) == 1 then
-  redis.call('lpush', KEYS[2], ARGV[1])
+if redis.call('zadd', KEYS[3], now() + life, ARGV[4]) == 1 then
+  redis.call('lpush', KEYS[2], ARGV[4])
 end
-redis.call('hset', KEYS[4], ARGV[1], ARGV[3])
+redis.call('hset', KEYS[4], ARGV[4], ARGV[3] .. ':' .. ARGV[1])
 redis.call('pexpire', KEYS[2], life)
 redis.call('pexpire', KEYS[3], life)
 redis.call('pexpire', KEYS[4], life)

@@ -11,28 +11,28 @@
 -- KEYS[3]  the waiter list, redisson_lock_queue:{<name>}
 -- KEYS[4]  the waiters' deadlines, redisson_lock_timeout:{<name>}
 -- KEYS[5]  the unlock channel, redisson_lock__channel:{<name>}
--- KEYS[6]  the grant list, relock_fair_grant:{<name>} (lua/wake.lua)
+-- KEYS[6]  relock's waiters, relock_fair_waiter:{<name>} (lua/wake.lua)
 -- ARGV[1]  owner id releasing
 -- ARGV[2]  the unlock message (Redisson's UNLOCK_MESSAGE, 0)
 -- ARGV[3]  publish command: publish, or spublish on a cluster
 -- ARGV[4]  '1' when the hold of a first waiter of another process may be
 --          written too (lua/wake.lua)
--- ARGV[5], ARGV[6], ...  the candidates: owner id, then lease in ms, for
---          each waiter of this process
+-- ARGV[5], ARGV[6], ARGV[7], ...  the candidates: waiter id, owner id and
+--          lease in ms, for each waiter of this process
 --
--- Returns {1, token, owner} when handed to owner, {0, 0, ''} when freed
--- (the first waiter, if any, served elsewhere), {-1, 0, ''} when the releaser does
--- not hold the lock, {-2, 0, ''} when it holds more than one count
--- (nothing changed: unlock.lua decrements).
-local lease = {}
-for i = 5, #ARGV, 2 do
-  lease[ARGV[i]] = ARGV[i + 1]
+-- Returns {1, token, waiter id} when handed to that waiter, {0, 0, ''}
+-- when freed (the first waiter, if any, served elsewhere), {-1, 0, ''}
+-- when the releaser does not hold the lock, {-2, 0, ''} when it holds
+-- more than one count (nothing changed: unlock.lua decrements).
+local owner, lease = {}, {}
+for i = 5, #ARGV, 3 do
+  owner[ARGV[i]], lease[ARGV[i]] = ARGV[i + 1], ARGV[i + 2]
 end
 local count = redis.call('hget', KEYS[1], ARGV[1])
 if count == false then
-  for owner in pairs(lease) do
-    if redis.call('hexists', KEYS[1], owner) == 1 then
-      return {1, last(KEYS[2]), owner} -- a retry: handed over already
+  for id, o in pairs(owner) do
+    if redis.call('hexists', KEYS[1], o) == 1 then
+      return {1, last(KEYS[2]), id} -- a retry: handed over already
     end
   end
   return {-1, 0, ''}
@@ -47,7 +47,7 @@ if first and lease[first] then
   redis.call('lpop', KEYS[3])
   redis.call('zrem', KEYS[4], first)
   redis.call('hdel', KEYS[6], first)
-  redis.call('hset', KEYS[1], first, 1)
+  redis.call('hset', KEYS[1], owner[first], 1)
   redis.call('pexpire', KEYS[1], lease[first])
   return {1, fence(KEYS[2]), first}
 end

@@ -8,18 +8,19 @@
 -- KEYS[3]  the waiter list, redisson_lock_queue:{<name>}
 -- KEYS[4]  the waiters' deadlines, redisson_lock_timeout:{<name>}
 -- KEYS[5]  the fencing token counter, redisson_lock_token:{<name>}
--- KEYS[6]  the grant list, relock_fair_grant:{<name>} (lua/wake.lua)
--- ARGV[1]  the waiter's id (its owner id)
+-- KEYS[6]  relock's waiters, relock_fair_waiter:{<name>} (lua/wake.lua)
+-- ARGV[1]  the waiter's id
 -- ARGV[2]  the unlock message (Redisson's UNLOCK_MESSAGE, 0)
 -- ARGV[3]  publish command: publish, or spublish on a cluster
 -- ARGV[4]  '1' when a release may write the first waiter's hold
+-- ARGV[5]  the waiter's owner id
 --
 -- Returns 1 when the waiter was in the list, 0 when it was not.
 local first = head(KEYS[3], KEYS[4], now(), KEYS[6]) -- the first live waiter
 local removed = redis.call('lrem', KEYS[3], 0, ARGV[1])
 redis.call('zrem', KEYS[4], ARGV[1])
 redis.call('hdel', KEYS[6], ARGV[1])
-if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
+if redis.call('hexists', KEYS[1], ARGV[5]) == 1 then
   -- A release wrote this waiter's hold as it gave up (its grant came too
   -- late): the hold goes back, to the next in line.
   redis.call('del', KEYS[1])

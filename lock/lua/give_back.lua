@@ -6,7 +6,7 @@
 -- KEYS[2]  the acquire latch, relock_acquire_latch:{<name>}:<request id>
 -- KEYS[3]  the unlock channel, redisson_lock__channel:{<name>}
 -- KEYS[4]  a fair lock's waiter list, KEYS[5] its deadlines, KEYS[6] its
---          fencing counter and KEYS[7] its grant list (absent for a
+--          fencing counter and KEYS[7] its waiters hash (absent for a
 --          lock; see lua/wake.lua)
 -- ARGV[1]  owner id
 -- ARGV[2]  the unlock message (Redisson's UNLOCK_MESSAGE, 0)

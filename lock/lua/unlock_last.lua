@@ -9,7 +9,7 @@
 -- KEYS[2]  the unlock channel, redisson_lock__channel:{<name>}
 -- KEYS[3]  a fair lock's waiter list, redisson_lock_queue:{<name>},
 -- KEYS[4]  its deadlines, redisson_lock_timeout:{<name>}, KEYS[5] its
---          fencing counter and KEYS[6] its grant list (absent for a lock:
+--          fencing counter and KEYS[6] its waiters hash (absent for a lock:
 --          wake, from lua/wake.lua, publishes on the channel)
 -- ARGV[1]  the unlock message (Redisson's UNLOCK_MESSAGE, 0)
 -- ARGV[2]  owner id

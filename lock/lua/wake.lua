@@ -10,12 +10,15 @@
 -- deadline passed (it stopped renewing it: it died, or gave up without a
 -- word) is dropped when it reaches the head of the list.
 --
--- relock's own waiters are also listed in relock_fair_grant:{<name>} with
--- their lease: the release writes the hold for such a first waiter itself
--- and sends it the token ("relock:grant:<token>:<ttl ms>"), so that it
--- need not try; the hold's TTL is provisional (the waiter's deadline, at
--- least 1 s) until the waiter's watchdog renews it at once, so a waiter
--- that died holds the line no longer than it would have in the list. A
+-- relock's own waiters are also listed in relock_fair_waiter:{<name>},
+-- waiter id -> "<lease ms>:<owner id>" (a waiter's id is a seat of its
+-- process, reused by its later waiters, so not its owner; lease 0: an
+-- owner that holds other locks of the process, to be woken): the release
+-- writes the hold for such a first waiter's owner itself and sends it the
+-- token ("relock:grant:<token>:<ttl ms>:<owner>"), so that it need not
+-- try; the hold's TTL is provisional (the waiter's deadline, at least
+-- 1 s) until the waiter's watchdog renews it at once, so a waiter that
+-- died holds the line no longer than it would have in the list. A
 -- Redisson thread is not listed there and gets the unlock message, to try.
 
 -- now is the server's time in milliseconds.
@@ -49,8 +52,12 @@ end
 -- unlock message (a hold written here has no WAIT after it: where replica
 -- sync asks for one, the caller passes '0' and the waiter tries).
 local function serve(lock, token, queue, timeouts, grants, publish, channel, message, first, at, grant)
-  local lease = grant == '1' and redis.call('hget', grants, first)
-  if not lease then
+  local entry = grant == '1' and redis.call('hget', grants, first)
+  local lease, owner
+  if entry then
+    lease, owner = string.match(entry, '^(%d+):(.+)$')
+  end
+  if not owner or lease == '0' then
     redis.call(publish, channel .. ':' .. first, message)
     return
   end
@@ -59,10 +66,10 @@ local function serve(lock, token, queue, timeouts, grants, publish, channel, mes
   redis.call('lpop', queue)
   redis.call('zrem', timeouts, first)
   redis.call('hdel', grants, first)
-  redis.call('hset', lock, first, 1)
+  redis.call('hset', lock, owner, 1)
   redis.call('pexpire', lock, ttl)
   -- %.0f: a token has 16 digits, more than Lua's default number format keeps
-  local grant = string.format('relock:grant:%.0f:%.0f', fence(token), ttl)
+  local grant = string.format('relock:grant:%.0f:%.0f:%s', fence(token), ttl, owner)
   redis.call(publish, channel .. ':' .. first, grant)
 end
 

@@ -548,8 +548,8 @@ func TestShowFairQueue(t *testing.T) {
 		t.Errorf("waiters not listed in arrival order (B at %d, C at %d)", b, cc)
 	}
 	ls := newRunner(t).run("", "ls", "--addr", s.Addr)
-	if strings.Contains(ls.stdout, "relock_fair_grant") {
-		t.Errorf("ls lists the grant hash as a lock:\n%s", ls.stdout)
+	if strings.Contains(ls.stdout, "relock_fair_waiter") {
+		t.Errorf("ls lists the waiters hash as a lock:\n%s", ls.stdout)
 	}
 	leaks := newRunner(t).run("", "leaks", "--addr", s.Addr)
 	if leaks.code != 0 {

@@ -62,7 +62,12 @@ type Holder struct {
 
 // Waiter is one waiting writer (rwlock) or waiter (semaphore).
 type Waiter struct {
+	// ID is the waiter's owner: a relock owner id, or a Redisson thread's
+	// id as it stands in a fair lock's list.
 	ID string `json:"id"`
+	// Seat is a relock fair waiter's id in the list, when it is not the
+	// owner's (a seat its process reuses; empty otherwise).
+	Seat string `json:"seat,omitempty"`
 	// MarkMs is what is left of the waiter's mark in milliseconds: a mark
 	// is a lease too, and a waiter that died stops blocking others when it
 	// ends. 0 or less: expired.
@@ -185,7 +190,7 @@ func (in *Inspector) List(ctx context.Context, pattern string) ([]Entry, error) 
 	}
 	out := []Entry{}
 	for _, name := range names {
-		if strings.HasPrefix(name, keys.FairGrantsPrefix) {
+		if strings.HasPrefix(name, keys.FairWaitersPrefix) {
 			continue // a fair lock's, shown with it
 		}
 		e, ok, err := in.get(ctx, name, now)
@@ -240,7 +245,7 @@ func (in *Inspector) Show(ctx context.Context, name string) (Detail, error) {
 	cands := []string{name, keys.Token(name)}
 	switch e.Kind {
 	case KindLock:
-		cands = append(cands, keys.FairQueue(name), keys.FairTimeouts(name), keys.FairGrants(name))
+		cands = append(cands, keys.FairQueue(name), keys.FairTimeouts(name), keys.FairWaiters(name))
 	case KindRWLock:
 		for _, h := range e.Holders {
 			if h.Side == SideRead {
@@ -371,12 +376,21 @@ func (in *Inspector) fairQueue(ctx context.Context, e *Entry, now int64) error {
 	if err != nil && !isWrongType(err) {
 		return fmt.Errorf("LRANGE waiters of %s: %w", e.Name, err)
 	}
+	// relock's waiters: seat -> "<lease ms>:<owner>".
+	seats, err := in.client.HGetAll(ctx, keys.FairWaiters(e.Name)).Result()
+	if err != nil && !isWrongType(err) {
+		return fmt.Errorf("HGETALL waiters of %s: %w", e.Name, err)
+	}
 	for _, id := range ids {
 		deadline, err := in.client.ZScore(ctx, keys.FairTimeouts(e.Name), id).Result()
 		if err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
 			return fmt.Errorf("ZSCORE deadline of %s in %s: %w", id, e.Name, err)
 		}
-		e.Waiters = append(e.Waiters, Waiter{ID: id, MarkMs: int64(deadline) - now})
+		w := Waiter{ID: id, MarkMs: int64(deadline) - now}
+		if _, o, ok := strings.Cut(seats[id], ":"); ok && o != "" {
+			w.ID, w.Seat = o, id
+		}
+		e.Waiters = append(e.Waiters, w)
 	}
 	return nil
 }

@@ -89,8 +89,8 @@ func (in *Inspector) Leaks(ctx context.Context, pattern string) (Report, error) 
 		return rep, err
 	}
 	for _, k := range hashes {
-		if strings.HasPrefix(k, keys.FairGrantsPrefix) {
-			if err := checkTTL(k, "", "fair lock grant list"); err != nil {
+		if strings.HasPrefix(k, keys.FairWaitersPrefix) {
+			if err := checkTTL(k, "", "fair lock waiters hash"); err != nil {
 				return rep, err
 			}
 			continue
