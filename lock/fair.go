@@ -90,18 +90,7 @@ func (m *Mutex) grantArg(ctx context.Context) any {
 // caller releases as usual. The result is releaseLast's: 1 released or
 // handed over, -1 not held, -2 more counts held (nothing done).
 func (m *Mutex) fairRelease(ctx context.Context, ownerID string, timeout time.Duration, held *lease.Lease) (res int64, ran bool, err error) {
-	all, allClaims := m.hub.ReserveEach(m.channel + ":")
-	// The prefix also matches the channels of a lock named "{name}:...":
-	// only this lock's waiters are offered it.
-	var ws []*notify.Waiter
-	var claims []notify.Claimant
-	for i, w := range all {
-		if a, ok := allClaims[i].(*attempt); ok && a.m.fair != nil && a.m.name == m.name {
-			ws, claims = append(ws, w), append(claims, a)
-			continue
-		}
-		w.Unreserve()
-	}
+	ws, claims := m.hub.ReserveSeated(m.channel)
 	if len(ws) == 0 {
 		return 0, false, nil
 	}

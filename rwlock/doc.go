@@ -28,4 +28,10 @@
 //
 // Read holds and write holds are leases kept by the shared watchdog (or a
 // fixed WithLeaseTime), and the returned contexts end when a hold is lost.
+//
+// Waiting is by pub/sub, with the goroutines of one process queued first
+// come, first served. A writer's release hands the read lock to the
+// readers of its process at the front of that queue in its own script
+// (unless a writer waits), so they return without a round trip of their
+// own; the readers of other processes are woken to try.
 package rwlock

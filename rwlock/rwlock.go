@@ -92,9 +92,12 @@ var (
 	writeAcquire = scripts.Load(luaFS, "lua/write_acquire.lua", scripts.Fence)
 	readRelease  = scripts.Load(luaFS, "lua/read_release.lua")
 	writeRelease = scripts.Load(luaFS, "lua/write_release.lua")
-	downgrade    = scripts.Load(luaFS, "lua/downgrade.lua", scripts.Fence)
-	withdraw     = scripts.Load(luaFS, "lua/withdraw.lua")
-	giveBack     = scripts.Load(luaFS, "lua/give_back.lua")
+	// writeTransfer releases a write lock and hands the read lock to the
+	// local readers first in line (handoff.go).
+	writeTransfer = scripts.Load(luaFS, "lua/write_transfer.lua", scripts.Fence)
+	downgrade     = scripts.Load(luaFS, "lua/downgrade.lua", scripts.Fence)
+	withdraw      = scripts.Load(luaFS, "lua/withdraw.lua")
+	giveBack      = scripts.Load(luaFS, "lua/give_back.lua")
 
 	readRenewer  = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew_read.lua"), KeysPer: 2, ArgsPer: 1}
 	writeRenewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew_write.lua"), KeysPer: 1, ArgsPer: 1}
@@ -301,6 +304,14 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 	if s == write {
 		spanName = tracing.SpanAcquireWriteLock
 	}
+	// A writer's release may take the read lock for a reader whose owner
+	// was minted here (handoff.go).
+	var claim *readClaim
+	var handOff notify.Claimant
+	if s == read && !once && !shared {
+		claim = &readClaim{rw: rw, ctx: ctx, owner: ownerID, lease: leaseTime}
+		handOff = claim
+	}
 	traced, err := acquire.Do(ctx, acquire.Request{
 		Tracer:   rw.inst[read].Tracer,
 		SpanName: spanName,
@@ -318,6 +329,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 		LeaseTime: leaseTime,
 		Attempt:   acquire.TryFunc(try),
 		Metrics:   rw.inst[s].Metrics,
+		HandOff:   handOff,
 	})
 	if err != nil {
 		if marked {
@@ -330,6 +342,9 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 			err = rw.heldBy(ctx, err)
 		}
 		return nil, rw.id.Wrap(op, err)
+	}
+	if claim != nil && claim.given {
+		count, token, sentAt = 1, claim.token, claim.sentAt
 	}
 	return rw.newHold(ctx, cfg, s, ownerID, !shared, count, token, sentAt, leaseTime, traced), nil
 }
@@ -406,13 +421,6 @@ func (rw *RWMutex) releaseRead(ctx context.Context, h *hold.Hold) error {
 	last := h.Lease.Release()
 	res, err := rw.runRelease(ctx, read, h.Owner, rw.cfg.UnlockTimeout)
 	rw.dropLabel(ctx, h, read, last && err == nil && res != -1)
-	return rw.released(h, res, err)
-}
-
-func (rw *RWMutex) releaseWrite(ctx context.Context, h *hold.Hold) error {
-	last := h.Lease.Release()
-	res, err := rw.runRelease(ctx, write, h.Owner, rw.cfg.UnlockTimeout)
-	rw.dropLabel(ctx, h, write, last && err == nil && res != -1)
 	return rw.released(h, res, err)
 }
 

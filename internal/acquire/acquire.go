@@ -253,7 +253,7 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 		}
 	}
 
-	w, err := req.Hub.Join(ctx, req.Channel, req.Shared)
+	w, err := req.Hub.JoinClaimant(ctx, req.Channel, req.Shared, req.Owner, req.HandOff)
 	for err != nil {
 		if d := done(); d != nil {
 			return attempts, d
@@ -288,7 +288,7 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 				lastErr = err
 			}
 		}
-		w, err = req.Hub.Join(ctx, req.Channel, req.Shared)
+		w, err = req.Hub.JoinClaimant(ctx, req.Channel, req.Shared, req.Owner, req.HandOff)
 	}
 	acquired := false
 	passOn := req.PassOn
@@ -301,9 +301,6 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 			req.HandOff.Discard(given) // after leaving: the lock may pass to the next
 		}
 	}()
-	if req.HandOff != nil {
-		w.Claim(req.Owner, req.HandOff)
-	}
 
 	var timer *time.Timer
 	defer func() {

@@ -98,6 +98,9 @@ type Waiter struct {
 	kicked  bool          // see Take
 	hint    time.Duration // see Take
 
+	// joining: queued, Join not yet returned (see Settled).
+	joining bool
+
 	// Hand-offs; see transfer.go.
 	owner    string
 	claim    Claimant
@@ -152,7 +155,15 @@ func (w *Waiter) signal() {
 // that an unlock published after Join returns is not missed. shared
 // waiters (readers) are woken together when they stand at the front.
 func (h *Hub) Join(ctx context.Context, channel string, shared bool) (*Waiter, error) {
-	w := &Waiter{h: h, channel: channel, shared: shared, wake: make(chan struct{}, 1)}
+	return h.JoinClaimant(ctx, channel, shared, "", nil)
+}
+
+// JoinClaimant is Join for a waiter that a release may hand the lock to
+// for owner (claim is its primitive's side: see Claim; nil for none). The
+// claim is made as Join returns, under the hub's lock, so that a waiter
+// is never seen queued and idle (Settled) yet not claimable.
+func (h *Hub) JoinClaimant(ctx context.Context, channel string, shared bool, owner string, claim Claimant) (*Waiter, error) {
+	w := &Waiter{h: h, channel: channel, shared: shared, wake: make(chan struct{}, 1), joining: true}
 	h.mu.Lock()
 	q := h.queues[channel]
 	if q == nil {
@@ -182,6 +193,12 @@ func (h *Hub) Join(ctx context.Context, channel string, shared bool) (*Waiter, e
 			w.Leave(false, 0)
 			return nil, sub.err
 		}
+		h.mu.Lock()
+		w.joining = false
+		if claim != nil {
+			w.owner, w.claim = owner, claim
+		}
+		h.mu.Unlock()
 		return w, nil
 	case <-ctx.Done():
 		w.Leave(false, 0)

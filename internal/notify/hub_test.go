@@ -1063,22 +1063,28 @@ func TestRefuseKicksTheWaiter(t *testing.T) {
 }
 
 // TestUnreserveKicksAWaiterRefusedATry: a release that reserved a waiter
-// (ReserveEach) and then found it was not first in line owes it the try
+// (ReserveSeated) and then found it was not first in line owes it the try
 // BeginTry refused meanwhile: the waiter may not be in line at all yet (it
 // subscribed before its first try), and nothing else would wake it.
 func TestUnreserveKicksAWaiterRefusedATry(t *testing.T) {
 	_, client := redistest.Miniredis(t)
 	h := notify.For(client)
 	ctx := testContext(t)
-	prefix := chanName(t, 0) + ":"
-	refused := join(t, ctx, h, prefix+"a", false)
+	prefix := chanName(t, 0)
+	a, b := h.TakeSeat(prefix), h.TakeSeat(prefix)
+	defer h.ReturnSeat(prefix, a, true)
+	defer h.ReturnSeat(prefix, b, true)
+	refused := join(t, ctx, h, prefix+":"+a, false)
 	defer refused.Leave(false, 0)
-	idle := join(t, ctx, h, prefix+"b", false)
+	idle := join(t, ctx, h, prefix+":"+b, false)
 	defer idle.Leave(false, 0)
+	other := join(t, ctx, h, prefix+":x", false) // not a seat
+	defer other.Leave(false, 0)
 	refused.Claim("a", claimant("a"))
 	idle.Claim("b", claimant("b"))
-	ws, _ := h.ReserveEach(prefix)
-	require.Len(t, ws, 2)
+	other.Claim("x", claimant("x"))
+	ws, _ := h.ReserveSeated(prefix)
+	require.Len(t, ws, 2, "the seats' waiters alone")
 	require.False(t, refused.BeginTry(), "no try while reserved")
 	for _, w := range ws {
 		w.Unreserve()

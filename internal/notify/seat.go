@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -18,10 +19,11 @@ import (
 // grant that crossed its departure) names that waiter's owner and is not
 // taken for the next one's (see deliver).
 
-// seats are a lock's seats: the free ones, and how many are taken.
+// seats are a lock's seats: the free ones and the taken ones (whose
+// waiters a release may hand the lock to: ReserveSeated).
 type seats struct {
 	free  []string
-	taken int
+	taken []string
 	// idle drops the free seats Linger after the last was returned
 	// (returned), unless one was taken meanwhile.
 	idle     *time.Timer
@@ -40,7 +42,6 @@ func (h *Hub) TakeSeat(prefix string) string {
 		p = &seats{}
 		h.seats[prefix] = p
 	}
-	p.taken++
 	var id string
 	if n := len(p.free); n > 0 {
 		id, p.free = p.free[n-1], p.free[:n-1]
@@ -51,6 +52,7 @@ func (h *Hub) TakeSeat(prefix string) string {
 		h.seatSeq++
 		id = h.id + ":w" + strconv.FormatUint(h.seatSeq, 10)
 	}
+	p.taken = append(p.taken, id)
 	channel := prefix + ":" + id
 	q := h.queues[channel]
 	if q == nil {
@@ -71,13 +73,17 @@ func (h *Hub) ReturnSeat(prefix, id string, reuse bool) {
 	if p == nil {
 		return
 	}
-	p.taken--
+	i := slices.Index(p.taken, id)
+	if i < 0 {
+		return
+	}
+	p.taken = slices.Delete(p.taken, i, i+1)
 	if reuse {
 		p.free = append(p.free, id)
 	} else {
 		h.dropSeatLocked(prefix + ":" + id)
 	}
-	if p.taken > 0 {
+	if len(p.taken) > 0 {
 		return
 	}
 	p.returned = time.Now()
@@ -94,7 +100,7 @@ func (h *Hub) dropIdleSeats(prefix string, p *seats) {
 	if h.seats[prefix] != p {
 		return
 	}
-	if p.taken > 0 {
+	if len(p.taken) > 0 {
 		p.idle = nil // armed again by the last return
 		return
 	}

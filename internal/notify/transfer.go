@@ -128,17 +128,22 @@ func (h *Hub) Reserve(channel string) (w *Waiter, claim Claimant, yield bool) {
 	return w, w.claim, false
 }
 
-// ReserveEach reserves, for a hand-off, the waiter of every channel named
-// prefix + <id> that has one to hand to (as Reserve judges it): a fair
-// lock's waiters, each on its own channel, of which the release's script
-// picks the one first in line in Redis, if any. There is no chain bound:
-// the order in Redis is fair to other processes already. Grant or
+// ReserveSeated reserves, for a hand-off, the waiter of every taken seat
+// of prefix (TakeSeat) that has one to hand to (as Reserve judges it): a
+// fair lock's waiters, each on its own channel, of which the release's
+// script picks the one first in line in Redis, if any. There is no chain
+// bound: the order in Redis is fair to other processes already. Grant or
 // Unreserve must follow each reservation.
-func (h *Hub) ReserveEach(prefix string) (ws []*Waiter, claims []Claimant) {
+func (h *Hub) ReserveSeated(prefix string) (ws []*Waiter, claims []Claimant) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for ch, q := range h.queues {
-		if len(q.waiters) == 0 || !strings.HasPrefix(ch, prefix) {
+	p := h.seats[prefix]
+	if p == nil {
+		return nil, nil
+	}
+	for _, id := range p.taken {
+		q := h.queues[prefix+":"+id]
+		if q == nil || len(q.waiters) == 0 {
 			continue
 		}
 		w := q.waiters[0]
@@ -181,15 +186,44 @@ func (h *Hub) ReserveFront(channel string, max int) (ws []*Waiter, claims []Clai
 	return ws, claims
 }
 
+// ReserveShared reserves, for a hand-off, the shared waiters (readers) at
+// the front of channel's queue, up to max, in order: an rwlock's writer
+// releasing takes the read lock for them in its script. Readers in a try
+// of their own or without a claim are passed over (their try, or the
+// wake that follows the release, serves them); the first waiter that is
+// not shared ends the front. Grant, Refuse or Unreserve must follow each
+// reservation.
+func (h *Hub) ReserveShared(channel string, max int) (ws []*Waiter, claims []Claimant) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.queues[channel]
+	if q == nil {
+		return nil, nil
+	}
+	for _, w := range q.waiters {
+		if len(ws) == max || !w.shared || w.left {
+			break
+		}
+		if w.claim == nil || w.reserved != nil || w.granted || w.trying {
+			continue
+		}
+		w.reserved = make(chan struct{})
+		w.chained, w.missed = false, false
+		ws, claims = append(ws, w), append(claims, w.claim)
+	}
+	return ws, claims
+}
+
 // Settled reports whether no waiter of channel is in the middle of a try
-// of its own, so that a release now may hand over to any of them: a test
-// that means to watch a hand-off waits for it, rather than race a try.
+// of its own, or of its Join, so that a release now may hand over to any
+// of them: a test that means to watch a hand-off waits for it, rather
+// than race a try.
 func (h *Hub) Settled(channel string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if q := h.queues[channel]; q != nil {
 		for _, w := range q.waiters {
-			if w.trying {
+			if w.trying || w.joining {
 				return false
 			}
 		}

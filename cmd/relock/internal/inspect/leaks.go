@@ -77,7 +77,9 @@ func (in *Inspector) Leaks(ctx context.Context, pattern string) (Report, error) 
 			add(k, name, "no-ttl", "", "%s without TTL: it never expires", what)
 		case time.Duration(ttl)*time.Millisecond > MaxTTL:
 			add(k, name, "long-ttl", "", "%s expires in %s, later than the %g h within which everything of relock's expires", what,
-				(time.Duration(ttl) * time.Millisecond).Round(time.Second), MaxTTL.Hours())
+				// to the minute: a TTL read a moment after it was set
+				// says the same
+				(time.Duration(ttl) * time.Millisecond).Round(time.Minute), MaxTTL.Hours())
 		}
 		return nil
 	}

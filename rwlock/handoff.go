@@ -1,0 +1,101 @@
+package rwlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/replica"
+)
+
+// A writer's release hands the read lock to the readers of this process
+// waiting at the front of the local queue, in its own script
+// (lua/write_transfer.lua), unless a writer waits: they return without a
+// round trip of their own, as a lock's next waiter does after a lock's
+// release. Only a reader whose owner was minted for its acquisition is
+// handed the lock: its count can only be 1, and a second run of the
+// script (a lost reply) leaves it to find the hold with its own try.
+
+// maxReaderHandOff bounds the readers one release hands the lock to (the
+// script's arguments); the rest are woken and try.
+const maxReaderHandOff = 64
+
+// readClaim is a waiting reader's side of a hand-off.
+type readClaim struct {
+	rw     *RWMutex
+	ctx    context.Context // the acquiring context, for a Discard
+	owner  string
+	lease  time.Duration
+	given  bool
+	token  int64
+	sentAt time.Time
+}
+
+func (c *readClaim) Granted(g notify.Grant) { c.given, c.token, c.sentAt = true, g.Token, g.SentAt }
+
+// Discard gives back a read lock handed over as the acquire gave up.
+func (c *readClaim) Discard(notify.Grant) {
+	_, _ = c.rw.runRelease(context.WithoutCancel(c.ctx), read, c.owner, c.rw.cfg.UnlockTimeout)
+}
+
+// releaseWrite gives back one write count of h, handing the read lock to
+// the local readers at the front of the queue when it is the last.
+func (rw *RWMutex) releaseWrite(ctx context.Context, h *hold.Hold) error {
+	last := h.Lease.Release()
+	timeout := rw.cfg.UnlockTimeout
+	var res int64
+	var err error
+	ran := false
+	if last && !replica.Needed(ctx, rw.client, rw.cfg.ReplicaPolicy(), rw.name) {
+		// A hold written inside a release has no WAIT after it: with
+		// replica sync the readers take the lock with tries of their own.
+		res, ran, err = rw.transferToReaders(ctx, h.Owner, timeout)
+	}
+	if !ran || (err == nil && res == -2) {
+		res, err = rw.runRelease(ctx, write, h.Owner, timeout)
+	}
+	rw.dropLabel(ctx, h, write, last && err == nil && res != -1)
+	return rw.released(h, res, err)
+}
+
+// transferToReaders runs lua/write_transfer.lua for ownerID's last write
+// count with the readers ReserveShared found; ran is false when there
+// were none. The result is write_release.lua's: 1 released, -1 not held,
+// and -2 when more counts are held (nothing done).
+func (rw *RWMutex) transferToReaders(ctx context.Context, ownerID string, timeout time.Duration) (res int64, ran bool, err error) {
+	ws, claims := rw.hub.ReserveShared(rw.channel, maxReaderHandOff)
+	if len(ws) == 0 {
+		return 0, false, nil
+	}
+	argv := append(make([]any, 0, 9+2*len(claims)), rw.name, rw.channel, rw.latch(), rw.waiters, rw.tokenKey, rw.prefix,
+		ownerID+":write", rw.hub.PublishCommand(), rw.cfg.LatchArg(timeout))
+	for _, c := range claims {
+		rc := c.(*readClaim)
+		argv = append(argv, rc.owner, rc.lease.Milliseconds())
+	}
+	sentAt := rw.cfg.Watchdog.Now()
+	vals, err := writeTransfer.CallRetrying(ctx, rw.client, timeout, 6, argv...).Int64Slice()
+	if err == nil && len(vals) == 0 {
+		err = fmt.Errorf("unexpected reply %v", vals)
+	}
+	if err != nil {
+		for _, w := range ws {
+			w.Refuse()
+		}
+		return 0, true, err
+	}
+	handed := vals[0] == 1 && len(vals) == 1+len(ws)
+	for i, w := range ws {
+		if handed {
+			w.Grant(notify.Grant{Token: vals[1+i], SentAt: sentAt})
+		} else {
+			w.Refuse() // it tries: a writer waits, or an earlier run took its lock
+		}
+	}
+	if vals[0] == 1 {
+		rw.hub.Release(rw.channel)
+	}
+	return vals[0], true, nil
+}

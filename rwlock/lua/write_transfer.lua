@@ -1,0 +1,62 @@
+-- Release the last write count of an rwlock and, when no writer waits,
+-- take the read lock in the same script for the readers of this process
+-- that wait at the front of its local queue (a hand-off: they need no try
+-- of their own). A waiting writer holds back new readers, as in
+-- read_acquire.lua: then nobody is handed anything and the lock is freed
+-- as write_release.lua frees it. Either way the waiters of other
+-- processes are woken. Safe to retry through the latch: a second run
+-- returns {1} alone, and the readers then find, each with its own try,
+-- the read lock the first run took for them (their owners were minted
+-- for these acquisitions). (internal/scripts' lua/fence.lua is loaded
+-- before this source.)
+--
+-- KEYS[1]  the lock hash
+-- KEYS[2]  the channel, redisson_rwlock:{<name>}
+-- KEYS[3]  the latch, redisson_unlock_latch:{<name>}:<request id>
+-- KEYS[4]  waiting writers, zset {<name>}:rwlock_write_waiters
+-- KEYS[5]  fencing token counter, redisson_lock_token:{<name>}
+-- KEYS[6]  key prefix of the lock, {<name>}
+-- ARGV[1]  owner id .. ':write'
+-- ARGV[2]  publish command: publish, or spublish on a cluster
+-- ARGV[3]  latch lifetime in milliseconds
+-- ARGV[4], ARGV[5], ...  the readers: owner id, then lease in ms, each
+--
+-- Returns {1, token, ...} when the write lock ended, with one token per
+-- reader handed the read lock, in order (none when a writer waits);
+-- {-1} when the owner holds no write lock; {-2} when it holds more than
+-- one count (nothing changed: write_release.lua decrements).
+local done = redis.call('get', KEYS[3])
+if done ~= false then
+  return {tonumber(done)}
+end
+local c = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
+if c == nil then
+  return {-1}
+end
+if c > 1 then
+  return {-2}
+end
+redis.call('hdel', KEYS[1], ARGV[1])
+local kept = redis.call('hlen', KEYS[1]) > 1 -- the writer's own reads
+local t = redis.call('time')
+redis.call('zremrangebyscore', KEYS[4], '-inf', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+local out = {1}
+if redis.call('zcard', KEYS[4]) == 0 then
+  redis.call('hset', KEYS[1], 'mode', 'read')
+  local longest = kept and redis.call('pttl', KEYS[1]) or 0
+  for i = 4, #ARGV, 2 do
+    local lease = tonumber(ARGV[i + 1])
+    local ind = redis.call('hincrby', KEYS[1], ARGV[i], 1)
+    redis.call('set', KEYS[6] .. ':' .. ARGV[i] .. ':rwlock_timeout:' .. ind, 1, 'px', lease)
+    longest = math.max(longest, lease)
+    out[#out + 1] = fence(KEYS[5])
+  end
+  redis.call('pexpire', KEYS[1], longest)
+elseif kept then
+  redis.call('hset', KEYS[1], 'mode', 'read')
+else
+  redis.call('del', KEYS[1])
+end
+redis.call(ARGV[2], KEYS[2], 1)
+redis.call('set', KEYS[3], 1, 'px', ARGV[3])
+return out
