@@ -264,8 +264,8 @@ type attempt struct {
 	// run of the script return the first run's grant.
 	mode  any
 	latch string
-	// uncertain: the last try failed after its script may have run, so
-	// Redis may hold a grant nobody was told of.
+	// uncertain: a try failed after its script may have run, so Redis
+	// may hold a grant nobody was told of.
 	uncertain bool
 	// mark is a fair lock's waiter's mark life (0: it takes no place in
 	// the list); queued: a try put it there; seat: its id in the list.
@@ -281,9 +281,13 @@ type attempt struct {
 func (a *attempt) Try(ctx context.Context) (acquire.Result, error) {
 	a.sentAt = a.wd.Now()
 	c, tok, ttl, err := a.m.tryOnce(ctx, a.cfg.ReplicaPolicy(), a.owner, a.seat, a.lease, a.mode, a.latch, a.mark)
-	// In line: waiting, or refused for want of replicas (requeued).
-	a.queued = a.queued || (a.mark > 0 && ((err == nil && c == 0) || errors.Is(err, ErrNotReplicated)))
-	a.uncertain = err != nil && errs.MayHaveRun(err)
+	// In line: waiting, refused for want of replicas (requeued), or
+	// maybe, after a lost reply (a withdrawal is safe either way).
+	mayHaveRun := err != nil && errs.MayHaveRun(err)
+	a.queued = a.queued || (a.mark > 0 && ((err == nil && c == 0) || errors.Is(err, ErrNotReplicated) || mayHaveRun))
+	// Any try whose reply was lost may have taken the lock: a give-back
+	// finds the hold or nothing (a later try that took it returns).
+	a.uncertain = a.uncertain || mayHaveRun
 	if a.mark > 0 && err == nil {
 		// Taken, or free at the first try: how the next acquisition starts.
 		if c == 0 || !a.tried {

@@ -31,6 +31,10 @@ type readClaim struct {
 	given  bool
 	token  int64
 	sentAt time.Time
+	// mayHold: a release that offered it the lock failed, or was answered
+	// by its latch, so its script may have taken the read lock for this
+	// reader; one that gives up before a try of its own gives it back.
+	mayHold bool
 }
 
 func (c *readClaim) Granted(g notify.Grant) { c.given, c.token, c.sentAt = true, g.Token, g.SentAt }
@@ -81,7 +85,8 @@ func (rw *RWMutex) transferToReaders(ctx context.Context, ownerID string, timeou
 		err = fmt.Errorf("unexpected reply %v", vals)
 	}
 	if err != nil {
-		for _, w := range ws {
+		for i, w := range ws {
+			claims[i].(*readClaim).mayHold = true // written before Refuse wakes it
 			w.Refuse()
 		}
 		return 0, true, err
@@ -90,9 +95,11 @@ func (rw *RWMutex) transferToReaders(ctx context.Context, ownerID string, timeou
 	for i, w := range ws {
 		if handed {
 			w.Grant(notify.Grant{Token: vals[1+i], SentAt: sentAt})
-		} else {
-			w.Refuse() // it tries: a writer waits, or an earlier run took its lock
+			continue
 		}
+		// It tries: a writer waits, or an earlier run took its lock.
+		claims[i].(*readClaim).mayHold = vals[0] == 1
+		w.Refuse()
 	}
 	if vals[0] == 1 {
 		rw.hub.Release(rw.channel)

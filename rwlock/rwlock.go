@@ -335,7 +335,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 		if marked {
 			rw.withdrawMark(ctx, ownerID)
 		}
-		if uncertain {
+		if uncertain || (claim != nil && claim.mayHold) {
 			rw.giveBack(ctx, s, ownerID, latch)
 		}
 		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {

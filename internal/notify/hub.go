@@ -32,7 +32,7 @@ type Hub struct {
 	mu     sync.Mutex
 	queues map[string]*queue // channel -> local waiters
 	// handOffs counts, per channel, the hand-offs in a row; kept apart
-	// from the queue, which is dropped whenever it empties.
+	// from the queue, which is dropped whenever it empties (but a seat's).
 	handOffs map[string]int
 	shards   map[string]*shard // shard node address ("" off-cluster) -> connection
 	// seats are the fair locks' waiter ids, by channel prefix (seat.go);

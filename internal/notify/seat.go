@@ -13,27 +13,29 @@ import (
 // and an UNSUBSCRIBE, the bulk of a fair lock's client time under
 // contention. A seat is instead a waiter id of this hub, kept for the
 // next waiter of the same lock once its waiter is done, with its channel
-// still subscribed; seats nobody took for Linger are dropped with their
-// subscriptions. A seat is held by one waiter at a time, so its channel
+// still subscribed; a free seat nobody took again for Linger is dropped
+// with its subscription. A seat is held by one waiter at a time, so its channel
 // still names one waiter; a message meant for the seat's last waiter (a
 // grant that crossed its departure) names that waiter's owner and is not
 // taken for the next one's (see deliver).
 
-// seats are a lock's seats: the free ones and the taken ones (whose
-// waiters a release may hand the lock to: ReserveSeated).
+// seats are a lock's seats: the free ones, oldest first, and the taken
+// ones (whose waiters a release may hand the lock to: ReserveSeated).
 type seats struct {
-	free  []string
+	free  []freeSeat
 	taken []string
-	// idle drops the free seats Linger after the last was returned
-	// (returned), unless one was taken meanwhile.
-	idle     *time.Timer
+	idle  *time.Timer // armed while a seat is free: drops the stale ones
+}
+
+type freeSeat struct {
+	id       string
 	returned time.Time
 }
 
 // TakeSeat returns a waiter id for a lock whose waiters' channels are
-// prefix + ":" + id: one free since its last waiter left (its channel
-// likely still subscribed), or a new one, unique across processes. It
-// must be returned with ReturnSeat.
+// prefix + ":" + id: the seat freed last (its channel likely still
+// subscribed), or a new one, unique across processes. It must be
+// returned with ReturnSeat.
 func (h *Hub) TakeSeat(prefix string) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -44,7 +46,7 @@ func (h *Hub) TakeSeat(prefix string) string {
 	}
 	var id string
 	if n := len(p.free); n > 0 {
-		id, p.free = p.free[n-1], p.free[:n-1]
+		id, p.free = p.free[n-1].id, p.free[:n-1]
 	} else {
 		if h.id == "" {
 			h.id = owner.Mint()
@@ -78,49 +80,70 @@ func (h *Hub) ReturnSeat(prefix, id string, reuse bool) {
 		return
 	}
 	p.taken = slices.Delete(p.taken, i, i+1)
-	if reuse {
-		p.free = append(p.free, id)
-	} else {
-		h.dropSeatLocked(prefix + ":" + id)
-	}
-	if len(p.taken) > 0 {
+	if !reuse {
+		h.dropSeatsLocked(prefix, []string{id})
+		h.forgetIdleLocked(prefix, p)
 		return
 	}
-	p.returned = time.Now()
+	p.free = append(p.free, freeSeat{id: id, returned: time.Now()})
 	if p.idle == nil {
-		p.idle = time.AfterFunc(Linger, func() { h.dropIdleSeats(prefix, p) })
+		p.idle = time.AfterFunc(Linger, func() { h.dropStaleSeats(prefix, p) })
 	}
 }
 
-// dropIdleSeats drops p's seats, unless one was taken or returned within
-// Linger (the timer is then armed again, not made anew on every return).
-func (h *Hub) dropIdleSeats(prefix string, p *seats) {
+// dropStaleSeats drops p's seats that lay free for Linger, and arms the
+// timer again for the others.
+func (h *Hub) dropStaleSeats(prefix string, p *seats) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.seats[prefix] != p {
 		return
 	}
-	if len(p.taken) > 0 {
-		p.idle = nil // armed again by the last return
+	now := time.Now()
+	n := 0
+	for n < len(p.free) && now.Sub(p.free[n].returned) >= Linger {
+		n++
+	}
+	stale := make([]string, n)
+	for i, f := range p.free[:n] {
+		stale[i] = f.id
+	}
+	p.free = slices.Delete(p.free, 0, n)
+	h.dropSeatsLocked(prefix, stale)
+	if len(p.free) > 0 {
+		p.idle.Reset(Linger - now.Sub(p.free[0].returned))
 		return
 	}
-	if wait := Linger - time.Since(p.returned); wait > 0 {
-		p.idle.Reset(wait)
-		return
-	}
-	for _, id := range p.free {
-		h.dropSeatLocked(prefix + ":" + id)
-	}
-	delete(h.seats, prefix)
+	p.idle = nil
+	h.forgetIdleLocked(prefix, p)
 }
 
-// dropSeatLocked lets a seat's channel go as any channel goes: with its
-// last waiter or watcher.
-func (h *Hub) dropSeatLocked(channel string) {
-	q := h.queues[channel]
-	if q == nil {
-		return
+// forgetIdleLocked forgets a lock's seats once none is free or taken.
+func (h *Hub) forgetIdleLocked(prefix string, p *seats) {
+	if len(p.free) == 0 && len(p.taken) == 0 && p.idle == nil {
+		delete(h.seats, prefix)
 	}
-	q.seat = false
-	h.dropIfIdleLocked(channel, q)
+}
+
+// dropSeatsLocked lets the seats' channels go as any channel goes, with
+// their last waiter or watcher: those idle now are unsubscribed together,
+// one command per connection, since this runs under the hub's lock.
+func (h *Hub) dropSeatsLocked(prefix string, ids []string) {
+	var subs []*subscription
+	for _, id := range ids {
+		channel := prefix + ":" + id
+		q := h.queues[channel]
+		if q == nil {
+			continue
+		}
+		q.seat = false
+		if len(q.waiters) != 0 || len(q.watchers) != 0 {
+			continue
+		}
+		delete(h.queues, channel)
+		if q.sub != nil {
+			subs = append(subs, q.sub)
+		}
+	}
+	h.unsubscribeAllLocked(subs)
 }

@@ -93,3 +93,29 @@ func TestGrantForAnotherOwnerIsAWake(t *testing.T) {
 		require.Equal(t, notify.Grant{Token: 8, TTL: 1500 * time.Millisecond, Owner: "me"}, g)
 	})
 }
+
+// A free seat goes Linger after its return even while other seats of the
+// lock stay taken (one long wait beside a burst that is over).
+func TestFreeSeatGoesWhileOthersAreTaken(t *testing.T) {
+	t.Parallel()
+	forBackends(t, func(t *testing.T, env *redistest.Env) {
+		ctx := testContext(t)
+		h := notify.For(env.Client)
+		lockCh := chanName(t, 0)
+		long := h.TakeSeat(lockCh)
+		defer h.ReturnSeat(lockCh, long, true)
+		burst := h.TakeSeat(lockCh)
+		w := join(t, ctx, h, lockCh+":"+burst, false)
+		w.Leave(true, 0)
+		h.ReturnSeat(lockCh, burst, true)
+		_, _, channels := h.Footprint()
+		require.Equal(t, 1, channels, "the free seat keeps its channel for a while")
+		require.Eventually(t, func() bool {
+			_, _, channels := h.Footprint()
+			return channels == 0
+		}, settle, poll, "the free seat went with its subscription")
+		again := h.TakeSeat(lockCh)
+		defer h.ReturnSeat(lockCh, again, true)
+		require.NotEqual(t, burst, again, "a dropped seat is not taken again")
+	})
+}

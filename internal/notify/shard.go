@@ -130,6 +130,33 @@ func (h *Hub) unsubscribeLocked(sub *subscription) {
 	h.dropChannelLocked(s, sub.channel)
 }
 
+// unsubscribeAllLocked is unsubscribeLocked for many subscriptions, with
+// one UNSUBSCRIBE per connection (one SUNSUBSCRIBE per slot: Redis
+// refuses channels of several slots in one).
+func (h *Hub) unsubscribeAllLocked(subs []*subscription) {
+	type group struct {
+		s    *shard
+		slot int
+	}
+	groups := map[group][]string{}
+	for _, sub := range subs {
+		if sub.shard.closed {
+			continue
+		}
+		g := group{s: sub.shard, slot: -1}
+		if sub.shard.ssub {
+			g.slot = keys.Slot(sub.channel)
+		}
+		groups[g] = append(groups[g], sub.channel)
+	}
+	for g, channels := range groups {
+		h.forgetAllWithin(g.s, channels, time.Second)
+		for _, ch := range channels {
+			h.dropChannelLocked(g.s, ch)
+		}
+	}
+}
+
 // forgetLocked unsubscribes channel: a write on the socket; the reply comes
 // through receive. Errors are moot: go-redis drops the channel from its set
 // first, so a broken connection forgets it when it reconnects.
@@ -140,14 +167,22 @@ func (h *Hub) forgetLocked(s *shard, channel string) {
 // forgetWithin is forgetLocked bounded by timeout (the write may redial a
 // broken connection, under the hub's lock).
 func (h *Hub) forgetWithin(s *shard, channel string, timeout time.Duration) {
+	h.forgetAllWithin(s, []string{channel}, timeout)
+}
+
+// forgetAllWithin unsubscribes channels in one command, bounded by
+// timeout.
+func (h *Hub) forgetAllWithin(s *shard, channels []string, timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if s.ssub {
-		if s.ps.SUnsubscribe(ctx, channel) == nil {
-			s.own[channel]++
+		if s.ps.SUnsubscribe(ctx, channels...) == nil {
+			for _, ch := range channels {
+				s.own[ch]++
+			}
 		}
 	} else {
-		_ = s.ps.Unsubscribe(ctx, channel)
+		_ = s.ps.Unsubscribe(ctx, channels...)
 	}
 }
 

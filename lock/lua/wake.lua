@@ -13,7 +13,8 @@
 -- relock's own waiters are also listed in relock_fair_waiter:{<name>},
 -- waiter id -> "<lease ms>:<owner id>" (a waiter's id is a seat of its
 -- process, reused by its later waiters, so not its owner; lease 0: an
--- owner that holds other locks of the process, to be woken): the release
+-- owner not minted for the acquisition, lent by an earlier hold of the
+-- lock in its context, to be woken, not handed the lock): the release
 -- writes the hold for such a first waiter's owner itself and sends it the
 -- token ("relock:grant:<token>:<ttl ms>:<owner>"), so that it need not
 -- try; the hold's TTL is provisional (the waiter's deadline, at least
