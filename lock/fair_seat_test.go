@@ -60,8 +60,10 @@ func TestFairWaitsShareSubscriptions(t *testing.T) {
 	unsubs := after["unsubscribe"] - before["unsubscribe"]
 	t.Logf("%d holds, %d waits in the list, %d SUBSCRIBEs, %d UNSUBSCRIBEs", hist.Len(), waits, subs, unsubs)
 	require.Greater(t, waits, clients*perClient*rounds/2, "the lock was contended")
-	// One seat per goroutine at most, subscribed once each (again only if
-	// a seat lay idle for the hub's linger, which steady contention avoids).
-	require.LessOrEqual(t, subs, clients*perClient, "waits subscribed on their own")
-	require.LessOrEqual(t, unsubs, clients*perClient)
+	// One seat per goroutine at most, subscribed once each; again only if
+	// a seat lay free for the hub's linger (100 ms), which steady
+	// contention avoids but a long pause of a loaded machine may not: the
+	// bound allows each seat one such drop, against one per wait before.
+	require.LessOrEqual(t, subs, 2*clients*perClient, "waits subscribed on their own")
+	require.LessOrEqual(t, unsubs, 2*clients*perClient)
 }
