@@ -166,24 +166,7 @@ func (h *Hub) ReserveSeated(prefix string) (ws []*Waiter, claims []Claimant) {
 // front. There is no chain bound: a semaphore's line in Redis keeps the
 // other processes' turn. Grant or Unreserve must follow each reservation.
 func (h *Hub) ReserveFront(channel string, max int) (ws []*Waiter, claims []Claimant) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	q := h.queues[channel]
-	if q == nil {
-		return nil, nil
-	}
-	for _, w := range q.waiters {
-		if len(ws) == max || w.claim == nil || w.shared || w.left {
-			break
-		}
-		if !w.grantableLocked() || w.trying {
-			continue
-		}
-		w.reserved = make(chan struct{})
-		w.chained, w.missed = false, false
-		ws, claims = append(ws, w), append(claims, w.claim)
-	}
-	return ws, claims
+	return h.reserveFront(channel, max, false)
 }
 
 // ReserveShared reserves, for a hand-off, the shared waiters (readers) at
@@ -194,6 +177,14 @@ func (h *Hub) ReserveFront(channel string, max int) (ws []*Waiter, claims []Clai
 // not shared ends the front. Grant, Refuse or Unreserve must follow each
 // reservation.
 func (h *Hub) ReserveShared(channel string, max int) (ws []*Waiter, claims []Claimant) {
+	return h.reserveFront(channel, max, true)
+}
+
+// reserveFront reserves up to max idle claimants among the waiters at the
+// front of channel's queue that are shared (readers) or not, as asked;
+// the first other waiter ends the front, and so does one without a claim
+// when not shared (a semaphore's waiter that cannot be handed anything).
+func (h *Hub) reserveFront(channel string, max int, shared bool) (ws []*Waiter, claims []Claimant) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	q := h.queues[channel]
@@ -201,7 +192,7 @@ func (h *Hub) ReserveShared(channel string, max int) (ws []*Waiter, claims []Cla
 		return nil, nil
 	}
 	for _, w := range q.waiters {
-		if len(ws) == max || !w.shared || w.left {
+		if len(ws) == max || w.shared != shared || w.left || (!shared && w.claim == nil) {
 			break
 		}
 		if w.claim == nil || w.reserved != nil || w.granted || w.trying {
