@@ -4,6 +4,6 @@ package rwlock
 // Redis, for tests that tell them apart in a command hook.
 func AcquireScriptSources() []string { return []string{readAcquire.Source(), writeAcquire.Source()} }
 
-// WriteTransferSource is the script a writer's release runs when it hands
-// the read lock to local readers.
-func WriteTransferSource() string { return writeTransfer.Source() }
+// WriteReleaseSource is the script a writer's release runs (which may hand
+// the read lock to local readers).
+func WriteReleaseSource() string { return writeRelease.Source() }

@@ -12,7 +12,7 @@ import (
 
 // A writer's release hands the read lock to the readers of this process
 // waiting at the front of the local queue, in its own script
-// (lua/write_transfer.lua), unless a writer waits: they return without a
+// (lua/write_release.lua), unless a writer waits: they return without a
 // round trip of their own, as a lock's next waiter does after a lock's
 // release. Only a reader whose owner was minted for its acquisition is
 // handed the lock: its count can only be 1, and a second run of the
@@ -48,48 +48,39 @@ func (c *readClaim) Discard(notify.Grant) {
 // the local readers at the front of the queue when it is the last.
 func (rw *RWMutex) releaseWrite(ctx context.Context, h *hold.Hold) error {
 	last := h.Lease.Release()
-	timeout := rw.cfg.UnlockTimeout
 	var res int64
 	var err error
-	ran := false
+	// A hold written inside a release has no WAIT after it: with replica
+	// sync the readers take the lock with tries of their own.
 	if last && !replica.Needed(ctx, rw.client, rw.cfg.ReplicaPolicy(), rw.name) {
-		// A hold written inside a release has no WAIT after it: with
-		// replica sync the readers take the lock with tries of their own.
-		res, ran, err = rw.transferToReaders(ctx, h.Owner, timeout)
-	}
-	if !ran || (err == nil && res == -2) {
-		res, err = rw.runRelease(ctx, write, h.Owner, timeout)
+		res, err = rw.releaseToReaders(ctx, h.Owner, rw.cfg.UnlockTimeout)
+	} else {
+		res, err = rw.runRelease(ctx, write, h.Owner, rw.cfg.UnlockTimeout)
 	}
 	rw.dropLabel(ctx, h, write, last && err == nil && res != -1)
 	return rw.released(h, res, err)
 }
 
-// transferToReaders runs lua/write_transfer.lua for ownerID's last write
-// count with the readers ReserveShared found; ran is false when there
-// were none. The result is write_release.lua's: 1 released, -1 not held,
-// and -2 when more counts are held (nothing done).
-func (rw *RWMutex) transferToReaders(ctx context.Context, ownerID string, timeout time.Duration) (res int64, ran bool, err error) {
+// releaseToReaders releases ownerID's write count, handing the read lock
+// to the readers ReserveShared finds, if any: runRelease's result.
+func (rw *RWMutex) releaseToReaders(ctx context.Context, ownerID string, timeout time.Duration) (int64, error) {
 	ws, claims := rw.hub.ReserveShared(rw.channel, maxReaderHandOff)
 	if len(ws) == 0 {
-		return 0, false, nil
+		return rw.runRelease(ctx, write, ownerID, timeout)
 	}
-	argv := append(make([]any, 0, 9+2*len(claims)), rw.name, rw.channel, rw.latch(), rw.waiters, rw.tokenKey, rw.prefix,
-		ownerID+":write", rw.hub.PublishCommand(), rw.cfg.LatchArg(timeout))
+	readers := make([]any, 0, 2*len(claims))
 	for _, c := range claims {
 		rc := c.(*readClaim)
-		argv = append(argv, rc.owner, rc.lease.Milliseconds())
+		readers = append(readers, rc.owner, rc.lease.Milliseconds())
 	}
 	sentAt := rw.cfg.Watchdog.Now()
-	vals, err := writeTransfer.CallRetrying(ctx, rw.client, timeout, 6, argv...).Int64Slice()
-	if err == nil && len(vals) == 0 {
-		err = fmt.Errorf("unexpected reply %v", vals)
-	}
+	vals, err := rw.writeRelease(ctx, ownerID, timeout, readers)
 	if err != nil {
 		for i, w := range ws {
 			claims[i].(*readClaim).mayHold = true // written before Refuse wakes it
 			w.Refuse()
 		}
-		return 0, true, err
+		return 0, err
 	}
 	handed := vals[0] == 1 && len(vals) == 1+len(ws)
 	for i, w := range ws {
@@ -97,12 +88,27 @@ func (rw *RWMutex) transferToReaders(ctx context.Context, ownerID string, timeou
 			w.Grant(notify.Grant{Token: vals[1+i], SentAt: sentAt})
 			continue
 		}
-		// It tries: a writer waits, or an earlier run took its lock.
+		// It tries: a writer waits, counts remain, or an earlier run
+		// took its lock.
 		claims[i].(*readClaim).mayHold = vals[0] == 1
 		w.Refuse()
 	}
 	if vals[0] == 1 {
 		rw.hub.Release(rw.channel)
 	}
-	return vals[0], true, nil
+	return vals[0], nil
+}
+
+// writeRelease runs lua/write_release.lua for ownerID until it answers or
+// timeout passes, with readers (owner id, lease in ms, each) to hand the
+// read lock to at zero: {1, token per reader handed} released, {0}
+// counts remain, {-1} not held.
+func (rw *RWMutex) writeRelease(ctx context.Context, ownerID string, timeout time.Duration, readers []any) ([]int64, error) {
+	argv := append(make([]any, 0, 9+len(readers)), rw.name, rw.channel, rw.latch(), rw.waiters, rw.tokenKey, rw.prefix,
+		ownerID+":write", rw.hub.PublishCommand(), rw.cfg.LatchArg(timeout))
+	vals, err := writeRelease.CallRetrying(ctx, rw.client, timeout, 6, append(argv, readers...)...).Int64Slice()
+	if err == nil && len(vals) == 0 {
+		err = fmt.Errorf("unexpected reply %v", vals)
+	}
+	return vals, err
 }

@@ -37,7 +37,7 @@ func TestWriterHandsReadLockToLocalReaders(t *testing.T) {
 		ctx := ctxT(t)
 		c := env.NewClient(t)
 		tries := redistest.NewScriptFaults(rwlock.AcquireScriptSources()...)
-		transfers := redistest.NewScriptFaults(rwlock.WriteTransferSource())
+		transfers := redistest.NewScriptFaults(rwlock.WriteReleaseSource())
 		c.AddHook(tries)
 		c.AddHook(transfers)
 		rw := rwlock.New(c, "handoff")
@@ -107,7 +107,7 @@ func TestReaderHandOffReleaseRunTwice(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
 		c := env.NewClient(t)
-		twice := redistest.NewScriptFaults(rwlock.WriteTransferSource())
+		twice := redistest.NewScriptFaults(rwlock.WriteReleaseSource())
 		c.AddHook(twice)
 		rw := rwlock.New(c, "twice")
 		w, err := rw.Lock(ctx)

@@ -91,13 +91,11 @@ var (
 	readAcquire  = scripts.Load(luaFS, "lua/read_acquire.lua", scripts.Fence)
 	writeAcquire = scripts.Load(luaFS, "lua/write_acquire.lua", scripts.Fence)
 	readRelease  = scripts.Load(luaFS, "lua/read_release.lua")
-	writeRelease = scripts.Load(luaFS, "lua/write_release.lua")
-	// writeTransfer releases a write lock and hands the read lock to the
-	// local readers first in line (handoff.go).
-	writeTransfer = scripts.Load(luaFS, "lua/write_transfer.lua", scripts.Fence)
-	downgrade     = scripts.Load(luaFS, "lua/downgrade.lua", scripts.Fence)
-	withdraw      = scripts.Load(luaFS, "lua/withdraw.lua")
-	giveBack      = scripts.Load(luaFS, "lua/give_back.lua")
+	// writeRelease may also hand the read lock to local readers (handoff.go).
+	writeRelease = scripts.Load(luaFS, "lua/write_release.lua", scripts.Fence)
+	downgrade    = scripts.Load(luaFS, "lua/downgrade.lua", scripts.Fence)
+	withdraw     = scripts.Load(luaFS, "lua/withdraw.lua")
+	giveBack     = scripts.Load(luaFS, "lua/give_back.lua")
 
 	readRenewer  = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew_read.lua"), KeysPer: 2, ArgsPer: 1}
 	writeRenewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew_write.lua"), KeysPer: 1, ArgsPer: 1}
@@ -409,7 +407,11 @@ func (rw *RWMutex) runRelease(ctx context.Context, s access, ownerID string, tim
 	if s == read {
 		res, err = readRelease.CallRetrying(ctx, rw.client, timeout, 5, rw.name, rw.channel, rw.timeoutPrefix(ownerID), rw.prefix, rw.latch(), ownerID, rw.hub.PublishCommand(), rw.cfg.LatchArg(timeout)).Int64()
 	} else {
-		res, err = writeRelease.CallRetrying(ctx, rw.client, timeout, 3, rw.name, rw.channel, rw.latch(), ownerID+":write", rw.hub.PublishCommand(), rw.cfg.LatchArg(timeout)).Int64()
+		var vals []int64
+		vals, err = rw.writeRelease(ctx, ownerID, timeout, nil)
+		if err == nil {
+			res = vals[0]
+		}
 	}
 	if err == nil && res == 1 {
 		rw.hub.Release(rw.channel)

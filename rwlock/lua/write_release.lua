@@ -1,36 +1,69 @@
 -- Release one write acquisition (Redisson's RReadWriteLock write unlock),
 -- safe to retry through the latch. At zero the lock is deleted, or, when
 -- the writer still holds read locks (it downgraded), turns to read mode;
--- either way waiters are woken.
+-- either way waiters are woken. Readers of the caller's process waiting
+-- at the front of its local queue may be given (ARGV[4], ...): at zero,
+-- unless a writer waits (a waiting writer holds back new readers, as in
+-- read_acquire.lua), the read lock is taken for each of them in this
+-- script (a hand-off: they need no try of their own). A second run
+-- returns the latched {1} alone, and those readers then find, each with
+-- its own try, the read lock the first run took for them (their owners
+-- were minted for these acquisitions). (internal/scripts' lua/fence.lua
+-- is loaded before this source.)
 --
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the channel, redisson_rwlock:{<name>}
 -- KEYS[3]  the latch, redisson_unlock_latch:{<name>}:<request id>
+-- KEYS[4]  waiting writers, zset {<name>}:rwlock_write_waiters
+-- KEYS[5]  fencing token counter, redisson_lock_token:{<name>}
+-- KEYS[6]  key prefix of the lock, {<name>}
 -- ARGV[1]  owner id .. ':write'
 -- ARGV[2]  publish command: publish, or spublish on a cluster
 -- ARGV[3]  latch lifetime in milliseconds
+-- ARGV[4], ARGV[5], ...  the readers to hand the lock to: owner id, then
+--          lease in ms, each (none: a plain release)
 --
--- Returns 1 when the write lock ended (message published), 0 when write
--- counts remain, -1 when the owner holds no write lock.
+-- Returns {1, token, ...} when the write lock ended (message published),
+-- with one token per reader handed the read lock, in order (none when a
+-- writer waits); {0} when write counts remain; {-1} when the owner holds
+-- no write lock.
 local done = redis.call('get', KEYS[3])
 if done ~= false then
-  return tonumber(done)
+  return {tonumber(done)}
 end
 local c = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
 if c == nil then
-  return -1
+  return {-1}
 end
 if c > 1 then
   redis.call('hincrby', KEYS[1], ARGV[1], -1)
   redis.call('set', KEYS[3], 0, 'px', ARGV[3])
-  return 0
+  return {0}
 end
 redis.call('hdel', KEYS[1], ARGV[1])
-if redis.call('hlen', KEYS[1]) <= 1 then
-  redis.call('del', KEYS[1])
-else
+local kept = redis.call('hlen', KEYS[1]) > 1 -- the writer's own reads
+local out = {1}
+if #ARGV >= 4 then
+  local t = redis.call('time')
+  redis.call('zremrangebyscore', KEYS[4], '-inf', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  if redis.call('zcard', KEYS[4]) == 0 then
+    local longest = kept and redis.call('pttl', KEYS[1]) or 0
+    for i = 4, #ARGV, 2 do
+      local lease = tonumber(ARGV[i + 1])
+      local ind = redis.call('hincrby', KEYS[1], ARGV[i], 1)
+      redis.call('set', KEYS[6] .. ':' .. ARGV[i] .. ':rwlock_timeout:' .. ind, 1, 'px', lease)
+      longest = math.max(longest, lease)
+      out[#out + 1] = fence(KEYS[5])
+    end
+    kept = true
+    redis.call('pexpire', KEYS[1], longest)
+  end
+end
+if kept then
   redis.call('hset', KEYS[1], 'mode', 'read')
+else
+  redis.call('del', KEYS[1])
 end
 redis.call(ARGV[2], KEYS[2], 1)
 redis.call('set', KEYS[3], 1, 'px', ARGV[3])
-return 1
+return out
