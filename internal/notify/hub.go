@@ -165,11 +165,7 @@ func (h *Hub) Join(ctx context.Context, channel string, shared bool) (*Waiter, e
 func (h *Hub) JoinClaimant(ctx context.Context, channel string, shared bool, owner string, claim Claimant) (*Waiter, error) {
 	w := &Waiter{h: h, channel: channel, shared: shared, wake: make(chan struct{}, 1), joining: true}
 	h.mu.Lock()
-	q := h.queues[channel]
-	if q == nil {
-		q = &queue{}
-		h.queues[channel] = q
-	}
+	q := h.queueLocked(channel)
 	q.waiters = append(q.waiters, w)
 	if q.sub != nil && q.sub.failed() {
 		h.unsubscribeLocked(q.sub) // a seat's, kept: subscribe afresh
@@ -265,6 +261,16 @@ func (h *Hub) removeLocked(w *Waiter, acquired bool, hold time.Duration) {
 	}
 }
 
+// queueLocked returns channel's queue, made if there is none.
+func (h *Hub) queueLocked(channel string) *queue {
+	q := h.queues[channel]
+	if q == nil {
+		q = &queue{}
+		h.queues[channel] = q
+	}
+	return q
+}
+
 type queue struct {
 	waiters []*Waiter
 	// watchers are called on each message of the channel (see Watch);
@@ -349,11 +355,7 @@ func (h *Hub) Watch(ctx context.Context, channel string, f func()) (stop func(),
 	fp := &f
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	q := h.queues[channel]
-	if q == nil {
-		q = &queue{}
-		h.queues[channel] = q
-	}
+	q := h.queueLocked(channel)
 	q.watchers = append(q.watchers, fp)
 	if q.sub == nil {
 		sub, err := h.subscribeLocked(ctx, channel)

@@ -55,13 +55,7 @@ func (h *Hub) TakeSeat(prefix string) string {
 		id = h.id + ":w" + strconv.FormatUint(h.seatSeq, 10)
 	}
 	p.taken = append(p.taken, id)
-	channel := prefix + ":" + id
-	q := h.queues[channel]
-	if q == nil {
-		q = &queue{}
-		h.queues[channel] = q
-	}
-	q.seat = true
+	h.queueLocked(prefix + ":" + id).seat = true
 	return id
 }
 
