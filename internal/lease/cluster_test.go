@@ -95,9 +95,18 @@ func TestClusterBatchesGroupBySlot(t *testing.T) {
 	w := New(WithBatchSize(8))
 	names := clusterLeaseNames(n)
 	var rec lostRecorder
+	// Every key first, then every lease from one instant: all come due
+	// in the same round, however slowly a loaded machine wrote the keys
+	// (one by one, they would spread over rounds, and a slot's eight
+	// might never meet in one).
+	for _, name := range names {
+		require.NoError(t, cc.Set(ctx, name, "me", 10*timeout).Err())
+	}
+	sent := w.Now()
 	leases := make([]*Lease, n)
 	for i, name := range names {
-		leases[i] = hold(t, ctx, w, cc, name, timeout, true)
+		leases[i] = w.Start(Spec{Renewer: stringRenewer, Targets: []Target{{Client: cc, Keys: []string{name}, Args: []any{"me"}}},
+			Timeout: timeout, Renew: true, ID: name, Name: name, Primitive: "test"}, sent)
 		leases[i].OnLost(rec.f)
 	}
 	masters := map[string]bool{}
@@ -113,6 +122,9 @@ func TestClusterBatchesGroupBySlot(t *testing.T) {
 		pttl, err := cc.PTTL(ctx, name).Result()
 		require.NoError(t, err)
 		require.Positive(t, pttl, "lease %q lapsed", name)
+		// Written with 10 leases' TTL: a lease's own renewals bring it
+		// down to one lease.
+		require.LessOrEqual(t, time.Duration(pttl), timeout, "lease %q never renewed", name)
 	}
 	st := w.Stats()
 	require.Zero(t, rec.n(), "leases lost")
