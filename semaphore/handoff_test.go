@@ -170,3 +170,33 @@ func requireNothingLeft(t *testing.T, ctx context.Context, env *env, name string
 		require.Zero(t, n, k)
 	}
 }
+
+// TestHandOffOfTheLastPermitKeepsTTLs: a release that gives back the only
+// permit held and hands it to a local waiter writes the permits and
+// weights keys anew in the same script; they get a TTL again, though the
+// hash's recorded expiry would spare a busier semaphore the PEXPIREs.
+func TestHandOffOfTheLastPermitKeepsTTLs(t *testing.T) {
+	each(t, func(t *testing.T, env *env) {
+		ctx := ctxT(t)
+		c := env.NewClient(t)
+		s := semaphore.New(c, "handoff-ttl", 1)
+		h, err := s.Acquire(ctx, 1)
+		require.NoError(t, err)
+		got := queueWaiters(t, ctx, s, notify.For(c), 1)
+		hub := notify.For(c)
+		require.Eventually(t, func() bool { return hub.Settled(s.Channel()) }, 5*time.Second, time.Millisecond)
+
+		require.NoError(t, s.Release(h))
+		a := next(t, got)
+		ks := redistest.RequireBoundedKeyspace(t, ctx, env.Universal, time.Minute)
+		names := map[string]bool{}
+		for _, k := range ks {
+			names[k.Key] = true
+		}
+		for _, k := range []string{"handoff-ttl", keys.Permits("handoff-ttl"), keys.Weights("handoff-ttl")} {
+			require.True(t, names[k], "%s is written (and has a TTL: checked above)", k)
+		}
+		require.NoError(t, s.Release(a.ctx))
+		requireNothingLeft(t, ctx, env, "handoff-ttl")
+	})
+}

@@ -8,7 +8,7 @@
 -- expires with the last permit or mark (purge, settle: state.lua, put
 -- before this source).
 --
--- KEYS[1]  the semaphore hash: size, used
+-- KEYS[1]  the semaphore hash: size, used, kept, expiry (state.lua)
 -- KEYS[2]  live permits, zset {<name>}:permits (member permit id, score
 --          its expiry in server ms)
 -- KEYS[3]  permit weights, hash {<name>}:weights (permit id -> n)
@@ -37,7 +37,8 @@ local S = {hash = KEYS[1], permits = KEYS[2], weights = KEYS[3], waiters = KEYS[
 local now = server_ms()
 local n, lease = tonumber(ARGV[2]), tonumber(ARGV[4])
 
-local size = tonumber(redis.call('hget', KEYS[1], 'size'))
+load(S)
+local size = S.size
 if size == nil then
   size = tonumber(ARGV[1])
   redis.call('hset', KEYS[1], 'size', size, 'used', 0)
@@ -54,8 +55,7 @@ if redis.call('zscore', KEYS[2], ARGV[3]) ~= false then
   return {1, size - used}
 end
 
-local head = redis.call('zrange', KEYS[4], 0, 0)
-local first = #head == 0 or head[1] == ARGV[5]
+local first = S.head == nil or S.head == ARGV[5]
 -- n <= size - used, not used + n <= size: numbers are doubles, and the
 -- sum may pass 2^53 where it is no longer exact
 if first and n <= size - used then

@@ -13,17 +13,17 @@
 -- Returns {1, available}; {-2, size} when Redis records another size; a
 -- semaphore with nothing recorded has all of ARGV[1] free (nothing is
 -- written).
-local size = tonumber(redis.call('hget', KEYS[1], 'size'))
+local S = {hash = KEYS[1], permits = KEYS[2], weights = KEYS[3], waiters = KEYS[4], marks = KEYS[5]}
+load(S)
+local size = S.size
 if size == nil then
   return {1, tonumber(ARGV[1])}
 end
 if size ~= tonumber(ARGV[1]) and ARGV[2] ~= 'recorded' then
   return {-2, size}
 end
-local S = {hash = KEYS[1], permits = KEYS[2], weights = KEYS[3], waiters = KEYS[4], marks = KEYS[5]}
 local now = server_ms()
 local used = purge(S, now)
--- a Resize's record keeps the rest of its life
-settle(S, now, used, redis.call('pttl', KEYS[1]))
+settle(S, now, used, keep_hash(S))
 -- after a Resize below what is held, nothing is free (not a negative count)
 return {1, math.max(size - used, 0)}

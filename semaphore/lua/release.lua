@@ -42,6 +42,7 @@ if done ~= false then
   return {tonumber(done), served, -1}
 end
 local now = server_ms()
+load(S)
 local used = purge(S, now)
 if redis.call('zscore', KEYS[2], ARGV[1]) == false then
   redis.call('hdel', KEYS[3], ARGV[1])
@@ -49,16 +50,17 @@ if redis.call('zscore', KEYS[2], ARGV[1]) == false then
   return {-1, 0, -1}
 end
 local n = tonumber(redis.call('hget', KEYS[3], ARGV[1])) or 0
-redis.call('zrem', KEYS[2], ARGV[1])
-redis.call('hdel', KEYS[3], ARGV[1])
 used = used - n
 if used < 0 then used = 0 end
 
-local size = tonumber(redis.call('hget', KEYS[1], 'size')) or 0
+local size = S.size or 0
 local served = 0
+local head = S.head
 for i = 4, #ARGV, 3 do
   local id, want = ARGV[i], tonumber(ARGV[i + 1])
-  local head = head_of_line(S, now) -- a lapsed waiter the last one served uncovered goes too
+  if i > 4 then
+    head = head_of_line(S, now) -- a lapsed waiter the last one served uncovered goes too
+  end
   -- want <= size - used, not used + want <= size: see acquire.lua
   if not ((head == nil or head == id) and want <= size - used) then
     break
@@ -70,6 +72,10 @@ for i = 4, #ARGV, 3 do
   used = used + want
   served = served + 1
 end
+-- removed after the hand-off, so that the permits and weights keys never
+-- empty in between: the ones served keep the keys' TTL (see settle)
+redis.call('zrem', KEYS[2], ARGV[1])
+redis.call('hdel', KEYS[3], ARGV[1])
 settle(S, now, used)
 local free = math.max(size - used, 0)
 -- the other waiters, here and elsewhere, try for what is left

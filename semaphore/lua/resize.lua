@@ -16,7 +16,8 @@
 --
 -- Returns the previous size, or 0 when none was recorded.
 local S = {hash = KEYS[1], permits = KEYS[3], weights = KEYS[4], waiters = KEYS[5], marks = KEYS[6]}
-local old = tonumber(redis.call('hget', KEYS[1], 'size')) or 0
+load(S)
+local old = S.size or 0
 local now = server_ms()
 local used = purge(S, now)
 -- kept: until when the record stays, whatever comes and goes (settle)

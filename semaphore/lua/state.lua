@@ -4,10 +4,15 @@
 -- every key when none is left, else makes every key expire with the last
 -- of them, so that a semaphore nobody touches again leaves nothing behind.
 --
--- S is the five keys: S.hash (size, used, and kept: until when a Resize's
--- record stays, server ms), S.permits (zset, score = expiry
--- in server ms), S.weights (permit id -> n), S.waiters (zset, score =
--- arrival), S.marks (waiter id -> mark expiry in server ms).
+-- S is the five keys: S.hash (size, used, kept: until when a Resize's
+-- record stays, server ms, and expiry: when the hash, permits and weights
+-- expire, as settle last set it), S.permits (zset, score = expiry in server
+-- ms), S.weights (permit id -> n), S.waiters (zset, score = arrival),
+-- S.marks (waiter id -> mark expiry in server ms).
+--
+-- A redis.call costs about as much as a small command itself (~1.7 µs of
+-- server time here), so each script reads the hash once (load) and reuses
+-- what purge learnt of the line (S.head).
 
 local function server_ms()
   local t = redis.call('time')
@@ -31,15 +36,22 @@ local function head_of_line(S, now)
   end
 end
 
+-- load reads the hash's fields into S: S.size (nil when not recorded),
+-- S.used, S.kept, S.expiry. Every script calls it first, once.
+local function load(S)
+  local rec = redis.call('hmget', S.hash, 'size', 'used', 'kept', 'expiry')
+  S.size, S.used, S.kept, S.expiry = tonumber(rec[1]), tonumber(rec[2]) or 0, tonumber(rec[3]), tonumber(rec[4])
+end
+
 -- purge removes the permits that lapsed by now, and the waiters at the
 -- head of the line whose marks lapsed, and returns the permits in use
--- after it. A lapsed waiter behind a live one holds nobody back (only the
--- first waiter is served), so it is dropped when it reaches the head:
--- each call costs the lapsed entries it drops, not the length of the line.
+-- after it (from S.used: load first). A lapsed waiter behind a live one
+-- holds nobody back (only the first waiter is served), so it is dropped
+-- when it reaches the head: each call costs the lapsed entries it drops,
+-- not the length of the line. S.head is the first live waiter after it
+-- (nil when none waits), valid until the line changes.
 local function purge(S, now)
-  local rec = redis.call('hmget', S.hash, 'used', 'kept')
-  local used = tonumber(rec[1]) or 0
-  S.kept = tonumber(rec[2]) -- for settle, in the same read
+  local used = S.used
   local expired = redis.call('zrangebyscore', S.permits, '-inf', now)
   for _, id in ipairs(expired) do
     used = used - (tonumber(redis.call('hget', S.weights, id)) or 0)
@@ -48,23 +60,49 @@ local function purge(S, now)
   end
   -- used is a sum kept beside the permits; with no live permit it is 0,
   -- whatever it says (the permits zset was deleted or evicted under it)
-  if used < 0 or redis.call('zcard', S.permits) == 0 then
+  -- S.fresh: no permit lives, so the permits and weights keys written
+  -- next are new and have no TTL yet (settle gives them one). A script
+  -- that writes a permit after removing others must write it first.
+  S.fresh = used < 0 or redis.call('zcard', S.permits) == 0
+  if S.fresh then
     used = 0
     redis.call('del', S.weights)
   end
-  head_of_line(S, now)
+  S.head = head_of_line(S, now)
   return used
 end
 
 -- settle records used and gives the keys their TTL: the latest expiry of
 -- a permit or a mark, at least keep ms, and the end of a Resize's record
--- (the hash's field kept); with
--- nothing to keep, the keys are deleted. mark is the life of a mark just
--- written (ms), if any. The waiters and their marks expire with the
--- latest mark alone, read from the marks hash's own TTL, which each mark
--- written extends and nothing shortens, instead of from every mark: a
--- line of waiters costs nothing here, and a permit's lease or a Resize's
--- record does not keep a lapsed mark alive.
+-- (the hash's field kept); with nothing to keep, the keys are deleted.
+-- mark is the life of a mark just written (ms), if any.
+--
+-- The waiters and their marks expire with the latest mark alone, read from
+-- the marks hash's own TTL, which each mark written extends and nothing
+-- shortens, instead of from every mark: a line of waiters costs nothing
+-- here, and a permit's lease or a Resize's record does not keep a lapsed
+-- mark alive. With no mark written, theirs stay as they are.
+--
+-- The hash, permits and weights expire at the recorded expiry, moved
+-- only when the keys' end passes it or falls more than slack_ms before
+-- it, or when the keys may be new (S.fresh; the hash is new when it has
+-- no expiry): on a busy semaphore most settles leave their TTLs alone
+-- (three calls fewer), and the keys outlive their last permit or mark by
+-- at most slack_ms. A renewal only extends a key to its permit's expiry,
+-- which the next settle counts in last.
+local slack_ms = 1000
+
+-- keep_hash is the keep of a script that must not end the keys sooner
+-- than they would have ended (Available, a withdrawal): none when settle
+-- recorded their expiry, else the hash's own TTL (a hash written by hand
+-- or by a client older than the expiry field).
+local function keep_hash(S)
+  if S.expiry ~= nil then
+    return nil
+  end
+  return redis.call('pttl', S.hash)
+end
+
 local function settle(S, now, used, keep, mark)
   local marks = now + (mark or 0)
   local m = redis.call('pttl', S.marks)
@@ -78,7 +116,7 @@ local function settle(S, now, used, keep, mark)
     marks = now + m
   end
   -- a size recorded by Resize is kept until the hash's field kept (read
-  -- by purge, which every script runs first)
+  -- by load, which every script runs first)
   local last = math.max(now + (keep or 0), marks, S.kept or 0)
   local p = redis.call('zrange', S.permits, -1, -1, 'withscores')
   if #p > 0 and tonumber(p[2]) > last then last = tonumber(p[2]) end
@@ -86,9 +124,22 @@ local function settle(S, now, used, keep, mark)
     redis.call('del', S.hash, S.permits, S.weights, S.waiters, S.marks)
     return
   end
-  redis.call('hset', S.hash, 'used', used)
-  for _, k in ipairs({S.hash, S.permits, S.weights}) do
-    redis.call('pexpire', k, last - now)
+  -- past a day, exact (a lease of years: no TTL beyond what it asked)
+  local slack = last - now > 86400000 and 0 or slack_ms
+  local expiry = S.expiry
+  if S.fresh or expiry == nil or expiry < last or expiry > last + slack then
+    expiry = last + slack
+    redis.call('hset', S.hash, 'used', used, 'expiry', expiry)
+    for _, k in ipairs({S.hash, S.permits, S.weights}) do
+      redis.call('pexpire', k, expiry - now)
+    end
+  else
+    redis.call('hset', S.hash, 'used', used)
+  end
+  if mark == nil and m ~= -1 then
+    -- the line's TTL is the latest mark's, unchanged (or there is no
+    -- mark: a line left without one has the TTL its last mark gave it)
+    return
   end
   if marks <= now then
     marks = last -- no mark lives: the line (empty, or purged at its head) goes with the rest

@@ -16,8 +16,8 @@ local S = {hash = KEYS[4], permits = KEYS[5], weights = KEYS[6], waiters = KEYS[
 redis.call('hdel', KEYS[2], ARGV[1])
 local removed = redis.call('zrem', KEYS[1], ARGV[1])
 local now = server_ms()
--- a Resize's record keeps the rest of its life
-settle(S, now, purge(S, now), redis.call('pttl', KEYS[4]))
+load(S)
+settle(S, now, purge(S, now), keep_hash(S))
 if removed == 1 then
   redis.call(ARGV[2], KEYS[3], 0)
   return 1
