@@ -29,6 +29,7 @@ const (
 	libRedsync   = "redsync"
 	libRedislock = "bsm/redislock"
 	libRueidis   = "rueidislock"
+	libInProcess = "in-process" // a channel, for the semaphore rows
 )
 
 const (

@@ -267,24 +267,31 @@ func printRatios(w io.Writer, results []*result) {
 			fmtDur(rd.p(.99)), fmtDur(rd.maxLat()), rw.violations)
 	}
 	for _, sc := range []string{scSem, scSemSlept} {
-		s := find(results, sc, libRelock)
-		if s == nil {
-			continue
-		}
-		a := s.roles[0]
-		ceiling := 0.0
-		if a.holdMean > 0 {
-			ceiling = float64(s.permits) / a.holdMean.Seconds()
-		}
-		fmt.Fprintf(w, "%s: %s ops/s = %.0f%% of the ceiling %d permits / %s hold = %.0f/s; wait p99 %s max %s; violations %d\n",
-			sc, fmtRate(s.rate(a)), 100*s.rate(a)/max(ceiling, 1), s.permits, fmtDur(a.holdMean), ceiling,
-			fmtDur(a.p(.99)), fmtDur(a.maxLat()), s.violations)
-		// A permit's cycle: its hold, the Release that hands it on (one
-		// round trip), then the time until the next holder runs.
-		if r := s.rate(a); r > 0 && a.relMean > 0 {
-			cycle := time.Duration(float64(s.permits) / r * float64(time.Second))
-			fmt.Fprintf(w, "  a permit's cycle %s = hold %s + Release %s (mean; the release script hands the permit on) + %s until the next holder runs\n",
-				fmtDur(cycle), fmtDur(a.holdMean), fmtDur(a.relMean), fmtDur(cycle-a.holdMean-a.relMean))
+		for _, label := range []string{libInProcess, libRaw, libRelock} {
+			s := find(results, sc, label)
+			if s == nil || len(s.roles) == 0 {
+				continue
+			}
+			a := s.roles[0]
+			ceiling := 0.0
+			if a.holdMean > 0 {
+				ceiling = float64(s.permits) / a.holdMean.Seconds()
+			}
+			fmt.Fprintf(w, "%s/%s: %s ops/s = %.0f%% of the ceiling %d permits / %s hold = %.0f/s; wait p99 %s max %s; violations %d",
+				sc, label, fmtRate(s.rate(a)), 100*s.rate(a)/max(ceiling, 1), s.permits, fmtDur(a.holdMean), ceiling,
+				fmtDur(a.p(.99)), fmtDur(a.maxLat()), s.violations)
+			if f := find(results, sc, libRaw); label == libRelock && f != nil && len(f.roles) > 0 {
+				fmt.Fprintf(w, "; %s the raw floor's ops/s", ratio(s.rate(a), f.rate(f.roles[0])))
+			}
+			fmt.Fprintln(w)
+			// A permit's cycle: its hold, the release that hands it on
+			// (a round trip, but for the channel), then the time until
+			// the next holder runs.
+			if r := s.rate(a); r > 0 && a.relMean > 0 {
+				cycle := time.Duration(float64(s.permits) / r * float64(time.Second))
+				fmt.Fprintf(w, "  a permit's cycle %s = hold %s + release %s (mean) + %s until the next holder runs\n",
+					fmtDur(cycle), fmtDur(a.holdMean), fmtDur(a.relMean), fmtDur(cycle-a.holdMean-a.relMean))
+			}
 		}
 	}
 	fmt.Fprintf(w, "mutual-exclusion violations, all rows: %d; errors, all rows: %d\n", viol, errsN)

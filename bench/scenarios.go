@@ -170,15 +170,35 @@ func rows(cfg *config) []rowSpec {
 		run: func(ctx context.Context, e *env) *result { return e.reentrantRow(ctx) }})
 	add(rowSpec{scenario: scRW, label: libRelock, family: libRelock, kind: kindWait,
 		run: func(ctx context.Context, e *env) *result { return e.rwRow(ctx, 16, 1, cfg.hold) }})
-	add(rowSpec{scenario: scSem, label: libRelock, family: libRelock, kind: kindWait,
-		run: func(ctx context.Context, e *env) *result { return e.semRow(ctx, 32, 4, cfg.hold, spin) }})
-	// The same with the holders asleep: on a machine with fewer cores
-	// than permits, four spinning holders and the client's own work
-	// compete for the CPU, and the spun row measures that contention as
-	// much as the semaphore. A slept hold leaves the CPU to the
-	// semaphore; its real length is measured and is the ceiling's.
-	add(rowSpec{scenario: scSemSlept, label: libRelock, family: libRelock, kind: kindWait,
-		run: func(ctx context.Context, e *env) *result { return e.semRow(ctx, 32, 4, cfg.hold, sleep) }})
+	// The semaphore rows, each beside two floors run the same way: a
+	// buffered channel (no network: what this machine's CPU allows 32
+	// goroutines and 4 holders) and a raw Redis semaphore of 4 tokens in a
+	// list, BLPOP to take one and LPUSH to give it back (one command each
+	// way, no lease, no fencing: not crash-safe, a floor only).
+	//
+	// The slept rows hold by sleeping: on a machine with fewer cores than
+	// permits, four spinning holders and the client's own work compete for
+	// the CPU, and the spun row measures that contention as much as the
+	// semaphore. A slept hold leaves the CPU to the semaphore; its real
+	// length is measured and is the ceiling's.
+	for _, sc := range []struct {
+		name    string
+		holdFor func(time.Duration) time.Duration
+	}{{scSem, spin}, {scSemSlept, sleep}} {
+		for _, impl := range []struct {
+			label string
+			make  func(e *env) permitSource
+		}{
+			{libInProcess, func(*env) permitSource { return chanPermits(4) }},
+			{libRaw, func(e *env) permitSource { return rawPermits(e.single.raw, "bench:semraw", 4) }},
+			{libRelock, func(e *env) permitSource { return relockPermits(e.single.relock, "bench:sem", 4) }},
+		} {
+			add(rowSpec{scenario: sc.name, label: impl.label, family: impl.label, kind: kindWait,
+				run: func(ctx context.Context, e *env) *result {
+					return e.semRow(ctx, impl.make(e), 32, 4, cfg.hold, sc.holdFor)
+				}})
+		}
+	}
 	return all
 }
 
@@ -360,11 +380,61 @@ func (e *env) rwRow(ctx context.Context, readers, writers int, hold time.Duratio
 	return res
 }
 
-// semRow: n goroutines Acquire one permit of a semaphore of size permits,
-// hold ~hold (spun or slept: holdFor), Release.
-func (e *env) semRow(ctx context.Context, n, permits int, hold time.Duration, holdFor func(time.Duration) time.Duration) *result {
+// permitSource is one way to take and give back a permit of a semaphore
+// of 4: relock's, or a floor.
+type permitSource interface {
+	acquire(ctx context.Context) (release func() error, err error)
+}
+
+type permitFunc func(ctx context.Context) (func() error, error)
+
+func (f permitFunc) acquire(ctx context.Context) (func() error, error) { return f(ctx) }
+
+func relockPermits(c *redisClient, name string, size int64) permitSource {
+	s := semaphore.New(c, name, size)
+	return permitFunc(func(ctx context.Context) (func() error, error) {
+		held, err := s.Acquire(ctx, 1)
+		if err != nil {
+			return nil, err
+		}
+		return func() error { return s.Release(held) }, nil
+	})
+}
+
+// rawPermits is the raw-command floor: size tokens in a list, BLPOP and
+// LPUSH. The list is written afresh for each row.
+func rawPermits(c *redisClient, key string, size int) permitSource {
+	ctx := context.Background()
+	c.Del(ctx, key)
+	for range size {
+		c.RPush(ctx, key, "t")
+	}
+	c.Expire(ctx, key, time.Hour)
+	return permitFunc(func(ctx context.Context) (func() error, error) {
+		if err := c.BLPop(ctx, 0, key).Err(); err != nil {
+			return nil, err
+		}
+		return func() error { return c.LPush(context.Background(), key, "t").Err() }, nil
+	})
+}
+
+// chanPermits is the in-process floor: a buffered channel of size tokens.
+func chanPermits(size int) permitSource {
+	ch := make(chan struct{}, size)
+	return permitFunc(func(ctx context.Context) (func() error, error) {
+		select {
+		case ch <- struct{}{}:
+			return func() error { <-ch; return nil }, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+}
+
+// semRow: n goroutines take one permit of src (a semaphore of size
+// permits), hold ~hold (spun or slept: holdFor), give it back.
+func (e *env) semRow(ctx context.Context, src permitSource, n, permits int, hold time.Duration, holdFor func(time.Duration) time.Duration) *result {
 	res := &result{hold: hold, permits: permits}
-	s := semaphore.New(e.single.relock, "bench:sem", int64(permits))
 	var viol atomic.Int64
 	g := &guard{limit: int64(permits), violations: &viol}
 	w := &workers{}
@@ -379,7 +449,7 @@ func (e *env) semRow(ctx context.Context, n, permits int, hold time.Duration, ho
 					return
 				}
 				t0 := time.Now()
-				held, err := s.Acquire(context.Background(), 1)
+				release, err := src.acquire(context.Background())
 				if err != nil {
 					st.fail(err)
 					time.Sleep(errPause)
@@ -390,7 +460,7 @@ func (e *env) semRow(ctx context.Context, n, permits int, hold time.Duration, ho
 				h := holdFor(hold)
 				g.leave()
 				t2 := time.Now()
-				if err := s.Release(held); err != nil {
+				if err := release(); err != nil {
 					st.fail(err)
 				}
 				end := w.load()
