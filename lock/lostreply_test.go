@@ -20,6 +20,15 @@ import (
 // that found the lock held pass: a waiter's try still in flight when the
 // hook is added must not be what it loses.
 func loseAcquireReplies(t testing.TB, c redis.UniversalClient, n int32) *atomic.Int32 {
+	return loseAcquireRepliesLater(t, c, n)()
+}
+
+// loseAcquireRepliesLater hooks c at once and returns arm, from whose call
+// on the next n granting replies are lost. A command already inside
+// go-redis when a hook is added does not pass through it, so a test that
+// starts losing replies while a waiter may be mid-try hooks first and arms
+// later: a reply that arrives after arm is gated whenever it was sent.
+func loseAcquireRepliesLater(t testing.TB, c redis.UniversalClient, n int32) (arm func() *atomic.Int32) {
 	log := newScriptLog(t)
 	c.AddHook(log)
 	var lost atomic.Int32
@@ -28,8 +37,10 @@ func loseAcquireReplies(t testing.TB, c redis.UniversalClient, n int32) *atomic.
 			ev.cmd.SetErr(redistest.ErrReadTimeout)
 		}
 	}
-	log.gate.Store(&gate)
-	return &lost
+	return func() *atomic.Int32 {
+		log.gate.Store(&gate)
+		return &lost
+	}
 }
 
 // granted tells an acquire script's reply that took the lock (a token
@@ -97,9 +108,10 @@ func TestLostAcquireReplyRetryFindsGrant(t *testing.T) {
 		require.NoError(t, err)
 
 		mu := lock.New(lossy, name)
+		arm := loseAcquireRepliesLater(t, lossy, 1)
 		ch := lockAsync(mu, ctx)
 		require.Eventually(t, func() bool { return waiting(env, name) }, 5*time.Second, time.Millisecond)
-		lost := loseAcquireReplies(t, lossy, 1)
+		lost := arm()
 		require.NoError(t, holder.Unlock(held))
 		r := await(t, ch, "the waiter")
 		require.NoError(t, r.err)
