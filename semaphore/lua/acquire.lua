@@ -8,7 +8,7 @@
 -- expires with the last permit or mark (purge, settle: state.lua, put
 -- before this source).
 --
--- KEYS[1]  the semaphore hash: size, used, kept, expiry (state.lua)
+-- KEYS[1]  the semaphore hash: size, used, kept (state.lua)
 -- KEYS[2]  live permits, zset {<name>}:permits (member permit id, score
 --          its expiry in server ms)
 -- KEYS[3]  permit weights, hash {<name>}:weights (permit id -> n)
@@ -52,6 +52,7 @@ end
 local used = purge(S, now)
 -- an earlier run of this acquisition (its reply lost) took the permits
 if redis.call('zscore', KEYS[2], ARGV[3]) ~= false then
+  settle(S, now, used) -- what purge dropped counts
   return {1, size - used}
 end
 
@@ -78,7 +79,7 @@ if ARGV[5] ~= '' then
     redis.call('zadd', KEYS[4], now, ARGV[5])
   end
   redis.call('hset', KEYS[5], ARGV[5], now + tonumber(ARGV[7]))
-  settle(S, now, used, 0, tonumber(ARGV[7])) -- the keys outlive the mark
+  settle(S, now, used, tonumber(ARGV[7])) -- the keys outlive the mark
 else
   settle(S, now, used)
 end

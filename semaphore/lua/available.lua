@@ -24,6 +24,6 @@ if size ~= tonumber(ARGV[1]) and ARGV[2] ~= 'recorded' then
 end
 local now = server_ms()
 local used = purge(S, now)
-settle(S, now, used, keep_hash(S))
+settle(S, now, used)
 -- after a Resize below what is held, nothing is free (not a negative count)
 return {1, math.max(size - used, 0)}

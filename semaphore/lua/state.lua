@@ -4,9 +4,8 @@
 -- every key when none is left, else makes every key expire with the last
 -- of them, so that a semaphore nobody touches again leaves nothing behind.
 --
--- S is the five keys: S.hash (size, used, kept: until when a Resize's
--- record stays, server ms, and expiry: when the hash, permits and weights
--- expire, as settle last set it), S.permits (zset, score = expiry in server
+-- S is the five keys: S.hash (size, used, and kept: until when a Resize's
+-- record stays, server ms), S.permits (zset, score = expiry in server
 -- ms), S.weights (permit id -> n), S.waiters (zset, score = arrival),
 -- S.marks (waiter id -> mark expiry in server ms).
 --
@@ -36,11 +35,11 @@ local function head_of_line(S, now)
   end
 end
 
--- load reads the hash's fields into S: S.size (nil when not recorded),
--- S.used, S.kept, S.expiry. Every script calls it first, once.
+-- load reads the hash's fields into S: S.size (nil when not recorded:
+-- the hash is new), S.used, S.kept. Every script calls it first, once.
 local function load(S)
-  local rec = redis.call('hmget', S.hash, 'size', 'used', 'kept', 'expiry')
-  S.size, S.used, S.kept, S.expiry = tonumber(rec[1]), tonumber(rec[2]) or 0, tonumber(rec[3]), tonumber(rec[4])
+  local rec = redis.call('hmget', S.hash, 'size', 'used', 'kept')
+  S.size, S.used, S.kept = tonumber(rec[1]), tonumber(rec[2]) or 0, tonumber(rec[3])
 end
 
 -- purge removes the permits that lapsed by now, and the waiters at the
@@ -73,9 +72,9 @@ local function purge(S, now)
 end
 
 -- settle records used and gives the keys their TTL: the latest expiry of
--- a permit or a mark, at least keep ms, and the end of a Resize's record
--- (the hash's field kept); with nothing to keep, the keys are deleted.
--- mark is the life of a mark just written (ms), if any.
+-- a permit or a mark, and the end of a Resize's record (the hash's field
+-- kept); with nothing to keep, the keys are deleted. mark is the life of
+-- a mark just written (ms), if any.
 --
 -- The waiters and their marks expire with the latest mark alone, read from
 -- the marks hash's own TTL, which each mark written extends and nothing
@@ -83,27 +82,18 @@ end
 -- here, and a permit's lease or a Resize's record does not keep a lapsed
 -- mark alive. With no mark written, theirs stay as they are.
 --
--- The hash, permits and weights expire at the recorded expiry, moved
--- only when the keys' end passes it or falls more than slack_ms before
--- it, or when the keys may be new (S.fresh; the hash is new when it has
--- no expiry): on a busy semaphore most settles leave their TTLs alone
--- (three calls fewer), and the keys outlive their last permit or mark by
--- at most slack_ms. A renewal only extends a key to its permit's expiry,
--- which the next settle counts in last.
+-- The hash, permits and weights expire together, at last + slack_ms,
+-- and keep their TTLs while the weights hash's own end (read after the
+-- script's writes, so a key made anew shows without a TTL) lies in [last,
+-- last + slack_ms]: on a busy semaphore most settles leave the TTLs alone
+-- (one PTTL instead of three PEXPIREs), and the keys outlive their last
+-- permit or mark by at most slack_ms. The real TTL is read, not one
+-- recorded, since a renewal or a relock version before this rule moves it
+-- alone. A new hash (S.size nil) or a new permits zset (S.fresh) is given
+-- its TTL whatever the weights say.
 local slack_ms = 1000
 
--- keep_hash is the keep of a script that must not end the keys sooner
--- than they would have ended (Available, a withdrawal): none when settle
--- recorded their expiry, else the hash's own TTL (a hash written by hand
--- or by a client older than the expiry field).
-local function keep_hash(S)
-  if S.expiry ~= nil then
-    return nil
-  end
-  return redis.call('pttl', S.hash)
-end
-
-local function settle(S, now, used, keep, mark)
+local function settle(S, now, used, mark)
   local marks = now + (mark or 0)
   local m = redis.call('pttl', S.marks)
   if m == -1 then
@@ -117,24 +107,21 @@ local function settle(S, now, used, keep, mark)
   end
   -- a size recorded by Resize is kept until the hash's field kept (read
   -- by load, which every script runs first)
-  local last = math.max(now + (keep or 0), marks, S.kept or 0)
+  local last = math.max(now, marks, S.kept or 0)
   local p = redis.call('zrange', S.permits, -1, -1, 'withscores')
   if #p > 0 and tonumber(p[2]) > last then last = tonumber(p[2]) end
   if last <= now then
     redis.call('del', S.hash, S.permits, S.weights, S.waiters, S.marks)
     return
   end
+  redis.call('hset', S.hash, 'used', used)
   -- past a day, exact (a lease of years: no TTL beyond what it asked)
   local slack = last - now > 86400000 and 0 or slack_ms
-  local expiry = S.expiry
-  if S.fresh or expiry == nil or expiry < last or expiry > last + slack then
-    expiry = last + slack
-    redis.call('hset', S.hash, 'used', used, 'expiry', expiry)
+  local ttl = redis.call('pttl', S.weights)
+  if S.fresh or S.size == nil or ttl < 0 or now + ttl < last or now + ttl > last + slack then
     for _, k in ipairs({S.hash, S.permits, S.weights}) do
-      redis.call('pexpire', k, expiry - now)
+      redis.call('pexpire', k, last + slack - now)
     end
-  else
-    redis.call('hset', S.hash, 'used', used)
   end
   if mark == nil and m ~= -1 then
     -- the line's TTL is the latest mark's, unchanged (or there is no

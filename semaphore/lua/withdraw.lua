@@ -17,7 +17,7 @@ redis.call('hdel', KEYS[2], ARGV[1])
 local removed = redis.call('zrem', KEYS[1], ARGV[1])
 local now = server_ms()
 load(S)
-settle(S, now, purge(S, now), keep_hash(S))
+settle(S, now, purge(S, now))
 if removed == 1 then
   redis.call(ARGV[2], KEYS[3], 0)
   return 1

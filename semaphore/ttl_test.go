@@ -1,0 +1,150 @@
+package semaphore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/testkit/redistest"
+	"github.com/relock-go/relock/semaphore"
+	"github.com/relock-go/relock/watchdog"
+)
+
+// The scripts leave the keys' TTLs alone while they cover the last permit
+// and mark (state.lua, settle); these tests put the keys in the states
+// where that would be wrong.
+
+// serverMillis is the server's TIME in ms (miniredis's pinned one).
+func serverMillis(t *testing.T, ctx context.Context, c redis.UniversalClient) int64 {
+	t.Helper()
+	now, err := c.Time(ctx).Result()
+	require.NoError(t, err)
+	return now.UnixMilli()
+}
+
+// requireKeysCoverPermits: the hash, permits and weights keys live at
+// least until the latest permit's expiry.
+func requireKeysCoverPermits(t *testing.T, ctx context.Context, env *env, name string) {
+	t.Helper()
+	top, err := env.Universal.ZRangeWithScores(ctx, keys.Permits(name), -1, -1).Result()
+	require.NoError(t, err)
+	require.Len(t, top, 1)
+	now := serverMillis(t, ctx, env.Universal)
+	for _, k := range []string{name, keys.Permits(name), keys.Weights(name)} {
+		ttl, err := env.Universal.PTTL(ctx, k).Result()
+		require.NoError(t, err)
+		require.Positive(t, ttl, "%s has a TTL", k)
+		require.GreaterOrEqual(t, now+ttl.Milliseconds(), int64(top[0].Score), "%s outlives the latest permit", k)
+	}
+}
+
+// TestKeysFollowAnOlderVersionsTTL: a relock version before the slack set
+// the keys to expire exactly with the latest permit; a later acquisition
+// must still extend them to its own permit (the real TTL is read, not a
+// recorded one).
+func TestKeysFollowAnOlderVersionsTTL(t *testing.T) {
+	each(t, func(t *testing.T, env *env) {
+		ctx := ctxT(t)
+		const name = "ttl-mixed"
+		still := watchdog.New(watchdog.WithClock(watchdog.NewFakeClock(time.Now())))
+		s := semaphore.New(env.Universal, name, 3, semaphore.WithLeaseTime(3*time.Second), semaphore.WithWatchdog(still))
+		a, err := s.Acquire(ctx, 1)
+		require.NoError(t, err)
+		b, err := s.Acquire(ctx, 1)
+		require.NoError(t, err)
+		// What the older version's settle left: the keys end with B.
+		top, err := env.Universal.ZRangeWithScores(ctx, keys.Permits(name), -1, -1).Result()
+		require.NoError(t, err)
+		for _, k := range []string{name, keys.Permits(name), keys.Weights(name)} {
+			require.NoError(t, env.Universal.PExpireAt(ctx, k, time.UnixMilli(int64(top[0].Score))).Err())
+		}
+		env.advance(20 * time.Millisecond)
+		require.NoError(t, s.Release(a))
+		c, err := s.Acquire(ctx, 1)
+		require.NoError(t, err)
+		requireKeysCoverPermits(t, ctx, env, name)
+		require.NoError(t, s.Release(b))
+		require.NoError(t, s.Release(c))
+	})
+}
+
+// TestWeightsMadeAnewGetATTL: the weights hash gone while permits live
+// (evicted, or deleted by hand) is written anew by the next acquisition,
+// with a TTL.
+func TestWeightsMadeAnewGetATTL(t *testing.T) {
+	each(t, func(t *testing.T, env *env) {
+		ctx := ctxT(t)
+		const name = "ttl-weights"
+		s := semaphore.New(env.Universal, name, 3)
+		a, err := s.Acquire(ctx, 1)
+		require.NoError(t, err)
+		require.NoError(t, env.Universal.Del(ctx, keys.Weights(name)).Err())
+		b, err := s.Acquire(ctx, 1)
+		require.NoError(t, err)
+		redistest.RequireBoundedKeyspace(t, ctx, env.Universal, time.Minute)
+		requireKeysCoverPermits(t, ctx, env, name)
+		require.NoError(t, s.Release(a))
+		require.NoError(t, s.Release(b))
+	})
+}
+
+// TestAcquireRunAgainCountsWhatLapsed: an acquisition's script run a
+// second time (its first reply lost) finds its permit; what lapsed in
+// between and was purged on the way is counted free, not kept in used.
+func TestAcquireRunAgainCountsWhatLapsed(t *testing.T) {
+	each(t, func(t *testing.T, env *env) {
+		ctx := ctxT(t)
+		const name = "ttl-rerun"
+		s := semaphore.New(env.Universal, name, 4)
+		acquire := redis.NewScript(semaphore.AcquireScriptSource())
+		ks := []string{name, keys.Permits(name), keys.Weights(name), keys.Waiters(name), keys.WaiterExpiry(name), s.Channel()}
+		run := func(id string, lease time.Duration) {
+			t.Helper()
+			got, err := acquire.Run(ctx, env.Universal, ks, 4, 2, id, lease.Milliseconds(), "", "publish", 3000, "").Int64Slice()
+			require.NoError(t, err)
+			require.EqualValues(t, 1, got[0], "%s acquired", id)
+		}
+		run("lapses", 100*time.Millisecond)
+		run("stays", time.Minute)
+		env.advance(150 * time.Millisecond)
+		run("stays", time.Minute) // found: its first reply was lost
+		n, err := s.Available(ctx)
+		require.NoError(t, err)
+		require.EqualValues(t, 2, n, "the lapsed permit's 2 are free")
+	})
+}
+
+// TestKeysShrinkAfterARenewedPermitGoes: a renewal moves the keys' end to
+// its permit's new expiry; when that permit is released, the keys come
+// back to the remaining permit's expiry (plus the slack), not the renewed
+// one's.
+func TestKeysShrinkAfterARenewedPermitGoes(t *testing.T) {
+	each(t, func(t *testing.T, env *env) {
+		ctx := ctxT(t)
+		const name = "ttl-renewed"
+		still := watchdog.New(watchdog.WithClock(watchdog.NewFakeClock(time.Now())))
+		s := semaphore.New(env.Universal, name, 3, semaphore.WithLeaseTime(3*time.Second), semaphore.WithWatchdog(still))
+		a, err := s.Acquire(ctx, 1)
+		require.NoError(t, err)
+		b, err := s.Acquire(ctx, 1)
+		require.NoError(t, err)
+		env.advance(1500 * time.Millisecond)
+		require.NoError(t, s.Extend(a, 3*time.Second))
+		require.NoError(t, s.Release(a))
+		requireKeysCoverPermits(t, ctx, env, name)
+		top, err := env.Universal.ZRangeWithScores(ctx, keys.Permits(name), -1, -1).Result()
+		require.NoError(t, err)
+		now := serverMillis(t, ctx, env.Universal)
+		for _, k := range []string{name, keys.Permits(name), keys.Weights(name)} {
+			ttl, err := env.Universal.PTTL(ctx, k).Result()
+			require.NoError(t, err)
+			require.LessOrEqual(t, now+ttl.Milliseconds(), int64(top[0].Score)+semaphore.KeySlack.Milliseconds(),
+				"%s outlives the last permit by the slack at most", k)
+		}
+		require.NoError(t, s.Release(b))
+	})
+}
