@@ -142,9 +142,28 @@ func TestKeysShrinkAfterARenewedPermitGoes(t *testing.T) {
 		for _, k := range []string{name, keys.Permits(name), keys.Weights(name)} {
 			ttl, err := env.Universal.PTTL(ctx, k).Result()
 			require.NoError(t, err)
-			require.LessOrEqual(t, now+ttl.Milliseconds(), int64(top[0].Score)+semaphore.KeySlack.Milliseconds(),
+			// +1: TIME's µs floored to ms against the server's own ms clock
+			require.LessOrEqual(t, now+ttl.Milliseconds(), int64(top[0].Score)+semaphore.KeySlack.Milliseconds()+1,
 				"%s outlives the last permit by the slack at most", k)
 		}
 		require.NoError(t, s.Release(b))
+	})
+}
+
+// TestRefusedAcquisitionWritesNothing: an acquisition of more permits than
+// the size (here the script's own check: the client checks n against the
+// size it knows, which a Resize may shrink during a wait) writes no key,
+// even where no size is recorded yet.
+func TestRefusedAcquisitionWritesNothing(t *testing.T) {
+	each(t, func(t *testing.T, env *env) {
+		ctx := ctxT(t)
+		const name = "ttl-refused"
+		s := semaphore.New(env.Universal, name, 2)
+		acquire := redis.NewScript(semaphore.AcquireScriptSource())
+		ks := []string{name, keys.Permits(name), keys.Weights(name), keys.Waiters(name), keys.WaiterExpiry(name), s.Channel()}
+		got, err := acquire.Run(ctx, env.Universal, ks, 2, 3, "p", 30000, "", "publish", 3000, "").Int64Slice()
+		require.NoError(t, err)
+		require.Equal(t, []int64{-3, 2}, got)
+		require.Zero(t, env.Universal.Exists(ctx, ks[:5]...).Val(), "nothing written")
 	})
 }

@@ -38,15 +38,15 @@ local now = server_ms()
 local n, lease = tonumber(ARGV[2]), tonumber(ARGV[4])
 
 load(S)
-local size = S.size
-if size == nil then
-  size = tonumber(ARGV[1])
-  redis.call('hset', KEYS[1], 'size', size, 'used', 0)
-elseif size ~= tonumber(ARGV[1]) and ARGV[8] ~= 'recorded' then
+local size = S.size or tonumber(ARGV[1])
+if S.size ~= nil and size ~= tonumber(ARGV[1]) and ARGV[8] ~= 'recorded' then
   return {-2, size}
 end
 if n > size then
-  return {-3, size}
+  return {-3, size} -- before anything is written: a hash without TTL would stay
+end
+if S.size == nil then
+  redis.call('hset', KEYS[1], 'size', size, 'used', 0)
 end
 
 local used = purge(S, now)
