@@ -26,13 +26,15 @@
 // without a round trip of its own (not where WithReplicaSync asks for a
 // WAIT after each acquisition: the waiters then try themselves).
 //
-// Nothing of a semaphore outlives its last permit or waiter: every script
-// purges the permits that lapsed and the lapsed waiters at the head of the
-// line (one behind a live waiter holds nobody back and goes when it
-// reaches the head, so no script reads the whole line), then deletes the
-// keys when none is left, or makes them all expire with the last permit
-// or mark (the watchdog's renewals extend them). A size set by Resize is kept an
-// hour at least. Each acquisition is one permit id, so a try run twice (a
+// Nothing of a semaphore outlives its last permit or waiter by more than
+// a second: every script purges the permits that lapsed and the lapsed
+// waiters at the head of the line (one behind a live waiter holds nobody
+// back and goes when it reaches the head, so no script reads the whole
+// line), then deletes the keys when none is left, or makes them all
+// expire with the last permit or mark, up to a second later, so that a
+// busy semaphore's scripts need not set the TTLs every time (the
+// watchdog's renewals extend them). A size set by Resize is kept an hour
+// at least. Each acquisition is one permit id, so a try run twice (a
 // retry after a lost reply, go-redis's own resend) finds its permit
 // instead of taking more, and an Acquire that gives up after such a
 // failure releases the permit it may have left, in the background.
