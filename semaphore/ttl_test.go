@@ -26,20 +26,42 @@ func serverMillis(t *testing.T, ctx context.Context, c redis.UniversalClient) in
 	return now.UnixMilli()
 }
 
-// requireKeysCoverPermits: the hash, permits and weights keys live at
-// least until the latest permit's expiry.
-func requireKeysCoverPermits(t *testing.T, ctx context.Context, env *env, name string) {
+// keyEnds returns when (server ms) the hash, permits and weights keys end,
+// each required to have a TTL, and the latest permit's expiry.
+func keyEnds(t *testing.T, ctx context.Context, env *env, name string) (ends map[string]int64, latest int64) {
 	t.Helper()
 	top, err := env.Universal.ZRangeWithScores(ctx, keys.Permits(name), -1, -1).Result()
 	require.NoError(t, err)
 	require.Len(t, top, 1)
 	now := serverMillis(t, ctx, env.Universal)
+	ends = map[string]int64{}
 	for _, k := range []string{name, keys.Permits(name), keys.Weights(name)} {
 		ttl, err := env.Universal.PTTL(ctx, k).Result()
 		require.NoError(t, err)
 		require.Positive(t, ttl, "%s has a TTL", k)
-		require.GreaterOrEqual(t, now+ttl.Milliseconds(), int64(top[0].Score), "%s outlives the latest permit", k)
+		ends[k] = now + ttl.Milliseconds()
 	}
+	return ends, int64(top[0].Score)
+}
+
+// requireKeysCoverPermits: the hash, permits and weights keys live at
+// least until the latest permit's expiry.
+func requireKeysCoverPermits(t *testing.T, ctx context.Context, env *env, name string) {
+	t.Helper()
+	ends, latest := keyEnds(t, ctx, env, name)
+	for k, end := range ends {
+		require.GreaterOrEqual(t, end, latest, "%s outlives the latest permit", k)
+	}
+}
+
+// acquireScript runs the acquire script of s (named name) directly, as a
+// try whose reply was lost or a refused one would have run it.
+func acquireScript(t *testing.T, ctx context.Context, env *env, s *semaphore.Semaphore, name string, size, n int64, id string, lease time.Duration) []int64 {
+	t.Helper()
+	ks := []string{name, keys.Permits(name), keys.Weights(name), keys.Waiters(name), keys.WaiterExpiry(name), s.Channel()}
+	got, err := redis.NewScript(semaphore.AcquireScriptSource()).Run(ctx, env.Universal, ks, size, n, id, lease.Milliseconds(), "", "publish", 3000, "").Int64Slice()
+	require.NoError(t, err)
+	return got
 }
 
 // TestKeysFollowAnOlderVersionsTTL: a relock version before the slack set
@@ -100,13 +122,9 @@ func TestAcquireRunAgainCountsWhatLapsed(t *testing.T) {
 		ctx := ctxT(t)
 		const name = "ttl-rerun"
 		s := semaphore.New(env.Universal, name, 4)
-		acquire := redis.NewScript(semaphore.AcquireScriptSource())
-		ks := []string{name, keys.Permits(name), keys.Weights(name), keys.Waiters(name), keys.WaiterExpiry(name), s.Channel()}
 		run := func(id string, lease time.Duration) {
 			t.Helper()
-			got, err := acquire.Run(ctx, env.Universal, ks, 4, 2, id, lease.Milliseconds(), "", "publish", 3000, "").Int64Slice()
-			require.NoError(t, err)
-			require.EqualValues(t, 1, got[0], "%s acquired", id)
+			require.EqualValues(t, 1, acquireScript(t, ctx, env, s, name, 4, 2, id, lease)[0], "%s acquired", id)
 		}
 		run("lapses", 100*time.Millisecond)
 		run("stays", time.Minute)
@@ -136,14 +154,10 @@ func TestKeysShrinkAfterARenewedPermitGoes(t *testing.T) {
 		require.NoError(t, s.Extend(a, 3*time.Second))
 		require.NoError(t, s.Release(a))
 		requireKeysCoverPermits(t, ctx, env, name)
-		top, err := env.Universal.ZRangeWithScores(ctx, keys.Permits(name), -1, -1).Result()
-		require.NoError(t, err)
-		now := serverMillis(t, ctx, env.Universal)
-		for _, k := range []string{name, keys.Permits(name), keys.Weights(name)} {
-			ttl, err := env.Universal.PTTL(ctx, k).Result()
-			require.NoError(t, err)
+		ends, latest := keyEnds(t, ctx, env, name)
+		for k, end := range ends {
 			// +1: TIME's µs floored to ms against the server's own ms clock
-			require.LessOrEqual(t, now+ttl.Milliseconds(), int64(top[0].Score)+semaphore.KeySlack.Milliseconds()+1,
+			require.LessOrEqual(t, end, latest+semaphore.KeySlack.Milliseconds()+1,
 				"%s outlives the last permit by the slack at most", k)
 		}
 		require.NoError(t, s.Release(b))
@@ -159,11 +173,8 @@ func TestRefusedAcquisitionWritesNothing(t *testing.T) {
 		ctx := ctxT(t)
 		const name = "ttl-refused"
 		s := semaphore.New(env.Universal, name, 2)
-		acquire := redis.NewScript(semaphore.AcquireScriptSource())
-		ks := []string{name, keys.Permits(name), keys.Weights(name), keys.Waiters(name), keys.WaiterExpiry(name), s.Channel()}
-		got, err := acquire.Run(ctx, env.Universal, ks, 2, 3, "p", 30000, "", "publish", 3000, "").Int64Slice()
-		require.NoError(t, err)
-		require.Equal(t, []int64{-3, 2}, got)
-		require.Zero(t, env.Universal.Exists(ctx, ks[:5]...).Val(), "nothing written")
+		require.Equal(t, []int64{-3, 2}, acquireScript(t, ctx, env, s, name, 2, 3, "p", 30*time.Second))
+		require.Zero(t, env.Universal.Exists(ctx, name, keys.Permits(name), keys.Weights(name), keys.Waiters(name), keys.WaiterExpiry(name)).Val(),
+			"nothing written")
 	})
 }
