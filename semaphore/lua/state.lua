@@ -36,10 +36,12 @@ local function head_of_line(S, now)
 end
 
 -- load reads the hash's fields into S: S.size (nil when not recorded:
--- the hash is new), S.used, S.kept. Every script calls it first, once.
+-- the hash is new), S.used (S.stored: as stored, nil when absent),
+-- S.kept. Every script calls it first, once.
 local function load(S)
   local rec = redis.call('hmget', S.hash, 'size', 'used', 'kept')
-  S.size, S.used, S.kept = tonumber(rec[1]), tonumber(rec[2]) or 0, tonumber(rec[3])
+  S.size, S.stored, S.kept = tonumber(rec[1]), tonumber(rec[2]), tonumber(rec[3])
+  S.used = S.stored or 0
 end
 
 -- purge removes the permits that lapsed by now, and the waiters at the
@@ -114,7 +116,9 @@ local function settle(S, now, used, mark)
     redis.call('del', S.hash, S.permits, S.weights, S.waiters, S.marks)
     return
   end
-  redis.call('hset', S.hash, 'used', used)
+  if used ~= S.stored then -- a release that handed its permits on leaves it
+    redis.call('hset', S.hash, 'used', used)
+  end
   -- past a day, exact (a lease of years: no TTL beyond what it asked)
   local slack = last - now > 86400000 and 0 or slack_ms
   local ttl = redis.call('pttl', S.weights)
