@@ -187,15 +187,15 @@ func rows(cfg *config) []rowSpec {
 	}{{scSem, spin}, {scSemSlept, sleep}} {
 		for _, impl := range []struct {
 			label string
-			make  func(e *env) permitSource
+			make  func(e *env) takePermit
 		}{
-			{libInProcess, func(*env) permitSource { return chanPermits(4) }},
-			{libRaw, func(e *env) permitSource { return rawPermits(e.single.raw, "bench:semraw", 4) }},
-			{libRelock, func(e *env) permitSource { return relockPermits(e.single.relock, "bench:sem", 4) }},
+			{libInProcess, func(*env) takePermit { return chanPermits(semPermits) }},
+			{libRaw, func(e *env) takePermit { return rawPermits(e.single.raw, "bench:semraw", semPermits) }},
+			{libRelock, func(e *env) takePermit { return relockPermits(e.single.relock, "bench:sem", semPermits) }},
 		} {
 			add(rowSpec{scenario: sc.name, label: impl.label, family: impl.label, kind: kindWait,
 				run: func(ctx context.Context, e *env) *result {
-					return e.semRow(ctx, impl.make(e), 32, 4, cfg.hold, sc.holdFor)
+					return e.semRow(ctx, impl.make(e), 32, semPermits, cfg.hold, sc.holdFor)
 				}})
 		}
 	}
@@ -380,60 +380,65 @@ func (e *env) rwRow(ctx context.Context, readers, writers int, hold time.Duratio
 	return res
 }
 
-// permitSource is one way to take and give back a permit of a semaphore
-// of 4: relock's, or a floor.
-type permitSource interface {
-	acquire(ctx context.Context) (release func() error, err error)
-}
+// semPermits is the size of the semaphore rows' semaphores.
+const semPermits = 4
 
-type permitFunc func(ctx context.Context) (func() error, error)
+// takePermit takes a permit of a semaphore (relock's, or a floor) and
+// returns how to give it back.
+type takePermit func(ctx context.Context) (release func() error, err error)
 
-func (f permitFunc) acquire(ctx context.Context) (func() error, error) { return f(ctx) }
-
-func relockPermits(c *redisClient, name string, size int64) permitSource {
-	s := semaphore.New(c, name, size)
-	return permitFunc(func(ctx context.Context) (func() error, error) {
+func relockPermits(c *redisClient, name string, size int) takePermit {
+	s := semaphore.New(c, name, int64(size))
+	return func(ctx context.Context) (func() error, error) {
 		held, err := s.Acquire(ctx, 1)
 		if err != nil {
 			return nil, err
 		}
 		return func() error { return s.Release(held) }, nil
-	})
+	}
 }
 
 // rawPermits is the raw-command floor: size tokens in a list, BLPOP and
-// LPUSH. The list is written afresh for each row.
-func rawPermits(c *redisClient, key string, size int) permitSource {
-	ctx := context.Background()
-	c.Del(ctx, key)
-	for range size {
-		c.RPush(ctx, key, "t")
+// LPUSH. The list is written afresh for each row, in one round trip; if
+// that fails, every take reports it.
+func rawPermits(c *redisClient, key string, size int) takePermit {
+	tokens := make([]any, size)
+	for i := range tokens {
+		tokens[i] = "t"
 	}
-	c.Expire(ctx, key, time.Hour)
-	return permitFunc(func(ctx context.Context) (func() error, error) {
+	_, err := c.TxPipelined(context.Background(), func(p redis.Pipeliner) error {
+		p.Del(context.Background(), key)
+		p.RPush(context.Background(), key, tokens...)
+		p.Expire(context.Background(), key, time.Hour)
+		return nil
+	})
+	return func(ctx context.Context) (func() error, error) {
+		if err != nil {
+			return nil, err
+		}
 		if err := c.BLPop(ctx, 0, key).Err(); err != nil {
 			return nil, err
 		}
 		return func() error { return c.LPush(context.Background(), key, "t").Err() }, nil
-	})
+	}
 }
 
 // chanPermits is the in-process floor: a buffered channel of size tokens.
-func chanPermits(size int) permitSource {
+func chanPermits(size int) takePermit {
 	ch := make(chan struct{}, size)
-	return permitFunc(func(ctx context.Context) (func() error, error) {
+	return func(ctx context.Context) (func() error, error) {
 		select {
 		case ch <- struct{}{}:
 			return func() error { <-ch; return nil }, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-	})
+	}
 }
 
-// semRow: n goroutines take one permit of src (a semaphore of size
+// semRow: n goroutines take one permit with take (a semaphore of size
 // permits), hold ~hold (spun or slept: holdFor), give it back.
-func (e *env) semRow(ctx context.Context, src permitSource, n, permits int, hold time.Duration, holdFor func(time.Duration) time.Duration) *result {
+func (e *env) semRow(ctx context.Context, take takePermit, n, permits int, hold time.Duration, holdFor func(time.Duration) time.Duration) *result {
 	res := &result{hold: hold, permits: permits}
 	var viol atomic.Int64
 	g := &guard{limit: int64(permits), violations: &viol}
@@ -449,7 +454,7 @@ func (e *env) semRow(ctx context.Context, src permitSource, n, permits int, hold
 					return
 				}
 				t0 := time.Now()
-				release, err := src.acquire(context.Background())
+				release, err := take(context.Background())
 				if err != nil {
 					st.fail(err)
 					time.Sleep(errPause)
