@@ -100,7 +100,10 @@ const (
 
 type tokenKey struct{}
 
-// Token returns the fencing token of the innermost hold ctx carries.
+// Token returns the fencing token of the innermost hold ctx carries; false
+// when that hold has ended or has no token (a semaphore's permit): a
+// holder that presents the token of an ended hold to a fenced store is the
+// very writer the token exists to refuse.
 func Token(ctx context.Context) (int64, bool) {
 	if ctx == nil {
 		return 0, false
@@ -163,6 +166,13 @@ func (c *holdCtx) Done() <-chan struct{} {
 	return c.Context.Done()
 }
 
+// live reports whether the hold has not ended, a lapsed lease counting as
+// ended (see Err).
+func (h *Hold) live() bool {
+	h.checkLease()
+	return h.state.Load() == live
+}
+
 // checkLease declares a lapsed lease lost; its OnLost callback (markLost)
 // cancels the context before Check returns.
 func (h *Hold) checkLease() {
@@ -189,6 +199,9 @@ func (c *holdCtx) Value(k any) any {
 			return c.h
 		}
 	case tokenKey:
+		if c.h.Token == 0 || !c.h.live() {
+			return nil
+		}
 		return c.h.Token
 	case holdProbe:
 		return c.h
@@ -217,13 +230,16 @@ func OwnerOf(ctx context.Context, keys ...Key) (string, bool) {
 
 // TokenOf returns the fencing token of the innermost hold ctx carries
 // under the first of keys it has a hold of: one lock's token in a chain
-// of nested holds of several.
+// of nested holds of several. False when that hold has ended, as Token.
 func TokenOf(ctx context.Context, keys ...Key) (int64, bool) {
 	if ctx == nil {
 		return 0, false
 	}
 	for _, k := range keys {
 		if h, ok := From(ctx, k); ok {
+			if h.Token == 0 || !h.live() {
+				return 0, false
+			}
 			return h.Token, true
 		}
 	}
