@@ -15,11 +15,15 @@ type Option = options.Option
 
 // WithLeaseTime gives every hold a fixed lease d and no watchdog renewal:
 // the lock frees itself d after it was taken unless unlocked sooner, and
-// the context the acquire returned ends then, with ErrLockLost.
+// the context the acquire returned ends then, with ErrLockLost. d is at
+// least 30 ms and at most 24 h (a crashed holder's keys stay for the
+// lease, and none may outlive its last use by more than a day); outside
+// that, ErrInvalidArgument.
 func WithLeaseTime(d time.Duration) Option { return options.WithLeaseTime(d) }
 
 // WithWatchdogTimeout sets the lease the watchdog keeps renewing (default
 // 30 s, renewed every third of it): how long a crashed holder blocks others.
+// As WithLeaseTime's, d is from 30 ms to 24 h.
 func WithWatchdogTimeout(d time.Duration) Option { return options.WithWatchdogTimeout(d) }
 
 // WithWaitTimeout bounds how long Lock waits (ErrNotAcquired after d),
@@ -29,7 +33,8 @@ func WithWatchdogTimeout(d time.Duration) Option { return options.WithWatchdogTi
 func WithWaitTimeout(d time.Duration) Option { return options.WithWaitTimeout(d) }
 
 // WithUnlockTimeout bounds Unlock, which runs on its own timeout because
-// its context may already be done (default 5 s).
+// its context may already be done (default 5 s). d is at most 12 h: a
+// retried unlock's latch key lives twice the timeout, within a day.
 func WithUnlockTimeout(d time.Duration) Option { return options.WithUnlockTimeout(d) }
 
 // WithTracerProvider sets where acquire spans go (default: the global

@@ -36,8 +36,8 @@ func (rw *RWMutex) FencingToken(ctx context.Context) (int64, bool) {
 // Extend makes the fixed lease (WithLeaseTime) of the hold held carries
 // end d after now: the innermost hold of this lock, read or write, on the same Redis layout a watchdog renewal
 // writes, with the fencing token unchanged; it never shortens a lease.
-// It returns ErrInvalidArgument for d under 30 ms or shorter than what is
-// left, or for a hold the watchdog renews (that lease is renewed as long
+// It returns ErrInvalidArgument for d under 30 ms, over 24 h or shorter
+// than what is left, or for a hold the watchdog renews (that lease is renewed as long
 // as it is held), ErrNotHeld when held carries no live hold of this lock,
 // and an error matching ErrLockLost when the hold was lost (held ends
 // then).

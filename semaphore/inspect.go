@@ -56,8 +56,8 @@ func (s *Semaphore) ForceRelease(ctx context.Context) (bool, error) {
 // Extend makes the fixed lease (WithLeaseTime) of the hold held carries
 // end d after now: its permits' expiry moves, on the same Redis layout a watchdog renewal
 // writes, with the fencing token unchanged; it never shortens a lease.
-// It returns ErrInvalidArgument for d under 30 ms or shorter than what is
-// left, or for a hold the watchdog renews (that lease is renewed as long
+// It returns ErrInvalidArgument for d under 30 ms, over 24 h or shorter
+// than what is left, or for a hold the watchdog renews (that lease is renewed as long
 // as it is held), ErrNotHeld when held carries no live hold of this semaphore,
 // and an error matching ErrLockLost when the hold was lost (held ends
 // then).

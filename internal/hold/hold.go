@@ -14,6 +14,7 @@ import (
 
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/lease"
+	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/owner"
 	"github.com/relock-go/relock/internal/telemetry"
 )
@@ -519,8 +520,9 @@ func Do(ctx context.Context, acquire func(context.Context) (context.Context, err
 // keys that it carries end d after now (see lease.Extend), each Redis call
 // bounded by timeout. The error is bare (the caller names the operation
 // and the lock): ErrNotHeld when ctx carries no live hold,
-// ErrInvalidArgument for a d under the shortest lease, a d shorter than
-// what is left, or a hold the watchdog renews, the loss when it was lost.
+// ErrInvalidArgument for a d under the shortest lease or over the longest
+// (options.MaxLease), a d shorter than what is left, or a hold the
+// watchdog renews, the loss when it was lost.
 // A hold found lost while its extension was written is given back, so
 // that the lock does not stay taken by nobody for d.
 func Extend(ctx context.Context, d, timeout time.Duration, keys ...Key) error {
@@ -536,6 +538,8 @@ func Extend(ctx context.Context, d, timeout time.Duration, keys ...Key) error {
 		return fmt.Errorf("%w: the context carries no hold of this lock", errs.ErrNotHeld)
 	case d < lease.MinLease:
 		return fmt.Errorf("%w: lease %v is under %v", errs.ErrInvalidArgument, d, lease.MinLease)
+	case d > options.MaxLease:
+		return fmt.Errorf("%w: lease %v is over %v: a crashed holder's keys would outlast the keyspace bound", errs.ErrInvalidArgument, d, options.MaxLease)
 	}
 	if h.state.Load() != live {
 		if err := h.Lease.Lost(); err != nil {

@@ -210,6 +210,17 @@ func (c *Config) invalid(format string, args ...any) {
 // MinLease is the shortest lease accepted (lease.MinLease).
 const MinLease = lease.MinLease
 
+// MaxLease is the longest lease, watchdog timeout or extension accepted.
+// A lease is how long a crashed holder's keys stay, and every key a
+// primitive writes must be gone within a day of its last use, so that a
+// service locking per entity for years does not grow Redis. An unlock
+// latch lives twice its timeout, so unlock and node timeouts are held to
+// half of it.
+const MaxLease = 24 * time.Hour
+
+// maxUnlockTimeout keeps an unlock latch (LatchLife) within MaxLease.
+const maxUnlockTimeout = MaxLease / 2
+
 // CheckClient returns why client cannot carry a relock primitive, or "".
 func CheckClient(client redis.UniversalClient) string {
 	switch c := client.(type) {
@@ -261,6 +272,10 @@ func WithLeaseTime(d time.Duration) Option {
 			c.invalid("lease time %v must be at least %v", d, MinLease)
 			return
 		}
+		if d > MaxLease {
+			c.invalid("lease time %v must be at most %v (keys outlive a crashed holder by its lease)", d, MaxLease)
+			return
+		}
 		c.LeaseTime, c.Given.LeaseTime = d, d
 	}
 }
@@ -270,6 +285,10 @@ func WithWatchdogTimeout(d time.Duration) Option {
 	return func(c *Config) {
 		if d < MinLease {
 			c.invalid("watchdog timeout %v must be at least %v", d, MinLease)
+			return
+		}
+		if d > MaxLease {
+			c.invalid("watchdog timeout %v must be at most %v (keys outlive a crashed holder by its lease)", d, MaxLease)
 			return
 		}
 		c.WatchdogTimeout, c.Given.WatchdogTimeout = d, d
@@ -301,6 +320,10 @@ func WithUnlockTimeout(d time.Duration) Option {
 	return func(c *Config) {
 		if d < MinUnlockTimeout {
 			c.invalid("unlock timeout %v must be at least %v", d, MinUnlockTimeout)
+			return
+		}
+		if d > maxUnlockTimeout {
+			c.invalid("unlock timeout %v must be at most %v (its latch lives twice as long, within %v)", d, maxUnlockTimeout, MaxLease)
 			return
 		}
 		c.onlyNew("WithUnlockTimeout")
@@ -446,6 +469,10 @@ func WithNodeTimeout(d time.Duration) Option {
 		// timeout, which becomes an unlock latch's life in milliseconds.
 		if d < MinUnlockTimeout {
 			c.invalid("node timeout %v must be at least %v", d, MinUnlockTimeout)
+			return
+		}
+		if d > maxUnlockTimeout {
+			c.invalid("node timeout %v must be at most %v (a give-back's latch lives twice as long, within %v)", d, maxUnlockTimeout, MaxLease)
 			return
 		}
 		c.NodeTimeout = d
