@@ -87,6 +87,7 @@ type Mutex struct {
 	latchPrefix        string
 	acquireLatchPrefix string
 	hub                *notify.Hub
+	workers            *workers.Pool // run the calls a caller may stop waiting for
 	inst               telemetry.Instruments
 	// Made once, read-only: what every call would otherwise allocate.
 	nameKeys   []string // {name}
@@ -126,6 +127,7 @@ func newMutex(client redis.UniversalClient, name string, fair bool, opts []Optio
 	m.acquireLatchPrefix = keys.AcquireLatch(name)
 	m.tokenKey = keys.Token(name)
 	m.hub = notify.For(client)
+	m.workers = workers.For(client)
 	m.nameKeys = []string{name}
 	m.nameArg, m.channelArg, m.tokenArg = name, m.channel, m.tokenKey
 	m.leaseArg = m.cfg.Lease().Milliseconds()
@@ -230,7 +232,9 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []Option
 	}
 	traced, err := acquire.Do(ctx, req)
 	if err != nil {
-		left := a.queued && m.withdraw(ctx, ownerID, a.seat) != nil
+		// A try still in flight may queue the waiter after a withdrawal
+		// made now: giveBack withdraws after it.
+		left := a.queued && (a.late != nil || m.withdraw(ctx, ownerID, a.seat) != nil)
 		if a.uncertain {
 			m.giveBack(ctx, a)
 		}
@@ -239,7 +243,7 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []Option
 			m.hub.ReturnSeat(m.channel, a.seat, !left && !a.uncertain)
 		}
 		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
-			err = m.heldBy(ctx, err)
+			err = base.NameHolders(ctx, m.workers, err, m.heldBy)
 		}
 		return nil, m.id.Wrap(op, err)
 	}
@@ -276,11 +280,29 @@ type attempt struct {
 
 	count, token int64
 	sentAt       time.Time
+	// late is closed when a try the caller stopped waiting for returns.
+	late <-chan struct{}
+}
+
+// tryReply is what one try of an attempt read of the acquire script's reply.
+type tryReply struct {
+	count, token int64
+	ttl          time.Duration
+}
+
+// TryOnce runs the acquire script once (acquire.Bounded calls it).
+func (a *attempt) TryOnce(ctx context.Context) (tryReply, error) {
+	c, tok, ttl, err := a.m.tryOnce(ctx, a.cfg.ReplicaPolicy(), a.owner, a.seat, a.lease, a.mode, a.latch, a.mark)
+	return tryReply{c, tok, ttl}, err
 }
 
 func (a *attempt) Try(ctx context.Context) (acquire.Result, error) {
 	a.sentAt = a.wd.Now()
-	c, tok, ttl, err := a.m.tryOnce(ctx, a.cfg.ReplicaPolicy(), a.owner, a.seat, a.lease, a.mode, a.latch, a.mark)
+	r, err := acquire.Bounded(ctx, a.m.workers, a.cfg.UnlockTimeout, a)
+	if l := workers.AfterLate(err); l != nil {
+		a.late = l // what it may take is given back after it
+	}
+	c, tok, ttl := r.count, r.token, r.ttl
 	// In line: waiting, refused for want of replicas (requeued), or
 	// maybe, after a lost reply (a withdrawal is safe either way).
 	mayHaveRun := err != nil && errs.MayHaveRun(err)
@@ -503,7 +525,11 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := m.id.Check("forceunlock", ctx, unmade); err != nil {
 		return false, err
 	}
-	ok, err := base.ForceUnlockAndTell(ctx, m.client, m.cfg.Watchdog, m.hub, base.KindLock, m.name, m.channel, "force-unlocked")
+	var ok bool
+	err := base.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+		ok, err = base.ForceUnlockAndTell(ctx, m.client, m.cfg.Watchdog, m.hub, base.KindLock, m.name, m.channel, "force-unlocked")
+		return err
+	})
 	return ok, m.id.Wrap("forceunlock", err)
 }
 
@@ -516,7 +542,11 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	if !ok {
 		return 0, nil
 	}
-	s, err := m.client.HGet(ctx, m.name, id).Result()
+	var s string
+	err := base.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+		s, err = m.client.HGet(ctx, m.name, id).Result()
+		return err
+	})
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -535,7 +565,11 @@ func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
 	if err := m.id.Check("islocked", ctx, unmade); err != nil {
 		return false, err
 	}
-	n, err := m.client.Exists(ctx, m.name).Result()
+	var n int64
+	err := base.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+		n, err = m.client.Exists(ctx, m.name).Result()
+		return err
+	})
 	if err != nil {
 		return false, m.id.Wrap("islocked", err)
 	}
@@ -548,7 +582,11 @@ func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
 	if err := m.id.Check("ttl", ctx, unmade); err != nil {
 		return 0, err
 	}
-	d, err := m.client.PTTL(ctx, m.name).Result()
+	var d time.Duration
+	err := base.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+		d, err = m.client.PTTL(ctx, m.name).Result()
+		return err
+	})
 	if err != nil {
 		return 0, m.id.Wrap("ttl", err)
 	}
@@ -572,7 +610,7 @@ func (m *Mutex) redlockNode() (member.Node, error) {
 		Name:    m.name,
 		Kind:    primitive,
 		Addr:    member.Addr(m.client),
-		Workers: workers.For(m.client),
+		Workers: m.workers,
 		Given:   m.cfg.Given,
 		Key:     m.key(),
 		Reenter: []hold.Key{m.key()},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -27,9 +28,21 @@ var (
 // minted owner is its last count (unlock_last.lua frees it and wakes the
 // waiters, or finds nothing); one with a latch is given back through it
 // (give_back.lua undoes exactly the count that run added).
-// Bounded by the unlock timeout; nothing of the caller waits for it.
+// A try the caller stopped waiting for (a.late) is waited for first, so
+// that the give-back comes after whatever it takes; the give-back is
+// retried through an outage for up to the lease (base.GiveBack). Nothing
+// of the caller waits for it.
 func (m *Mutex) giveBack(ctx context.Context, a *attempt) {
-	go func() { _ = m.undo(ctx, a.owner, a.latch, a.lease) }()
+	window := m.cfg.UnlockTimeout
+	if a.late != nil {
+		window = max(window, a.lease)
+	}
+	base.GiveBack(a.late, window, func() error {
+		if a.late != nil && a.queued {
+			_ = m.withdraw(ctx, a.owner, a.seat) // the late try may have queued it
+		}
+		return m.undo(ctx, a.owner, a.latch, a.lease)
+	})
 }
 
 // undo gives back the count one acquisition of owner took (or may have

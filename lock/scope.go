@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/hold"
 )
 
@@ -44,8 +45,8 @@ func NewOwner(ctx context.Context) context.Context { return hold.NewOwner(ctx) }
 // Extend makes the fixed lease (WithLeaseTime) of the hold held carries
 // end d after now: redsync's Extend, bsm/redislock's Refresh, on the same Redis layout a watchdog renewal
 // writes, with the fencing token unchanged; it never shortens a lease.
-// It returns ErrInvalidArgument for d under 30 ms or shorter than what is
-// left, or for a hold the watchdog renews (that lease is renewed as long
+// It returns ErrInvalidArgument for d under 30 ms, over 24 h or shorter
+// than what is left, or for a hold the watchdog renews (that lease is renewed as long
 // as it is held), ErrNotHeld when held carries no live hold of this lock,
 // and an error matching ErrLockLost when the hold was lost (held ends
 // then).
@@ -53,5 +54,7 @@ func (m *Mutex) Extend(held context.Context, d time.Duration) error {
 	if err := m.id.Check("extend", held, unmade); err != nil {
 		return err
 	}
-	return m.id.Wrap("extend", hold.Extend(held, d, m.cfg.UnlockTimeout, m.key()))
+	return m.id.Wrap("extend", base.Within(held, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) error {
+		return hold.Extend(ctx, d, m.cfg.UnlockTimeout, m.key())
+	}))
 }

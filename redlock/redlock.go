@@ -447,27 +447,23 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool, opts []Option)
 			finish(nil)
 			return hold.Start(ctx, l.key(), &hold.Hold{Owner: r.id, Token: token, Lease: wl, Taken: r, Telemetry: l.inst.Release, Traced: recording, Scoped: cfg.ScopedHold, Also: l.memberKeys, Live: &l.holds}, l.release), nil
 		}
-		// Not held: give back in the background what the round may have
-		// taken. A fresh round's id is its own, so the caller does not
-		// wait for it: the members won are given back, and those whose
-		// reply may have been lost after they took it (the attempts left
-		// behind give back their own). A re-entry gives back only the
-		// members it counted on, and its next round waits for that.
-		if reentry {
-			pending = l.giveBack(ctx, r, r.won)
-		} else {
-			which := mayHold(outs)
-			for i, w := range r.won {
-				if w {
-					if which == nil {
-						which = make([]bool, len(r.won))
-					}
-					which[i] = true
-				}
-			}
-			if which != nil {
+		// Not held: give back what the round took. The members won
+		// answered a moment ago, so the call waits for their give-back
+		// (bounded by the node timeout): once it returns, another
+		// process's try of one of them does not fail for nothing. Those
+		// whose reply may have been lost after they took it are given
+		// back in the background (the attempts left behind give back
+		// their own). A re-entry gives back only the members it counted
+		// on, and its next round waits for that too.
+		if !reentry {
+			if which := mayHold(outs); which != nil {
 				l.giveBack(ctx, r, which)
 			}
+		}
+		pending = l.giveBack(ctx, r, r.won)
+		waitUpTo(pending, l.nodeTimeout(leaseTime))
+		if !reentry {
+			pending = nil // a fresh round's id is its own: nothing to wait for
 		}
 		extra := ""
 		if won >= l.quorum {
@@ -516,4 +512,19 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return err
 	}
 	return l.id.Wrap("unlock", hold.End(ctx, l.key(), &l.holds))
+}
+
+// waitUpTo waits until done is closed or d has passed.
+func waitUpTo(done <-chan struct{}, d time.Duration) {
+	select {
+	case <-done:
+		return
+	default:
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }

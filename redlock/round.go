@@ -293,16 +293,37 @@ func (l *Lock) release(ctx context.Context, h *hold.Hold) error {
 			results <- result{i, err}
 		})
 	}
+	// The call waits for the members up to the node timeout, as a round
+	// does; a release still unanswered then goes on in the background.
+	bound := l.nodeTimeout(h.Lease.Timeout())
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	answered := make([]bool, len(l.nodes))
 	released := 0
 	var failed memberErrors
+collect:
 	for got := 0; got < total && released < need && len(failed) <= total-need; got++ {
-		res := <-results
+		var res result
+		select {
+		case res = <-results:
+		case <-timer.C:
+			break collect
+		}
+		answered[res.i] = true
 		if res.err == nil {
 			released++
 			continue
 		}
 		n := l.nodes[res.i]
 		failed = append(failed, &NodeError{Index: res.i, Node: n.Addr + " " + n.Name, Outcome: OutcomeError, Err: res.err})
+	}
+	if released < need && len(failed) <= total-need {
+		for i, n := range l.nodes {
+			if r.won[i] && !answered[i] {
+				failed = append(failed, &NodeError{Index: i, Node: n.Addr + " " + n.Name, Outcome: OutcomeTimeout,
+					Err: fmt.Errorf("no reply within the node timeout %v (the release goes on in the background)", bound)})
+			}
+		}
 	}
 	span := trace.SpanFromContext(ctx)
 	for _, f := range failed {

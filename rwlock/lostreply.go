@@ -1,6 +1,11 @@
 package rwlock
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"github.com/relock-go/relock/internal/base"
+)
 
 // Modes of the acquire scripts: how a second run of one acquisition is
 // told from another acquisition (boxed once).
@@ -17,9 +22,16 @@ var (
 // owner's field can only be that grant, released as any hold of the side
 // is (nothing when it is not there); with a latch, the latch says whether
 // that run counted, and is taken away so the count goes back once.
-// Bounded by twice the unlock timeout; nothing of the caller waits for it.
-func (rw *RWMutex) giveBack(ctx context.Context, s access, ownerID, latch string) {
-	go func() { _ = rw.undo(ctx, s, ownerID, latch) }()
+// A try the caller stopped waiting for (late, when not nil) is waited
+// for first, so that the give-back comes after whatever it takes, and the
+// give-back is then retried through an outage for up to the lease
+// (base.GiveBack). Nothing of the caller waits for it.
+func (rw *RWMutex) giveBack(ctx context.Context, s access, ownerID, latch string, late <-chan struct{}, leaseTime time.Duration) {
+	window := rw.cfg.UnlockTimeout
+	if late != nil {
+		window = max(window, leaseTime)
+	}
+	base.GiveBack(late, window, func() error { return rw.undo(ctx, s, ownerID, latch) })
 }
 
 // undo gives back the count one acquisition of side s took (or may have

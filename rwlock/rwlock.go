@@ -141,6 +141,7 @@ type RWMutex struct {
 	latchPrefix        string
 	acquireLatchPrefix string
 	hub                *notify.Hub
+	workers            *workers.Pool            // run the calls a caller may stop waiting for
 	inst               [2]telemetry.Instruments // by side
 	keys               [2]hold.Key              // by side: its holds in a context
 }
@@ -161,6 +162,7 @@ func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	rw.waiters = keys.WriteWaiters(name)
 	rw.tokenKey = keys.Token(name)
 	rw.hub = notify.For(client)
+	rw.workers = workers.For(client)
 	rw.inst[read] = rw.cfg.Instruments(primitive, read.String(), name, tracing.SpanReleaseReadLock)
 	rw.inst[write] = rw.cfg.Instruments(primitive, write.String(), name, tracing.SpanReleaseWriteLock)
 	return rw
@@ -279,14 +281,22 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 		mode, latch = modeLatch, owner.RequestKey(rw.acquireLatchPrefix)
 	}
 	uncertain := false
+	var late <-chan struct{} // a try still in flight when the caller left
 	try := func(ctx context.Context) (acquire.Result, error) {
 		sentAt = wd.Now()
 		member := ""
 		if s == write && acquire.Queued(ctx) {
 			member = ownerID // only the head of the local queue marks
 		}
-		c, tok, ttl, err := rw.tryOnce(ctx, cfg.ReplicaPolicy(), s, ownerID, leaseTime, member, mode, latch)
+		r, err := acquire.Bounded(ctx, rw.workers, cfg.UnlockTimeout, acquire.OnceFunc[tryReply](func(ctx context.Context) (tryReply, error) {
+			c, tok, ttl, err := rw.tryOnce(ctx, cfg.ReplicaPolicy(), s, ownerID, leaseTime, member, mode, latch)
+			return tryReply{c, tok, ttl}, err
+		}))
+		c, tok, ttl := r.count, r.token, r.ttl
 		uncertain = err != nil && errs.MayHaveRun(err)
+		if l := workers.AfterLate(err); l != nil {
+			late = l
+		}
 		if err != nil || c == 0 {
 			marked = marked || member != ""
 			return acquire.Result{TTL: ttl}, err
@@ -334,10 +344,10 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 			rw.withdrawMark(ctx, ownerID)
 		}
 		if uncertain || (claim != nil && claim.mayHold) {
-			rw.giveBack(ctx, s, ownerID, latch)
+			rw.giveBack(ctx, s, ownerID, latch, late, leaseTime)
 		}
 		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
-			err = rw.heldBy(ctx, err)
+			err = base.NameHolders(ctx, rw.workers, err, rw.heldBy)
 		}
 		return nil, rw.id.Wrap(op, err)
 	}
@@ -535,7 +545,7 @@ func (s *Side) redlockNode() (member.Node, error) {
 		Name:    rw.name,
 		Kind:    sd.String() + " lock",
 		Addr:    member.Addr(rw.client),
-		Workers: workers.For(rw.client),
+		Workers: rw.workers,
 		Given:   rw.cfg.Given,
 		Key:     rw.key(sd),
 		Reenter: []hold.Key{rw.key(read), rw.key(write)},

@@ -10,6 +10,12 @@ import (
 	"github.com/relock-go/relock/internal/replica"
 )
 
+// tryReply is what one try read of an acquire script's reply.
+type tryReply struct {
+	count, token int64
+	ttl          time.Duration
+}
+
 // tryOnce runs side s's acquire script once for ownerID: the count after
 // it (0 when it must wait, for ttl) and the token. member marks a waiting
 // writer ("" for none); mode and latch (the acquire latch, with

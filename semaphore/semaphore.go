@@ -27,6 +27,7 @@ import (
 	"github.com/relock-go/relock/internal/replica"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
+	"github.com/relock-go/relock/internal/workers"
 	"github.com/relock-go/relock/tracing"
 	"github.com/relock-go/relock/watchdog"
 )
@@ -144,6 +145,7 @@ type Semaphore struct {
 	// latchPrefix + a request id names an unlock latch key.
 	latchPrefix string
 	hub         *notify.Hub
+	workers     *workers.Pool // run the calls a caller may stop waiting for
 	inst        telemetry.Instruments
 	hkey        hold.Key // its holds in a context
 }
@@ -192,6 +194,7 @@ func New(client redis.UniversalClient, name string, size int64, opts ...Option) 
 	s.channel = keys.SemaphoreChannel(name)
 	s.latchPrefix = keys.UnlockLatch(name)
 	s.hub = notify.For(client)
+	s.workers = workers.For(client)
 	s.inst = s.cfg.Instruments(primitive, "", name, tracing.SpanReleaseSemaphore)
 	return s
 }
@@ -260,19 +263,27 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 	// uncertain: the last try failed after its script may have run, so
 	// Redis may hold permits nobody was told of.
 	uncertain := false
+	var late <-chan struct{} // a try still in flight when the caller left
 	sync := cfg.ReplicaPolicy()
 	try := func(ctx context.Context) (acquire.Result, error) {
 		waiterID := ""
 		if acquire.Queued(ctx) {
 			waiterID = permitID // the local head takes its turn in Redis
 		}
-		s.resizing.RLock()
-		size := s.size.Load() // a Resize of this Semaphore during the wait counts
 		wt.sentAt = wd.Now()
-		cmd, acks := replica.Call(ctx, s.client, sync, acquireScript, 6, s.name, s.permits, s.weights, s.waiters, s.marks, s.channel, size, n, permitID, leaseTime.Milliseconds(), waiterID, s.hub.PublishCommand(), min(leaseTime, maxMarkLife).Milliseconds(), s.sizePolicy())
-		s.resizing.RUnlock()
-		vals, err := cmd.Int64Slice()
+		r, err := acquire.Bounded(ctx, s.workers, cfg.UnlockTimeout, acquire.OnceFunc[tryReply](func(ctx context.Context) (tryReply, error) {
+			s.resizing.RLock()
+			defer s.resizing.RUnlock()
+			size := s.size.Load() // a Resize of this Semaphore during the wait counts
+			cmd, acks := replica.Call(ctx, s.client, sync, acquireScript, 6, s.name, s.permits, s.weights, s.waiters, s.marks, s.channel, size, n, permitID, leaseTime.Milliseconds(), waiterID, s.hub.PublishCommand(), min(leaseTime, maxMarkLife).Milliseconds(), s.sizePolicy())
+			vals, err := cmd.Int64Slice()
+			return tryReply{vals, acks, size}, err
+		}))
+		vals, acks, size := r.vals, r.acks, r.size
 		uncertain = err != nil && errs.MayHaveRun(err)
+		if l := workers.AfterLate(err); l != nil {
+			late = l
+		}
 		if err != nil {
 			return acquire.Result{}, err
 		}
@@ -325,10 +336,10 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 			s.withdrawMark(ctx, permitID)
 		}
 		if uncertain {
-			s.giveBack(ctx, permitID)
+			s.giveBack(ctx, permitID, late, leaseTime)
 		}
 		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
-			err = s.heldBy(ctx, err)
+			err = base.NameHolders(ctx, s.workers, err, s.heldBy)
 		}
 		return nil, s.id.Wrap(op, err)
 	}
@@ -372,10 +383,24 @@ func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string) {
 // giveBack releases, in the background, the permits an acquire that gave
 // up may have left in Redis: its last try failed after the script may
 // have run (a reply lost to a timeout or a broken connection). Without it
-// they would stay taken by nobody until their lease ran out. Bounded by
-// the unlock timeout; nothing of the caller waits for it.
-func (s *Semaphore) giveBack(ctx context.Context, permitID string) {
-	go func() { _ = s.undo(ctx, permitID) }()
+// they would stay taken by nobody until their lease ran out. A try the
+// caller stopped waiting for (late, when not nil) is waited for first, so
+// that the give-back comes after whatever it takes, and the give-back is
+// then retried through an outage for up to the lease (base.GiveBack).
+// Nothing of the caller waits for it.
+func (s *Semaphore) giveBack(ctx context.Context, permitID string, late <-chan struct{}, leaseTime time.Duration) {
+	window := s.cfg.UnlockTimeout
+	if late != nil {
+		window = max(window, leaseTime)
+	}
+	base.GiveBack(late, window, func() error { return s.undo(ctx, permitID) })
+}
+
+// tryReply is what one try read of the acquire script's reply.
+type tryReply struct {
+	vals []int64
+	acks replica.Acks
+	size int64 // the size the try was made with
 }
 
 // undo releases the permits one acquisition took (or may have taken),

@@ -138,17 +138,18 @@ func (r Record) End(ctx context.Context, err error, attempts int, elapsed time.D
 	outcome, metric := tracing.OutcomeAcquired, telemetry.Acquired
 	switch {
 	case err == nil:
+	case ctx.Err() != nil && errors.Is(err, context.Cause(ctx)):
+		// Before ErrNotAcquired, which a wait the caller ended matches too.
+		outcome, metric = tracing.OutcomeCancelled, telemetry.Cancelled
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			metric = telemetry.Timeout
+		}
 	case errors.Is(err, errs.ErrNotAcquired):
 		outcome, metric = tracing.OutcomeNotAcquired, telemetry.NotAcquired
 		if errors.Is(err, errs.ErrNotReplicated) {
 			metric = telemetry.NotReplicated // the reason the wait ended, if it did
 		} else if !r.Once && r.Wait > 0 && elapsed >= r.Wait {
 			metric = telemetry.Timeout // the wait bound passed
-		}
-	case ctx.Err() != nil && errors.Is(err, context.Cause(ctx)):
-		outcome, metric = tracing.OutcomeCancelled, telemetry.Cancelled
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			metric = telemetry.Timeout
 		}
 	default:
 		outcome, metric = tracing.OutcomeError, telemetry.Error
@@ -193,7 +194,7 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 	// its first try whatever the wait bound, as Redisson's tryLock does:
 	// the bound limits waiting, and a free lock or a re-entry never waits.
 	if ctx.Err() != nil {
-		return 0, context.Cause(ctx)
+		return 0, ended(ctx)
 	}
 	var deadline time.Time
 	if req.Wait > 0 && !req.Once {
@@ -204,10 +205,7 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 	// of ctx, since it may be why the wait did not succeed.
 	var lastErr error
 	done := func() error {
-		cause := context.Cause(ctx)
-		if errors.Is(cause, ErrWaitBound) {
-			cause = errs.ErrNotAcquired
-		}
+		cause := ended(ctx)
 		if cause != nil && lastErr != nil {
 			return fmt.Errorf("%w (last error while waiting: %w)", cause, lastErr)
 		}
@@ -398,6 +396,29 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 		}
 	}
 }
+
+// ended is how an acquisition that ctx ended fails: ErrNotAcquired for
+// the wait bound; for the caller's context, its cause, which matches
+// ErrNotAcquired too, so that a caller tests one error whichever bound
+// ended the wait. Nil while ctx lasts.
+func ended(ctx context.Context) error {
+	cause := context.Cause(ctx)
+	switch {
+	case cause == nil:
+		return nil
+	case errors.Is(cause, ErrWaitBound):
+		return errs.ErrNotAcquired
+	}
+	return notAcquired{cause}
+}
+
+// notAcquired is a wait that its caller's context ended: it reads as the
+// context's cause and matches ErrNotAcquired too.
+type notAcquired struct{ cause error }
+
+func (e notAcquired) Error() string { return e.cause.Error() }
+
+func (e notAcquired) Unwrap() []error { return []error{e.cause, errs.ErrNotAcquired} }
 
 // backoff spaces the tries of a waiter whose tries fail with a transient
 // error: 10 ms doubling to 1 s, each delay jittered (half fixed, half

@@ -12,6 +12,7 @@ import (
 
 	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/lease"
+	"github.com/relock-go/relock/internal/workers"
 )
 
 // A holder label (WithHolderLabel) lives in a key of its own beside the
@@ -105,4 +106,20 @@ func HeldBy(ctx context.Context, c redis.UniversalClient, name string, holders [
 		return err
 	}
 	return fmt.Errorf("%w (held by %s)", err, strings.Join(parts, ", "))
+}
+
+// LabelWait bounds how long a contention error waits to name the holders:
+// the names only inform, and must not hold a caller whose wait has ended.
+const LabelWait = 100 * time.Millisecond
+
+// NameHolders returns heldBy(ctx, err), the contention error err with its
+// holders named, when heldBy answers within LabelWait (on pool); err
+// otherwise.
+func NameHolders(ctx context.Context, pool *workers.Pool, err error, heldBy func(context.Context, error) error) error {
+	named := err
+	ctx = context.WithoutCancel(ctx)
+	if late := pool.Bound(ctx, LabelWait, func() { named = heldBy(ctx, err) }); late != nil {
+		return err
+	}
+	return named
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/workers"
 )
 
 // Ident names a primitive value in its errors and keeps why its
@@ -61,26 +62,36 @@ func Released(res int64, err error, l *lease.Lease, gone string) error {
 // optimisation, not worth holding a caller long.
 const WithdrawBound = 250 * time.Millisecond
 
+// WithdrawWait is how long a waiter that gave up waits for its
+// withdrawal before it returns: on a healthy server it is done by then, so
+// the next waiter finds no stale mark; on a stalled one the caller, whose
+// wait is over, must not be held longer.
+const WithdrawWait = 50 * time.Millisecond
+
 // Withdraw runs script, which takes back the waiting mark of a waiter that
 // gave up (its wait ended: ctx done, the wait timeout, an error) and wakes
 // the waiters the mark held back, so that they need not wait for the mark
 // to expire. argv is as scripts.Call takes it.
 //
 // It is one call (go-redis's own retries aside), on ctx's values but not
-// its cancellation (ctx is usually done by now), bounded by
-// min(unlockTimeout, WithdrawBound), made on the caller's goroutine: no
-// goroutine outlives it. It is not retried for the unlock timeout as a
-// release is: during a partition that would hold the caller seconds past
-// its deadline, and the withdrawal is only an optimisation. The bound
-// holds when the client applies context deadlines to the network
-// (ContextTimeoutEnabled, as the README advises); otherwise the client's
-// own read/write timeouts bound it, as any call. A mark left behind must
-// therefore be safe: each primitive's marks grant nothing and expire.
-// The error tells a caller that one may be left.
+// its cancellation, bounded by min(unlockTimeout, WithdrawBound). The
+// caller waits for it up to WithdrawWait; the rest goes on in the
+// background on the client's workers. It is not retried for the unlock
+// timeout as a release is, since the withdrawal is only an optimisation. A
+// mark left behind must therefore be safe: each primitive's marks grant
+// nothing and expire. The error tells a caller that one may be left.
 func Withdraw(ctx context.Context, script *scripts.Script, c redis.UniversalClient, unlockTimeout time.Duration, nkeys int, argv ...any) error {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(unlockTimeout, WithdrawBound))
-	defer cancel()
-	return script.Call(wctx, c, nkeys, argv...).Err()
+	bound := min(unlockTimeout, WithdrawBound)
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	if late := workers.For(c).Bound(ctx, min(bound, WithdrawWait), func() {
+		wctx, cancel := context.WithTimeout(ctx, bound)
+		defer cancel()
+		err = script.Call(wctx, c, nkeys, argv...).Err()
+	}); late != nil {
+		return late
+	}
+	return err
 }
 
 // TTL turns a PTTL reply into what the primitives' TTL returns: 0 for a
@@ -99,4 +110,47 @@ func TTL(d time.Duration) time.Duration {
 // Refuse returns ErrInvalidArgument for op with reason, naming the lock.
 func (id *Ident) Refuse(op, reason string) error {
 	return errs.Invalid(op, id.Primitive, id.Name, reason)
+}
+
+// Within runs call, which reads or writes Redis, so that it returns
+// within timeout, or when ctx ends if ctx has not ended yet, whatever the
+// client does meanwhile (go-redis ignores context deadlines unless told,
+// and retries on its own): a call still unanswered then goes on in the
+// background on pool and Within returns a *workers.LateError. What call
+// writes must therefore be what a caller who gave up may leave: a
+// release, a read, a force unlock that still tells its local holders.
+func Within(ctx context.Context, pool *workers.Pool, timeout time.Duration, call func(ctx context.Context) error) error {
+	stop := ctx
+	if ctx.Err() != nil {
+		// Already ended: only timeout bounds the wait, and the call is
+		// made on ctx's values alone.
+		stop = context.WithoutCancel(ctx)
+	}
+	var err error
+	if late := pool.Bound(stop, timeout, func() { err = call(stop) }); late != nil {
+		return late
+	}
+	return err
+}
+
+// GiveBack runs undo in the background, which gives back what an
+// acquisition that gave up may have taken: after late (a try its caller
+// stopped waiting for, when not nil) has returned, and again while undo
+// fails with a transient error, for up to window. A try that a stalled
+// server held runs when the server comes back, maybe after any give-back
+// sent during the stall: the give-back must outlast the stall (window is
+// the acquisition's lease, past which its grant lapses anyway).
+func GiveBack(late <-chan struct{}, window time.Duration, undo func() error) {
+	go func() {
+		if late != nil {
+			<-late
+		}
+		end := time.Now().Add(window)
+		for {
+			err := undo()
+			if err == nil || !errs.Transient(err) || time.Now().After(end) {
+				return
+			}
+		}
+	}()
 }

@@ -36,13 +36,7 @@ func Transient(err error) bool {
 	}
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
-		msg := strings.TrimPrefix(rerr.Error(), "ERR ")
-		for _, p := range transientReplies {
-			if strings.HasPrefix(msg, p) {
-				return true
-			}
-		}
-		return false
+		return hasPrefix(rerr.Error(), tryAgainReplies) || hasPrefix(rerr.Error(), transientReplies)
 	}
 	var nerr net.Error
 	return errors.As(err, &nerr) ||
@@ -55,12 +49,39 @@ func Transient(err error) bool {
 		errors.Is(err, context.DeadlineExceeded)
 }
 
-// transientReplies are the prefixes of Redis error replies that pass.
+// transientReplies are the prefixes of Redis error replies that pass,
+// besides the try-again ones.
 var transientReplies = []string{
-	"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY ", "max number of clients",
+	"max number of clients",
 	// A redirection the client did not follow (replica sync sends to the
 	// slot's node itself): the slot map moves on.
 	"MOVED ", "ASK ",
+}
+
+// tryAgainReplies are the prefixes of Redis error replies that say the
+// command did not run and may run in a moment: a server loading its data,
+// running a long script, failing over or resharding.
+var tryAgainReplies = []string{"LOADING", "BUSY ", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN", "READONLY"}
+
+// TryAgain reports whether err is a Redis reply that says the command did
+// not run and may in a moment (LOADING, BUSY, TRYAGAIN, MASTERDOWN,
+// CLUSTERDOWN, READONLY): every call sends it again within its bound.
+func TryAgain(err error) bool {
+	if err == nil {
+		return false // before rerr, which escapes: no allocation on success
+	}
+	var rerr redis.Error
+	return errors.As(err, &rerr) && hasPrefix(rerr.Error(), tryAgainReplies)
+}
+
+func hasPrefix(msg string, prefixes []string) bool {
+	msg = strings.TrimPrefix(msg, "ERR ")
+	for _, p := range prefixes {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // MayHaveRun reports whether a call that failed with err may still have
@@ -84,11 +105,15 @@ func MayHaveRun(err error) bool {
 }
 
 // Resend reports whether a call that failed with err is worth sending
-// again within its own time bound (a release, a give-back): not a reply of
-// Redis, which would recur, nor the end of the call's context.
+// again within its own time bound (a release, a give-back): a reply that
+// says to try again (TryAgain), or a failure of the network; not another
+// reply of Redis, which would recur, nor the end of the call's context.
 func Resend(err error) bool {
 	var rerr redis.Error
-	if errors.As(err, &rerr) || errors.Is(err, redis.Nil) {
+	if errors.As(err, &rerr) {
+		return hasPrefix(rerr.Error(), tryAgainReplies)
+	}
+	if errors.Is(err, redis.Nil) {
 		return false
 	}
 	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)

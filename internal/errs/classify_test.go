@@ -66,6 +66,9 @@ func TestMayHaveRunResendTimeout(t *testing.T) {
 		mayHaveRun, resend, timedOut bool
 	}{
 		{redisError("ERR boom"), false, false, false},
+		{redisError("BUSY Redis is busy running a script."), false, true, false},
+		{redisError("LOADING Redis is loading the dataset in memory"), false, true, false},
+		{redisError("NOPERM this user has no permissions to run the 'publish' command"), false, false, false},
 		{redis.ErrClosed, false, true, false},
 		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, false, true, false},
 		{&net.OpError{Op: "read", Err: syscall.ECONNRESET}, true, true, false},
@@ -100,5 +103,26 @@ func TestRedirect(t *testing.T) {
 		if slot != c.slot || ok != c.ok {
 			t.Errorf("Redirect(%v) = %d, %v; want %d, %v", c.err, slot, ok, c.slot, c.ok)
 		}
+	}
+}
+
+func TestTryAgain(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{redisError("BUSY Redis is busy running a script."), true},
+		{redisError("LOADING Redis is loading the dataset in memory"), true},
+		{redisError("TRYAGAIN Multiple keys request during rehashing of slot"), true},
+		{redisError("MASTERDOWN Link with MASTER is down"), true},
+		{redisError("CLUSTERDOWN The cluster is down"), true},
+		{redisError("READONLY You can't write against a read only replica."), true},
+		{redisError("BUSYGROUP Consumer Group name already exists"), false},
+		{redisError("MOVED 3999 127.0.0.1:6381"), false},
+		{redisError("NOPERM this user has no permissions"), false},
+		{io.EOF, false},
+		{nil, false},
+	} {
+		assert.Equal(t, c.want, errs.TryAgain(c.err), "TryAgain(%v)", c.err)
 	}
 }

@@ -8,12 +8,14 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/batch"
 	"github.com/relock-go/relock/internal/errs"
+	"github.com/relock-go/relock/internal/workers"
 )
 
 // Script is one Lua script.
@@ -172,40 +174,84 @@ type Reply struct {
 	Retried bool
 }
 
-// CallRetrying runs the script like Call, on its own timeout and
-// regardless of ctx's cancellation (only ctx's values are kept), sending
-// it again while the reply may have been lost in the network. Only
-// idempotent scripts (those that keep their answer in a latch key, or can
-// tell their own earlier effect) may be run this way.
+// CallRetrying runs the script like Call, sending it again while the
+// reply may have been lost in the network or Redis asks to try again
+// (errs.Resend), for timeout from now, regardless of ctx's cancellation
+// (only ctx's values are kept). The caller waits for it until timeout
+// passes, or until ctx ends when ctx has not ended yet: a call still
+// unanswered then goes on in the background, for the rest of its
+// timeout, and the reply reports a *workers.LateError. Only idempotent
+// scripts (those that keep their answer in a latch key, or can tell their
+// own earlier effect) may be run this way.
 func (s *Script) CallRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration, nkeys int, argv ...any) Reply {
-	a := append(make([]any, 3, 3+len(argv)), argv...)
-	cmd, retried := retry(ctx, timeout, func(ctx context.Context) *redis.Cmd { return s.send(ctx, c, nkeys, a) })
-	return Reply{cmd, retried}
+	rc := retryCalls.Get().(*retryCall)
+	rc.s, rc.c, rc.nkeys, rc.timeout = s, c, nkeys, timeout
+	rc.a = append(make([]any, 3, 3+len(argv)), argv...)
+	rc.ctx = context.WithoutCancel(ctx)
+	stop := ctx
+	if ctx.Err() != nil {
+		stop = rc.ctx // already ended: only the timeout bounds the wait
+	}
+	if err := workers.For(c).Bound(stop, timeout, rc.run); err != nil {
+		return Reply{Cmd: failed(ctx, err), Retried: true} // rc is the late call's now
+	}
+	reply := Reply{Cmd: rc.cmd, Retried: rc.retried}
+	*rc = retryCall{run: rc.run}
+	retryCalls.Put(rc)
+	return reply
 }
 
-// retry runs send until it answers or timeout passes, regardless of ctx's
-// cancellation. The first attempt goes without a deadline of its own (the
-// client's read and write timeouts bound it), which spares the common,
-// successful call a timer; the retries are bounded by timeout.
-func retry(ctx context.Context, timeout time.Duration, send func(context.Context) *redis.Cmd) (*redis.Cmd, bool) {
-	ctx = context.WithoutCancel(ctx)
-	cmd := send(ctx)
-	if err := cmd.Err(); err == nil || !errs.Resend(err) {
-		return cmd, false
+// retryCall is one CallRetrying, reused through retryCalls when it
+// returned in time.
+type retryCall struct {
+	s       *Script
+	c       redis.UniversalClient
+	ctx     context.Context
+	timeout time.Duration
+	nkeys   int
+	a       []any
+	run     func() // rc.exec, taken once
+	cmd     *redis.Cmd
+	retried bool
+}
+
+var retryCalls = sync.Pool{New: func() any {
+	rc := &retryCall{}
+	rc.run = rc.exec
+	return rc
+}}
+
+// exec runs the script until it answers or rc.timeout passes. The first
+// attempt goes without a deadline of its own (the client's read and write
+// timeouts bound it, and the caller's wait is bounded apart), which spares
+// the common, successful call a timer; the retries are bounded by timeout.
+func (rc *retryCall) exec() {
+	rc.cmd = rc.s.send(rc.ctx, rc.c, rc.nkeys, rc.a)
+	if err := rc.cmd.Err(); err == nil || !errs.Resend(err) {
+		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	rc.retried = true
+	ctx, cancel := context.WithTimeout(rc.ctx, rc.timeout)
 	defer cancel()
 	backoff := 5 * time.Millisecond
 	for {
 		select {
 		case <-ctx.Done():
-			return cmd, true
+			return
 		case <-time.After(backoff):
 		}
-		cmd = send(ctx)
-		if err := cmd.Err(); err == nil || !errs.Resend(err) {
-			return cmd, true
+		rc.cmd = rc.s.send(ctx, rc.c, rc.nkeys, rc.a)
+		if err := rc.cmd.Err(); err == nil || !errs.Resend(err) {
+			return
 		}
 		backoff = min(2*backoff, 200*time.Millisecond)
 	}
+}
+
+// failed is a command that did not run, or whose reply is not known, for
+// err.
+func failed(ctx context.Context, err error) *redis.Cmd {
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(err)
+	return cmd
 }

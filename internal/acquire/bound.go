@@ -1,0 +1,64 @@
+package acquire
+
+import (
+	"context"
+	"time"
+
+	"github.com/relock-go/relock/internal/clock"
+	"github.com/relock-go/relock/internal/errs"
+	"github.com/relock-go/relock/internal/workers"
+)
+
+// Once is one try of a primitive: its script and what follows it on the
+// same server (a WAIT, a give-back for want of replicas), returning what
+// the primitive reads of the reply.
+type Once[T any] interface {
+	TryOnce(ctx context.Context) (T, error)
+}
+
+// OnceFunc is a function that makes one try, as a Once.
+type OnceFunc[T any] func(ctx context.Context) (T, error)
+
+// TryOnce calls f.
+func (f OnceFunc[T]) TryOnce(ctx context.Context) (T, error) { return f(ctx) }
+
+// Bounded runs one try so that it returns when ctx ends, whatever the
+// client does meanwhile (go-redis ignores context deadlines unless told,
+// and retries on its own): a ctx that can end has the try run on pool, and
+// a try still unanswered when ctx ends returns a *workers.LateError while
+// it goes on in the background (what it may take must be given back after
+// it: workers.AfterLate). A reply that says to try again (errs.TryAgain:
+// BUSY, LOADING...) is sent again, after a backoff, for up to patience or
+// until ctx ends. A ctx that cannot end runs the try on the caller's
+// goroutine, as the uncontended path of context.Background does.
+func Bounded[T any](ctx context.Context, pool *workers.Pool, patience time.Duration, t Once[T]) (T, error) {
+	v, err := bounded(ctx, pool, t)
+	if !errs.TryAgain(err) {
+		return v, err
+	}
+	until := time.Now().Add(patience)
+	var bo backoff
+	for errs.TryAgain(err) {
+		d := bo.next()
+		if time.Until(until) < d || !clock.Sleep(ctx, d) {
+			return v, err
+		}
+		v, err = bounded(ctx, pool, t)
+	}
+	return v, err
+}
+
+func bounded[T any](ctx context.Context, pool *workers.Pool, t Once[T]) (T, error) {
+	if ctx.Done() == nil {
+		return t.TryOnce(ctx)
+	}
+	var out struct {
+		v   T
+		err error
+	}
+	if late := pool.Bound(ctx, 0, func() { out.v, out.err = t.TryOnce(ctx) }); late != nil {
+		var zero T
+		return zero, late
+	}
+	return out.v, out.err
+}

@@ -1,0 +1,132 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A call to Redis may take far longer than its caller may wait: go-redis
+// ignores context deadlines unless ContextTimeoutEnabled, and retries on its
+// own, so a stalled server holds a call for its read timeout times its
+// retries. Bound keeps the caller's promise whatever the client does: the
+// call runs on a worker, the caller waits for it only as long as it may,
+// and a call that outlives its caller finishes in the background.
+
+// ErrLate is the cause of a call that did not return within its own bound
+// (as opposed to its caller's context).
+var ErrLate = errors.New("no reply in time")
+
+// LateError reports a call that its caller stopped waiting for: it goes on
+// in the background. It matches its cause (the caller context's, or
+// ErrLate wrapping context.DeadlineExceeded) with errors.Is.
+type LateError struct {
+	cause error
+	done  <-chan struct{}
+}
+
+func (e *LateError) Error() string {
+	return fmt.Sprintf("%v (the call goes on in the background)", e.cause)
+}
+
+func (e *LateError) Unwrap() error { return e.cause }
+
+// Done is closed when the call has returned.
+func (e *LateError) Done() <-chan struct{} { return e.done }
+
+// AfterLate returns a channel closed once the late call err reports (if
+// it does) has returned: work that must follow that call (a give-back of
+// what it may take) waits for it. Nil when err reports no late call.
+func AfterLate(err error) <-chan struct{} {
+	var late *LateError
+	if errors.As(err, &late) {
+		return late.done
+	}
+	return nil
+}
+
+// flight is one call run by Bound, reused through flights: a call that
+// returned in time puts it back; a late one is left to the collector.
+type flight struct {
+	f     func()
+	run   func() // fl.exec, taken once: a method value allocates
+	done  chan struct{}
+	timer *time.Timer
+	// state: running, then returned (its caller was waiting) or late
+	// (its caller left; gone is closed when f returns).
+	state atomic.Int32
+	gone  chan struct{}
+}
+
+const (
+	running int32 = iota
+	returned
+	late
+)
+
+var flights = sync.Pool{New: func() any {
+	fl := &flight{done: make(chan struct{}, 1)}
+	fl.run = fl.exec
+	return fl
+}}
+
+func (fl *flight) exec() {
+	fl.f()
+	if fl.state.CompareAndSwap(running, returned) {
+		fl.done <- struct{}{}
+		return
+	}
+	close(fl.gone)
+}
+
+// Bound runs f and waits until it returns, ctx ends or d passes (d <= 0:
+// no bound of its own). It returns nil once f has returned. Otherwise it
+// returns a *LateError whose cause is ctx's (context.Cause) or ErrLate,
+// and f goes on in the background: the caller must not touch what f
+// writes. A call that nothing can cut short (ctx that never ends, no d)
+// runs on the caller's goroutine, as does every call of a nil Pool.
+func (p *Pool) Bound(ctx context.Context, d time.Duration, f func()) error {
+	stop := ctx.Done()
+	if p == nil || (stop == nil && d <= 0) {
+		f()
+		return nil
+	}
+	fl := flights.Get().(*flight)
+	fl.f = f
+	fl.state.Store(running)
+	var fire <-chan time.Time
+	if d > 0 {
+		if fl.timer == nil {
+			fl.timer = time.NewTimer(d)
+		} else {
+			fl.timer.Reset(d)
+		}
+		fire = fl.timer.C
+	}
+	p.Go(fl.run)
+	var cause error
+	select {
+	case <-fl.done:
+	case <-stop:
+		cause = context.Cause(ctx)
+	case <-fire:
+		cause = fmt.Errorf("%w: %w after %v", ErrLate, context.DeadlineExceeded, d)
+	}
+	if fl.timer != nil {
+		fl.timer.Stop()
+	}
+	if cause != nil {
+		gone := make(chan struct{})
+		fl.gone = gone
+		if fl.state.CompareAndSwap(running, late) {
+			return &LateError{cause: cause, done: gone}
+		}
+		<-fl.done // it returned meanwhile
+	}
+	fl.f, fl.gone = nil, nil
+	flights.Put(fl)
+	return nil
+}
