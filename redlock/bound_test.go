@@ -83,4 +83,3 @@ func TestFailedMultiLockGivesBackBeforeReturning(t *testing.T) {
 	}
 	require.NoError(t, multi.Drain(ctx))
 }
-
