@@ -2,12 +2,14 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -24,6 +26,15 @@ const (
 	ExitError = 1 // a Redis error, a name not found, a refused or aborted unlock
 	ExitUsage = 2 // bad command line
 	ExitLeaks = 3 // leaks found some
+)
+
+// Exit codes of doctor, by the worst severity found, and of its bad
+// command lines: usage has a code of its own, since 2 means an error
+// found.
+const (
+	ExitDoctorWarn  = 1  // doctor: a warning, none worse
+	ExitDoctorError = 2  // doctor: an error, or a server it could not check
+	ExitDoctorUsage = 64 // doctor: bad command line (EX_USAGE)
 )
 
 // DefaultAddr is the server used when neither --addr nor REDIS_URL is given.
@@ -49,12 +60,17 @@ type App struct {
 	ID func(id string) string
 }
 
-// usageError is a bad command line: exit 2.
-type usageError struct{ msg string }
+// usageError is a bad command line: exit 2, or code when it is set.
+type usageError struct {
+	msg  string
+	code int
+}
 
 func (e usageError) Error() string { return e.msg }
 
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+func usagef(format string, args ...any) error {
+	return usageError{msg: fmt.Sprintf(format, args...)}
+}
 
 // errLeaks makes Run exit 3 after leaks printed its findings.
 var errLeaks = errors.New("leaks found")
@@ -62,14 +78,39 @@ var errLeaks = errors.New("leaks found")
 // common are the flags every command takes, before or after its name.
 type common struct {
 	addr    string
-	cluster bool
+	cluster clusterFlag
 	json    bool
 	timeout time.Duration
 }
 
+// clusterFlag is --cluster: a boolean, or the cluster's seed addresses
+// (--cluster=a,b), which then stand for --addr.
+type clusterFlag struct {
+	on    bool
+	seeds string
+}
+
+func (f *clusterFlag) IsBoolFlag() bool { return true }
+
+func (f *clusterFlag) String() string {
+	if f == nil || !f.on {
+		return "false"
+	}
+	return cmp.Or(f.seeds, "true")
+}
+
+func (f *clusterFlag) Set(s string) error {
+	if b, err := strconv.ParseBool(s); err == nil {
+		f.on, f.seeds = b, ""
+		return nil
+	}
+	f.on, f.seeds = true, s
+	return nil
+}
+
 func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.addr, "addr", c.addr, "Redis `host:port`; with --cluster, comma-separated seed addresses (default $REDIS_URL, else "+DefaultAddr+")")
-	fs.BoolVar(&c.cluster, "cluster", c.cluster, "the server is a Redis Cluster: scan every master")
+	fs.Var(&c.cluster, "cluster", "the server is a Redis Cluster (every master is scanned); --cluster=a,b gives the seeds")
 	fs.BoolVar(&c.json, "json", c.json, "print JSON for scripts instead of a table")
 	fs.DurationVar(&c.timeout, "timeout", c.timeout, "bound of the whole command")
 }
@@ -82,15 +123,20 @@ Usage:
   relock [flags] leaks [pattern]        keys without TTL, holders of dead owners, orphaned keys (exit 3 if any)
   relock [flags] unlock --force [--yes] NAME
                                         release NAME whoever holds it and wake its waiters
+  relock [flags] doctor [--sentinel addr,... --master name] [--skew 500ms]
+                        [--acl-user user] [--name lockname]
+                                        check the server's settings against relock's guarantees
 
 Flags (before or after the command):
   --addr host:port   Redis address; with --cluster, comma-separated seeds
                      (default: $REDIS_URL, else 127.0.0.1:6379)
-  --cluster          the server is a Redis Cluster (every master is scanned)
+  --cluster          the server is a Redis Cluster (every master is scanned);
+                     --cluster=a,b names the seeds instead of --addr
   --json             JSON output for scripts
   --timeout d        bound of the whole command (default 10s)
 
 Exit status: 0 ok, 1 error, 2 usage, 3 leaks found.
+doctor: 0 ok or info, 1 warn, 2 error (or a server it could not reach), 64 usage.
 `
 
 // Run runs the command line args (without the program name) and returns
@@ -106,9 +152,16 @@ func (a *App) Run(ctx context.Context, args []string) int {
 		return ExitOK
 	case errors.As(err, &ue):
 		fmt.Fprintf(a.Stderr, "relock: %v\n\n%s", err, usageText)
-		return ExitUsage
+		return cmp.Or(ue.code, ExitUsage)
 	case errors.Is(err, errLeaks):
 		return ExitLeaks
+	}
+	var de doctorExit
+	if errors.As(err, &de) {
+		if de.err != nil {
+			fmt.Fprintf(a.Stderr, "relock: %v\n", de.err)
+		}
+		return de.code
 	}
 	fmt.Fprintf(a.Stderr, "relock: %v\n", err)
 	return ExitError
@@ -151,6 +204,9 @@ func (a *App) run(ctx context.Context, args []string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
+		if slices.Contains(args, "doctor") {
+			return usageError{msg: err.Error(), code: ExitDoctorUsage}
+		}
 		return usagef("%v", err)
 	}
 	args = global.Args()
@@ -166,6 +222,8 @@ func (a *App) run(ctx context.Context, args []string) error {
 	case "unlock":
 		fs.BoolVar(&force, "force", false, "required: release whoever holds it")
 		fs.BoolVar(&yes, "yes", false, "do not ask for confirmation")
+	case "doctor":
+		return a.doctor(ctx, &c, fs, args)
 	case "help":
 		return flag.ErrHelp
 	default:
@@ -233,7 +291,10 @@ func (c *common) client(getenv func(string) string) (redis.UniversalClient, erro
 			addr = DefaultAddr
 		}
 	}
-	if c.cluster {
+	if c.cluster.seeds != "" {
+		addr, url = c.cluster.seeds, ""
+	}
+	if c.cluster.on {
 		var opt *redis.ClusterOptions
 		if url != "" {
 			var err error
