@@ -133,7 +133,8 @@ func TestUnlockRetriesABusyServer(t *testing.T) {
 	wait()
 	held, err = mu.Lock(ctx)
 	require.NoError(t, err)
-	wait = busyScript(t, busyClient, 600*time.Millisecond)
+	wait2 := busyScript(t, busyClient, 600*time.Millisecond)
+	defer wait2()
 	require.Eventually(t, func() bool {
 		err := rdb.Ping(ctx).Err()
 		return err != nil && strings.HasPrefix(err.Error(), "BUSY")

@@ -41,6 +41,9 @@ func (e *LateError) Done() <-chan struct{} { return e.done }
 // it does) has returned: work that must follow that call (a give-back of
 // what it may take) waits for it. Nil when err reports no late call.
 func AfterLate(err error) <-chan struct{} {
+	if err == nil {
+		return nil // before late, which escapes: no allocation on success
+	}
 	var late *LateError
 	if errors.As(err, &late) {
 		return late.done
