@@ -39,6 +39,10 @@ const (
 	// round of a Redlock or multi-lock acquire ("{node}"), by Primitive
 	// and QuorumReached.
 	MetricRedlockNodesWon = "relock.redlock.nodes_won"
+	// MetricServerWarnings counts the settings of a Redis server found to
+	// weaken a guarantee ("{warning}"), once per server and reason, by
+	// WarningReason and ServerAddress.
+	MetricServerWarnings = "relock.server.warnings"
 )
 
 // Attribute keys of the instruments (besides LockName, Primitive, Side
@@ -60,6 +64,18 @@ const (
 	// WatchdogFailed is the number of those that got an error (or no
 	// reply in time).
 	WatchdogFailed = attribute.Key("watchdog.failed")
+	// WarningReason is what a server warning is about: one of the
+	// Warning values.
+	WarningReason = attribute.Key("relock.warning.reason")
+	// ServerAddress is the address of the Redis server a warning is about.
+	ServerAddress = attribute.Key("server.address")
+)
+
+// What a server warning is about (WarningReason values).
+const (
+	// WarningEviction: maxmemory is set and the maxmemory-policy may
+	// evict a lock's keys (allkeys-*, volatile-*: they all have a TTL).
+	WarningEviction = "eviction"
 )
 
 // OutcomeTimeout is the metrics' outcome of an acquire whose wait ended by

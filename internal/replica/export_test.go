@@ -10,7 +10,16 @@ func SetRefreshEvery(d time.Duration) (restore func()) {
 	return func() { refreshEvery = old }
 }
 
-var (
-	ParseReplicas = parseReplicas
-	ParseRole     = parseRole
-)
+var ParseRole = parseRole
+
+// ParseReplicas is parseReplicas: the online replicas, and whether
+// another is still syncing.
+func ParseReplicas(info string) (online int, pending bool) {
+	r := parseReplicas(info)
+	return r.online, r.pending
+}
+
+var ParseMemory = parseMemory
+
+// ForgetWarnings forgets the warnings given, so that a test sees its own.
+func ForgetWarnings() { warned.Clear() }

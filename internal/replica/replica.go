@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,9 @@ type Acks struct {
 	Want    int           // replicas the WAIT waited for; 0: no WAIT was sent
 	Got     int           // replicas that acknowledged
 	Timeout time.Duration // the WAIT's
+	// Err is why the WAIT got no answer that counts: a refusal (NOPERM)
+	// names the permission to grant; nil when it answered.
+	Err error
 }
 
 // Enough reports whether the write is acknowledged as p asks: no WAIT was
@@ -42,6 +46,9 @@ func (p Policy) Enough(a Acks) bool { return a.Want == 0 || a.Got >= p.Min }
 // Err is the error of a write too few replicas acknowledged: it matches
 // ErrNotReplicated and ErrNotAcquired.
 func (p Policy) Err(a Acks) error {
+	if a.Err != nil {
+		return a.Err
+	}
 	timeout := a.Timeout
 	if timeout == 0 {
 		timeout = p.Timeout
@@ -171,14 +178,11 @@ func (srv *server) send(ctx context.Context, node *redis.Client, p Policy, s *sc
 		wait, info = pipeline(ctx, node, cmd, p, n, refresh)
 	}
 	if refresh {
-		var rerr redis.Error
-		switch r, err := info.Result(); {
-		case err == nil:
+		if r, err := info[0].Result(); err == nil {
 			srv.set(parseReplicas(r))
-		case errors.As(err, &rerr):
-			srv.stale() // INFO refused: the next call asks ROLE again
-		default:
-			srv.stale()
+			checkMemory(node, info[1])
+		} else {
+			srv.stale() // refused or lost: the next call asks again (ROLE where INFO is refused)
 		}
 	}
 	if err := cmd.Err(); err != nil {
@@ -193,6 +197,7 @@ func (srv *server) send(ctx context.Context, node *redis.Client, p Policy, s *sc
 		if err != nil {
 			// The script ran; its write is not known to be acknowledged.
 			srv.stale()
+			acks.Err = waitErr(err)
 			return cmd, acks
 		}
 		acks.Got = int(got)
@@ -203,7 +208,7 @@ func (srv *server) send(ctx context.Context, node *redis.Client, p Policy, s *sc
 	return cmd, acks
 }
 
-func pipeline(ctx context.Context, node *redis.Client, cmd *redis.Cmd, p Policy, n int, refresh bool) (wait *redis.IntCmd, info *redis.StringCmd) {
+func pipeline(ctx context.Context, node *redis.Client, cmd *redis.Cmd, p Policy, n int, refresh bool) (wait *redis.IntCmd, info []*redis.StringCmd) {
 	pipe := node.Pipeline()
 	_ = pipe.Process(ctx, cmd)
 	if n > 0 {
@@ -211,7 +216,8 @@ func pipeline(ctx context.Context, node *redis.Client, cmd *redis.Cmd, p Policy,
 		_ = pipe.Process(ctx, wait)
 	}
 	if refresh {
-		info = pipe.Info(ctx, "replication")
+		// Two INFOs, not one with two sections, which Redis 6 refuses.
+		info = []*redis.StringCmd{pipe.Info(ctx, "replication"), pipe.Info(ctx, "memory")}
 	}
 	_, _ = pipe.Exec(ctx)
 	return wait, info
@@ -266,9 +272,15 @@ func route(ctx context.Context, c redis.UniversalClient, key string) (*redis.Cli
 // unknown is the count of a server not asked yet, or whose count is stale.
 const unknown = -1
 
+// pendingEvery is how long the count of a server is trusted while one of
+// its replicas is connected but not yet online (still syncing): such a
+// replica is waited for within about this long of its coming online.
+const pendingEvery = 250 * time.Millisecond
+
 // server is what is known of one server's replicas.
 type server struct {
 	n          atomic.Int64 // online replicas, or unknown
+	pending    atomic.Bool  // a replica is connected but not yet online
 	checked    atomic.Int64 // when n was read (unix ns)
 	refreshing atomic.Bool  // a call carries an INFO to read n anew
 }
@@ -277,38 +289,60 @@ type server struct {
 // unknown; refresh tells the caller to carry an INFO in its round trip.
 func (srv *server) count(ctx context.Context, node *redis.Client) (n int, refresh bool, err error) {
 	if v := srv.n.Load(); v != unknown {
-		due := time.Since(time.Unix(0, srv.checked.Load())) > refreshEvery
+		trust := refreshEvery
+		if srv.pending.Load() {
+			trust = min(trust, pendingEvery)
+		}
+		due := time.Since(time.Unix(0, srv.checked.Load())) > trust
 		return int(v), due && srv.refreshing.CompareAndSwap(false, true), nil
 	}
-	n, err = ask(ctx, node)
+	c, err := ask(ctx, node)
 	if err != nil {
 		return 0, false, err
 	}
-	srv.set(n)
-	return n, false, nil
+	srv.set(c)
+	return c.online, false, nil
+}
+
+// replicas is what a server said of its replicas.
+type replicas struct {
+	online  int  // those a WAIT can count on
+	pending bool // one more is connected but still syncing
 }
 
 // ask reads the server's online replicas from INFO replication, or from
 // ROLE where INFO is refused (a proxy, a managed service, an embedded
-// server); a server that refuses both is taken to have none: no WAIT can
-// be counted on there.
-func ask(ctx context.Context, node *redis.Client) (int, error) {
-	r, err := node.Info(ctx, "replication").Result()
+// server), and its eviction policy from INFO memory, in one round trip. A
+// server that answers neither with an error other than a refusal of
+// this user (miniredis, some proxies: the command is unknown) is taken
+// to have no replicas: no WAIT can be counted on there. A user refused
+// both (NOPERM) gets an error: without the count the acquisition cannot
+// be synced as it asks, and turning the sync off would go unnoticed.
+func ask(ctx context.Context, node *redis.Client) (replicas, error) {
+	pipe := node.Pipeline()
+	repl, mem := pipe.Info(ctx, "replication"), pipe.Info(ctx, "memory")
+	_, _ = pipe.Exec(ctx)
+	r, err := repl.Result()
 	if err == nil {
+		checkMemory(node, mem)
 		return parseReplicas(r), nil
 	}
 	var rerr redis.Error
 	if !errors.As(err, &rerr) {
-		return 0, err
+		return replicas{}, err
 	}
+	infoErr := err
 	role, err := node.Do(ctx, "role").Slice()
 	if err != nil {
-		if errors.As(err, &rerr) {
-			return 0, nil
+		if !errors.As(err, &rerr) {
+			return replicas{}, err
 		}
-		return 0, err
+		if denied(infoErr) && denied(err) {
+			return replicas{}, countDenied(err)
+		}
+		return replicas{}, nil
 	}
-	return parseRole(role), nil
+	return replicas{online: parseRole(role)}, nil
 }
 
 // parseRole counts the replicas in a master's ROLE reply: "master",
@@ -321,9 +355,10 @@ func parseRole(role []any) int {
 	return len(replicas)
 }
 
-func (srv *server) set(n int) {
+func (srv *server) set(r replicas) {
 	srv.checked.Store(time.Now().UnixNano())
-	srv.n.Store(int64(n))
+	srv.pending.Store(r.pending)
+	srv.n.Store(int64(r.online))
 	srv.refreshing.Store(false)
 }
 
@@ -333,20 +368,33 @@ func (srv *server) stale() {
 }
 
 // parseReplicas counts the online replicas in an INFO replication reply
-// (lines "slave<i>:ip=…,port=…,state=online,…"); a server that is itself
-// a replica has none to wait for.
-func parseReplicas(info string) int {
-	n := 0
+// (lines "slave<i>:ip=…,port=…,state=online,…"), and tells whether
+// another is connected but still syncing (state wait_bgsave or
+// send_bulk, or connected_slaves above the online ones); a server that is
+// itself a replica has none to wait for.
+func parseReplicas(info string) replicas {
+	var r replicas
+	connected := 0
 	for line := range strings.Lines(info) {
 		line = strings.TrimSpace(line)
 		if line == "role:slave" {
-			return 0
+			return replicas{}
 		}
-		if strings.HasPrefix(line, "slave") && strings.Contains(line, ":ip=") && strings.Contains(line, ",state=online,") {
-			n++
+		if v, ok := strings.CutPrefix(line, "connected_slaves:"); ok {
+			connected, _ = strconv.Atoi(v)
+			continue
+		}
+		if !strings.HasPrefix(line, "slave") || !strings.Contains(line, ":ip=") {
+			continue
+		}
+		if strings.Contains(line, ",state=online,") {
+			r.online++
+		} else {
+			r.pending = true
 		}
 	}
-	return n
+	r.pending = r.pending || connected > r.online
+	return r
 }
 
 // redirected reports a MOVED or ASK reply: the script did not run.
