@@ -870,12 +870,13 @@ func TestHandOffTransferRetriedAfterLostReply(t *testing.T) {
 			}
 		}
 		log.gate.Store(&gate)
+		aTok := tokenOf(t, a) // while A holds it
 		require.NoError(t, mu.Unlock(a))
 		b := await(t, bCh, "B")
 		require.NoError(t, b.err)
 		require.EqualValues(t, 2, lost.Load(), "the transfer was sent again")
 		bTok := tokenOf(t, b.ctx)
-		require.Greater(t, bTok, tokenOf(t, a))
+		require.Greater(t, bTok, aTok)
 		require.Equal(t, [][]int64{{1, bTok}}, log.replies(t, "transfer"), "the retry answered the first run's token")
 		require.Equal(t, bTok, mustInt64(t, env.Universal.Get(ctx, tokenKeyOf(name))), "one token drawn")
 		require.Equal(t, map[string]string{ownerOf(t, b.ctx): "1"}, env.Universal.HGetAll(ctx, name).Val())

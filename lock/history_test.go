@@ -150,22 +150,25 @@ func TestHistoryLockFindsLapsedLease(t *testing.T) {
 			h1, err := first.Lock(ctx)
 			require.NoError(t, err)
 			a1 := time.Now()
+			tok1, ok1 := lock.FencingToken(h1) // read while the hold lasts
 			env.FastForward(lease + 100*time.Millisecond)
 			h2, err := second.TryLock(ctx)
 			require.NoError(t, err, "the lease has run out on the server")
 			a2 := time.Now()
+			tok2, ok2 := lock.FencingToken(h2)
 			r1 := time.Now()
 			_ = first.Unlock(h1) // lost; its error is not what this test is about
 			r2 := time.Now()
 			require.NoError(t, second.Unlock(h2))
 			for _, x := range []struct {
 				held     context.Context
+				tok      int64
+				ok       bool
 				from, to time.Time
-			}{{h1, a1, r1}, {h2, a2, r2}} {
+			}{{h1, tok1, ok1, a1, r1}, {h2, tok2, ok2, a2, r2}} {
 				id, _ := hold.Owner(x.held)
-				tok, ok := lock.FencingToken(x.held)
-				require.True(t, ok)
-				h.Add(history.Hold{Lock: "hist:lapse", Owner: id, Kind: history.Exclusive, Token: tok, HasToken: ok, Acquired: x.from, Released: x.to})
+				require.True(t, x.ok)
+				h.Add(history.Hold{Lock: "hist:lapse", Owner: id, Kind: history.Exclusive, Token: x.tok, HasToken: x.ok, Acquired: x.from, Released: x.to})
 			}
 			vs := h.Check()
 			require.Len(t, vs, 1, "%v", vs)

@@ -82,7 +82,7 @@ func FuzzRedlock(f *testing.F) {
 		valid, effective := true, options.DefaultWatchdogTimeout
 		if mask&fuzzOptLease != 0 {
 			opts = append(opts, redlock.WithLeaseTime(time.Duration(lease)))
-			valid = valid && time.Duration(lease) >= options.MinLease
+			valid = valid && time.Duration(lease) >= options.MinLease && time.Duration(lease) <= options.MaxLease
 			effective = time.Duration(lease)
 		}
 		if mask&fuzzOptWait != 0 {
@@ -92,12 +92,12 @@ func FuzzRedlock(f *testing.F) {
 		if mask&fuzzOptUnlock != 0 {
 			opts = append(opts, redlock.WithUnlockTimeout(time.Duration(unlock)))
 			// Under a millisecond the members' unlock latches would live 0 ms.
-			valid = valid && time.Duration(unlock) >= options.MinUnlockTimeout
+			valid = valid && time.Duration(unlock) >= options.MinUnlockTimeout && time.Duration(unlock) <= options.MaxUnlockTimeout
 		}
 		if mask&fuzzOptNodeTimeout != 0 {
 			opts = append(opts, redlock.WithNodeTimeout(time.Duration(nodeTimeout)))
 			// It is the give-back's unlock timeout too: at least 1 ms.
-			valid = valid && time.Duration(nodeTimeout) >= options.MinUnlockTimeout
+			valid = valid && time.Duration(nodeTimeout) >= options.MinUnlockTimeout && time.Duration(nodeTimeout) <= options.MaxUnlockTimeout
 		}
 		if mask&fuzzOptDrift != 0 {
 			opts = append(opts, redlock.WithDrift(time.Duration(drift)))

@@ -1255,6 +1255,7 @@ func TestAcquireSpan(t *testing.T) {
 	rl := redlock.New(mutexes(ms.process(t), "traced"), redlock.WithTracerProvider(tp))
 	held, err := rl.Lock(ctx)
 	require.NoError(t, err)
+	tok, _ := lock.FencingToken(held) // while the hold lasts
 	_, err = redlock.New(mutexes(ms.process(t), "traced"), redlock.WithTracerProvider(tp)).TryLock(ctx)
 	require.ErrorIs(t, err, redlock.ErrNotAcquired)
 	require.NoError(t, rl.Unlock(held))
@@ -1271,7 +1272,6 @@ func TestAcquireSpan(t *testing.T) {
 		require.Equal(t, tracing.SpanAcquireRedlock, s.Name())
 		require.Equal(t, tracing.ScopeName, s.InstrumentationScope().Name)
 	}
-	tok, _ := lock.FencingToken(held)
 	a := attrs(spans[0].Attributes())
 	require.Equal(t, "traced (5 members)", a[tracing.LockName].AsString())
 	require.Equal(t, "redlock", a[tracing.Primitive].AsString())

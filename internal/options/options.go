@@ -218,8 +218,9 @@ const MinLease = lease.MinLease
 // half of it.
 const MaxLease = 24 * time.Hour
 
-// maxUnlockTimeout keeps an unlock latch (LatchLife) within MaxLease.
-const maxUnlockTimeout = MaxLease / 2
+// MaxUnlockTimeout is the longest unlock (or node) timeout accepted: it
+// keeps an unlock latch (LatchLife) within MaxLease.
+const MaxUnlockTimeout = MaxLease / 2
 
 // CheckClient returns why client cannot carry a relock primitive, or "".
 func CheckClient(client redis.UniversalClient) string {
@@ -322,8 +323,8 @@ func WithUnlockTimeout(d time.Duration) Option {
 			c.invalid("unlock timeout %v must be at least %v", d, MinUnlockTimeout)
 			return
 		}
-		if d > maxUnlockTimeout {
-			c.invalid("unlock timeout %v must be at most %v (its latch lives twice as long, within %v)", d, maxUnlockTimeout, MaxLease)
+		if d > MaxUnlockTimeout {
+			c.invalid("unlock timeout %v must be at most %v (its latch lives twice as long, within %v)", d, MaxUnlockTimeout, MaxLease)
 			return
 		}
 		c.onlyNew("WithUnlockTimeout")
@@ -471,8 +472,8 @@ func WithNodeTimeout(d time.Duration) Option {
 			c.invalid("node timeout %v must be at least %v", d, MinUnlockTimeout)
 			return
 		}
-		if d > maxUnlockTimeout {
-			c.invalid("node timeout %v must be at most %v (a give-back's latch lives twice as long, within %v)", d, maxUnlockTimeout, MaxLease)
+		if d > MaxUnlockTimeout {
+			c.invalid("node timeout %v must be at most %v (a give-back's latch lives twice as long, within %v)", d, MaxUnlockTimeout, MaxLease)
 			return
 		}
 		c.NodeTimeout = d

@@ -27,12 +27,12 @@ func Fuzz(mask uint8, lease, wdt, wait, unlock int64) (opts []options.Option, va
 	valid, effective = true, options.DefaultWatchdogTimeout
 	if mask&Watchdog != 0 {
 		opts = append(opts, options.WithWatchdogTimeout(time.Duration(wdt)))
-		valid = valid && time.Duration(wdt) >= options.MinLease
+		valid = valid && time.Duration(wdt) >= options.MinLease && time.Duration(wdt) <= options.MaxLease
 		effective = time.Duration(wdt)
 	}
 	if mask&Lease != 0 {
 		opts = append(opts, options.WithLeaseTime(time.Duration(lease)))
-		valid = valid && time.Duration(lease) >= options.MinLease
+		valid = valid && time.Duration(lease) >= options.MinLease && time.Duration(lease) <= options.MaxLease
 		effective = time.Duration(lease)
 	}
 	if mask&Wait != 0 {
@@ -41,8 +41,9 @@ func Fuzz(mask uint8, lease, wdt, wait, unlock int64) (opts []options.Option, va
 	}
 	if mask&Unlock != 0 {
 		opts = append(opts, options.WithUnlockTimeout(time.Duration(unlock)))
-		// Under a millisecond the unlock latch would live 0 ms.
-		valid = valid && time.Duration(unlock) >= options.MinUnlockTimeout
+		// Under a millisecond the unlock latch would live 0 ms; over
+		// MaxUnlockTimeout, past the keyspace bound.
+		valid = valid && time.Duration(unlock) >= options.MinUnlockTimeout && time.Duration(unlock) <= options.MaxUnlockTimeout
 	}
 	return opts, valid, effective
 }
