@@ -190,6 +190,11 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 		if reason := l.cfg.Adopt(n.Given); reason != "" {
 			l.refuse("member %d: %s", i, reason)
 		}
+		// One lock on one server would count as several votes of a quorum
+		// (or be locked twice by a multi-lock).
+		if j := slices.IndexFunc(l.nodes, func(o member.Node) bool { return member.SameLock(o, n) }); j >= 0 {
+			l.refuse("members %d and %d are the same lock: %q on %s", j, i, n.Name, n.Addr)
+		}
 		l.nodes = append(l.nodes, n)
 		l.memberKeys = append(l.memberKeys, n.Key)
 	}

@@ -48,6 +48,15 @@ func (k Key) Kind() string { return k.f.kind }
 // Name is the primitive's name.
 func (k Key) Name() string { return k.f.name }
 
+// Client is the client the primitive was made on; nil for a Key not made
+// by NewKey.
+func (k Key) Client() redis.UniversalClient {
+	if k.f == nil {
+		return nil
+	}
+	return k.f.client
+}
+
 // ReleaseFunc gives a hold back to Redis. It runs once per hold, from
 // Unlock or in the background when the acquiring context ended.
 type ReleaseFunc func(ctx context.Context, h *Hold) error

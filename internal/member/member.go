@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -54,6 +55,43 @@ func Addr(client redis.UniversalClient) string {
 		return fmt.Sprint(c.Options().Addrs)
 	}
 	return fmt.Sprintf("%T", client)
+}
+
+// SameLock reports whether a and b are one lock on one server, which a
+// Redlock cannot count twice: the same name (the Redis key, which a
+// Mutex and both sides of an RWMutex of that name share) through the
+// same client, or through clients whose options name a common server
+// address and the same database. Addresses are compared as written, so
+// "localhost" and "127.0.0.1" are not matched.
+func SameLock(a, b Node) bool {
+	if a.Name != b.Name {
+		return false
+	}
+	ca, cb := a.Key.Client(), b.Key.Client()
+	if ca == nil || cb == nil {
+		return false
+	}
+	if ca == cb {
+		return true
+	}
+	addrsA, dbA := servers(ca)
+	addrsB, dbB := servers(cb)
+	return dbA == dbB && slices.ContainsFunc(addrsA, func(s string) bool { return slices.Contains(addrsB, s) })
+}
+
+// servers returns the server addresses client's options name and its
+// database. A Sentinel-backed client names none: its master is only
+// found at run time.
+func servers(client redis.UniversalClient) ([]string, int) {
+	switch c := client.(type) {
+	case *redis.Client:
+		if o := c.Options(); o.Addr != "FailoverClient" {
+			return []string{o.Addr}, o.DB
+		}
+	case *redis.ClusterClient:
+		return c.Options().Addrs, 0
+	}
+	return nil, 0
 }
 
 // Source is a primitive a Redlock can drive. Its one method is unexported,
