@@ -15,7 +15,7 @@ import (
 // hold it. Each member is asked at once, bounded by the node timeout; a
 // member that does not answer counts as not holding.
 func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
-	if err := l.id.Check("ttl", ctx, unmade); err != nil {
+	if err := l.ident().Check("ttl", ctx, unmade); err != nil {
 		return 0, err
 	}
 	ttls := make(chan time.Duration, len(l.nodes))
@@ -47,7 +47,7 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 // and an error matching ErrLockLost when the hold was lost (held ends
 // then).
 func (l *Lock) Extend(held context.Context, d time.Duration) error {
-	if err := l.id.Check("extend", held, unmade); err != nil {
+	if err := l.ident().Check("extend", held, unmade); err != nil {
 		return err
 	}
 	return l.id.Wrap("extend", base.Within(held, l.nodes[0].Workers, l.cfg.NodeTimeout, func(ctx context.Context) error {

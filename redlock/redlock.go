@@ -275,16 +275,37 @@ func (l *Lock) primitive() string {
 // Name is the members' names, each once, and their count: "job (5
 // members)"; a multi-lock of several resources lists them all
 // ("account:1,account:2 (2 members)").
-func (l *Lock) Name() string { return l.id.Name }
+func (l *Lock) Name() string { return l.ident().Name }
 
 // Quorum is how many members must be held.
-func (l *Lock) Quorum() int { return l.quorum }
+func (l *Lock) Quorum() int {
+	if l == nil {
+		return 0
+	}
+	return l.quorum
+}
 
 // unmade is the identity of a Lock not made by New or NewMulti (its zero
 // value).
 var unmade = base.Ident{Primitive: "redlock", Invalid: "Lock not made by redlock.New or NewMulti"}
 
-func (l *Lock) key() hold.Key { return l.hkey }
+// ident is l's identity in errors; a nil *Lock has one that refuses
+// every call, as the zero value's does, instead of panicking.
+func (l *Lock) ident() *base.Ident {
+	if l == nil {
+		return &nilLock
+	}
+	return &l.id
+}
+
+var nilLock = base.Ident{Primitive: "redlock", Invalid: "nil *redlock.Lock"}
+
+func (l *Lock) key() hold.Key {
+	if l == nil {
+		return hold.Key{}
+	}
+	return l.hkey
+}
 
 // Lock takes the lock: every member is tried in parallel, each bounded by
 // the node timeout, and a round returns as soon as it is decided (see the
@@ -315,7 +336,7 @@ type outcome struct {
 }
 
 func (l *Lock) acquire(ctx context.Context, op string, once bool, opts []Option) (context.Context, error) {
-	if err := l.id.Check(op, ctx, unmade); err != nil {
+	if err := l.ident().Check(op, ctx, unmade); err != nil {
 		return nil, err
 	}
 	cfg, bad := l.cfg.PerCall(l.primitive(), opts)
@@ -513,7 +534,7 @@ func (l *Lock) Do(ctx context.Context, fn func(held context.Context) error) erro
 // the failed members; a multi-lock needs every member. Other return values
 // as lock.Mutex.Unlock's.
 func (l *Lock) Unlock(ctx context.Context) error {
-	if err := l.id.Check("unlock", ctx, unmade); err != nil {
+	if err := l.ident().Check("unlock", ctx, unmade); err != nil {
 		return err
 	}
 	return l.id.Wrap("unlock", hold.End(ctx, l.key(), &l.holds))

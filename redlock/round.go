@@ -81,7 +81,7 @@ func (b *background) wait(ctx context.Context) error {
 // finish; call it before a program or a test ends, so that nothing of the
 // Lock is still running.
 func (l *Lock) Drain(ctx context.Context) error {
-	if err := l.id.Check("drain", ctx, unmade); err != nil {
+	if err := l.ident().Check("drain", ctx, unmade); err != nil {
 		return err
 	}
 	if err := l.bg.wait(ctx); err != nil {
