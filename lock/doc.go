@@ -96,8 +96,8 @@
 // Every key a lock writes has a TTL or is deleted when its hold ends: the
 // hash goes with the last count; the fencing counter lives an hour; unlock
 // and acquire latches (redisson_unlock_latch:{name}:... and
-// relock_acquire_latch:{name}:...) live twice the unlock timeout, 10 s by
-// default.
+// relock_acquire_latch:{name}:...) live three times the unlock timeout,
+// 15 s by default.
 //
 // # Lost replies
 //

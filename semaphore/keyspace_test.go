@@ -64,7 +64,7 @@ func TestKeyspaceBounded(t *testing.T) {
 		require.NoError(t, err)
 		// The keys of a held permit live as long as its lease, and at most
 		// semaphore.KeySlack more (spared most PEXPIREs); latches live
-		// twice the unlock timeout.
+		// three times the unlock timeout.
 		for _, k := range redistest.RequireBoundedKeyspace(t, ctx, env.Universal, time.Minute) {
 			if !strings.HasPrefix(k.Key, "redisson_unlock_latch:") {
 				require.LessOrEqual(t, k.TTL, lease+semaphore.KeySlack, k.Key)

@@ -2,6 +2,7 @@ package acquire
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/relock-go/relock/internal/clock"
@@ -30,9 +31,12 @@ func (f OnceFunc[T]) TryOnce(ctx context.Context) (T, error) { return f(ctx) }
 // it: workers.AfterLate). A reply that says to try again (errs.TryAgain:
 // BUSY, LOADING...) is sent again, after a backoff, for up to patience or
 // until ctx ends. A ctx that cannot end runs the try on the caller's
-// goroutine, as the uncontended path of context.Background does.
+// goroutine, as the uncontended path of context.Background does. A try
+// on its way when the wait bound (ErrWaitBound) passes has up to patience
+// more to answer: the bound limits waiting, and a healthy server's answer
+// is kept rather than given back.
 func Bounded[T any](ctx context.Context, pool *workers.Pool, patience time.Duration, t Once[T]) (T, error) {
-	v, err := bounded(ctx, pool, t)
+	v, err := bounded(ctx, pool, patience, t)
 	if !errs.TryAgain(err) {
 		return v, err
 	}
@@ -43,12 +47,12 @@ func Bounded[T any](ctx context.Context, pool *workers.Pool, patience time.Durat
 		if time.Until(until) < d || !clock.Sleep(ctx, d) {
 			return v, err
 		}
-		v, err = bounded(ctx, pool, t)
+		v, err = bounded(ctx, pool, patience, t)
 	}
 	return v, err
 }
 
-func bounded[T any](ctx context.Context, pool *workers.Pool, t Once[T]) (T, error) {
+func bounded[T any](ctx context.Context, pool *workers.Pool, patience time.Duration, t Once[T]) (T, error) {
 	if ctx.Done() == nil {
 		return t.TryOnce(ctx)
 	}
@@ -56,9 +60,27 @@ func bounded[T any](ctx context.Context, pool *workers.Pool, t Once[T]) (T, erro
 		v   T
 		err error
 	}
-	if late := pool.Bound(ctx, 0, func() { out.v, out.err = t.TryOnce(ctx) }); late != nil {
-		var zero T
-		return zero, late
+	late := pool.Bound(ctx, 0, func() { out.v, out.err = t.TryOnce(ctx) })
+	if late == nil {
+		return out.v, out.err
 	}
-	return out.v, out.err
+	// The wait bound limits waiting, not a try on its way: that one has
+	// up to patience more to answer, as a release would.
+	if errors.Is(late, ErrWaitBound) && waitUpTo(workers.AfterLate(late), patience) {
+		return out.v, out.err // written before the try returned
+	}
+	var zero T
+	return zero, late
+}
+
+// waitUpTo reports whether done closed within d.
+func waitUpTo(done <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
 }

@@ -113,21 +113,16 @@ func (id *Ident) Refuse(op, reason string) error {
 }
 
 // Within runs call, which reads or writes Redis, so that it returns
-// within timeout, or when ctx ends if ctx has not ended yet, whatever the
+// within timeout, or ctx's deadline when sooner (workers.CallerWait), whatever the
 // client does meanwhile (go-redis ignores context deadlines unless told,
 // and retries on its own): a call still unanswered then goes on in the
 // background on pool and Within returns a *workers.LateError. What call
 // writes must therefore be what a caller who gave up may leave: a
 // release, a read, a force unlock that still tells its local holders.
 func Within(ctx context.Context, pool *workers.Pool, timeout time.Duration, call func(ctx context.Context) error) error {
-	stop := ctx
-	if ctx.Err() != nil {
-		// Already ended: only timeout bounds the wait, and the call is
-		// made on ctx's values alone.
-		stop = context.WithoutCancel(ctx)
-	}
+	stop, wait := workers.CallerWait(ctx, timeout)
 	var err error
-	if late := pool.Bound(stop, timeout, func() { err = call(stop) }); late != nil {
+	if late := pool.Bound(stop, wait, func() { err = call(stop) }); late != nil {
 		return late
 	}
 	return err

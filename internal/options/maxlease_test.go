@@ -17,15 +17,15 @@ func TestDurationsWithinKeyspaceBound(t *testing.T) {
 		"lease max":        WithLeaseTime(math.MaxInt64),
 		"watchdog":         WithWatchdogTimeout(MaxLease + time.Millisecond),
 		"watchdog max":     WithWatchdogTimeout(math.MaxInt64),
-		"unlock timeout":   WithUnlockTimeout(MaxLease/2 + time.Millisecond),
+		"unlock timeout":   WithUnlockTimeout(MaxUnlockTimeout + time.Millisecond),
 		"unlock max":       WithUnlockTimeout(math.MaxInt64),
-		"node timeout":     WithNodeTimeout(MaxLease/2 + time.Millisecond),
+		"node timeout":     WithNodeTimeout(MaxUnlockTimeout + time.Millisecond),
 		"node timeout max": WithNodeTimeout(math.MaxInt64),
 	} {
 		c := Apply([]Option{o})
 		require.Contains(t, c.Invalid, "must be at most", name)
 	}
-	c := Apply([]Option{WithLeaseTime(MaxLease), WithWatchdogTimeout(MaxLease), WithUnlockTimeout(MaxLease / 2), WithNodeTimeout(MaxLease / 2)})
+	c := Apply([]Option{WithLeaseTime(MaxLease), WithWatchdogTimeout(MaxLease), WithUnlockTimeout(MaxUnlockTimeout), WithNodeTimeout(MaxUnlockTimeout)})
 	require.Empty(t, c.Invalid, "the bound itself is accepted")
 	require.Equal(t, 24*time.Hour, MaxLease)
 }

@@ -220,7 +220,7 @@ const MaxLease = 24 * time.Hour
 
 // MaxUnlockTimeout is the longest unlock (or node) timeout accepted: it
 // keeps an unlock latch (LatchLife) within MaxLease.
-const MaxUnlockTimeout = MaxLease / 2
+const MaxUnlockTimeout = MaxLease / 3
 
 // CheckClient returns why client cannot carry a relock primitive, or "".
 func CheckClient(client redis.UniversalClient) string {
@@ -261,10 +261,12 @@ func (c *Config) Check(client redis.UniversalClient, noun, name string) string {
 	return c.checkReadTimeout(client)
 }
 
-// LatchLife is how long (ms) the latch of a call retried within timeout
-// lives: it outlives every retry comfortably, so a late retry still finds
-// it instead of counting again.
-func LatchLife(timeout time.Duration) int64 { return 2 * timeout.Milliseconds() }
+// LatchLife is how long (ms) the latch of a call retried with timeout
+// lives: three times timeout, while the call is retried for twice timeout
+// (its caller waits for timeout at most, the rest goes on in the
+// background; scripts.CallRetrying), so a late retry still finds it
+// instead of counting again.
+func LatchLife(timeout time.Duration) int64 { return 3 * timeout.Milliseconds() }
 
 // WithLeaseTime: see lock.WithLeaseTime.
 func WithLeaseTime(d time.Duration) Option {
@@ -324,7 +326,7 @@ func WithUnlockTimeout(d time.Duration) Option {
 			return
 		}
 		if d > MaxUnlockTimeout {
-			c.invalid("unlock timeout %v must be at most %v (its latch lives twice as long, within %v)", d, MaxUnlockTimeout, MaxLease)
+			c.invalid("unlock timeout %v must be at most %v (its latch lives three times as long, within %v)", d, MaxUnlockTimeout, MaxLease)
 			return
 		}
 		c.onlyNew("WithUnlockTimeout")

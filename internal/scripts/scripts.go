@@ -176,11 +176,12 @@ type Reply struct {
 
 // CallRetrying runs the script like Call, sending it again while the
 // reply may have been lost in the network or Redis asks to try again
-// (errs.Resend), for timeout from now, regardless of ctx's cancellation
-// (only ctx's values are kept). The caller waits for it until timeout
-// passes, or until ctx ends when ctx has not ended yet: a call still
-// unanswered then goes on in the background, for the rest of its
-// timeout, and the reply reports a *workers.LateError. Only idempotent
+// (errs.Resend), for twice timeout from now, regardless of ctx's
+// cancellation (only ctx's values are kept). The caller waits for it as
+// workers.CallerWait says (timeout, or ctx's deadline when sooner): a call
+// still unanswered then goes on in the background, and the reply reports
+// a *workers.LateError. A latch a script keeps lives options.LatchLife,
+// past the last retry. Only idempotent
 // scripts (those that keep their answer in a latch key, or can tell their
 // own earlier effect) may be run this way.
 func (s *Script) CallRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration, nkeys int, argv ...any) Reply {
@@ -188,11 +189,8 @@ func (s *Script) CallRetrying(ctx context.Context, c redis.UniversalClient, time
 	rc.s, rc.c, rc.nkeys, rc.timeout = s, c, nkeys, timeout
 	rc.a = append(make([]any, 3, 3+len(argv)), argv...)
 	rc.ctx = context.WithoutCancel(ctx)
-	stop := ctx
-	if ctx.Err() != nil {
-		stop = rc.ctx // already ended: only the timeout bounds the wait
-	}
-	if err := workers.For(c).Bound(stop, timeout, rc.run); err != nil {
+	stop, wait := workers.CallerWait(ctx, timeout)
+	if err := workers.For(c).Bound(stop, wait, rc.run); err != nil {
 		return Reply{Cmd: failed(ctx, err), Retried: true} // rc is the late call's now
 	}
 	reply := Reply{Cmd: rc.cmd, Retried: rc.retried}
@@ -221,17 +219,19 @@ var retryCalls = sync.Pool{New: func() any {
 	return rc
 }}
 
-// exec runs the script until it answers or rc.timeout passes. The first
-// attempt goes without a deadline of its own (the client's read and write
-// timeouts bound it, and the caller's wait is bounded apart), which spares
-// the common, successful call a timer; the retries are bounded by timeout.
+// exec runs the script until it answers or twice rc.timeout passes: a
+// release its caller stopped waiting for goes on through a stall or a
+// busy script somewhat longer than the caller's bound. The first attempt
+// goes without a deadline of its own (the client's read and write timeouts
+// bound it, and the caller's wait is bounded apart), which spares the
+// common, successful call a timer.
 func (rc *retryCall) exec() {
 	rc.cmd = rc.s.send(rc.ctx, rc.c, rc.nkeys, rc.a)
 	if err := rc.cmd.Err(); err == nil || !errs.Resend(err) {
 		return
 	}
 	rc.retried = true
-	ctx, cancel := context.WithTimeout(rc.ctx, rc.timeout)
+	ctx, cancel := context.WithTimeout(rc.ctx, 2*rc.timeout)
 	defer cancel()
 	backoff := 5 * time.Millisecond
 	for {

@@ -133,3 +133,22 @@ func (p *Pool) Bound(ctx context.Context, d time.Duration, f func()) error {
 	flights.Put(fl)
 	return nil
 }
+
+// CallerWait is what a call on a timeout of its own (a release, an
+// inspection) waits for, given its caller's ctx: until timeout, or until
+// ctx's deadline when that is sooner and still ahead; and until ctx ends,
+// unless it has ended already. A ctx that has ended (a hold's context once
+// the release began, a request that was cancelled) does not cut the call
+// short: it needs only ctx's values, and stop carries them.
+func CallerWait(ctx context.Context, timeout time.Duration) (stop context.Context, d time.Duration) {
+	d = timeout
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl); left > 0 {
+			d = min(d, left)
+		}
+	}
+	if ctx.Err() != nil {
+		return context.WithoutCancel(ctx), d
+	}
+	return ctx, d
+}
