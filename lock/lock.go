@@ -140,10 +140,26 @@ func newMutex(client redis.UniversalClient, name string, fair bool, opts []Optio
 }
 
 // Name is the lock's name: the Redis key of its hash.
-func (m *Mutex) Name() string { return m.name }
+func (m *Mutex) Name() string {
+	if m == nil {
+		return ""
+	}
+	return m.name
+}
 
 // unmade is the identity of a Mutex not made by New (its zero value).
 var unmade = base.Ident{Primitive: primitive, Invalid: "Mutex not made by lock.New"}
+
+// ident is m's identity in errors; a nil *Mutex has one that refuses
+// every call, as the zero value's does, instead of panicking.
+func (m *Mutex) ident() *base.Ident {
+	if m == nil {
+		return &nilMutex
+	}
+	return &m.id
+}
+
+var nilMutex = base.Ident{Primitive: primitive, Invalid: "nil *lock.Mutex"}
 
 // Lock takes the lock, waiting while another owner holds it; ctx bounds
 // the wait (so does WithWaitTimeout), not the hold. The returned context
@@ -172,7 +188,7 @@ func (m *Mutex) TryLock(ctx context.Context, opts ...Option) (context.Context, e
 func (m *Mutex) leaseID(ownerID string) string { return "lock\x00" + m.name + "\x00" + ownerID }
 
 func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []Option) (context.Context, error) {
-	if err := m.id.Check(op, ctx, unmade); err != nil {
+	if err := m.ident().Check(op, ctx, unmade); err != nil {
 		return nil, err
 	}
 	cfg, bad := m.cfg.PerCall(primitive, opts)
@@ -352,7 +368,12 @@ func (a *attempt) Discard(notify.Grant) {
 // store to reject writes from a holder that has since lost the lock.
 func FencingToken(ctx context.Context) (int64, bool) { return hold.Token(ctx) }
 
-func (m *Mutex) key() hold.Key { return m.hkey }
+func (m *Mutex) key() hold.Key {
+	if m == nil {
+		return hold.Key{}
+	}
+	return m.hkey
+}
 
 func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Context {
 	spec := lease.Spec{
@@ -389,7 +410,7 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Co
 // the hold had already been released because its acquiring context ended,
 // and an error matching ErrLockLost when the hold was lost.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	if err := m.id.Check("unlock", ctx, unmade); err != nil {
+	if err := m.ident().Check("unlock", ctx, unmade); err != nil {
 		return err
 	}
 	return m.id.Wrap("unlock", hold.End(ctx, m.key(), &m.holds))
@@ -522,7 +543,7 @@ func (m *Mutex) msArg(lease time.Duration) any {
 // client and watchdog) learns of it at once; one elsewhere at its next
 // renewal. Either way its context ends with ErrLockLost.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
-	if err := m.id.Check("forceunlock", ctx, unmade); err != nil {
+	if err := m.ident().Check("forceunlock", ctx, unmade); err != nil {
 		return false, err
 	}
 	var ok bool
@@ -530,12 +551,15 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 		ok, err = base.ForceUnlockAndTell(ctx, m.client, m.cfg.Watchdog, m.hub, base.KindLock, m.name, m.channel, "force-unlocked")
 		return err
 	})
-	return ok, m.id.Wrap("forceunlock", err)
+	if err != nil {
+		return false, m.id.Wrap("forceunlock", err) // ok is the late call's
+	}
+	return ok, nil
 }
 
 // HoldCount returns how many times ctx's owner holds the lock (0 if not).
 func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
-	if err := m.id.Check("holdcount", ctx, unmade); err != nil {
+	if err := m.ident().Check("holdcount", ctx, unmade); err != nil {
 		return 0, err
 	}
 	id, ok := hold.OwnerOf(ctx, m.key())
@@ -562,7 +586,7 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 
 // IsLocked reports whether any owner holds the lock.
 func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
-	if err := m.id.Check("islocked", ctx, unmade); err != nil {
+	if err := m.ident().Check("islocked", ctx, unmade); err != nil {
 		return false, err
 	}
 	var n int64
@@ -579,7 +603,7 @@ func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
 // TTL returns how long the current hold lasts unless renewed: 0 when the
 // lock is free, negative when the key has no expiry.
 func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
-	if err := m.id.Check("ttl", ctx, unmade); err != nil {
+	if err := m.ident().Check("ttl", ctx, unmade); err != nil {
 		return 0, err
 	}
 	var d time.Duration
@@ -600,7 +624,7 @@ type redlockHook = member.Hook
 // redlockNode returns the Mutex as a member of a Redlock (package
 // redlock): the adapter drives it for one owner across all members.
 func (m *Mutex) redlockNode() (member.Node, error) {
-	if err := m.id.Check("redlock", context.Background(), unmade); err != nil {
+	if err := m.ident().Check("redlock", context.Background(), unmade); err != nil {
 		return member.Node{}, err
 	}
 	if m.cfg.HolderLabel != "" || m.cfg.ForceUnlockNotice {

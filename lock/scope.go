@@ -51,7 +51,7 @@ func NewOwner(ctx context.Context) context.Context { return hold.NewOwner(ctx) }
 // and an error matching ErrLockLost when the hold was lost (held ends
 // then).
 func (m *Mutex) Extend(held context.Context, d time.Duration) error {
-	if err := m.id.Check("extend", held, unmade); err != nil {
+	if err := m.ident().Check("extend", held, unmade); err != nil {
 		return err
 	}
 	return m.id.Wrap("extend", base.Within(held, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) error {

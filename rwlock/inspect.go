@@ -11,10 +11,14 @@ import (
 
 // IsLocked reports whether any owner holds the lock, reading or writing.
 func (rw *RWMutex) IsLocked(ctx context.Context) (bool, error) {
-	if err := rw.id.Check("islocked", ctx, unmade); err != nil {
+	if err := rw.ident().Check("islocked", ctx, unmade); err != nil {
 		return false, err
 	}
-	n, err := rw.client.Exists(ctx, rw.name).Result()
+	var n int64
+	err := base.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+		n, err = rw.client.Exists(ctx, rw.name).Result()
+		return err
+	})
 	if err != nil {
 		return false, rw.id.Wrap("islocked", err)
 	}
@@ -24,14 +28,18 @@ func (rw *RWMutex) IsLocked(ctx context.Context) (bool, error) {
 // HoldCount returns how many read and write counts ctx's owner holds (0
 // and 0 when ctx carries no hold of this lock).
 func (rw *RWMutex) HoldCount(ctx context.Context) (reads, writes int, err error) {
-	if err := rw.id.Check("holdcount", ctx, unmade); err != nil {
+	if err := rw.ident().Check("holdcount", ctx, unmade); err != nil {
 		return 0, 0, err
 	}
 	id, ok := hold.OwnerOf(ctx, rw.key(read), rw.key(write))
 	if !ok {
 		return 0, 0, nil
 	}
-	vals, err := rw.client.HMGet(ctx, rw.name, id, id+":write").Result()
+	var vals []any
+	err = base.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+		vals, err = rw.client.HMGet(ctx, rw.name, id, id+":write").Result()
+		return err
+	})
 	if err != nil {
 		return 0, 0, rw.id.Wrap("holdcount", err)
 	}
@@ -47,10 +55,14 @@ func (rw *RWMutex) HoldCount(ctx context.Context) (reads, writes int, err error)
 // lease of its holds): 0 when the lock is free, negative when the key has
 // no expiry.
 func (rw *RWMutex) TTL(ctx context.Context) (time.Duration, error) {
-	if err := rw.id.Check("ttl", ctx, unmade); err != nil {
+	if err := rw.ident().Check("ttl", ctx, unmade); err != nil {
 		return 0, err
 	}
-	d, err := rw.client.PTTL(ctx, rw.name).Result()
+	var d time.Duration
+	err := base.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+		d, err = rw.client.PTTL(ctx, rw.name).Result()
+		return err
+	})
 	if err != nil {
 		return 0, rw.id.Wrap("ttl", err)
 	}
@@ -64,9 +76,16 @@ func (rw *RWMutex) TTL(ctx context.Context) (time.Duration, error) {
 // with ErrLockLost. A name that holds a plain lock or a semaphore is left
 // as it is, with an error.
 func (rw *RWMutex) ForceUnlock(ctx context.Context) (bool, error) {
-	if err := rw.id.Check("forceunlock", ctx, unmade); err != nil {
+	if err := rw.ident().Check("forceunlock", ctx, unmade); err != nil {
 		return false, err
 	}
-	ok, err := base.ForceUnlockAndTell(ctx, rw.client, rw.cfg.Watchdog, rw.hub, base.KindRWLock, rw.name, rw.channel, "force-unlocked")
-	return ok, rw.id.Wrap("forceunlock", err)
+	var ok bool
+	err := base.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+		ok, err = base.ForceUnlockAndTell(ctx, rw.client, rw.cfg.Watchdog, rw.hub, base.KindRWLock, rw.name, rw.channel, "force-unlocked")
+		return err
+	})
+	if err != nil {
+		return false, rw.id.Wrap("forceunlock", err) // ok is the late call's
+	}
+	return ok, nil
 }

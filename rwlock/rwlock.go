@@ -169,12 +169,33 @@ func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 }
 
 // Name is the lock's name: the Redis key of its hash.
-func (rw *RWMutex) Name() string { return rw.name }
+func (rw *RWMutex) Name() string {
+	if rw == nil {
+		return ""
+	}
+	return rw.name
+}
 
 // unmade is the identity of an RWMutex not made by New (its zero value).
 var unmade = base.Ident{Primitive: primitive, Invalid: "RWMutex not made by rwlock.New"}
 
-func (rw *RWMutex) key(s access) hold.Key { return rw.keys[s] }
+// ident is rw's identity in errors; a nil *RWMutex has one that refuses
+// every call, as the zero value's does, instead of panicking.
+func (rw *RWMutex) ident() *base.Ident {
+	if rw == nil {
+		return &nilRWMutex
+	}
+	return &rw.id
+}
+
+var nilRWMutex = base.Ident{Primitive: primitive, Invalid: "nil *rwlock.RWMutex"}
+
+func (rw *RWMutex) key(s access) hold.Key {
+	if rw == nil {
+		return hold.Key{}
+	}
+	return rw.keys[s]
+}
 
 func (rw *RWMutex) leaseID(s access, ownerID string) string {
 	return s.String() + "\x00" + rw.name + "\x00" + ownerID
@@ -212,7 +233,7 @@ func (rw *RWMutex) TryLock(ctx context.Context, opts ...Option) (context.Context
 // RUnlock releases the read hold that returned ctx; see lock.Mutex.Unlock
 // for the return values.
 func (rw *RWMutex) RUnlock(ctx context.Context) error {
-	if err := rw.id.Check("runlock", ctx, unmade); err != nil {
+	if err := rw.ident().Check("runlock", ctx, unmade); err != nil {
 		return err
 	}
 	return rw.id.Wrap("runlock", hold.End(ctx, rw.key(read), &rw.holds))
@@ -221,7 +242,7 @@ func (rw *RWMutex) RUnlock(ctx context.Context) error {
 // Unlock releases the write hold that returned ctx; see lock.Mutex.Unlock
 // for the return values.
 func (rw *RWMutex) Unlock(ctx context.Context) error {
-	if err := rw.id.Check("unlock", ctx, unmade); err != nil {
+	if err := rw.ident().Check("unlock", ctx, unmade); err != nil {
 		return err
 	}
 	if hold.Nested(ctx, rw.key(write), rw.key(read)) {
@@ -236,7 +257,7 @@ func (rw *RWMutex) Unlock(ctx context.Context) error {
 func FencingToken(ctx context.Context) (int64, bool) { return hold.Token(ctx) }
 
 func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, opts []Option) (context.Context, error) {
-	if err := rw.id.Check(op, ctx, unmade); err != nil {
+	if err := rw.ident().Check(op, ctx, unmade); err != nil {
 		return nil, err
 	}
 	cfg, bad := rw.cfg.PerCall(primitive, opts)
@@ -445,7 +466,7 @@ func (rw *RWMutex) released(h *hold.Hold, res int64, err error) error {
 // hold's context (made from the write hold's acquiring context); the write hold's
 // context ends. Waiting readers are woken when no write count remains.
 func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
-	if err := rw.id.Check("downgrade", ctx, unmade); err != nil {
+	if err := rw.ident().Check("downgrade", ctx, unmade); err != nil {
 		return nil, err
 	}
 	wh, parent, err := hold.Detach(ctx, rw.key(write), &rw.holds)
@@ -455,13 +476,34 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 	cfg := rw.heldConfig(wh)
 	wd := rw.cfg.Watchdog
 	sentAt := wd.Now()
-	vals, err := downgrade.Call(context.WithoutCancel(ctx), rw.client, 4, rw.name, rw.channel, rw.timeoutPrefix(wh.Owner), rw.tokenKey, cfg.Lease().Milliseconds(), wh.Owner, wh.Owner+":write", rw.hub.PublishCommand()).Int64Slice()
+	var vals []int64
+	var derr error // the script's, read by a give-back only once it returned
+	err = base.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) error {
+		vals, derr = downgrade.Call(context.WithoutCancel(ctx), rw.client, 4, rw.name, rw.channel, rw.timeoutPrefix(wh.Owner), rw.tokenKey, cfg.Lease().Milliseconds(), wh.Owner, wh.Owner+":write", rw.hub.PublishCommand()).Int64Slice()
+		return derr
+	})
 	if err == nil && len(vals) != 2 {
 		err = fmt.Errorf("unexpected reply %v", vals)
 	}
 	if err != nil {
-		// The write hold is given up rather than left half-converted.
-		_ = wh.Release(ctx)
+		// The write hold is given up rather than left half-converted; a
+		// script still on its way is waited for, and the read count it
+		// made, if it ran, given back with it.
+		late := workers.AfterLate(err)
+		if late == nil {
+			_ = wh.Release(ctx)
+			return nil, rw.id.Wrap("downgrade", err)
+		}
+		readLeft := true
+		base.GiveBack(late, rw.cfg.UnlockTimeout, func() error {
+			if readLeft && derr == nil && len(vals) == 2 && vals[0] != -1 {
+				if _, err := rw.runRelease(context.WithoutCancel(ctx), read, wh.Owner, rw.cfg.UnlockTimeout); err != nil {
+					return err
+				}
+			}
+			readLeft = false
+			return wh.Release(ctx)
+		})
 		return nil, rw.id.Wrap("downgrade", err)
 	}
 	wh.Lease.Release()
@@ -495,6 +537,9 @@ func (rw *RWMutex) locker(write bool) *Side {
 
 // Lock takes this side (RLock or Lock); opts are as RLock's.
 func (s *Side) Lock(ctx context.Context, opts ...Option) (context.Context, error) {
+	if s == nil {
+		return nil, nilSide("lock")
+	}
 	if s.write {
 		return s.rw.Lock(ctx, opts...)
 	}
@@ -503,6 +548,9 @@ func (s *Side) Lock(ctx context.Context, opts ...Option) (context.Context, error
 
 // TryLock tries this side once.
 func (s *Side) TryLock(ctx context.Context, opts ...Option) (context.Context, error) {
+	if s == nil {
+		return nil, nilSide("trylock")
+	}
 	if s.write {
 		return s.rw.TryLock(ctx, opts...)
 	}
@@ -511,6 +559,9 @@ func (s *Side) TryLock(ctx context.Context, opts ...Option) (context.Context, er
 
 // Unlock releases this side.
 func (s *Side) Unlock(ctx context.Context) error {
+	if s == nil {
+		return nilSide("unlock")
+	}
 	if s.write {
 		return s.rw.Unlock(ctx)
 	}
@@ -518,7 +569,15 @@ func (s *Side) Unlock(ctx context.Context) error {
 }
 
 // Name is the lock's name.
-func (s *Side) Name() string { return s.rw.name }
+func (s *Side) Name() string {
+	if s == nil {
+		return ""
+	}
+	return s.rw.Name()
+}
+
+// nilSide refuses op on a nil *Side.
+func nilSide(op string) error { return errs.Invalid(op, primitive, "", "nil *rwlock.Side") }
 
 // redlockHook is embedded under this name, so that a Side is a
 // redlock.Member without an exported method.
@@ -531,7 +590,7 @@ func (s *Side) redlockNode() (member.Node, error) {
 		return member.Node{}, errs.Invalid("redlock", primitive, "", "nil rwlock side")
 	}
 	rw := s.rw
-	if err := rw.id.Check("redlock", context.Background(), unmade); err != nil {
+	if err := rw.ident().Check("redlock", context.Background(), unmade); err != nil {
 		return member.Node{}, err
 	}
 	if rw.cfg.HolderLabel != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/hold"
 )
 
@@ -42,8 +43,10 @@ func (rw *RWMutex) FencingToken(ctx context.Context) (int64, bool) {
 // and an error matching ErrLockLost when the hold was lost (held ends
 // then).
 func (rw *RWMutex) Extend(held context.Context, d time.Duration) error {
-	if err := rw.id.Check("extend", held, unmade); err != nil {
+	if err := rw.ident().Check("extend", held, unmade); err != nil {
 		return err
 	}
-	return rw.id.Wrap("extend", hold.Extend(held, d, rw.cfg.UnlockTimeout, rw.key(read), rw.key(write)))
+	return rw.id.Wrap("extend", base.Within(held, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) error {
+		return hold.Extend(ctx, d, rw.cfg.UnlockTimeout, rw.key(read), rw.key(write))
+	}))
 }

@@ -15,7 +15,7 @@ import (
 // when ctx carries no hold of this semaphore, or a hold that has ended
 // (ctx is done then), or its permits have expired.
 func (s *Semaphore) TTL(ctx context.Context) (time.Duration, error) {
-	if err := s.id.Check("ttl", ctx, unmade); err != nil {
+	if err := s.ident().Check("ttl", ctx, unmade); err != nil {
 		return 0, err
 	}
 	h, ok := hold.From(ctx, s.key())
@@ -25,10 +25,13 @@ func (s *Semaphore) TTL(ctx context.Context) (time.Duration, error) {
 	permitID := h.Taken.(permitTaken).id
 	var expiry *redis.FloatCmd
 	var now *redis.TimeCmd
-	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		expiry = p.ZScore(ctx, s.permits, permitID)
-		now = p.Time(ctx)
-		return nil
+	err := base.Within(ctx, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) error {
+		_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			expiry = p.ZScore(ctx, s.permits, permitID)
+			now = p.Time(ctx)
+			return nil
+		})
+		return err
 	})
 	if err == redis.Nil {
 		return 0, nil
@@ -46,11 +49,18 @@ func (s *Semaphore) TTL(ctx context.Context) (time.Duration, error) {
 // client and watchdog) learns of it at once; one elsewhere at its next
 // renewal. Either way its context ends with ErrLockLost.
 func (s *Semaphore) ForceRelease(ctx context.Context) (bool, error) {
-	if err := s.id.Check("forcerelease", ctx, unmade); err != nil {
+	if err := s.ident().Check("forcerelease", ctx, unmade); err != nil {
 		return false, err
 	}
-	ok, err := base.ForceUnlockAndTell(ctx, s.client, s.cfg.Watchdog, s.hub, base.KindSemaphore, s.name, s.channel, "force-released")
-	return ok, s.id.Wrap("forcerelease", err)
+	var ok bool
+	err := base.Within(ctx, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+		ok, err = base.ForceUnlockAndTell(ctx, s.client, s.cfg.Watchdog, s.hub, base.KindSemaphore, s.name, s.channel, "force-released")
+		return err
+	})
+	if err != nil {
+		return false, s.id.Wrap("forcerelease", err) // ok is the late call's
+	}
+	return ok, nil
 }
 
 // Extend makes the fixed lease (WithLeaseTime) of the hold held carries
@@ -62,8 +72,10 @@ func (s *Semaphore) ForceRelease(ctx context.Context) (bool, error) {
 // and an error matching ErrLockLost when the hold was lost (held ends
 // then).
 func (s *Semaphore) Extend(held context.Context, d time.Duration) error {
-	if err := s.id.Check("extend", held, unmade); err != nil {
+	if err := s.ident().Check("extend", held, unmade); err != nil {
 		return err
 	}
-	return s.id.Wrap("extend", hold.Extend(held, d, s.cfg.UnlockTimeout, s.key()))
+	return s.id.Wrap("extend", base.Within(held, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) error {
+		return hold.Extend(ctx, d, s.cfg.UnlockTimeout, s.key())
+	}))
 }

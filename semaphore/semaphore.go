@@ -200,15 +200,41 @@ func New(client redis.UniversalClient, name string, size int64, opts ...Option) 
 }
 
 // Name is the semaphore's name: the Redis key of its hash.
-func (s *Semaphore) Name() string { return s.name }
+func (s *Semaphore) Name() string {
+	if s == nil {
+		return ""
+	}
+	return s.name
+}
 
 // Size is the number of permits this Semaphore was built with.
-func (s *Semaphore) Size() int64 { return s.size.Load() }
+func (s *Semaphore) Size() int64 {
+	if s == nil {
+		return 0
+	}
+	return s.size.Load()
+}
 
 // unmade is the identity of a Semaphore not made by New (its zero value).
 var unmade = base.Ident{Primitive: primitive, Invalid: "Semaphore not made by semaphore.New"}
 
-func (s *Semaphore) key() hold.Key { return s.hkey }
+// ident is s's identity in errors; a nil *Semaphore has one that refuses
+// every call, as the zero value's does, instead of panicking.
+func (s *Semaphore) ident() *base.Ident {
+	if s == nil {
+		return &nilSemaphore
+	}
+	return &s.id
+}
+
+var nilSemaphore = base.Ident{Primitive: primitive, Invalid: "nil *semaphore.Semaphore"}
+
+func (s *Semaphore) key() hold.Key {
+	if s == nil {
+		return hold.Key{}
+	}
+	return s.hkey
+}
 
 // sizePolicy is the scripts' argument for WithRecordedSize.
 func (s *Semaphore) sizePolicy() string {
@@ -238,7 +264,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64, opts ...Option) (co
 }
 
 func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, opts []Option) (context.Context, error) {
-	if err := s.id.Check(op, ctx, unmade); err != nil {
+	if err := s.ident().Check(op, ctx, unmade); err != nil {
 		return nil, err
 	}
 	cfg, bad := s.cfg.PerCall(primitive, opts)
@@ -427,7 +453,7 @@ func Remaining(ctx context.Context) (time.Duration, bool) { return hold.Remainin
 // ErrLockLost; one already released because its acquiring context ended,
 // nil. It needs only ctx's values and runs on its own timeout.
 func (s *Semaphore) Release(ctx context.Context) error {
-	if err := s.id.Check("release", ctx, unmade); err != nil {
+	if err := s.ident().Check("release", ctx, unmade); err != nil {
 		return err
 	}
 	return s.id.Wrap("release", hold.End(ctx, s.key(), &s.holds))
@@ -446,13 +472,18 @@ func (s *Semaphore) release(ctx context.Context, h *hold.Hold) error {
 // Available returns how many permits are free now (expired permits
 // reclaimed first). ErrSizeMismatch when Redis records another size.
 func (s *Semaphore) Available(ctx context.Context) (int64, error) {
-	if err := s.id.Check("available", ctx, unmade); err != nil {
+	if err := s.ident().Check("available", ctx, unmade); err != nil {
 		return 0, err
 	}
-	s.resizing.RLock()
-	size := s.size.Load()
-	vals, err := availableScript.Call(ctx, s.client, 5, s.name, s.permits, s.weights, s.waiters, s.marks, size, s.sizePolicy()).Int64Slice()
-	s.resizing.RUnlock()
+	var vals []int64
+	var size int64
+	err := base.Within(ctx, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+		s.resizing.RLock()
+		defer s.resizing.RUnlock()
+		size = s.size.Load()
+		vals, err = availableScript.Call(ctx, s.client, 5, s.name, s.permits, s.weights, s.waiters, s.marks, size, s.sizePolicy()).Int64Slice()
+		return err
+	})
 	if err != nil {
 		return 0, s.id.Wrap("available", err)
 	}
@@ -471,17 +502,21 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 // released. The record lives while permits are held or wanted, and at
 // least an hour: a name nobody uses again leaves nothing behind.
 func (s *Semaphore) Resize(ctx context.Context, size int64) error {
-	if err := s.id.Check("resize", ctx, unmade); err != nil {
+	if err := s.ident().Check("resize", ctx, unmade); err != nil {
 		return err
 	}
 	if reason := checkSize(size); reason != "" {
 		return errs.Invalid("resize", primitive, s.name, reason)
 	}
-	s.resizing.Lock()
-	defer s.resizing.Unlock()
-	if err := resizeScript.Call(ctx, s.client, 6, s.name, s.channel, s.permits, s.weights, s.waiters, s.marks, size, s.hub.PublishCommand(), resizedLife.Milliseconds()).Err(); err != nil {
-		return s.id.Wrap("resize", err)
-	}
-	s.size.Store(size)
-	return nil
+	// A resize the caller stopped waiting for still takes effect here
+	// once Redis has it, as it does there.
+	return s.id.Wrap("resize", base.Within(ctx, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) error {
+		s.resizing.Lock()
+		defer s.resizing.Unlock()
+		if err := resizeScript.Call(ctx, s.client, 6, s.name, s.channel, s.permits, s.weights, s.waiters, s.marks, size, s.hub.PublishCommand(), resizedLife.Milliseconds()).Err(); err != nil {
+			return err
+		}
+		s.size.Store(size)
+		return nil
+	}))
 }
