@@ -461,59 +461,6 @@ func (rw *RWMutex) released(h *hold.Hold, res int64, err error) error {
 	return base.Released(res, err, h.Lease, "the lock was no longer held in Redis")
 }
 
-// Downgrade turns the write hold that returned ctx into a read hold, in
-// one script, so no other writer can get in between. It returns the read
-// hold's context (made from the write hold's acquiring context); the write hold's
-// context ends. Waiting readers are woken when no write count remains.
-func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
-	if err := rw.ident().Check("downgrade", ctx, unmade); err != nil {
-		return nil, err
-	}
-	wh, parent, err := hold.Detach(ctx, rw.key(write), &rw.holds)
-	if err != nil {
-		return nil, rw.id.Wrap("downgrade", err)
-	}
-	cfg := rw.heldConfig(wh)
-	wd := rw.cfg.Watchdog
-	sentAt := wd.Now()
-	var vals []int64
-	var derr error // the script's, read by a give-back only once it returned
-	err = base.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) error {
-		vals, derr = downgrade.Call(context.WithoutCancel(ctx), rw.client, 4, rw.name, rw.channel, rw.timeoutPrefix(wh.Owner), rw.tokenKey, cfg.Lease().Milliseconds(), wh.Owner, wh.Owner+":write", rw.hub.PublishCommand()).Int64Slice()
-		return derr
-	})
-	if err == nil && len(vals) != 2 {
-		err = fmt.Errorf("unexpected reply %v", vals)
-	}
-	if err != nil {
-		// The write hold is given up rather than left half-converted; a
-		// script still on its way is waited for, and the read count it
-		// made, if it ran, given back with it.
-		late := workers.AfterLate(err)
-		if late == nil {
-			_ = wh.Release(ctx)
-			return nil, rw.id.Wrap("downgrade", err)
-		}
-		readLeft := true
-		base.GiveBack(late, rw.cfg.UnlockTimeout, func() error {
-			if readLeft && derr == nil && len(vals) == 2 && vals[0] != -1 {
-				if _, err := rw.runRelease(context.WithoutCancel(ctx), read, wh.Owner, rw.cfg.UnlockTimeout); err != nil {
-					return err
-				}
-			}
-			readLeft = false
-			return wh.Release(ctx)
-		})
-		return nil, rw.id.Wrap("downgrade", err)
-	}
-	wh.Lease.Release()
-	wh.Close()
-	if vals[0] == -1 {
-		return nil, rw.id.Wrap("downgrade", fmt.Errorf("%w: the write lock was no longer held in Redis", ErrLockLost))
-	}
-	rw.hub.Release(rw.channel)
-	return rw.newHold(parent, cfg, read, wh.Owner, false, vals[0], vals[1], sentAt, cfg.Lease(), wh.Traced), nil
-}
 
 // Side is one half of an RWMutex as a lock of its own, for APIs that take
 // a Lock/TryLock/Unlock value, such as a redlock member.

@@ -1,0 +1,93 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/hold"
+)
+
+// ForceUnlock deletes the lock whoever holds it and wakes the waiters; it
+// reports whether there was a lock. A holder in this process (on this
+// client and watchdog) learns of it at once; one elsewhere at its next
+// renewal. Either way its context ends with ErrLockLost.
+func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := m.ident().Check("forceunlock", ctx, unmade); err != nil {
+		return false, err
+	}
+	var ok bool
+	err := base.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+		ok, err = base.ForceUnlockAndTell(ctx, m.client, m.cfg.Watchdog, m.hub, base.KindLock, m.name, m.channel, "force-unlocked")
+		return err
+	})
+	if err != nil {
+		return false, m.id.Wrap("forceunlock", err) // ok is the late call's
+	}
+	return ok, nil
+}
+
+// HoldCount returns how many times ctx's owner holds the lock (0 if not).
+func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
+	if err := m.ident().Check("holdcount", ctx, unmade); err != nil {
+		return 0, err
+	}
+	id, ok := hold.OwnerOf(ctx, m.key())
+	if !ok {
+		return 0, nil
+	}
+	var s string
+	err := base.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+		s, err = m.client.HGet(ctx, m.name, id).Result()
+		return err
+	})
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, m.id.Wrap("holdcount", err)
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, m.id.Wrap("holdcount", fmt.Errorf("field is not a count: %q", s))
+	}
+	return n, nil
+}
+
+// IsLocked reports whether any owner holds the lock.
+func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
+	if err := m.ident().Check("islocked", ctx, unmade); err != nil {
+		return false, err
+	}
+	var n int64
+	err := base.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+		n, err = m.client.Exists(ctx, m.name).Result()
+		return err
+	})
+	if err != nil {
+		return false, m.id.Wrap("islocked", err)
+	}
+	return n == 1, nil
+}
+
+// TTL returns how long the current hold lasts unless renewed: 0 when the
+// lock is free, negative when the key has no expiry.
+func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
+	if err := m.ident().Check("ttl", ctx, unmade); err != nil {
+		return 0, err
+	}
+	var d time.Duration
+	err := base.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+		d, err = m.client.PTTL(ctx, m.name).Result()
+		return err
+	})
+	if err != nil {
+		return 0, m.id.Wrap("ttl", err)
+	}
+	return base.TTL(d), nil
+}
