@@ -461,7 +461,6 @@ func (rw *RWMutex) released(h *hold.Hold, res int64, err error) error {
 	return base.Released(res, err, h.Lease, "the lock was no longer held in Redis")
 }
 
-
 // Side is one half of an RWMutex as a lock of its own, for APIs that take
 // a Lock/TryLock/Unlock value, such as a redlock member.
 type Side struct {
