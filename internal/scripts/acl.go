@@ -88,11 +88,11 @@ func sorted(s []string) []string {
 }
 
 // connCommands are what go-redis sends on every new connection (HELLO,
-// else AUTH, and CLIENT SETINFO, whose refusal it ignores), what the
-// pub/sub connection's health check sends (PING), and how every script
-// runs: EVALSHA, EVAL when the server does not have it cached, SCRIPT LOAD
-// before a batch of renewals.
-var connCommands = []string{"hello", "auth", "client|setinfo", "ping", "evalsha", "eval", "script|load"}
+// else AUTH; CLIENT SETINFO too, whose refusal it ignores, so it is left
+// out), what the pub/sub connection's health check sends (PING), and how
+// every script runs: EVALSHA, EVAL when the server does not have it
+// cached, SCRIPT LOAD before a batch of renewals.
+var connCommands = []string{"hello", "auth", "ping", "evalsha", "eval", "script|load"}
 
 // replicaCommands read a server's replicas and eviction policy (INFO
 // replication and memory, ROLE where INFO is refused) and wait for the
@@ -106,10 +106,11 @@ var clusterCommands = []string{"cluster|slots", "cluster|shards", "command"}
 // The commands each primitive's scripts run (redis.call checks each one
 // against the user's ACL, with the keys it touches), and those its Go side
 // sends directly: the inspections (IsLocked, HoldCount, TTL, Available),
-// the holder label (SET, GET, DEL) and ForceUnlock (TYPE, HGETALL).
+// the holder label (SET, GET, DEL) and ForceUnlock (TYPE; HGETALL for an
+// rwlock).
 var (
 	lockCommands = []string{
-		"exists", "hset", "hget", "hexists", "hincrby", "hgetall", "pexpire", "pttl",
+		"exists", "hset", "hget", "hexists", "hincrby", "pexpire", "pttl",
 		"get", "set", "del", "time", "type",
 	}
 	fairCommands = []string{"lindex", "lpop", "lpush", "rpush", "lrem", "zadd", "zrem", "zscore", "hdel"}
@@ -177,6 +178,9 @@ func MinimalACL(p Primitive, prefix string, d Deployment) ACL {
 		channel = "redisson_sc"
 	}
 	// A fair lock's waiter listens on the lock's channel followed by
-	// ":<waiter id>", which the same patterns cover.
-	return Union(p, ACL{Commands: cmds, Keys: keys, Channels: prefixed(channel, prefix)})
+	// ":<waiter id>", which the same patterns cover. The scripts name the
+	// channel among their keys, so that a cluster routes them to its slot:
+	// it is a key pattern too.
+	channels := prefixed(channel, prefix)
+	return Union(p, ACL{Commands: cmds, Keys: append(keys, channels...), Channels: channels})
 }

@@ -21,11 +21,19 @@
 --          (a caller that keeps its own count of runs: a Redlock member)
 -- ARGV[4]  the latch's life in milliseconds
 --
+-- A command this user may not run is refused before anything is written
+-- (may, from lua/fence.lua), with an error reply naming it.
+--
 -- Returns the token alone when the lock was free (count 1): the common
 -- case, kept to the fewest calls and a scalar reply. Returns {count,
 -- token} on a re-entry or a second run, {0, pttl} when another owner holds
 -- it.
 local latch = ARGV[3] == 'latch' and KEYS[3]
+local no = may({{'exists', KEYS[1]}, {'hget', KEYS[1]}, {'pttl', KEYS[1]}, {'hset', KEYS[1]}, {'hincrby', KEYS[1]}, {'pexpire', KEYS[1]}, latch and {'set', latch}},
+  fenced(KEYS[2]))
+if no then
+  return no
+end
 if redis.call('exists', KEYS[1]) == 0 then
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])

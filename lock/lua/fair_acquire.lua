@@ -33,11 +33,22 @@
 -- ARGV[6]  the waiter's id in the list (its channel's suffix); a seat of
 --          its process, reused by later waiters, so not the owner id
 --
+-- A command this user may not run is refused before anything is written
+-- (may, from internal/scripts' lua/fence.lua), with an error reply naming
+-- it.
+--
 -- Returns the token alone when the lock was free, {count, token} on a
 -- re-entry or a second run, {0, wait} when the caller must wait: wait is
 -- when to try again, in milliseconds (the lock's PTTL, or when the first
 -- waiter's deadline passes), at most a third of the mark life.
 local latch = ARGV[3] == 'latch' and KEYS[3]
+local no = may({{'exists', KEYS[1]}, {'hget', KEYS[1]}, {'pttl', KEYS[1]}, {'lindex', KEYS[4]}, {'lpop', KEYS[4]}, {'rpush', KEYS[4]}, {'pexpire', KEYS[4]},
+  {'zscore', KEYS[5]}, {'zadd', KEYS[5]}, {'zrem', KEYS[5]}, {'pexpire', KEYS[5]},
+  {'hset', KEYS[6]}, {'hdel', KEYS[6]}, {'pexpire', KEYS[6]},
+  {'hset', KEYS[1]}, {'hincrby', KEYS[1]}, {'pexpire', KEYS[1]}, latch and {'set', latch}}, fenced(KEYS[2]))
+if no then
+  return no
+end
 local at = now()
 local first = head(KEYS[4], KEYS[5], at, KEYS[6])
 if redis.call('exists', KEYS[1]) == 0 then

@@ -13,8 +13,17 @@
 -- ARGV[3]  the waiter's lease in milliseconds
 -- ARGV[4]  the waiter's id in the list
 --
+-- A command this user may not run is refused before anything is written
+-- (may, from internal/scripts' lua/fence.lua, loaded before this
+-- source), with an error reply naming it.
+--
 -- Returns 1 when given back and queued again, -1 when the owner did not
 -- hold the lock (nothing done).
+local no = may({{'hget', KEYS[1]}, {'del', KEYS[1]}, {'time'}, {'zadd', KEYS[3]}, {'lpush', KEYS[2]}, {'hset', KEYS[4]},
+  {'pexpire', KEYS[2]}, {'pexpire', KEYS[3]}, {'pexpire', KEYS[4]}})
+if no then
+  return no
+end
 if redis.call('hget', KEYS[1], ARGV[1]) == false then
   return -1
 end

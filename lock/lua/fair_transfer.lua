@@ -20,10 +20,20 @@
 -- ARGV[5], ARGV[6], ARGV[7], ...  the candidates: waiter id, owner id and
 --          lease in ms, for each waiter of this process
 --
+-- A command this user may not run is refused before anything is written
+-- (may, from internal/scripts' lua/fence.lua), with an error reply naming
+-- it.
+--
 -- Returns {1, token, waiter id} when handed to that waiter, {0, 0, ''}
 -- when freed (the first waiter, if any, served elsewhere), {-1, 0, ''}
 -- when the releaser does not hold the lock, {-2, 0, ''} when it holds
--- more than one count (nothing changed: unlock.lua decrements).
+-- more than one count (nothing changed: unlock.lua decrements), {2, 0,
+-- ''} when freed but the first waiter could not be told (a server too old
+-- to refuse the publish beforehand).
+local no = may({{'hget', KEYS[1]}, {'hexists', KEYS[1]}, {'del', KEYS[1]}}, woken(ARGV[3], KEYS[5], KEYS[1], KEYS[3], KEYS[4], KEYS[2], KEYS[6]))
+if no then
+  return no
+end
 local owner, lease = {}, {}
 for i = 5, #ARGV, 3 do
   owner[ARGV[i]], lease[ARGV[i]] = ARGV[i + 1], ARGV[i + 2]
@@ -51,7 +61,7 @@ if first and lease[first] then
   redis.call('pexpire', KEYS[1], lease[first])
   return {1, fence(KEYS[2]), first}
 end
-if first then
-  serve(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], ARGV[3], KEYS[5], ARGV[2], first, at, ARGV[4])
+if first and not serve(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], ARGV[3], KEYS[5], ARGV[2], first, at, ARGV[4]) then
+  return {2, 0, ''}
 end
 return {0, 0, ''}

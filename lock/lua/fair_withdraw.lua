@@ -15,7 +15,17 @@
 -- ARGV[4]  '1' when a release may write the first waiter's hold
 -- ARGV[5]  the waiter's owner id
 --
--- Returns 1 when the waiter was in the list, 0 when it was not.
+-- A command this user may not run is refused before anything is written
+-- (may, from internal/scripts' lua/fence.lua), with an error reply naming
+-- it.
+--
+-- Returns 1 when the waiter was in the list, 0 when it was not. A waiter
+-- the server could not tell (a publish refused after the writes, on a
+-- server too old to refuse it beforehand) tries again by its deadline.
+local no = may({{'hexists', KEYS[1]}, {'exists', KEYS[1]}, {'lrem', KEYS[3]}, {'del', KEYS[1]}}, woken(ARGV[3], KEYS[2], KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6]))
+if no then
+  return no
+end
 local first = head(KEYS[3], KEYS[4], now(), KEYS[6]) -- the first live waiter
 local removed = redis.call('lrem', KEYS[3], 0, ARGV[1])
 redis.call('zrem', KEYS[4], ARGV[1])

@@ -13,9 +13,17 @@
 -- ARGV[2]  next owner id
 -- ARGV[3]  next owner's lease in milliseconds
 --
+-- A command this user may not run is refused before anything is written
+-- (may, from internal/scripts' lua/fence.lua), with an error reply naming
+-- it.
+--
 -- Returns {1, token} when handed over (token: the next owner's fencing
 -- token), {-1, 0} when the owner does not hold the lock, {-2, 0} when it
 -- holds more than one count (nothing changed: unlock.lua decrements).
+local no = may({{'hget', KEYS[1]}, {'hexists', KEYS[1]}, {'del', KEYS[1]}, {'hset', KEYS[1]}, {'pexpire', KEYS[1]}}, fenced(KEYS[2]))
+if no then
+  return no
+end
 local count = redis.call('hget', KEYS[1], ARGV[1])
 if count == false then
   if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then

@@ -48,10 +48,25 @@ local function head(queue, timeouts, at, grants)
   end
 end
 
+-- woken(publish, channel, lock, queue, timeouts, token, grants) is what
+-- wake runs, as may (lua/fence.lua) checks it.
+local function woken(publish, channel, lock, queue, timeouts, token, grants)
+  if queue == nil then
+    return {{publish, channel}}
+  end
+  local c = fenced(token)
+  for _, x in ipairs({{publish, channel}, {'lindex', queue}, {'lpop', queue}, {'zscore', timeouts},
+    {'zrem', timeouts}, {'hget', grants}, {'hdel', grants}, {'hset', lock}, {'pexpire', lock}}) do
+    c[#c + 1] = x
+  end
+  return c
+end
+
 -- serve gives the free lock to first, the first live waiter: writes its
 -- hold when it is a relock waiter and grant is '1', else sends it the
 -- unlock message (a hold written here has no WAIT after it: where replica
--- sync asks for one, the caller passes '0' and the waiter tries).
+-- sync asks for one, the caller passes '0' and the waiter tries). It
+-- returns whether the waiter was told (tell, lua/fence.lua).
 local function serve(lock, token, queue, timeouts, grants, publish, channel, message, first, at, grant)
   local entry = grant == '1' and redis.call('hget', grants, first)
   local lease, owner
@@ -59,8 +74,7 @@ local function serve(lock, token, queue, timeouts, grants, publish, channel, mes
     lease, owner = string.match(entry, '^(%d+):(.+)$')
   end
   if not owner or lease == '0' then
-    redis.call(publish, channel .. ':' .. first, message)
-    return
+    return tell(publish, channel .. ':' .. first, message)
   end
   local ttl = tonumber(redis.call('zscore', timeouts, first)) - at
   ttl = math.min(math.max(ttl, 1000), tonumber(lease))
@@ -71,19 +85,20 @@ local function serve(lock, token, queue, timeouts, grants, publish, channel, mes
   redis.call('pexpire', lock, ttl)
   -- %.0f: a token has 16 digits, more than Lua's default number format keeps
   local grant = string.format('relock:grant:%.0f:%.0f:%s', fence(token), ttl, owner)
-  redis.call(publish, channel .. ':' .. first, grant)
+  return tell(publish, channel .. ':' .. first, grant)
 end
 
 -- wake tells the waiters that lock is free: the message on channel, or
--- for a fair lock (queue given) serves its first live waiter.
+-- for a fair lock (queue given) serves its first live waiter; it returns
+-- whether they were told (tell).
 local function wake(publish, channel, message, lock, queue, timeouts, token, grants, grant)
   if queue == nil then
-    redis.call(publish, channel, message)
-    return
+    return tell(publish, channel, message)
   end
   local at = now()
   local first = head(queue, timeouts, at, grants)
   if first then
-    serve(lock, token, queue, timeouts, grants, publish, channel, message, first, at, grant)
+    return serve(lock, token, queue, timeouts, grants, publish, channel, message, first, at, grant)
   end
+  return true
 end

@@ -12,8 +12,20 @@
 -- ARGV[3]  owner id .. ':write'
 -- ARGV[4]  publish command
 --
+-- A command this user may not run is refused before anything is written
+-- (may, from internal/scripts' lua/fence.lua), with an error reply naming
+-- it.
+--
 -- Returns {read count, token}, or {-1, 0} when the owner holds no write
--- lock.
+-- lock. Readers the server could not tell (a publish refused after the
+-- writes, on a server too old to refuse it beforehand) try again by
+-- their lock's TTL.
+local no = may({{'hget', KEYS[1]}, {'hincrby', KEYS[1]}, {'set', KEYS[3] .. ':1'}, {'pttl', KEYS[3] .. ':1'},
+  {'pexpire', KEYS[3] .. ':1'}, {'pttl', KEYS[1]}, {'pexpire', KEYS[1]}, {'hdel', KEYS[1]}, {'hset', KEYS[1]},
+  {ARGV[4], KEYS[2]}}, fenced(KEYS[4]))
+if no then
+  return no
+end
 local c = tonumber(redis.call('hget', KEYS[1], ARGV[3]))
 if c == nil then
   return {-1, 0}
@@ -33,6 +45,6 @@ if c > 1 then
 else
   redis.call('hdel', KEYS[1], ARGV[3])
   redis.call('hset', KEYS[1], 'mode', 'read')
-  redis.call(ARGV[4], KEYS[2], 1)
+  tell(ARGV[4], KEYS[2], 1)
 end
 return {ind, fence(KEYS[4])}

@@ -27,8 +27,21 @@
 --          itself)
 -- ARGV[5]  the latch's life in milliseconds
 --
+-- A command this user may not run is refused before anything is written
+-- (may, from internal/scripts' lua/fence.lua), with an error reply naming
+-- it.
+--
 -- Returns {count, token} when acquired; {0, ttl} when not, ttl being when
 -- to try again at the latest (ms).
+local latch = ARGV[4] == 'latch' and KEYS[5]
+local lease1 = KEYS[2] .. ':1'
+local no = may({{'time'}, {'zremrangebyscore', KEYS[3]}, {'zrange', KEYS[3]},
+  {'hget', KEYS[1]}, {'hset', KEYS[1]}, {'hincrby', KEYS[1]}, {'hdel', KEYS[1]}, {'hlen', KEYS[1]},
+  {'hexists', KEYS[1]}, {'del', KEYS[1]}, {'pttl', KEYS[1]}, {'pexpire', KEYS[1]},
+  {'exists', lease1}, {'set', lease1}, {'pttl', lease1}, {'pexpire', lease1}, latch and {'set', latch}}, fenced(KEYS[4]))
+if no then
+  return no
+end
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lease = tonumber(ARGV[1])
@@ -57,7 +70,6 @@ if held ~= false and mode == 'read' then
   end
 end
 local mine = held ~= false
-local latch = ARGV[4] == 'latch' and KEYS[5]
 if mine and ARGV[4] == 'minted' then
   -- an earlier run of this acquisition took it: the same grant
   return {tonumber(held), last(KEYS[4])}

@@ -24,10 +24,24 @@
 --          itself)
 -- ARGV[6]  the latch's life in milliseconds
 --
+-- A command this user may not run is refused before anything is written
+-- (may, from internal/scripts' lua/fence.lua), with an error reply naming
+-- it.
+--
 -- Returns {count, token} when acquired; {-1, 0} when the owner holds only
 -- a read lock (upgrade); {0, ttl} when it must wait, ttl being when to try
 -- again at the latest: the earliest reader lease end, the hash's TTL, and
 -- no more than a third of the lease, so that the mark is kept fresh.
+local latch = ARGV[5] == 'latch' and KEYS[5]
+local lease1 = KEYS[4] .. ':' .. ARGV[3] .. ':rwlock_timeout:1' -- a reader's lease key
+local no = may({{'time'}, {'zremrangebyscore', KEYS[2]}, {'zadd', KEYS[2]}, {'zrem', KEYS[2]},
+  {'pttl', KEYS[2]}, {'pexpire', KEYS[2]},
+  {'hget', KEYS[1]}, {'hgetall', KEYS[1]}, {'hdel', KEYS[1]}, {'hlen', KEYS[1]}, {'del', KEYS[1]},
+  {'hset', KEYS[1]}, {'hincrby', KEYS[1]}, {'hexists', KEYS[1]}, {'pttl', KEYS[1]}, {'pexpire', KEYS[1]},
+  {'pttl', lease1}, latch and {'set', latch}}, fenced(KEYS[3]))
+if no then
+  return no
+end
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lease = tonumber(ARGV[1])
@@ -58,7 +72,6 @@ if mode == 'read' then
   end
 end
 
-local latch = ARGV[5] == 'latch' and KEYS[5]
 if mode == false then
   redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
   redis.call('pexpire', KEYS[1], lease)

@@ -23,10 +23,23 @@
 -- ARGV[4], ARGV[5], ...  the readers to hand the lock to: owner id, then
 --          lease in ms, each (none: a plain release)
 --
+-- A command this user may not run is refused before anything is written
+-- (may, from internal/scripts' lua/fence.lua), with an error reply naming
+-- it.
+--
 -- Returns {1, token, ...} when the write lock ended (message published),
 -- with one token per reader handed the read lock, in order (none when a
--- writer waits); {0} when write counts remain; {-1} when the owner holds
--- no write lock.
+-- writer waits), {2, token, ...} the same when the message could not be
+-- published (a server too old to refuse it beforehand: the waiters were
+-- not told); {0} when write counts remain; {-1} when the owner holds no
+-- write lock.
+local lease1 = KEYS[6] .. ':' .. ARGV[1] .. ':rwlock_timeout:1' -- a reader's lease key
+local no = may({{'get', KEYS[3]}, {'hget', KEYS[1]}, {'set', KEYS[3]}, {'hincrby', KEYS[1]}, {'hdel', KEYS[1]}, {'hlen', KEYS[1]}, {'pttl', KEYS[1]},
+  {'pexpire', KEYS[1]}, {'hset', KEYS[1]}, {'del', KEYS[1]}, {'time'}, {'zremrangebyscore', KEYS[4]},
+  {'zcard', KEYS[4]}, {'set', lease1}, {ARGV[2], KEYS[2]}}, #ARGV >= 4 and fenced(KEYS[5]) or {})
+if no then
+  return no
+end
 local done = redis.call('get', KEYS[3])
 if done ~= false then
   return {tonumber(done)}
@@ -64,6 +77,8 @@ if kept then
 else
   redis.call('del', KEYS[1])
 end
-redis.call(ARGV[2], KEYS[2], 1)
-redis.call('set', KEYS[3], 1, 'px', ARGV[3])
+if not tell(ARGV[2], KEYS[2], 1) then
+  out[1] = 2
+end
+redis.call('set', KEYS[3], out[1], 'px', ARGV[3])
 return out

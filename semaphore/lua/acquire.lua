@@ -29,11 +29,19 @@
 -- ARGV[8]  "recorded": use the size Redis records when it differs
 --          (WithRecordedSize); "" refuses it
 --
+-- A command this user may not run is refused before anything is written
+-- (may, kept: state.lua), with an error reply naming it.
+--
 -- Returns {1, available} when acquired; {0, ttl} when it must wait (ttl:
 -- when to try at the latest: the earliest permit expiry, at most a third
 -- of the mark's life so the mark stays fresh); {-2, size} when Redis records
 -- another size; {-3, size} when n exceeds the recorded size.
 local S = {hash = KEYS[1], permits = KEYS[2], weights = KEYS[3], waiters = KEYS[4], marks = KEYS[5]}
+local no = may(kept(S), {{'zscore', KEYS[2]}, {'zadd', KEYS[2]}, {'hset', KEYS[3]}, {'zscore', KEYS[4]},
+  {'zadd', KEYS[4]}, {'zcard', KEYS[4]}, {'hset', KEYS[5]}, ARGV[5] ~= '' and {ARGV[6], KEYS[6]}})
+if no then
+  return no
+end
 local now = server_ms()
 local n, lease = tonumber(ARGV[2]), tonumber(ARGV[4])
 
@@ -67,7 +75,7 @@ if first and n <= size - used then
     redis.call('hdel', KEYS[5], ARGV[5])
     -- the next waiter may fit in what is left: it is waiting for a message
     if used + n < size and redis.call('zcard', KEYS[4]) > 0 then
-      redis.call(ARGV[6], KEYS[6], 0)
+      tell(ARGV[6], KEYS[6], 0) -- untold (Redis 6, refused), it tries by its mark's third
     end
   end
   settle(S, now, used + n)

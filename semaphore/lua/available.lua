@@ -10,6 +10,9 @@
 -- ARGV[2]  "recorded": use the size Redis records when it differs
 --          (WithRecordedSize); "" refuses it
 --
+-- A command this user may not run is refused before anything is written
+-- (may, kept: state.lua), with an error reply naming it.
+--
 -- Returns {1, available}; {-2, size} when Redis records another size; a
 -- semaphore with nothing recorded has all of ARGV[1] free (nothing is
 -- written).
@@ -21,6 +24,10 @@ if size == nil then
 end
 if size ~= tonumber(ARGV[1]) and ARGV[2] ~= 'recorded' then
   return {-2, size}
+end
+local no = may(kept(S))
+if no then
+  return no
 end
 local now = server_ms()
 local used = purge(S, now)

@@ -23,11 +23,21 @@
 -- ARGV[4+3i], ARGV[5+3i], ARGV[6+3i]  offered waiter i (from 0): its
 --          permit id (also its waiter id), n, lease in milliseconds
 --
+-- A command this user may not run is refused before anything is written
+-- (may, kept: state.lua), with an error reply naming it.
+--
 -- Returns {1, served, free} when released: served is how many offered
 -- waiters now hold permits, free how many permits are left free (-1 when
--- a retry cannot tell); {-1, 0, -1} when the permit is not held (it
+-- a retry cannot tell); {2, served, free} the same when the message could
+-- not be published (a server too old to refuse it beforehand: the
+-- waiters were not told); {-1, 0, -1} when the permit is not held (it
 -- expired and was reclaimed, or was never taken).
 local S = {hash = KEYS[1], permits = KEYS[2], weights = KEYS[3], waiters = KEYS[6], marks = KEYS[7]}
+local no = may(kept(S), {{'get', KEYS[5]}, {'zscore', KEYS[2]}, {'zadd', KEYS[2]}, {'hset', KEYS[3]}, {'zcard', KEYS[6]},
+  {ARGV[2], KEYS[4]}, {'set', KEYS[5]}})
+if no then
+  return no
+end
 local done = redis.call('get', KEYS[5])
 if done ~= false then
   -- an earlier run released it; it served the offered waiters that hold
@@ -79,8 +89,9 @@ redis.call('hdel', KEYS[3], ARGV[1])
 settle(S, now, used)
 local free = math.max(size - used, 0)
 -- the other waiters, here and elsewhere, try for what is left
+local res = 1
 if served == 0 or (free > 0 and redis.call('zcard', KEYS[6]) > 0) then
-  redis.call(ARGV[2], KEYS[4], n)
+  res = tell(ARGV[2], KEYS[4], n) and 1 or 2
 end
-redis.call('set', KEYS[5], 1, 'px', ARGV[3])
-return {1, served, free}
+redis.call('set', KEYS[5], res, 'px', ARGV[3])
+return {res, served, free}

@@ -14,8 +14,17 @@
 -- ARGV[3]  how long the record lives at least, in milliseconds (field
 --          kept of the hash: until when, server ms)
 --
--- Returns the previous size, or 0 when none was recorded.
+-- A command this user may not run is refused before anything is written
+-- (may, kept: state.lua), with an error reply naming it.
+--
+-- Returns the previous size, or 0 when none was recorded. Waiters the
+-- server could not tell (a publish refused after the writes, on a server
+-- too old to refuse it beforehand) try again by their marks' third.
 local S = {hash = KEYS[1], permits = KEYS[3], weights = KEYS[4], waiters = KEYS[5], marks = KEYS[6]}
+local no = may(kept(S), {{ARGV[2], KEYS[2]}})
+if no then
+  return no
+end
 load(S)
 local old = S.size or 0
 local now = server_ms()
@@ -24,5 +33,5 @@ local used = purge(S, now)
 S.kept = now + tonumber(ARGV[3])
 redis.call('hset', KEYS[1], 'size', ARGV[1], 'kept', S.kept)
 settle(S, now, used)
-redis.call(ARGV[2], KEYS[2], 0)
+tell(ARGV[2], KEYS[2], 0)
 return old

@@ -11,15 +11,24 @@
 -- ARGV[1]  waiter id
 -- ARGV[2]  publish command
 --
--- Returns 1 when a mark was removed.
+-- A command this user may not run is refused before anything is written
+-- (may, kept: state.lua), with an error reply naming it.
+--
+-- Returns 1 when a mark was removed. Waiters the server could not tell (a
+-- publish refused after the writes, on a server too old to refuse it
+-- beforehand) try again by their marks' third.
 local S = {hash = KEYS[4], permits = KEYS[5], weights = KEYS[6], waiters = KEYS[1], marks = KEYS[2]}
+local no = may(kept(S), {{ARGV[2], KEYS[3]}})
+if no then
+  return no
+end
 redis.call('hdel', KEYS[2], ARGV[1])
 local removed = redis.call('zrem', KEYS[1], ARGV[1])
 local now = server_ms()
 load(S)
 settle(S, now, purge(S, now))
 if removed == 1 then
-  redis.call(ARGV[2], KEYS[3], 0)
+  tell(ARGV[2], KEYS[3], 0)
   return 1
 end
 return 0
