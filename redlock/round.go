@@ -12,6 +12,7 @@ import (
 
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/workers"
 )
 
 // A round is one attempt on every member under one member owner id. A
@@ -123,7 +124,7 @@ func (l *Lock) tryAll(ctx context.Context, r *round, lease time.Duration) []outc
 	var running atomic.Int32
 	running.Store(int32(n))
 	l.bg.add(1)
-	giveBackCtx := context.WithoutCancel(ctx)
+	giveBackCtx := workers.Detached(ctx)
 	for i, node := range l.nodes {
 		node.Workers.Go(func() {
 			ok, token, ttl, err := node.Try(nctx, r.id, lease)
@@ -211,7 +212,7 @@ collect:
 // timeout, and returns a channel closed when every one has answered or
 // given up.
 func (l *Lock) giveBack(ctx context.Context, r *round, which []bool) <-chan struct{} {
-	ctx = context.WithoutCancel(ctx)
+	ctx = workers.Detached(ctx)
 	done := make(chan struct{})
 	var left atomic.Int32
 	for _, w := range which {
@@ -282,7 +283,7 @@ func (l *Lock) release(ctx context.Context, h *hold.Hold) error {
 	}
 	results := make(chan result, total)
 	l.bg.add(total)
-	bgCtx := context.WithoutCancel(ctx) // the releases outlive the call
+	bgCtx := workers.Detached(ctx) // the releases outlive the call, and Drain waits for them
 	for i, n := range l.nodes {
 		if !r.won[i] {
 			continue

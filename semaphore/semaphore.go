@@ -415,6 +415,7 @@ func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string) {
 // then retried through an outage for up to the lease (base.GiveBack).
 // Nothing of the caller waits for it.
 func (s *Semaphore) giveBack(ctx context.Context, permitID string, late <-chan struct{}, leaseTime time.Duration) {
+	ctx = workers.Detached(ctx) // each try ends with its retries
 	window := s.cfg.UnlockTimeout
 	if late != nil {
 		window = max(window, leaseTime)

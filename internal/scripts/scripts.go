@@ -180,8 +180,9 @@ type Reply struct {
 // cancellation (only ctx's values are kept). The caller waits for it as
 // workers.CallerWait says (timeout, or ctx's deadline when sooner): a call
 // still unanswered then goes on in the background, and the reply reports
-// a *workers.LateError. A latch a script keeps lives options.LatchLife,
-// past the last retry. Only idempotent
+// a *workers.LateError. A ctx made by workers.Detached (work nobody waits
+// for) waits for the retries to their end. A latch a script keeps lives
+// options.LatchLife, past the last retry. Only idempotent
 // scripts (those that keep their answer in a latch key, or can tell their
 // own earlier effect) may be run this way.
 func (s *Script) CallRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration, nkeys int, argv ...any) Reply {
@@ -190,6 +191,9 @@ func (s *Script) CallRetrying(ctx context.Context, c redis.UniversalClient, time
 	rc.a = append(make([]any, 3, 3+len(argv)), argv...)
 	rc.ctx = context.WithoutCancel(ctx)
 	stop, wait := workers.CallerWait(ctx, timeout)
+	if workers.IsDetached(ctx) {
+		wait = 2 * timeout // work nobody else waits for ends with its retries
+	}
 	if err := workers.For(c).Bound(stop, wait, rc.run); err != nil {
 		return Reply{Cmd: failed(ctx, err), Retried: true} // rc is the late call's now
 	}

@@ -28,10 +28,12 @@ type LateError struct {
 	done  <-chan struct{}
 }
 
+// Error says what the caller stopped waiting for, and that it goes on.
 func (e *LateError) Error() string {
 	return fmt.Sprintf("%v (the call goes on in the background)", e.cause)
 }
 
+// Unwrap returns the cause: the caller context's, or ErrLate.
 func (e *LateError) Unwrap() error { return e.cause }
 
 // Done is closed when the call has returned.
@@ -151,4 +153,24 @@ func CallerWait(ctx context.Context, timeout time.Duration) (stop context.Contex
 		return context.WithoutCancel(ctx), d
 	}
 	return ctx, d
+}
+
+type detachedKey struct{}
+
+// Detached returns ctx's values without its cancellation, marked as the
+// context of work that nobody waits for but its own (a give-back, a
+// Redlock member's release): a call on its own timeout made with it is
+// waited for to its end, so that the work, and what waits for it (Drain,
+// a give-back's next try), ends when the call does.
+func Detached(ctx context.Context) context.Context {
+	if IsDetached(ctx) {
+		return ctx
+	}
+	return context.WithValue(context.WithoutCancel(ctx), detachedKey{}, true)
+}
+
+// IsDetached reports whether ctx was made by Detached.
+func IsDetached(ctx context.Context) bool {
+	d, _ := ctx.Value(detachedKey{}).(bool)
+	return d
 }
