@@ -5,6 +5,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -103,11 +104,42 @@ func TestBound(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), boundDeadline)
 	defer cancel()
 
+	cells, lasted := runBoundFaults(t, ctx, "faults", boundFaults)
+	table, bad := boundTable(cells, lasted)
+	t.Log("\n" + table)
+	if bad == 0 {
+		return
+	}
+	// A loaded machine may hold one call past its bound now and then: the
+	// faults with a broken cell run again, and only a cell broken both
+	// times fails the test (a library that breaks a promise does so every
+	// time; the first table stays in the log).
+	var again []*boundFault
+	for _, f := range boundFaults {
+		if slices.ContainsFunc(cells, func(c *boundCell) bool { return c.fault == f.name && len(c.flags) > 0 }) {
+			again = append(again, f)
+		}
+	}
+	second, lasted2 := runBoundFaults(t, ctx, "again", again)
+	t.Log("\nthe faults with a broken cell, again:\n" + must(boundTable(second, lasted2)))
+	twice := 0
+	for _, c := range cells {
+		if len(c.flags) > 0 && slices.ContainsFunc(second, func(d *boundCell) bool { return d.sameCell(c) && len(d.flags) > 0 }) {
+			twice++
+			t.Errorf("broken twice: %s under %s/%s: %s", c.prim.label+"."+c.row.method, c.fault, c.client, c.flags)
+		}
+	}
+	t.Logf("%d of %d cells broke a promise in the first run, %d of them again", bad, len(cells), twice)
+}
+
+// runBoundFaults runs each fault of faults, one after the other, and
+// returns their cells and how long each fault lasted.
+func runBoundFaults(t *testing.T, ctx context.Context, name string, faults []*boundFault) ([]*boundCell, map[string]time.Duration) {
 	var mu sync.Mutex
 	var cells []*boundCell
 	lasted := map[string]time.Duration{}
-	t.Run("faults", func(t *testing.T) {
-		for _, f := range boundFaults {
+	t.Run(name, func(t *testing.T) {
+		for _, f := range faults {
 			t.Run(f.name, func(t *testing.T) {
 				cs, d := runBoundFault(t, ctx, f)
 				mu.Lock()
@@ -117,11 +149,15 @@ func TestBound(t *testing.T) {
 			})
 		}
 	})
-	table, bad := boundTable(cells, lasted)
-	t.Log("\n" + table)
-	if bad > 0 {
-		t.Errorf("%d of %d cells broke their promise (table above; each cell's error in the log)", bad, len(cells))
-	}
+	return cells, lasted
+}
+
+// must returns the table of boundTable's answer.
+func must(table string, _ int) string { return table }
+
+// sameCell reports whether c and d are the same row, fault and client.
+func (c *boundCell) sameCell(d *boundCell) bool {
+	return c.prim.label == d.prim.label && c.row.method == d.row.method && c.fault == d.fault && c.client == d.client
 }
 
 // boundGroup is one fault's servers and what the cells need of them.
