@@ -292,3 +292,20 @@ func marks(ks map[string]string) map[string]string {
 	}
 	return out
 }
+
+// On Redis Cluster the ACL adds what the cluster client reads (the slot
+// map, the command table) and the sharded pub/sub commands in place of
+// PUBLISH and SUBSCRIBE.
+func TestMinimalACLOnCluster(t *testing.T) {
+	ctx := ctxT(t)
+	env := redistest.ClusterBackend().New(t)
+	for _, p := range []scripts.Primitive{scripts.Lock, scripts.FairLock, scripts.RWLock, scripts.Semaphore} {
+		t.Run(string(p), func(t *testing.T) {
+			acl := scripts.MinimalACL(p, "app:", scripts.Deployment{Cluster: true, ReplicaSync: true})
+			e := newACLEnv(t, ctx, env, "c"+strings.ReplaceAll(string(p), " ", ""), acl.Rules()...)
+			var step string
+			do := func(name string, f func() error) error { step = name; return f() }
+			require.NoError(t, exercise(ctx, p, e.user, do), "step %s with %s", step, acl)
+		})
+	}
+}

@@ -45,7 +45,10 @@ local function may(...)
       local k = KEYS[1] or 'x'
       if c and (channel or (arg ~= nil and not declared[arg])) then
         if not check(c[1], arg, arg, arg, arg) then
-          if not check(c[1], k, k, k, k) then
+          -- A command refused whatever its channel reads as refused on
+          -- this one: there is no channel to ask it with that is sure to
+          -- be allowed.
+          if not channel and not check(c[1], k, k, k, k) then
             return redis.error_reply('NOPERM relock: this user may not run ' .. cmd)
           end
           return redis.error_reply('NOPERM relock: this user may not ' .. cmd ..
