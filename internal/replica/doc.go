@@ -9,7 +9,11 @@
 // primitive gives back an acquisition that did not get them. The number
 // of replicas of each server a client reaches is learned once (INFO
 // replication, or ROLE) and read again when it may have changed: after a
-// network error, a redirection or a short WAIT, and every 10 s in the
-// round trip of a call. A server without replicas is sent the script
-// alone, through the client's batch, as if replica sync were off.
+// network error, a redirection or a short WAIT, every 10 s in the round
+// trip of a call, and every 250 ms while a replica is connected but still
+// syncing. A server without replicas is sent the script alone, through
+// the client's batch, as if replica sync were off. A user refused both
+// INFO and ROLE, or WAIT, gets an error naming the permission (ErrDenied),
+// never a sync quietly turned off; and a server whose eviction policy may
+// drop a lock's keys (INFO memory, read with the count) is warned of once.
 package replica
