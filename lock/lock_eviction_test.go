@@ -120,3 +120,22 @@ func TestNoEvictionNeverGrantsAHeldLock(t *testing.T) {
 		require.NoError(t, mus[i].Unlock(held))
 	}
 }
+
+// WithLogger sends the warning to the logger it gives, not the default
+// one; a nil logger is refused.
+func TestEvictionWarningGoesToWithLogger(t *testing.T) {
+	ctx := ctxT(t)
+	def := captureDefaultLog(t)
+	own := &syncBuffer{}
+	s := redistest.StartServer(t, redistest.WithArgs("--maxmemory", "2mb", "--maxmemory-policy", "allkeys-lru"))
+	mu := lock.New(s.Client(t), "job", lock.WithLogger(slog.New(slog.NewTextHandler(own, nil))))
+	held, err := mu.TryLock(ctx)
+	require.NoError(t, err)
+	require.NoError(t, mu.Unlock(held))
+	require.Contains(t, own.String(), "maxmemory_policy=allkeys-lru")
+	require.Empty(t, def.String())
+
+	_, err = lock.New(s.Client(t), "job", lock.WithLogger(nil)).TryLock(ctx)
+	require.ErrorIs(t, err, lock.ErrInvalidArgument)
+	require.ErrorContains(t, err, "nil logger")
+}

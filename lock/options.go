@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/relock-go/relock/internal/lease"
@@ -62,6 +63,11 @@ func WithNameInMetrics() Option { return options.WithNameInMetrics() }
 // and redsync), and the hold lasts until Unlock, its loss, or the end of
 // Do.
 func WithHoldScopedToContext() Option { return options.WithHoldScopedToContext() }
+
+// WithLogger sends the warnings about a server that undermines a
+// guarantee (an eviction policy that can evict lock keys) to l instead of
+// slog.Default(). Each is given once per server and reason in the process.
+func WithLogger(l *slog.Logger) Option { return options.WithLogger(l) }
 
 // WithHolderLabel names the holder (a pod, a host, a job id) next to its
 // hold, in a key of its own with the hold's lease

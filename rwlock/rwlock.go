@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -56,6 +57,9 @@ func WithWaitTimeout(d time.Duration) Option { return options.WithWaitTimeout(d)
 
 // WithUnlockTimeout: see lock.WithUnlockTimeout.
 func WithUnlockTimeout(d time.Duration) Option { return options.WithUnlockTimeout(d) }
+
+// WithLogger: see lock.WithLogger.
+func WithLogger(l *slog.Logger) Option { return options.WithLogger(l) }
 
 // WithTracerProvider: see lock.WithTracerProvider.
 func WithTracerProvider(tp trace.TracerProvider) Option { return options.WithTracerProvider(tp) }

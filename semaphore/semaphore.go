@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +59,9 @@ func WithWaitTimeout(d time.Duration) Option { return options.WithWaitTimeout(d)
 
 // WithUnlockTimeout bounds Release.
 func WithUnlockTimeout(d time.Duration) Option { return options.WithUnlockTimeout(d) }
+
+// WithLogger: see lock.WithLogger.
+func WithLogger(l *slog.Logger) Option { return options.WithLogger(l) }
 
 // WithTracerProvider sets where acquire spans go.
 func WithTracerProvider(tp trace.TracerProvider) Option { return options.WithTracerProvider(tp) }

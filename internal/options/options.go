@@ -2,6 +2,7 @@ package options
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 	"unicode"
@@ -54,6 +55,9 @@ type Config struct {
 	// allowance (default lease/100 + 2 ms).
 	NodeTimeout time.Duration
 	Drift       time.Duration // < 0: the default
+	// Logger receives the warnings about a server that undermines a
+	// guarantee (nil: slog.Default()).
+	Logger *slog.Logger
 
 	// Given is what the options set explicitly of what a Redlock and its
 	// members share; the Redlock adopts a member's, or refuses a conflict.
@@ -372,7 +376,18 @@ func (c *Config) Unsupported(primitive string) string {
 
 // ReplicaPolicy is how an acquisition's write is acknowledged.
 func (c *Config) ReplicaPolicy() replica.Policy {
-	return replica.Policy{Timeout: c.ReplicaSync, Min: c.MinReplicas}
+	return replica.Policy{Timeout: c.ReplicaSync, Min: c.MinReplicas, Logger: c.Logger}
+}
+
+// WithLogger: see lock.WithLogger.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *Config) {
+		if l == nil {
+			c.invalid("nil logger")
+			return
+		}
+		c.Logger = l
+	}
 }
 
 // WithReplicaSync: see lock.WithReplicaSync.

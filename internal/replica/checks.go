@@ -59,23 +59,21 @@ func waitErr(err error) error {
 	return fmt.Errorf("replica sync: WAIT failed: %w", err)
 }
 
-// Logger returns the logger that server warnings go to. A variable, so
-// that an option of the primitives may give another; slog.Default()
-// unless then.
-var Logger = slog.Default
-
 // warned holds "address\x00reason" of each warning given: once per
 // server and reason in the process, however many clients reach it.
 var warned sync.Map
 
-// warn logs and counts a warning about the server at addr, the first
-// time only.
-func warn(addr, reason, msg string, attrs ...any) {
+// warn logs (to log, or slog.Default() when nil) and counts a warning
+// about the server at addr, the first time only.
+func warn(log *slog.Logger, addr, reason, msg string, attrs ...any) {
 	if _, dup := warned.LoadOrStore(addr+"\x00"+reason, true); dup {
 		return
 	}
 	ctx := context.Background()
-	Logger().Warn(msg, append([]any{slog.String("server", addr), slog.String("reason", reason)}, attrs...)...)
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Warn(msg, append([]any{slog.String("server", addr), slog.String("reason", reason)}, attrs...)...)
 	telemetry.ServerWarning(ctx, nil, addr, reason)
 }
 
@@ -84,14 +82,14 @@ func warn(addr, reason, msg string, attrs ...any) {
 // maxmemory set, allkeys-* evicts any key and volatile-* any key with a
 // TTL, which every key of a lock has. An evicted lock is free to the
 // next owner while its holder is still working.
-func checkMemory(node *redis.Client, info *redis.StringCmd) {
+func checkMemory(node *redis.Client, info *redis.StringCmd, log *slog.Logger) {
 	r, err := info.Result()
 	if err != nil {
 		return // refused or unknown: nothing said either way
 	}
 	max, policy := parseMemory(r)
 	if max > 0 && evicts(policy) {
-		warn(node.Options().Addr, tracing.WarningEviction,
+		warn(log, node.Options().Addr, tracing.WarningEviction,
 			"relock: this Redis server may evict lock keys under memory pressure, and an evicted lock goes to a second owner "+
 				"while its holder still works; set maxmemory-policy noeviction, or keep locks on an instance of their own",
 			slog.Int64("maxmemory", max), slog.String("maxmemory_policy", policy))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +27,9 @@ type Policy struct {
 	Timeout time.Duration
 	// Min is how many replicas must acknowledge (at least 1).
 	Min int
+	// Logger receives the warnings about the server (its eviction
+	// policy); nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Acks is what the WAIT of one call answered.
@@ -107,7 +111,7 @@ func Call(ctx context.Context, c redis.UniversalClient, p Policy, s *scripts.Scr
 		if err != nil {
 			return failed(ctx, err), Acks{}
 		}
-		n, refresh, err := srv.count(ctx, node)
+		n, refresh, err := srv.count(ctx, node, p.Logger)
 		if err != nil {
 			scripts.Unreachable(ctx, c, err)
 			return failed(ctx, err), Acks{}
@@ -180,7 +184,7 @@ func (srv *server) send(ctx context.Context, node *redis.Client, p Policy, s *sc
 	if refresh {
 		if r, err := info[0].Result(); err == nil {
 			srv.set(parseReplicas(r))
-			checkMemory(node, info[1])
+			checkMemory(node, info[1], p.Logger)
 		} else {
 			srv.stale() // refused or lost: the next call asks again (ROLE where INFO is refused)
 		}
@@ -287,7 +291,7 @@ type server struct {
 
 // count returns the server's replica count, asking the server when it is
 // unknown; refresh tells the caller to carry an INFO in its round trip.
-func (srv *server) count(ctx context.Context, node *redis.Client) (n int, refresh bool, err error) {
+func (srv *server) count(ctx context.Context, node *redis.Client, log *slog.Logger) (n int, refresh bool, err error) {
 	if v := srv.n.Load(); v != unknown {
 		trust := refreshEvery
 		if srv.pending.Load() {
@@ -296,7 +300,7 @@ func (srv *server) count(ctx context.Context, node *redis.Client) (n int, refres
 		due := time.Since(time.Unix(0, srv.checked.Load())) > trust
 		return int(v), due && srv.refreshing.CompareAndSwap(false, true), nil
 	}
-	c, err := ask(ctx, node)
+	c, err := ask(ctx, node, log)
 	if err != nil {
 		return 0, false, err
 	}
@@ -318,13 +322,13 @@ type replicas struct {
 // to have no replicas: no WAIT can be counted on there. A user refused
 // both (NOPERM) gets an error: without the count the acquisition cannot
 // be synced as it asks, and turning the sync off would go unnoticed.
-func ask(ctx context.Context, node *redis.Client) (replicas, error) {
+func ask(ctx context.Context, node *redis.Client, log *slog.Logger) (replicas, error) {
 	pipe := node.Pipeline()
 	repl, mem := pipe.Info(ctx, "replication"), pipe.Info(ctx, "memory")
 	_, _ = pipe.Exec(ctx)
 	r, err := repl.Result()
 	if err == nil {
-		checkMemory(node, mem)
+		checkMemory(node, mem, log)
 		return parseReplicas(r), nil
 	}
 	var rerr redis.Error

@@ -36,15 +36,14 @@ func (l *logs) String() string {
 	return l.buf.String()
 }
 
-// captureLogs sends the package's warnings to a buffer for the test.
-func captureLogs(t *testing.T) *logs {
+// captureLogs returns policy with its warnings sent to a buffer for the
+// test.
+func captureLogs(t *testing.T) (*logs, replica.Policy) {
 	l := &logs{}
-	logger := slog.New(slog.NewTextHandler(l, nil))
-	old := replica.Logger
-	replica.Logger = func() *slog.Logger { return logger }
 	replica.ForgetWarnings()
-	t.Cleanup(func() { replica.Logger = old })
-	return l
+	p := policy
+	p.Logger = slog.New(slog.NewTextHandler(l, nil))
+	return l, p
 }
 
 // A server that may evict a lock's keys is warned of once, with the
@@ -61,7 +60,7 @@ func TestEvictionPolicyWarnedOnce(t *testing.T) {
 		{"0", "allkeys-lru", false},
 	} {
 		t.Run(tc.maxmemory+"-"+tc.policy, func(t *testing.T) {
-			l := captureLogs(t)
+			l, policy := captureLogs(t)
 			metrics := telemetrytest.New(t)
 			old := otel.GetMeterProvider()
 			otel.SetMeterProvider(metrics.Provider)
