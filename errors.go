@@ -24,6 +24,11 @@ var (
 	// replica sync timeout (WithReplicaSync), so it was undone: a
 	// failover could have lost it. It matches ErrNotAcquired too.
 	ErrNotReplicated = fmt.Errorf("%w: too few replicas acknowledged", ErrNotAcquired)
+	// ErrWaitersNotTold: the release was made, but its notification was
+	// refused (PUBLISH denied by the user's ACL on a server too old to
+	// check before writing, Redis 6): waiters wake when the lock's lease
+	// ends instead of at once.
+	ErrWaitersNotTold = errors.New("released, waiters not told")
 )
 
 // Error is the type of every error the primitives return: it names the

@@ -428,7 +428,7 @@ func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
 	}
 	// Released whole: the label goes too, whichever count of a labeled
 	// hold (shared lease) was the last.
-	if res == 1 && h.Lease.Renewer() == labeledRenewer {
+	if res >= 1 && h.Lease.Renewer() == labeledRenewer { // 2: released, waiters not told
 		base.DropLabel(ctx, m.client, m.name, h.Owner)
 	}
 	return base.Released(res, err, h.Lease, "the lock was no longer held in Redis")
@@ -476,7 +476,7 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 			// that attempt released it (the lease could not have lapsed).
 			res = 1
 		}
-		if err == nil && res == 1 && !yield {
+		if err == nil && res >= 1 && !yield {
 			m.hub.Release(m.channel)
 		}
 	}
@@ -499,7 +499,7 @@ func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout ti
 		reply = fairUnlockScript.CallRetrying(ctx, m.client, timeout, 7, m.name, m.channel, latch, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], unlockMessage, m.msArg(lease), ownerID, m.publishArg, m.cfg.LatchArg(timeout), m.grantArg(ctx))
 	}
 	res, err := reply.Int64()
-	if err == nil && res == 1 {
+	if err == nil && res >= 1 {
 		m.hub.Release(m.channel)
 	}
 	return res, err

@@ -63,7 +63,7 @@ func (m *Mutex) undo(ctx context.Context, owner, latch string, lease time.Durati
 			reply = fairGiveBackScript.CallRetrying(ctx, m.client, timeout, 7, m.name, latch, m.channel, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], owner, unlockMessage, m.publishArg, m.grantArg(ctx))
 		}
 		n, err := reply.Int64()
-		if err == nil && n == 1 {
+		if err == nil && n >= 1 {
 			m.hub.Release(m.channel)
 		}
 		return err

@@ -50,7 +50,7 @@ func (rw *RWMutex) undo(ctx context.Context, s access, ownerID, latch string) er
 		}
 	}
 	n, err := rw.runRelease(ctx, s, ownerID, timeout)
-	if err == nil && n == 1 {
+	if err == nil && n >= 1 {
 		rw.hub.Release(rw.channel)
 	}
 	return err

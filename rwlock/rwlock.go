@@ -448,7 +448,7 @@ func (rw *RWMutex) runRelease(ctx context.Context, s access, ownerID string, tim
 			res = vals[0]
 		}
 	}
-	if err == nil && res == 1 {
+	if err == nil && res >= 1 { // 2: released, waiters not told
 		rw.hub.Release(rw.channel)
 	}
 	return res, err

@@ -15,6 +15,7 @@ var (
 	ErrLockLost        = relock.ErrLockLost
 	ErrInvalidArgument = relock.ErrInvalidArgument
 	ErrNotReplicated   = relock.ErrNotReplicated
+	ErrWaitersNotTold  = relock.ErrWaitersNotTold
 )
 
 // Error is relock.Error.
