@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -508,4 +510,25 @@ func ExampleWithForceUnlockNotice() {
 	<-held.Done() // at once, not at the next renewal
 	fmt.Println(errors.Is(context.Cause(held), lock.ErrLockLost))
 	// Output: true
+}
+
+// WithLogger sends the warnings about a server that undermines a
+// guarantee (an eviction policy that may evict lock keys) to a logger of
+// the service's own; a nil logger is refused.
+func ExampleWithLogger() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	ctx := context.Background()
+
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "locks")
+	held, err := lock.New(rdb, "jobs", lock.WithLogger(logger)).TryLock(ctx)
+	fmt.Println(err)
+	_ = lock.New(rdb, "jobs").Unlock(held)
+	_, err = lock.New(rdb, "jobs", lock.WithLogger(nil)).TryLock(ctx)
+	fmt.Println(errors.Is(err, lock.ErrInvalidArgument))
+	// Output:
+	// <nil>
+	// true
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -462,4 +464,25 @@ func ExampleWithWatchdog() {
 	// Output:
 	// leases kept: 1
 	// leases kept: 0
+}
+
+// WithLogger sends the warnings about a server that undermines a
+// guarantee (an eviction policy that may evict lock keys) to a logger of
+// the service's own; a nil logger is refused.
+func ExampleWithLogger() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	ctx := context.Background()
+
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "locks")
+	held, err := rwlock.New(rdb, "jobs", rwlock.WithLogger(logger)).TryLock(ctx)
+	fmt.Println(err)
+	_ = rwlock.New(rdb, "jobs").Unlock(held)
+	_, err = rwlock.New(rdb, "jobs", rwlock.WithLogger(nil)).TryLock(ctx)
+	fmt.Println(errors.Is(err, rwlock.ErrInvalidArgument))
+	// Output:
+	// <nil>
+	// true
 }

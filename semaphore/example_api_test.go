@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -345,4 +347,26 @@ func ExampleWithWatchdog() {
 	fmt.Println("renewed:", wd.Stats().Renewed, p.Err())
 	_ = jobs.Release(p)
 	// Output: renewed: 1 <nil>
+}
+
+// WithLogger sends the warnings about a server that undermines a
+// guarantee (an eviction policy that may evict lock keys) to a logger of
+// the service's own; a nil logger is refused.
+func ExampleWithLogger() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	ctx := context.Background()
+
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "locks")
+	s := semaphore.New(rdb, "jobs", 2, semaphore.WithLogger(logger))
+	held, err := s.TryAcquire(ctx, 1)
+	fmt.Println(err)
+	_ = s.Release(held)
+	_, err = semaphore.New(rdb, "jobs", 2, semaphore.WithLogger(nil)).TryAcquire(ctx, 1)
+	fmt.Println(errors.Is(err, semaphore.ErrInvalidArgument))
+	// Output:
+	// <nil>
+	// true
 }

@@ -176,7 +176,8 @@ type Reply struct {
 
 // CallRetrying runs the script like Call, sending it again while the
 // reply may have been lost in the network or Redis asks to try again
-// (errs.Resend), for twice timeout from now, regardless of ctx's
+// (errs.Resend), for twice timeout from now (timeout on a ctx made by
+// workers.Detached), regardless of ctx's
 // cancellation (only ctx's values are kept). The caller waits for it as
 // workers.CallerWait says (timeout, or ctx's deadline when sooner): a call
 // still unanswered then goes on in the background, and the reply reports
@@ -191,8 +192,11 @@ func (s *Script) CallRetrying(ctx context.Context, c redis.UniversalClient, time
 	rc.a = append(make([]any, 3, 3+len(argv)), argv...)
 	rc.ctx = context.WithoutCancel(ctx)
 	stop, wait := workers.CallerWait(ctx, timeout)
+	rc.window = 2 * timeout
 	if workers.IsDetached(ctx) {
-		wait = 2 * timeout // work nobody else waits for ends with its retries
+		// Work nobody else waits for: retried for timeout, and waited
+		// for to the end.
+		rc.window, wait = timeout, timeout
 	}
 	if err := workers.For(c).Bound(stop, wait, rc.run); err != nil {
 		return Reply{Cmd: failed(ctx, err), Retried: true} // rc is the late call's now
@@ -212,7 +216,8 @@ type retryCall struct {
 	timeout time.Duration
 	nkeys   int
 	a       []any
-	run     func() // rc.exec, taken once
+	run     func()        // rc.exec, taken once
+	window  time.Duration // how long the retries go on
 	cmd     *redis.Cmd
 	retried bool
 }
@@ -223,9 +228,10 @@ var retryCalls = sync.Pool{New: func() any {
 	return rc
 }}
 
-// exec runs the script until it answers or twice rc.timeout passes: a
-// release its caller stopped waiting for goes on through a stall or a
-// busy script somewhat longer than the caller's bound. The first attempt
+// exec runs the script until it answers or rc.window passes (twice the
+// timeout unless detached): a release its caller stopped waiting for goes
+// on through a stall or a busy script somewhat longer than the caller's
+// bound. The first attempt
 // goes without a deadline of its own (the client's read and write timeouts
 // bound it, and the caller's wait is bounded apart), which spares the
 // common, successful call a timer.
@@ -235,7 +241,7 @@ func (rc *retryCall) exec() {
 		return
 	}
 	rc.retried = true
-	ctx, cancel := context.WithTimeout(rc.ctx, 2*rc.timeout)
+	ctx, cancel := context.WithTimeout(rc.ctx, rc.window)
 	defer cancel()
 	backoff := 5 * time.Millisecond
 	for {
