@@ -39,10 +39,10 @@ func TestMain(m *testing.M) {
 	// on the errors themselves.
 	redis.SetLogger(quietLogger{})
 	code := m.Run()
-	// What a Lock leaves in the background (give-backs to members a test
-	// killed or stalled) ends within the unlock timeout, 5 s by default:
-	// wait that long for it, and no longer.
-	deadline := time.Now().Add(6 * time.Second)
+	// What a Lock leaves in the background (give-backs and releases to
+	// members a test killed or stalled) ends within twice the unlock
+	// timeout, 5 s by default: wait that long for it, and no longer.
+	deadline := time.Now().Add(11 * time.Second)
 	err := goleak.Find()
 	for err != nil && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)

@@ -176,8 +176,7 @@ type Reply struct {
 
 // CallRetrying runs the script like Call, sending it again while the
 // reply may have been lost in the network or Redis asks to try again
-// (errs.Resend), for twice timeout from now (timeout on a ctx made by
-// workers.Detached), regardless of ctx's
+// (errs.Resend), for twice timeout from now, regardless of ctx's
 // cancellation (only ctx's values are kept). The caller waits for it as
 // workers.CallerWait says (timeout, or ctx's deadline when sooner): a call
 // still unanswered then goes on in the background, and the reply reports
@@ -194,9 +193,7 @@ func (s *Script) CallRetrying(ctx context.Context, c redis.UniversalClient, time
 	stop, wait := workers.CallerWait(ctx, timeout)
 	rc.window = 2 * timeout
 	if workers.IsDetached(ctx) {
-		// Work nobody else waits for: retried for timeout, and waited
-		// for to the end.
-		rc.window, wait = timeout, timeout
+		wait = rc.window // work nobody else waits for ends with its retries
 	}
 	if err := workers.For(c).Bound(stop, wait, rc.run); err != nil {
 		return Reply{Cmd: failed(ctx, err), Retried: true} // rc is the late call's now
@@ -228,9 +225,9 @@ var retryCalls = sync.Pool{New: func() any {
 	return rc
 }}
 
-// exec runs the script until it answers or rc.window passes (twice the
-// timeout unless detached): a release its caller stopped waiting for goes
-// on through a stall or a busy script somewhat longer than the caller's
+// exec runs the script until it answers or rc.window (twice the
+// timeout) passes: a release its caller stopped waiting for goes on
+// through a stall or a busy script somewhat longer than the caller's
 // bound. The first attempt
 // goes without a deadline of its own (the client's read and write timeouts
 // bound it, and the caller's wait is bounded apart), which spares the
