@@ -226,9 +226,9 @@ func checkLeaks(t *testing.T) {
 		// Longer than goleak's own retries: go-redis's pool probes a
 		// server it failed to dial once a second until the pool closes,
 		// and a release (a Redlock member's give-back) begun during a
-		// partition retries for the unlock timeout, 5 s, against the
-		// servers the cleanup closed, then ends by itself.
-		deadline := time.Now().Add(8 * time.Second)
+		// partition retries for twice the unlock timeout, 10 s, against
+		// the servers the cleanup closed, then ends by itself.
+		deadline := time.Now().Add(13 * time.Second)
 		for {
 			err := goleak.Find(ignore...)
 			if err == nil {
