@@ -47,13 +47,14 @@ var wakeLib = scripts.NewLib(luaFS, "lua/wake.lua")
 
 var (
 	acquireScript = scripts.Load(luaFS, "lua/acquire.lua", scripts.Fence)
-	// A lock's release scripts carry no library: Lua defines a library's
-	// functions anew on every run, which the common unlock need not pay.
-	// A fair lock's load them (fair.go).
-	unlockScript     = scripts.Load(luaFS, "lua/unlock.lua")
-	unlockLastScript = scripts.Load(luaFS, "lua/unlock_last.lua")
+	// A lock's release scripts carry only the permission checks: Lua
+	// defines a library's functions anew on every run, which the common
+	// unlock need not pay for the fencing library. A fair lock's load it
+	// (fair.go).
+	unlockScript     = scripts.Load(luaFS, "lua/unlock.lua", scripts.Checks)
+	unlockLastScript = scripts.Load(luaFS, "lua/unlock_last.lua", scripts.Checks)
 	transferScript   = scripts.Load(luaFS, "lua/transfer.lua", scripts.Fence)
-	giveBackScript   = scripts.Load(luaFS, "lua/give_back.lua")
+	giveBackScript   = scripts.Load(luaFS, "lua/give_back.lua", scripts.Checks)
 
 	// renewer renews lock leases in batches (internal/lease).
 	renewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 1, ArgsPer: 1}

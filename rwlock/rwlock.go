@@ -94,11 +94,11 @@ var luaFS embed.FS
 var (
 	readAcquire  = scripts.Load(luaFS, "lua/read_acquire.lua", scripts.Fence)
 	writeAcquire = scripts.Load(luaFS, "lua/write_acquire.lua", scripts.Fence)
-	readRelease  = scripts.Load(luaFS, "lua/read_release.lua")
+	readRelease  = scripts.Load(luaFS, "lua/read_release.lua", scripts.Checks)
 	// writeRelease may also hand the read lock to local readers (handoff.go).
 	writeRelease = scripts.Load(luaFS, "lua/write_release.lua", scripts.Fence)
 	downgrade    = scripts.Load(luaFS, "lua/downgrade.lua", scripts.Fence)
-	withdraw     = scripts.Load(luaFS, "lua/withdraw.lua")
+	withdraw     = scripts.Load(luaFS, "lua/withdraw.lua", scripts.Checks)
 	giveBack     = scripts.Load(luaFS, "lua/give_back.lua")
 
 	readRenewer  = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew_read.lua"), KeysPer: 2, ArgsPer: 1}

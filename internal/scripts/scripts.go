@@ -44,6 +44,11 @@ func NewLib(fsys fs.FS, file string) Lib { return Lib{src: mustRead(fsys, file)}
 // last drawn).
 var Fence = Lib{src: mustRead(libFS, "lua/fence.lua")}
 
+// Checks defines may (the permission checks a script makes before its
+// first write) and tell (a publish that reports a refusal), for the
+// scripts that load no other library.
+var Checks = Lib{src: mustRead(libFS, "lua/acl.lua")}
+
 // FenceTTL is how long a fencing counter outlives the last acquisition of
 // its lock (the PX that lua/fence.lua writes): how far back the server's
 // clock may step, across a lost counter, before a token could repeat.

@@ -64,8 +64,8 @@ type boundClient struct {
 
 var boundClients = []boundClient{{"default", false}, {"ctxtimeout", true}}
 
-// TestBound is issue 28's table: every public method that talks to Redis,
-// of every primitive (lock.New, lock.NewFair, both sides of an RWMutex, a
+// TestBound checks that every call keeps its time bound: every public
+// method that talks to Redis, of every primitive (lock.New, lock.NewFair, both sides of an RWMutex, a
 // semaphore, a Redlock over three masters and a multi-lock over the same
 // three), under each of four faults of one server (SIGSTOP, CLIENT PAUSE
 // ALL, a toxiproxy blackhole, a BUSY script), with go-redis's default
