@@ -69,7 +69,7 @@ func NewFair(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 // (base.Withdraw). A place left behind (Redis unreachable) lapses with
 // its deadline; the error says so.
 func (m *Mutex) withdraw(ctx context.Context, ownerID, waiterID string) error {
-	return base.Withdraw(ctx, fairWithdrawScript, m.client, m.cfg.UnlockTimeout, 6, m.name, m.channel, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], waiterID, unlockMessage, m.publishArg, m.grantArg(ctx), ownerID)
+	return base.Withdraw(ctx, nil, fairWithdrawScript, m.client, m.cfg.UnlockTimeout, 6, m.name, m.channel, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], waiterID, unlockMessage, m.publishArg, m.grantArg(ctx), ownerID)
 }
 
 // grantArg says whether a release may write the first waiter's hold

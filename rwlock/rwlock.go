@@ -366,7 +366,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 	})
 	if err != nil {
 		if marked {
-			rw.withdrawMark(ctx, ownerID)
+			rw.withdrawMark(ctx, ownerID, late)
 		}
 		if uncertain || (claim != nil && claim.mayHold) {
 			rw.giveBack(ctx, s, ownerID, latch, late, leaseTime)
@@ -393,8 +393,10 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 // reader held back by a mark is told to try again when it expires. So a
 // stale mark only delays new readers, by at most one lease, never blocks
 // them for good.
-func (rw *RWMutex) withdrawMark(ctx context.Context, ownerID string) {
-	base.Withdraw(ctx, withdraw, rw.client, rw.cfg.UnlockTimeout, 2, rw.waiters, rw.channel, ownerID, rw.hub.PublishCommand())
+// A try still in flight (late, when not nil) may write the mark when it
+// lands: the withdrawal follows it.
+func (rw *RWMutex) withdrawMark(ctx context.Context, ownerID string, late <-chan struct{}) {
+	base.Withdraw(ctx, late, withdraw, rw.client, rw.cfg.UnlockTimeout, 2, rw.waiters, rw.channel, ownerID, rw.hub.PublishCommand())
 }
 
 func (rw *RWMutex) spec(s access, ownerID string, leaseTime time.Duration, renewed bool) lease.Spec {

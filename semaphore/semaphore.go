@@ -315,6 +315,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 			late = l
 		}
 		if err != nil {
+			marked = marked || (waiterID != "" && errs.MayHaveRun(err))
 			return acquire.Result{}, err
 		}
 		if len(vals) != 2 {
@@ -363,7 +364,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 	traced, err := acquire.Do(ctx, req)
 	if err != nil {
 		if marked {
-			s.withdrawMark(ctx, permitID)
+			s.withdrawMark(ctx, permitID, late)
 		}
 		if uncertain {
 			s.giveBack(ctx, permitID, late, leaseTime)
@@ -406,8 +407,10 @@ const maxMarkLife = 3 * time.Second
 // the queue, and the waiters behind a mark retry at least as often. So a
 // stale mark only delays the others, by maxMarkLife at most, never blocks
 // them for good.
-func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string) {
-	base.Withdraw(ctx, withdrawScript, s.client, s.cfg.UnlockTimeout, 6, s.waiters, s.marks, s.channel, s.name, s.permits, s.weights, waiterID, s.hub.PublishCommand())
+// A try still in flight (late, when not nil) may write the mark when it
+// lands: the withdrawal follows it.
+func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string, late <-chan struct{}) {
+	base.Withdraw(ctx, late, withdrawScript, s.client, s.cfg.UnlockTimeout, 6, s.waiters, s.marks, s.channel, s.name, s.permits, s.weights, waiterID, s.hub.PublishCommand())
 }
 
 // giveBack releases, in the background, the permits an acquire that gave

@@ -84,15 +84,27 @@ const WithdrawWait = 50 * time.Millisecond
 // timeout as a release is, since the withdrawal is only an optimisation. A
 // mark left behind must therefore be safe: each primitive's marks grant
 // nothing and expire. The error tells a caller that one may be left.
-func Withdraw(ctx context.Context, script *scripts.Script, c redis.UniversalClient, unlockTimeout time.Duration, nkeys int, argv ...any) error {
+//
+// after, when not nil, is a try still in flight (workers.AfterLate), which
+// may write the mark when it lands: the withdrawal then waits for it, in
+// the background, and Withdraw returns at once.
+func Withdraw(ctx context.Context, after <-chan struct{}, script *scripts.Script, c redis.UniversalClient, unlockTimeout time.Duration, nkeys int, argv ...any) error {
 	bound := min(unlockTimeout, WithdrawBound)
 	ctx = context.WithoutCancel(ctx)
 	var err error
-	if late := workers.For(c).Bound(ctx, min(bound, WithdrawWait), func() {
+	call := func() {
 		wctx, cancel := context.WithTimeout(ctx, bound)
 		defer cancel()
 		err = script.Call(wctx, c, nkeys, argv...).Err()
-	}); late != nil {
+	}
+	if after != nil {
+		go func() {
+			<-after
+			call()
+		}()
+		return nil
+	}
+	if late := workers.For(c).Bound(ctx, min(bound, WithdrawWait), call); late != nil {
 		return late
 	}
 	return err

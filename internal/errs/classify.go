@@ -107,13 +107,14 @@ func MayHaveRun(err error) bool {
 // Resend reports whether a call that failed with err is worth sending
 // again within its own time bound (a release, a give-back): a reply that
 // says to try again (TryAgain), or a failure of the network; not another
-// reply of Redis, which would recur, nor the end of the call's context.
+// reply of Redis, which would recur, nor the end of the call's context,
+// nor a closed client (nothing may outlive it).
 func Resend(err error) bool {
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
 		return hasPrefix(rerr.Error(), tryAgainReplies)
 	}
-	if errors.Is(err, redis.Nil) {
+	if errors.Is(err, redis.Nil) || errors.Is(err, redis.ErrClosed) {
 		return false
 	}
 	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)

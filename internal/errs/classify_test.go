@@ -69,7 +69,7 @@ func TestMayHaveRunResendTimeout(t *testing.T) {
 		{redisError("BUSY Redis is busy running a script."), false, true, false},
 		{redisError("LOADING Redis is loading the dataset in memory"), false, true, false},
 		{redisError("NOPERM this user has no permissions to run the 'publish' command"), false, false, false},
-		{redis.ErrClosed, false, true, false},
+		{redis.ErrClosed, false, false, false}, // nothing outlives a closed client
 		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, false, true, false},
 		{&net.OpError{Op: "read", Err: syscall.ECONNRESET}, true, true, false},
 		{context.DeadlineExceeded, true, false, true},
