@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // BenchmarkUncontended measures one Lock+Unlock pair of each library on its
@@ -43,6 +45,10 @@ func BenchmarkUncontended(b *testing.B) {
 	}{
 		{"raw", rawLib(raw, sha, time.Millisecond)},
 		{"relock", relockLib(client())},
+		// A client that honours context deadlines lets a release run on
+		// the caller's goroutine; a default one has it handed to a worker
+		// so that Unlock keeps its bound.
+		{"relock-ctxtimeout", relockLib(ctxTimeoutClient(srv.Addr, b))},
 		{"redsync", redsyncLib([]*redisClient{client()}, time.Millisecond)},
 		{"redislock", redislockLib(client(), time.Millisecond)},
 		{"rueidislock", rueidisLib(rl)},
@@ -69,4 +75,11 @@ func BenchmarkUncontended(b *testing.B) {
 			}
 		})
 	}
+}
+
+// ctxTimeoutClient is newGoRedis's client with ContextTimeoutEnabled.
+func ctxTimeoutClient(addr string, b *testing.B) *redisClient {
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: poolSize, ContextTimeoutEnabled: true})
+	b.Cleanup(func() { _ = c.Close() })
+	return c
 }

@@ -141,12 +141,12 @@ func FuzzRedlock(f *testing.F) {
 			}
 			return
 		}
+		nt := min(redlock.DefaultNodeTimeout, effective/10)
+		if mask&fuzzOptNodeTimeout != 0 {
+			nt = time.Duration(nodeTimeout)
+		}
 		if errors.Is(err, redlock.ErrNotAcquired) {
 			// Only when the configuration leaves (next to) no validity time.
-			nt := min(redlock.DefaultNodeTimeout, effective/10)
-			if mask&fuzzOptNodeTimeout != 0 {
-				nt = time.Duration(nodeTimeout)
-			}
 			d := effective/100 + 2*time.Millisecond
 			if mask&fuzzOptDrift != 0 {
 				d = time.Duration(drift)
@@ -183,8 +183,16 @@ func FuzzRedlock(f *testing.F) {
 		}
 		require.GreaterOrEqual(t, heldOn, l.Quorum(), "held on a quorum")
 		if err := l.Unlock(held); err != nil {
-			// A fixed lease this short may lapse while the body runs.
-			require.True(t, errors.Is(err, redlock.ErrLockLost) && effective < time.Second, "unlock: %v", err)
+			// A fixed lease this short may lapse while the body runs; a
+			// node timeout of a few milliseconds may pass on a loaded
+			// machine, and the release then goes on in the background.
+			lapsed := errors.Is(err, redlock.ErrLockLost) && effective < time.Second
+			slow := errors.Is(err, context.DeadlineExceeded) && nt < 5*time.Millisecond
+			require.True(t, lapsed || slow, "unlock: %v", err)
+			if slow {
+				require.NoError(t, l.Drain(ctx))
+				fuzzOnlyCounters(t, ctx, clients, name)
+			}
 			return
 		}
 		require.NoError(t, l.Drain(ctx))

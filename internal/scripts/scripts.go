@@ -197,10 +197,16 @@ func (s *Script) CallRetrying(ctx context.Context, c redis.UniversalClient, time
 	rc.ctx = context.WithoutCancel(ctx)
 	stop, wait := workers.CallerWait(ctx, timeout)
 	rc.window = 2 * timeout
+	pool := workers.For(c)
 	if workers.IsDetached(ctx) {
 		wait = rc.window // work nobody else waits for ends with its retries
+	} else if pool.Inline(stop) {
+		if reply, done := rc.inline(wait); done {
+			return reply
+		}
+		wait = max(wait-time.Since(rc.sent), time.Nanosecond)
 	}
-	if err := workers.For(c).Bound(stop, wait, rc.run); err != nil {
+	if err := pool.Bound(stop, wait, rc.run); err != nil {
 		return Reply{Cmd: failed(ctx, err), Retried: true} // rc is the late call's now
 	}
 	reply := Reply{Cmd: rc.cmd, Retried: rc.retried}
@@ -209,9 +215,29 @@ func (s *Script) CallRetrying(ctx context.Context, c redis.UniversalClient, time
 	return reply
 }
 
+// inline makes the first attempt on the caller's goroutine, under a
+// deadline wait away, which the client honours (workers.Pool.Inline). done
+// reports a reply to return; otherwise the attempt may be sent again (the
+// deadline passed, or errs.Resend), and the retries go on as from a worker.
+func (rc *retryCall) inline(wait time.Duration) (r Reply, done bool) {
+	rc.sent = time.Now()
+	ictx, cancel := context.WithTimeout(rc.ctx, wait)
+	cmd := rc.s.send(ictx, rc.c, rc.nkeys, rc.a)
+	cancel()
+	if err := cmd.Err(); err == nil || !(errs.Resend(err) || errors.Is(err, context.DeadlineExceeded)) {
+		reply := Reply{Cmd: cmd}
+		*rc = retryCall{run: rc.run}
+		retryCalls.Put(rc)
+		return reply, true
+	}
+	rc.retried = true // the attempt may have run
+	return Reply{}, false
+}
+
 // retryCall is one CallRetrying, reused through retryCalls when it
 // returned in time.
 type retryCall struct {
+	sent    time.Time // of an inline first attempt
 	s       *Script
 	c       redis.UniversalClient
 	ctx     context.Context

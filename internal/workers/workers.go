@@ -1,6 +1,7 @@
 package workers
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
 
@@ -17,9 +18,10 @@ const DefaultLinger = 100 * time.Millisecond
 // worker or on a new goroutine, so a call that blocks (a stalled server)
 // never delays another.
 type Pool struct {
-	idle    chan func()
-	linger  time.Duration
-	started atomic.Uint64
+	idle      chan func()
+	linger    time.Duration
+	started   atomic.Uint64
+	deadlines bool // the client's calls end at their context's deadline
 }
 
 // New returns a Pool whose workers end after linger without a call (a
@@ -62,7 +64,37 @@ func (p *Pool) Started() uint64 { return p.started.Load() }
 // pools holds one Pool per Redis client.
 var pools perclient.Map[*Pool]
 
-func newPool(redis.UniversalClient) *Pool { return New(0) }
+func newPool(c redis.UniversalClient) *Pool {
+	p := New(0)
+	p.deadlines = honoursDeadlines(c)
+	return p
+}
+
+// honoursDeadlines reports whether c's calls end at their context's
+// deadline: go-redis sets its read and write deadlines from the context
+// only with ContextTimeoutEnabled (its dials, pool waits and retry
+// backoffs follow the context either way).
+func honoursDeadlines(c redis.UniversalClient) bool {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
+}
+
+// Inline reports whether a call bounded only by its own timeout (its
+// ctx cannot end: Done is nil) may run on the caller's goroutine under a
+// context deadline, which the pool's client honours, instead of on a
+// worker. It spares the hand-off to a worker and back. A ctx that can
+// end still goes through Bound: go-redis watches a deadline, not a
+// cancellation.
+func (p *Pool) Inline(ctx context.Context) bool {
+	return p != nil && p.deadlines && ctx.Done() == nil
+}
 
 // For returns client's Pool, shared by every lock on that client: the
 // workers that talked to a server last are the ones reused, whichever

@@ -29,35 +29,43 @@ local function may(...)
     return nil
   end
   -- The keys a script declares are checked, for reading and writing, with
-  -- the call itself: for those the command alone is asked, once. A
-  -- channel is asked for whatever the keys say.
-  local declared, seen = {}, {}
-  for _, k in ipairs(KEYS) do
-    declared[k] = true
-  end
-  for _, checks in ipairs({...}) do
-    for _, c in ipairs(checks) do
-      local cmd, arg = c and string.upper(c[1]), c and c[2]
-      local channel = cmd == 'PUBLISH' or cmd == 'SPUBLISH'
-      -- Every check passes a command its full arguments, the key (or a
-      -- declared one) in each place: a command asked with fewer than it
-      -- takes makes the server read past them (Redis 7.0 crashes on SET).
-      local k = KEYS[1] or 'x'
-      if c and (channel or (arg ~= nil and not declared[arg])) then
-        if not check(c[1], arg, arg, arg, arg) then
-          -- A command refused whatever its channel reads as refused on
-          -- this one: there is no channel to ask it with that is sure to
-          -- be allowed.
-          if not channel and not check(c[1], k, k, k, k) then
-            return redis.error_reply('NOPERM relock: this user may not run ' .. cmd)
+  -- the call itself: for those the command alone is asked (a command
+  -- listed twice is asked twice, cheaper than a table to remember it). A
+  -- channel is asked for whatever the keys say. No table is built here:
+  -- this runs on every call, and a table costs as much as a check.
+  local k = KEYS[1] or 'x'
+  for i = 1, select('#', ...) do
+    local checks = select(i, ...)
+    for j = 1, #checks do
+      local c = checks[j]
+      if c then
+        local cmd, arg = c[1], c[2]
+        local channel = cmd == 'publish' or cmd == 'spublish'
+        local undeclared = arg ~= nil and not channel
+        if undeclared then
+          for n = 1, #KEYS do
+            if KEYS[n] == arg then
+              undeclared = false
+              break
+            end
           end
-          return redis.error_reply('NOPERM relock: this user may not ' .. cmd ..
-            (channel and ' to channel ' or ' on key ') .. arg)
         end
-      elseif c and not seen[cmd] then
-        seen[cmd] = true
-        if not check(c[1], k, k, k, k) then
-          return redis.error_reply('NOPERM relock: this user may not run ' .. cmd)
+        -- Every check passes a command its full arguments, the key (or a
+        -- declared one) in each place: a command asked with fewer than it
+        -- takes makes the server read past them (Redis 7.0 crashes on SET).
+        if channel or undeclared then
+          if not check(cmd, arg, arg, arg, arg) then
+            -- A command refused whatever its channel reads as refused on
+            -- this one: there is no channel to ask it with that is sure
+            -- to be allowed.
+            if not channel and not check(cmd, k, k, k, k) then
+              return redis.error_reply('NOPERM relock: this user may not run ' .. string.upper(cmd))
+            end
+            return redis.error_reply('NOPERM relock: this user may not ' .. string.upper(cmd) ..
+              (channel and ' to channel ' or ' on key ') .. arg)
+          end
+        elseif not check(cmd, k, k, k, k) then
+          return redis.error_reply('NOPERM relock: this user may not run ' .. string.upper(cmd))
         end
       end
     end
