@@ -188,107 +188,50 @@ func Queued(ctx context.Context) bool {
 	return q
 }
 
+// run is one acquisition's way through the loop: a first try, joining
+// the local queue, waiting there. It lives on loop's stack.
+type run struct {
+	ctx      context.Context // the acquiring context, then bounded by the wait
+	req      Request         // a copy: a pointer kept here would move the caller's to the heap
+	attempts int
+	res      Result // of the last try
+	tried    bool   // a try was made before joining
+	bo       backoff
+	// lastErr is the transient error of the last try (or Join) made while
+	// waiting, nil once a try answers again: the reason shown with the end
+	// of ctx, since it may be why the wait did not succeed.
+	lastErr error
+}
+
 func loop(ctx context.Context, req *Request) (attempts int, err error) {
-	try := req.Attempt.Try
 	// A ctx that has already ended gets no try; any other acquire makes
 	// its first try whatever the wait bound, as Redisson's tryLock does:
 	// the bound limits waiting, and a free lock or a re-entry never waits.
 	if ctx.Err() != nil {
 		return 0, ended(ctx)
 	}
+	r := run{ctx: ctx, req: *req}
 	var deadline time.Time
 	if req.Wait > 0 && !req.Once {
 		deadline = time.Now().Add(req.Wait) // measured from the call, as Redisson does
 	}
-	// lastErr is the transient error of the last try (or Join) made while
-	// waiting, nil once a try answers again: the reason shown with the end
-	// of ctx, since it may be why the wait did not succeed.
-	var lastErr error
-	done := func() error {
-		cause := ended(ctx)
-		if cause != nil && lastErr != nil {
-			return fmt.Errorf("%w (last error while waiting: %w)", cause, lastErr)
-		}
-		return cause
-	}
-
-	var res Result
-	var bo backoff
-	tried := false
 	if req.Once || req.Direct || (!req.JoinFirst && !req.Hub.Waiting(req.Channel)) {
-		attempts++
-		res, err = try(ctx)
-		if err != nil {
-			// As after every try: an error caused by the end of ctx is
-			// that end (the wait bound, the caller's cause). Any other
-			// error of the first try is returned at once: Redis could not
-			// be reached when the acquire began, and the caller hears so
-			// rather than waiting for an outage to end. Replicas that did
-			// not acknowledge are a failed try: a waiter tries again.
-			if d := done(); d != nil {
-				return attempts, d
-			}
-			if req.Once || !errors.Is(err, errs.ErrNotReplicated) {
-				return attempts, err
-			}
-			lastErr = err
-			res = Result{TTL: bo.next()}
+		if over, err := r.first(); over {
+			return r.attempts, err
 		}
-		if res.Acquired {
-			return attempts, nil
-		}
-		if req.Once {
-			return attempts, errs.ErrNotAcquired
-		}
-		tried = true
 	}
 	if !deadline.IsZero() {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadlineCause(ctx, deadline, ErrWaitBound)
+		r.ctx, cancel = context.WithDeadlineCause(r.ctx, deadline, ErrWaitBound)
 		defer cancel()
-		if d := done(); d != nil {
-			return attempts, d // the bound passed during the first try
+		if d := r.done(); d != nil {
+			return r.attempts, d // the bound passed during the first try
 		}
 	}
-
-	w, err := req.Hub.JoinClaimant(ctx, req.Channel, req.Shared, req.Owner, req.HandOff)
-	for err != nil {
-		if d := done(); d != nil {
-			return attempts, d
-		}
-		// Without a try made first, the Join was this acquire's first
-		// contact with Redis: its error is returned at once, as a first
-		// try's is. A closed pub/sub connection is made anew by the next
-		// Join; a closed client shows in the try below.
-		if !tried || !(errs.Transient(err) || errors.Is(err, redis.ErrClosed)) {
-			return attempts, err
-		}
-		lastErr = err
-		if !clock.Sleep(ctx, bo.next()) {
-			return attempts, done()
-		}
-		// The lock may have been freed meanwhile, with no one subscribed
-		// to tell: try again (unless local waiters queued meanwhile, whom
-		// a try would pass), then join again.
-		if req.Direct || !req.Hub.Waiting(req.Channel) {
-			attempts++
-			res, err = try(ctx)
-			switch {
-			case err == nil && res.Acquired:
-				return attempts, nil
-			case err == nil:
-				lastErr = nil
-			case done() != nil:
-				return attempts, done()
-			case !errs.Transient(err):
-				return attempts, err
-			default:
-				lastErr = err
-			}
-		}
-		w, err = req.Hub.JoinClaimant(ctx, req.Channel, req.Shared, req.Owner, req.HandOff)
+	w, acquired, err := r.join()
+	if acquired || err != nil {
+		return r.attempts, err
 	}
-	acquired := false
 	passOn := req.PassOn
 	defer func() {
 		if req.HandOff == nil {
@@ -299,21 +242,118 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 			req.HandOff.Discard(given) // after leaving: the lock may pass to the next
 		}
 	}()
+	acquired, passOn, err = r.wait(w)
+	return r.attempts, err
+}
 
+// done is the error of an acquisition whose ctx ended (nil while it
+// lasts), with the last transient error seen while waiting.
+func (r *run) done() error {
+	cause := ended(r.ctx)
+	if cause != nil && r.lastErr != nil {
+		return fmt.Errorf("%w (last error while waiting: %w)", cause, r.lastErr)
+	}
+	return cause
+}
+
+// first makes the try before joining the queue. over reports that the
+// acquisition ends here, with err (nil: acquired).
+func (r *run) first() (over bool, err error) {
+	r.attempts++
+	res, err := r.req.Attempt.Try(r.ctx)
+	if err != nil {
+		// As after every try: an error caused by the end of ctx is that
+		// end (the wait bound, the caller's cause). Any other error of the
+		// first try is returned at once: Redis could not be reached when
+		// the acquire began, and the caller hears so rather than waiting
+		// for an outage to end. Replicas that did not acknowledge are a
+		// failed try: a waiter tries again.
+		if d := r.done(); d != nil {
+			return true, d
+		}
+		if r.req.Once || !errors.Is(err, errs.ErrNotReplicated) {
+			return true, err
+		}
+		r.lastErr = err
+		res = Result{TTL: r.bo.next()}
+	}
+	r.res, r.tried = res, true
+	switch {
+	case res.Acquired:
+		return true, nil
+	case r.req.Once:
+		return true, errs.ErrNotAcquired
+	}
+	return false, nil
+}
+
+// join puts the acquisition in the local queue, retrying a Join that
+// fails for an outage while ctx lasts (with a try between, since the lock
+// may be freed meanwhile with no one subscribed to tell: acquired reports
+// that such a try took it).
+func (r *run) join() (w *notify.Waiter, acquired bool, err error) {
+	req := &r.req
+	w, err = req.Hub.JoinClaimant(r.ctx, req.Channel, req.Shared, req.Owner, req.HandOff)
+	for err != nil {
+		if d := r.done(); d != nil {
+			return nil, false, d
+		}
+		// Without a try made first, the Join was this acquire's first
+		// contact with Redis: its error is returned at once, as a first
+		// try's is. A closed pub/sub connection is made anew by the next
+		// Join; a closed client shows in the try below.
+		if !r.tried || !(errs.Transient(err) || errors.Is(err, redis.ErrClosed)) {
+			return nil, false, err
+		}
+		r.lastErr = err
+		if !clock.Sleep(r.ctx, r.bo.next()) {
+			return nil, false, r.done()
+		}
+		// Try again unless local waiters queued meanwhile, whom a try
+		// would pass; then join again.
+		if req.Direct || !req.Hub.Waiting(req.Channel) {
+			r.attempts++
+			res, terr := req.Attempt.Try(r.ctx)
+			r.res = res // the fallback after joining is this try's
+			switch {
+			case terr == nil && res.Acquired:
+				return nil, true, nil
+			case terr == nil:
+				r.lastErr = nil
+			case r.done() != nil:
+				return nil, false, r.done()
+			case !errs.Transient(terr):
+				return nil, false, terr
+			default:
+				r.lastErr = terr
+			}
+		}
+		w, err = req.Hub.JoinClaimant(r.ctx, req.Channel, req.Shared, req.Owner, req.HandOff)
+	}
+	return w, false, nil
+}
+
+// wait waits at w's place in the queue: the head tries when woken, when
+// its fallback timer fires (the holder's lease, a backoff) or at once
+// after joining, since the lock may have been freed between the first try
+// and the subscription. A release of this process may hand the lock over
+// instead (Request.HandOff). passOn reports that the next local waiter
+// should try at once after this one acquired.
+func (r *run) wait(w *notify.Waiter) (acquired, passOn bool, err error) {
+	req := &r.req
+	passOn = req.PassOn
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
 	}()
-	// Subscribed: the head tries again at once, since the lock may have
-	// been freed between the first try and the subscription.
 	tryNow := w.Head()
-	fallback := res.TTL
-	if !tried {
+	fallback := r.res.TTL
+	if !r.tried {
 		fallback = -1
 	}
-	queued := context.WithValue(ctx, queuedKey{}, true)
+	queued := context.WithValue(r.ctx, queuedKey{}, true)
 	for {
 		if tryNow && req.HandOff != nil && !w.BeginTry() {
 			// A release is handing the lock over: its Grant or Refuse
@@ -324,38 +364,9 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 			}
 		}
 		if tryNow {
-			attempts++
-			res, err = try(queued)
-			if req.HandOff != nil {
-				w.EndTry()
-			}
-			switch {
-			case err == nil:
-				lastErr = nil
-				bo = backoff{}
-				if res.Acquired {
-					acquired = true
-					return attempts, nil
-				}
-				fallback = res.TTL
-				if fallback < 0 {
-					fallback = max(req.LeaseTime, time.Second)
-				}
-			case done() != nil:
-				return attempts, done()
-			case !errs.Transient(err):
-				// Redis refused the try (a script error, a bad argument):
-				// it would fail again, so the acquire ends with it. (A try
-				// made here first, after queueing behind local waiters,
-				// is no exception: the Join reached Redis.)
-				return attempts, err
-			default:
-				// Redis unreachable, restarting, failing over: the wait
-				// goes on (bounded by ctx alone) and the head tries again
-				// after a backoff, or at the next wake-up, such as the
-				// confirmation of a resubscription after the outage.
-				lastErr = err
-				fallback = bo.next()
+			var over bool
+			if over, fallback, err = r.tryAtHead(queued, w); over {
+				return err == nil, passOn, err
 			}
 		}
 		tryNow = false
@@ -372,11 +383,9 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 		case <-w.Wake():
 			if req.HandOff != nil {
 				if g, ok := w.Granted(); ok {
-					attempts++
+					r.attempts++
 					req.HandOff.Granted(g)
-					acquired = true
-					passOn = passOn && !g.NoneLeft
-					return attempts, nil
+					return true, passOn && !g.NoneLeft, nil
 				}
 			}
 			kick, hint := w.Take()
@@ -388,13 +397,48 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 			}
 		case <-fire:
 			tryNow = true
-		case <-ctx.Done():
-			return attempts, done()
+		case <-r.ctx.Done():
+			return false, passOn, r.done()
 		}
-		if tryNow && !w.Head() {
-			tryNow = false
-		}
+		tryNow = tryNow && w.Head()
 	}
+}
+
+// tryAtHead makes the try of the head of the queue. over reports that the
+// acquisition ends, with err (nil: acquired); otherwise fallback is when
+// to try again unless woken first.
+func (r *run) tryAtHead(queued context.Context, w *notify.Waiter) (over bool, fallback time.Duration, err error) {
+	r.attempts++
+	res, err := r.req.Attempt.Try(queued)
+	if r.req.HandOff != nil {
+		w.EndTry()
+	}
+	switch {
+	case err == nil:
+		r.lastErr = nil
+		r.bo = backoff{}
+		if res.Acquired {
+			return true, 0, nil
+		}
+		if res.TTL < 0 {
+			return false, max(r.req.LeaseTime, time.Second), nil
+		}
+		return false, res.TTL, nil
+	case r.done() != nil:
+		return true, 0, r.done()
+	case !errs.Transient(err):
+		// Redis refused the try (a script error, a bad argument): it
+		// would fail again, so the acquire ends with it. (A try made here
+		// first, after queueing behind local waiters, is no exception:
+		// the Join reached Redis.)
+		return true, 0, err
+	}
+	// Redis unreachable, restarting, failing over: the wait goes on
+	// (bounded by ctx alone) and the head tries again after a backoff, or
+	// at the next wake-up, such as the confirmation of a resubscription
+	// after the outage.
+	r.lastErr = err
+	return false, r.bo.next(), nil
 }
 
 // ended is how an acquisition that ctx ended fails: ErrNotAcquired for
