@@ -61,8 +61,13 @@ type lib struct {
 // newGoRedis returns a go-redis client with the options every go-redis based
 // library gets.
 func newGoRedis(addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: addr, PoolSize: poolSize})
+	return redis.NewClient(&redis.Options{Addr: addr, PoolSize: poolSize, ContextTimeoutEnabled: contextTimeout})
 }
+
+// contextTimeout is the -context-timeout flag: every go-redis client
+// honours context deadlines (ContextTimeoutEnabled), as a service that
+// sets it has them.
+var contextTimeout bool
 
 func token() string {
 	var b [16]byte

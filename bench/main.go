@@ -51,6 +51,7 @@ func main() {
 	flag.BoolVar(&cfg.cmdStats, "cmdstats", false, "print the Redis commands each row ran per op in its measured window (INFO commandstats)")
 	flag.DurationVar(&cfg.ilDuration, "interleaved-duration", 5*time.Second, "measured time of each interleaved table (split into 5 parts)")
 	flag.BoolVar(&cfg.ilOnly, "interleaved-only", false, "run only the interleaved uncontended tables, not the sequential rows")
+	flag.BoolVar(&contextTimeout, "context-timeout", false, "give every go-redis client ContextTimeoutEnabled (a relock release then runs on the caller's goroutine)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	flag.Parse()
 
