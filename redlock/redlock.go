@@ -2,26 +2,21 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock"
-	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/member"
 	"github.com/relock-go/relock/internal/options"
-	"github.com/relock-go/relock/internal/owner"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/tracing"
 	"github.com/relock-go/relock/watchdog"
@@ -333,184 +328,6 @@ type outcome struct {
 	// behind: the round did not wait for the attempt, which gives back
 	// itself whatever it takes.
 	behind bool
-}
-
-func (l *Lock) acquire(ctx context.Context, op string, once bool, opts []Option) (context.Context, error) {
-	if err := l.ident().Check(op, ctx, unmade); err != nil {
-		return nil, err
-	}
-	cfg, bad := l.cfg.PerCall(l.primitive(), opts)
-	if bad != "" {
-		return nil, l.id.Refuse(op, bad)
-	}
-	// A context that carries an owner (a hold of this Lock, or of a
-	// member's other side) acquires as that owner, so that the members
-	// count it as a re-entry; any other acquisition takes a new id each
-	// round (see round).
-	ownerID, reentry := hold.OwnerOf(ctx, l.reenter...)
-	if !reentry {
-		ownerID = owner.Mint()
-	}
-	leaseTime := cfg.Lease()
-	sctx, span := l.inst.Tracer.Start(ctx, tracing.SpanAcquireRedlock, l.inst.SpanStart...)
-	defer span.End()
-	recording := span.IsRecording()
-	measured := l.inst.Metrics.AcquireEnabled(sctx)
-	if recording {
-		span.SetAttributes(
-			tracing.Owner.String(ownerID),
-			tracing.LeaseMillis.Int64(leaseTime.Milliseconds()),
-		)
-	}
-	start := time.Now()
-	wctx := sctx
-	if cfg.WaitTimeout > 0 && !once {
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeoutCause(sctx, cfg.WaitTimeout, acquire.ErrWaitBound)
-		defer cancel()
-	}
-
-	attempts := 0
-	var lastErr error
-	var lastMembers memberErrors // the members that failed the last round
-	rec := acquire.Record{Span: span, Recording: recording, Metrics: l.inst.Metrics, Measured: measured, Once: once, Wait: cfg.WaitTimeout}
-	finish := func(err error) { rec.End(sctx, err, attempts, time.Since(start)) }
-	// ended returns the error of a wait that wctx ended.
-	ended := func() error {
-		cause := context.Cause(wctx)
-		if lastErr == nil {
-			lastErr = ErrNotAcquired
-		}
-		if errors.Is(cause, acquire.ErrWaitBound) {
-			finish(lastErr)
-			return l.id.Wrap(op, lastErr)
-		}
-		finish(cause)
-		if lastMembers.endedBy(wctx) { // the cause, once: not again per member
-			return l.id.Wrap(op, cause)
-		}
-		return l.id.Wrap(op, fmt.Errorf("%w (last attempt: %w)", cause, lastErr))
-	}
-	// pending: the give-back of a re-entry's failed round, which the next
-	// round waits for, as it could undo what that round takes.
-	var pending <-chan struct{}
-	for {
-		attempts++
-		if pending != nil {
-			select {
-			case <-pending:
-			case <-wctx.Done():
-				return nil, ended()
-			}
-		}
-		r := &round{id: ownerID, reentry: reentry}
-		if !reentry && attempts > 1 {
-			r.id = owner.Mint()
-		}
-		// The first round is made whatever the wait bound, as a lock's
-		// first try is: a bound shorter than a round trip must not refuse
-		// free members. Later rounds are bounded by it.
-		roundCtx := wctx
-		if attempts == 1 {
-			roundCtx = sctx
-		}
-		sentAt := l.cfg.Watchdog.Now()
-		began := time.Now()
-		outs := l.tryAll(roundCtx, r, leaseTime)
-		elapsed := time.Since(began)
-		won, token := 0, int64(0)
-		r.won = make([]bool, len(outs))
-		var nodeErrs memberErrors
-		for i, o := range outs {
-			outcome := OutcomeAcquired
-			if o.acquired {
-				won++
-				r.won[i] = true
-				token = max(token, o.token)
-			} else {
-				nodeErrs = append(nodeErrs, o.err)
-				outcome = o.err.Outcome
-			}
-			if recording {
-				span.AddEvent("member", trace.WithAttributes(attribute.Int("index", i), attribute.String("outcome", outcome)))
-			}
-		}
-		validity := leaseTime - elapsed - l.drift(leaseTime)
-		if recording {
-			span.SetAttributes(tracing.NodesWon.Int(won), tracing.ValidityMillis.Int64(validity.Milliseconds()))
-		}
-		if measured {
-			l.inst.Metrics.NodesWon(sctx, won, won >= l.quorum)
-		}
-		if won >= l.quorum && validity > 0 {
-			if !reentry {
-				// A member whose reply was lost may hold a grant of this
-				// round that nobody counted: its id is the round's alone.
-				if which := mayHold(outs); which != nil {
-					l.giveBack(ctx, r, which)
-				}
-			}
-			targets := make([]lease.Target, 0, won)
-			for i, o := range outs {
-				if o.acquired {
-					targets = append(targets, l.nodes[i].Renewal(r.id))
-				}
-			}
-			wl := l.cfg.Watchdog.Start(lease.Spec{
-				Renewer:   targets[0].Renewer,
-				Targets:   targets,
-				Quorum:    l.quorum,
-				Timeout:   leaseTime,
-				Renew:     cfg.Renewed(),
-				Name:      l.id.Name,
-				Primitive: l.primitive(),
-			}, sentAt)
-			// A lost hold gives back what survives of it at once.
-			wl.OnLost(func(error) { l.releaseLost(r) })
-			if recording {
-				span.SetAttributes(tracing.FencingToken.Int64(token))
-			}
-			finish(nil)
-			return hold.Start(ctx, l.key(), &hold.Hold{Owner: r.id, Token: token, Lease: wl, Taken: r, Telemetry: l.inst.Release, Traced: recording, Scoped: cfg.ScopedHold, Also: l.memberKeys, Live: &l.holds}, l.release), nil
-		}
-		// Not held: give back what the round took. The members won
-		// answered a moment ago, so the call waits for their give-back
-		// (bounded by the node timeout): once it returns, another
-		// process's try of one of them does not fail for nothing. Those
-		// whose reply may have been lost after they took it are given
-		// back in the background (the attempts left behind give back
-		// their own). A re-entry gives back only the members it counted
-		// on, and its next round waits for that too.
-		if !reentry {
-			if which := mayHold(outs); which != nil {
-				l.giveBack(ctx, r, which)
-			}
-		}
-		pending = l.giveBack(ctx, r, r.won)
-		waitUpTo(pending, l.nodeTimeout(leaseTime))
-		if !reentry {
-			pending = nil // a fresh round's id is its own: nothing to wait for
-		}
-		extra := ""
-		if won >= l.quorum {
-			extra = fmt.Sprintf("validity time used up: took %v of a %v lease", elapsed, leaseTime)
-		}
-		lastErr = l.notAcquired(won, nodeErrs, extra)
-		lastMembers = nodeErrs
-		if once {
-			finish(lastErr)
-			return nil, l.id.Wrap(op, lastErr)
-		}
-		// Retry after a random delay, within the wait bound.
-		delay := time.Duration(rand.Int64N(int64(max(l.nodeTimeout(leaseTime), 10*time.Millisecond)))) + time.Millisecond
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-wctx.Done():
-			t.Stop()
-			return nil, ended()
-		}
-	}
 }
 
 // Remaining returns how long the innermost hold ctx carries may still be

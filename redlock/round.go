@@ -12,6 +12,7 @@ import (
 
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/member"
 	"github.com/relock-go/relock/internal/workers"
 )
 
@@ -104,32 +105,61 @@ const graceSlack = 10 * time.Millisecond
 // was lost). Answers already on their way when the round is decided are
 // counted, so a member whose grant arrives then joins the hold.
 func (l *Lock) tryAll(ctx context.Context, r *round, lease time.Duration) []outcome {
-	type result struct {
-		i     int
-		ok    bool
-		token int64
-		ttl   time.Duration
-		err   error
-	}
-	n := len(l.nodes)
-	outs := make([]outcome, n)
-	// Each attempt and the round's decision race for claimed[i]: the
-	// attempt's result counts only if it claims first.
-	claimed := make([]atomic.Bool, n)
-	results := make(chan result, n)
 	// Not cancelled when the round is decided: an attempt left behind
 	// must still learn whether it took its member, to give it back.
 	nctx, cancel := context.WithTimeout(ctx, l.nodeTimeout(lease))
-	stop := cancel // by the last attempt to return
+	n := len(l.nodes)
+	t := &tally{
+		nodes:    l.nodes,
+		nctx:     nctx,
+		outs:     make([]outcome, n),
+		claimed:  make([]atomic.Bool, n),
+		results:  make(chan answer, n),
+		answered: make([]bool, n),
+	}
+	l.startAttempts(ctx, r, lease, t, cancel)
+	t.collect(l.quorum)
+	t.leaveBehind()
+	return t.outs
+}
+
+// answer is one member's reply to a round's attempt.
+type answer struct {
+	i     int
+	ok    bool
+	token int64
+	ttl   time.Duration
+	err   error
+}
+
+// tally is what tryAll knows of a round's members: their outcomes so far,
+// and the attempts' answers still to come.
+type tally struct {
+	nodes []member.Node
+	nctx  context.Context // the attempts', bounded by the node timeout
+	outs  []outcome
+	// Each attempt and the round's decision race for claimed[i]: the
+	// attempt's result counts only if it claims first.
+	claimed     []atomic.Bool
+	results     chan answer
+	answered    []bool
+	won, failed int
+}
+
+// startAttempts starts round r's attempt on every member, each on the
+// member's worker. An attempt whose answer the round no longer counts
+// gives back what it may have taken; the last one to return calls stop.
+func (l *Lock) startAttempts(ctx context.Context, r *round, lease time.Duration, t *tally, stop context.CancelFunc) {
+	nctx, claimed, results := t.nctx, t.claimed, t.results
 	var running atomic.Int32
-	running.Store(int32(n))
+	running.Store(int32(len(l.nodes)))
 	l.bg.add(1)
 	giveBackCtx := workers.Detached(ctx)
 	for i, node := range l.nodes {
 		node.Workers.Go(func() {
 			ok, token, ttl, err := node.Try(nctx, r.id, lease)
 			if claimed[i].CompareAndSwap(false, true) {
-				results <- result{i, ok, token, ttl, err}
+				results <- answer{i, ok, token, ttl, err}
 			} else if ok || (!r.reentry && err != nil && errs.MayHaveRun(err)) {
 				_, _ = node.Release(giveBackCtx, r.id, l.cfg.UnlockTimeout)
 			}
@@ -139,72 +169,81 @@ func (l *Lock) tryAll(ctx context.Context, r *round, lease time.Duration) []outc
 			}
 		})
 	}
-	answered := make([]bool, n)
-	won, failed := 0, 0
-	record := func(res result, pending bool) {
-		answered[res.i] = true
-		ne := &NodeError{Index: res.i, Node: l.nodes[res.i].Addr + " " + l.nodes[res.i].Name}
-		switch {
-		case res.err == nil && res.ok:
-			outs[res.i] = outcome{acquired: true, token: res.token}
-			won++
-			return
-		case pending:
-			ne.Outcome = OutcomePending
-		case res.err == nil:
-			ne.Outcome = OutcomeHeld
-		case errs.Timeout(res.err) || nctx.Err() != nil:
-			ne.Outcome, ne.Err = OutcomeTimeout, res.err
-		default:
-			ne.Outcome, ne.Err = OutcomeError, res.err
-		}
-		failed++
-		outs[res.i] = outcome{ttl: res.ttl, err: ne}
+}
+
+// record counts a member's answer; pending: the round was decided before
+// it answered.
+func (t *tally) record(res answer, pending bool) {
+	t.answered[res.i] = true
+	ne := &NodeError{Index: res.i, Node: t.nodes[res.i].Addr + " " + t.nodes[res.i].Name}
+	switch {
+	case res.err == nil && res.ok:
+		t.outs[res.i] = outcome{acquired: true, token: res.token}
+		t.won++
+		return
+	case pending:
+		ne.Outcome = OutcomePending
+	case res.err == nil:
+		ne.Outcome = OutcomeHeld
+	case errs.Timeout(res.err) || t.nctx.Err() != nil:
+		ne.Outcome, ne.Err = OutcomeTimeout, res.err
+	default:
+		ne.Outcome, ne.Err = OutcomeError, res.err
 	}
+	t.failed++
+	t.outs[res.i] = outcome{ttl: res.ttl, err: ne}
+}
+
+// collect counts the answers until every member answered, the node
+// timeout passed, or the grace after the decision ended.
+func (t *tally) collect(quorum int) {
+	n := len(t.nodes)
 	// Once the outcome is decided (the quorum won, or out of reach), the
 	// other members get a grace as long again as that took (and
 	// graceSlack): healthy members answer within it, to join the hold or
 	// be reported, while a stalled one costs no more than that.
 	var grace <-chan time.Time
 	began := time.Now()
-collect:
 	for got := 0; got < n; got++ {
-		if (won >= l.quorum || failed > n-l.quorum) && grace == nil {
-			t := time.NewTimer(time.Since(began) + graceSlack)
-			defer t.Stop()
-			grace = t.C
+		if (t.won >= quorum || t.failed > n-quorum) && grace == nil {
+			timer := time.NewTimer(time.Since(began) + graceSlack)
+			defer timer.Stop()
+			grace = timer.C
 		}
 		select {
-		case res := <-results:
-			record(res, false)
+		case res := <-t.results:
+			t.record(res, false)
 		case <-grace:
-			break collect
-		case <-nctx.Done():
-			break collect
+			return
+		case <-t.nctx.Done():
+			return
 		}
 	}
-	// Decided, or the node timeout passed: the members that have not
-	// answered are left behind, but for those whose answer is on its way.
-	timedOut := nctx.Err() != nil
+}
+
+// leaveBehind ends the count once the round is decided, or the node
+// timeout passed: the members that have not answered are left behind,
+// but for those whose answer is on its way.
+func (t *tally) leaveBehind() {
+	timedOut := t.nctx.Err() != nil
 	inFlight := 0
-	for i := range n {
+	for i := range t.nodes {
 		switch {
-		case answered[i]:
-		case claimed[i].CompareAndSwap(false, true):
+		case t.answered[i]:
+		case t.claimed[i].CompareAndSwap(false, true):
 			if timedOut {
-				record(result{i: i, err: nctx.Err()}, false)
+				t.record(answer{i: i, err: t.nctx.Err()}, false)
 			} else {
-				record(result{i: i}, true)
+				t.record(answer{i: i}, true)
 			}
-			outs[i].behind = true
+			t.outs[i].behind = true
 		default:
 			inFlight++
 		}
 	}
 	for range inFlight {
-		record(<-results, false)
+		t.record(<-t.results, false)
 	}
-	return outs
 }
 
 // giveBack releases round r's count on the members in which in the
