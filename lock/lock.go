@@ -101,6 +101,8 @@ type Mutex struct {
 	// fair holds a fair lock's waiter list, deadline zset and waiters hash
 	// (NewFair), as script keys; nil for a lock.
 	fair []any
+	// scripts are the plain lock's or the fair lock's.
+	scripts scriptSet
 	// contended: a fair lock's last acquisition found it taken, so the
 	// next one subscribes before its first try (acquire.Request.JoinFirst).
 	contended atomic.Bool
@@ -133,8 +135,10 @@ func newMutex(client redis.UniversalClient, name string, fair bool, opts []Optio
 	m.leaseArg = m.cfg.Lease().Milliseconds()
 	m.publishArg = m.hub.PublishCommand()
 	m.inst = m.cfg.Instruments(primitive, "", name, tracing.SpanReleaseLock)
+	m.scripts = plainSet{}
 	if fair {
 		m.fair = []any{keys.FairQueue(name), keys.FairTimeouts(name), keys.FairWaiters(name)}
+		m.scripts = fairSet{queue: m.fair[0], timeouts: m.fair[1], waiters: m.fair[2]}
 	}
 	return m
 }
@@ -216,16 +220,8 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []Option
 		a.mode = modeLatch
 		a.latch = owner.RequestKey(m.acquireLatchPrefix)
 	}
-	channel := m.channel
-	if m.fair != nil {
-		a.seat = ownerID // a try that takes no place
-		if !once {
-			a.mark = fairMarkLife
-			a.seat = m.hub.TakeSeat(m.channel)
-		}
-		channel = m.channel + ":" + a.seat // each waiter is woken alone, in turn
-	}
-	joinFirst := m.fair != nil && !once && existing == nil && m.contended.Load()
+	channel, seated := m.scripts.seat(m, a, once)
+	joinFirst := seated && existing == nil && m.contended.Load()
 	req := acquire.Request{
 		Tracer:    m.inst.Tracer,
 		SpanName:  tracing.SpanAcquireLock,
@@ -452,25 +448,19 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 	// no WAIT after it: on a server with replicas the next waiter takes
 	// the lock with a try of its own instead.
 	handOff := passOn && !replica.Needed(ctx, m.client, m.cfg.ReplicaPolicy(), m.name)
-	if handOff && m.fair != nil {
-		if res, ran, err := m.fairRelease(ctx, ownerID, timeout, held); ran {
+	if handOff {
+		if res, ran, err := m.scripts.handOver(ctx, m, ownerID, timeout, held); ran {
 			if err != nil || res != -2 {
 				return res, err
 			}
 			return m.runUnlock(ctx, ownerID, leaseTime, timeout)
 		}
-	} else if handOff {
 		w, c, yield = m.hub.Reserve(m.channel)
 	}
 	if w != nil {
 		res, err = m.runTransfer(ctx, w, c.(*attempt), ownerID)
 	} else {
-		var reply scripts.Reply
-		if m.fair == nil {
-			reply = unlockLastScript.CallRetrying(ctx, m.client, timeout, 2, m.nameArg, m.channelArg, unlockMessage, ownerID, m.publishArg)
-		} else {
-			reply = fairUnlockLastScript.CallRetrying(ctx, m.client, timeout, 6, m.nameArg, m.channelArg, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], unlockMessage, ownerID, m.publishArg, m.grantArg(ctx))
-		}
+		reply := m.scripts.unlockLast(ctx, m, ownerID, timeout)
 		res, err = reply.Int64()
 		if err == nil && res == -1 && reply.Retried && (held == nil || !held.Lapsed()) {
 			// The field is gone and an earlier attempt's reply was lost:
@@ -493,13 +483,7 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 // while counts remain.
 func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout time.Duration) (int64, error) {
 	latch := owner.RequestKey(m.latchPrefix)
-	var reply scripts.Reply
-	if m.fair == nil {
-		reply = unlockScript.CallRetrying(ctx, m.client, timeout, 3, m.name, m.channel, latch, unlockMessage, m.msArg(lease), ownerID, m.publishArg, m.cfg.LatchArg(timeout))
-	} else {
-		reply = fairUnlockScript.CallRetrying(ctx, m.client, timeout, 7, m.name, m.channel, latch, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], unlockMessage, m.msArg(lease), ownerID, m.publishArg, m.cfg.LatchArg(timeout), m.grantArg(ctx))
-	}
-	res, err := reply.Int64()
+	res, err := m.scripts.unlock(ctx, m, latch, ownerID, lease, timeout).Int64()
 	if err == nil && res >= 1 {
 		m.hub.Release(m.channel)
 	}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/internal/base"
-	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/workers"
 )
 
@@ -56,13 +55,7 @@ func (m *Mutex) undo(ctx context.Context, owner, latch string, lease time.Durati
 	ctx = context.WithoutCancel(ctx)
 	timeout := m.cfg.UnlockTimeout
 	if latch != "" {
-		var reply scripts.Reply
-		if m.fair == nil {
-			reply = giveBackScript.CallRetrying(ctx, m.client, timeout, 3, m.name, latch, m.channel, owner, unlockMessage, m.publishArg)
-		} else {
-			reply = fairGiveBackScript.CallRetrying(ctx, m.client, timeout, 7, m.name, latch, m.channel, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], owner, unlockMessage, m.publishArg, m.grantArg(ctx))
-		}
-		n, err := reply.Int64()
+		n, err := m.scripts.giveBack(ctx, m, latch, owner, timeout).Int64()
 		if err == nil && n >= 1 {
 			m.hub.Release(m.channel)
 		}

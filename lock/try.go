@@ -21,13 +21,7 @@ func (m *Mutex) tryOnce(ctx context.Context, sync replica.Policy, ownerID, waite
 	if latch != "" {
 		latchArg = latch
 	}
-	var cmd *redis.Cmd
-	var acks replica.Acks
-	if m.fair == nil {
-		cmd, acks = replica.Call(ctx, m.client, sync, acquireScript, 3, m.nameArg, m.tokenArg, latchArg, m.msArg(lease), ownerID, mode, m.cfg.LatchArg(m.cfg.UnlockTimeout))
-	} else {
-		cmd, acks = replica.Call(ctx, m.client, sync, fairAcquireScript, 6, m.nameArg, m.tokenArg, latchArg, m.fair[0], m.fair[1], m.fair[2], m.msArg(lease), ownerID, mode, m.cfg.LatchArg(m.cfg.UnlockTimeout), mark.Milliseconds(), waiterID)
-	}
+	cmd, acks := m.scripts.acquire(ctx, m, sync, acquireArgs{owner: ownerID, waiter: waiterID, lease: lease, mark: mark, mode: mode, latch: latchArg})
 	if err := cmd.Err(); err != nil {
 		return 0, 0, 0, err
 	}
@@ -36,7 +30,7 @@ func (m *Mutex) tryOnce(ctx context.Context, sync replica.Policy, ownerID, waite
 		return count, token, ttl, err
 	}
 	undo := func() error { return m.undo(ctx, ownerID, latch, lease) }
-	if m.fair != nil && mark > 0 && count == 1 && latch == "" {
+	if mark > 0 && count == 1 && latch == "" { // a fair lock's waiter
 		undo = func() error { return m.requeue(ctx, ownerID, waiterID, mark, lease) } // keeps its place
 	}
 	return 0, 0, 0, sync.Refuse(acks, undo)
