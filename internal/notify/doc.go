@@ -17,6 +17,6 @@
 // Nothing piles up: a lock's queue, hand-off count and subscription go
 // when its last waiter leaves (a seat's, Linger later), and a Hub goes
 // with its client (the registry holds clients weakly, see package
-// perclient), so a service that makes clients per tenant or per request
+// conn), so a service that makes clients per tenant or per request
 // and uses ever new names keeps only what is in use.
 package notify

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/perclient"
+	"github.com/relock-go/relock/internal/conn"
 )
 
 // Linger is how long an idle pub/sub connection stays open after its last
@@ -16,7 +16,7 @@ const Linger = 100 * time.Millisecond
 
 // hubs holds the hub of each live client: dropped with the client, so that
 // clients made per tenant or per request do not pile up hubs.
-var hubs perclient.Map[*Hub]
+var hubs conn.Map[*Hub]
 
 // For returns the hub of client, creating it on first use.
 func For(client redis.UniversalClient) *Hub {
@@ -26,7 +26,7 @@ func For(client redis.UniversalClient) *Hub {
 // Hub is the notification hub of one Redis client. It reaches the client
 // through a weak reference: the hubs registry must not keep it alive.
 type Hub struct {
-	client  perclient.Ref
+	client  conn.Ref
 	cluster bool
 
 	mu     sync.Mutex
@@ -43,7 +43,7 @@ type Hub struct {
 }
 
 func newHub(client redis.UniversalClient) *Hub {
-	h := &Hub{client: perclient.NewRef(client), queues: map[string]*queue{}, shards: map[string]*shard{}, handOffs: map[string]int{}, seats: map[string]*seats{}}
+	h := &Hub{client: conn.NewRef(client), queues: map[string]*queue{}, shards: map[string]*shard{}, handOffs: map[string]int{}, seats: map[string]*seats{}}
 	_, h.cluster = client.(*redis.ClusterClient)
 	return h
 }

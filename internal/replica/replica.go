@@ -15,8 +15,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock/internal/clock"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
-	"github.com/relock-go/relock/internal/perclient"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/tracing"
 )
@@ -236,7 +236,7 @@ func failed(ctx context.Context, err error) *redis.Cmd {
 var errUnsupported = errors.New("replica sync: client type not supported")
 
 // servers holds the replica counts of each client's servers.
-var servers perclient.Map[*topology]
+var servers conn.Map[*topology]
 
 type topology struct {
 	single server   // a *redis.Client's one server

@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/batch"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/workers"
 )
@@ -99,7 +99,7 @@ func (s *Script) Call(ctx context.Context, c redis.UniversalClient, nkeys int, a
 func (s *Script) send(ctx context.Context, c redis.UniversalClient, nkeys int, a []any) *redis.Cmd {
 	a[0], a[1], a[2] = "evalsha", s.hash, nkeys
 	cmd := newCmd(ctx, nkeys, a)
-	if err := batch.For(c).Process(ctx, cmd); IsNoScript(err) {
+	if err := conn.PipeFor(c).Process(ctx, cmd); IsNoScript(err) {
 		// Not in this server's cache (a restart, a failover, SCRIPT
 		// FLUSH): EVAL loads it, once, so later calls find it again.
 		e := slices.Clone(a)

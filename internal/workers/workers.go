@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/perclient"
+	"github.com/relock-go/relock/internal/conn"
 )
 
 // DefaultLinger is how long an idle worker waits for another call.
@@ -62,7 +62,7 @@ func (p *Pool) work(f func()) {
 func (p *Pool) Started() uint64 { return p.started.Load() }
 
 // pools holds one Pool per Redis client.
-var pools perclient.Map[*Pool]
+var pools conn.Map[*Pool]
 
 func newPool(c redis.UniversalClient) *Pool {
 	p := New(0)

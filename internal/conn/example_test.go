@@ -1,4 +1,4 @@
-package batch_test
+package conn_test
 
 import (
 	"context"
@@ -8,10 +8,10 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/batch"
+	"github.com/relock-go/relock/internal/conn"
 )
 
-func Example() {
+func ExamplePipe() {
 	mr := miniredis.NewMiniRedis()
 	if err := mr.Start(); err != nil {
 		panic(err)
@@ -21,7 +21,7 @@ func Example() {
 	defer rdb.Close()
 
 	// Many goroutines, one Pipe: under load their commands share round trips.
-	p := batch.For(rdb)
+	p := conn.PipeFor(rdb)
 	var wg sync.WaitGroup
 	for range 100 {
 		wg.Go(func() { _ = p.Process(context.Background(), redis.NewIntCmd(context.Background(), "incr", "hits")) })

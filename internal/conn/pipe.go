@@ -1,12 +1,10 @@
-package batch
+package conn
 
 import (
 	"context"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/relock-go/relock/internal/perclient"
 )
 
 const (
@@ -26,24 +24,24 @@ const (
 
 // pipes holds the Pipe of each live client: dropped with the client, so
 // that clients made per tenant or per request do not pile up.
-var pipes perclient.Map[*Pipe]
+var pipes Map[*Pipe]
 
-// For returns the Pipe of client, one per client for the process. Only a
+// PipeFor returns the Pipe of client, one per client for the process. Only a
 // single-node *redis.Client is batched; other clients (a cluster client
 // routes each command to its own node) get a Pipe that sends directly.
-func For(client redis.UniversalClient) *Pipe {
+func PipeFor(client redis.UniversalClient) *Pipe {
 	return pipes.Get(client, newPipe)
 }
 
 func newPipe(client redis.UniversalClient) *Pipe {
-	return New(client, defaultSenders)
+	return NewPipe(client, defaultSenders)
 }
 
 // Pipe sends the commands of one client. Its methods are safe for
 // concurrent use. It reaches the client through a weak reference: the
 // pipes registry must not keep it alive.
 type Pipe struct {
-	client  perclient.Ref
+	client  Ref
 	direct  bool
 	senders int
 
@@ -52,11 +50,11 @@ type Pipe struct {
 	queue  []*call
 }
 
-// New returns a Pipe on client letting senders commands or pipelines be
+// NewPipe returns a Pipe on client letting senders commands or pipelines be
 // in flight at once (at least 1).
-func New(client redis.UniversalClient, senders int) *Pipe {
+func NewPipe(client redis.UniversalClient, senders int) *Pipe {
 	_, single := client.(*redis.Client)
-	return &Pipe{client: perclient.NewRef(client), direct: !single, senders: max(senders, 1)}
+	return &Pipe{client: NewRef(client), direct: !single, senders: max(senders, 1)}
 }
 
 type call struct {

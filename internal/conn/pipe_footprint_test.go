@@ -1,4 +1,4 @@
-package batch_test
+package conn_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/batch"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
@@ -21,7 +21,7 @@ func TestClosedClientsLeaveNothing(t *testing.T) {
 			env := b.New(t)
 			addr := env.Client.Options().Addr
 			ctx := context.Background()
-			before := batch.Pipes()
+			before := conn.Pipes()
 			var ms runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&ms)
@@ -30,8 +30,8 @@ func TestClosedClientsLeaveNothing(t *testing.T) {
 			const clients = 10000
 			for range clients {
 				c := redis.NewClient(&redis.Options{Addr: addr})
-				p := batch.For(c)
-				require.Same(t, p, batch.For(c), "one Pipe per client")
+				p := conn.PipeFor(c)
+				require.Same(t, p, conn.PipeFor(c), "one Pipe per client")
 				cmd := redis.NewStatusCmd(ctx, "ping")
 				require.NoError(t, p.Process(ctx, cmd))
 				require.Equal(t, "PONG", cmd.Val())
@@ -39,7 +39,7 @@ func TestClosedClientsLeaveNothing(t *testing.T) {
 			}
 			require.Eventually(t, func() bool {
 				runtime.GC()
-				return batch.Pipes() <= before
+				return conn.Pipes() <= before
 			}, 30*time.Second, 10*time.Millisecond, "the Pipes of dropped clients are gone")
 			runtime.GC()
 			runtime.ReadMemStats(&ms)

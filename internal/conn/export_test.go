@@ -1,4 +1,4 @@
-package batch
+package conn
 
 // Pipes is how many clients have a Pipe now.
 func Pipes() int { return pipes.Len() }

@@ -1,4 +1,4 @@
-package perclient
+package conn
 
 import (
 	"runtime"

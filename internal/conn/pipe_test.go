@@ -1,4 +1,4 @@
-package batch_test
+package conn_test
 
 import (
 	"context"
@@ -11,13 +11,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
-	"github.com/relock-go/relock/internal/batch"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // counter records how the client sent: single commands and pipelines.
 type counter struct {
@@ -74,7 +71,7 @@ func TestLoneCommandIsSentAtOnce(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := &counter{}
 			rdb.AddHook(c)
-			p := batch.New(rdb, 2)
+			p := conn.NewPipe(rdb, 2)
 			for i := range 10 {
 				cmd := redis.NewIntCmd(context.Background(), "incr", "lone")
 				require.NoError(t, p.Process(context.Background(), cmd))
@@ -91,7 +88,7 @@ func TestBusyClientCoalescesIntoPipelines(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := &counter{gate: make(chan struct{})}
 			rdb.AddHook(c)
-			p := batch.New(rdb, 1)
+			p := conn.NewPipe(rdb, 1)
 			const n = 50
 			var wg sync.WaitGroup
 			results := make([]int64, n)
@@ -122,7 +119,7 @@ func TestSenderContextEndingDoesNotFailOthers(t *testing.T) {
 	rdb := clients(t)["miniredis"]
 	c := &counter{gate: make(chan struct{})}
 	rdb.AddHook(c)
-	p := batch.New(rdb, 1)
+	p := conn.NewPipe(rdb, 1)
 
 	first := make(chan error, 1)
 	go func() { first <- p.Process(context.Background(), redis.NewIntCmd(context.Background(), "incr", "a")) }()
@@ -162,7 +159,7 @@ func TestClusterClientSendsDirectly(t *testing.T) {
 		},
 	})
 	t.Cleanup(func() { _ = cc.Close() })
-	require.Same(t, batch.For(cc), batch.For(cc), "one Pipe per client")
-	err := batch.For(cc).Process(context.Background(), redis.NewIntCmd(context.Background(), "incr", "x"))
+	require.Same(t, conn.PipeFor(cc), conn.PipeFor(cc), "one Pipe per client")
+	err := conn.PipeFor(cc).Process(context.Background(), redis.NewIntCmd(context.Background(), "incr", "x"))
 	require.Error(t, err, "the cluster client's own error comes back")
 }

@@ -1,4 +1,4 @@
-package perclient_test
+package conn_test
 
 import (
 	"runtime"
@@ -9,23 +9,23 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/relock-go/relock/internal/perclient"
+	"github.com/relock-go/relock/internal/conn"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type state struct {
-	client perclient.Ref
+	client conn.Ref
 	n      int
 }
 
 // One value per client while it lives; the entry goes with the client,
 // and a Ref does not keep it alive.
 func TestMapFollowsTheClient(t *testing.T) {
-	var m perclient.Map[*state]
+	var m conn.Map[*state]
 	made := 0
 	mk := func(redis.UniversalClient) func(redis.UniversalClient) *state {
-		return func(c redis.UniversalClient) *state { made++; return &state{client: perclient.NewRef(c), n: made} }
+		return func(c redis.UniversalClient) *state { made++; return &state{client: conn.NewRef(c), n: made} }
 	}
 	a := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer a.Close()
@@ -50,10 +50,10 @@ func TestMapFollowsTheClient(t *testing.T) {
 
 // A Ref gives nil once its client has been collected.
 func TestRefDoesNotPin(t *testing.T) {
-	var ref perclient.Ref
+	var ref conn.Ref
 	func() {
 		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
-		ref = perclient.NewRef(c)
+		ref = conn.NewRef(c)
 		require.NotNil(t, ref.Client())
 		require.NoError(t, c.Close())
 	}()
@@ -67,7 +67,7 @@ func TestRefDoesNotPin(t *testing.T) {
 // value, from the recent entries or the map, and a lookup that finds its
 // entry allocates nothing.
 func TestMapManyClientsInTurn(t *testing.T) {
-	var m perclient.Map[*state]
+	var m conn.Map[*state]
 	var cs []*redis.Client
 	for range 12 { // more than the recent entries hold
 		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
@@ -75,7 +75,7 @@ func TestMapManyClientsInTurn(t *testing.T) {
 		cs = append(cs, c)
 	}
 	made := 0
-	mk := func(c redis.UniversalClient) *state { made++; return &state{client: perclient.NewRef(c), n: made} }
+	mk := func(c redis.UniversalClient) *state { made++; return &state{client: conn.NewRef(c), n: made} }
 	want := map[*redis.Client]*state{}
 	for round := range 3 {
 		for _, c := range cs {
