@@ -206,7 +206,18 @@ func (w *Watchdog) flushNodes(cc *redis.ClusterClient, calls []renewScriptCall, 
 
 // exec sends one pipeline of calls and records the replies.
 func (w *Watchdog) exec(c redis.UniversalClient, calls []renewScriptCall, sentAt time.Time) {
-	sent := false
+	span := w.sendPipeline(c, calls)
+	if span == nil {
+		return // nothing left to renew
+	}
+	defer span.End()
+	w.record(span, calls, sentAt)
+}
+
+// sendPipeline sends calls as one pipeline, once more after loading the scripts
+// a server did not know (NOSCRIPT). It returns the span of the renewal,
+// nil when nothing was sent (every lease stopped meanwhile).
+func (w *Watchdog) sendPipeline(c redis.UniversalClient, calls []renewScriptCall) trace.Span {
 	var span trace.Span
 	spanCtx := context.Background()
 	for attempt := 0; attempt < 2; attempt++ {
@@ -225,39 +236,42 @@ func (w *Watchdog) exec(c redis.UniversalClient, calls []renewScriptCall, sentAt
 		timeout := max(deadline.Sub(w.clock.Now()), minReplyTimeout)
 		if span == nil {
 			spanCtx, span = w.tracer.Start(context.Background(), tracing.SpanWatchdogRenew, w.spanStart...)
-			defer span.End()
 		}
 		ctx, cancel := context.WithTimeout(spanCtx, timeout)
 		w.stats.roundTrips.Add(1)
 		w.stats.scripts.Add(int64(pipe.Len()))
 		_, _ = pipe.Exec(ctx) // per-command errors are read below
-		sent = true
-		noscript := false
-		for _, p := range calls {
-			if p.cmd != nil && scripts.IsNoScript(p.cmd.Err()) {
-				noscript = true
-			}
-		}
-		if noscript {
-			// Loaded, then sent again: not for leases stopped meanwhile,
-			// whose Stop has returned (commit leaves them out).
-			loaded := map[*RenewScript]bool{}
-			for _, p := range calls {
-				if !loaded[p.kind] {
-					loaded[p.kind] = true
-					_ = p.kind.Lua.Preload(ctx, c)
-				}
-			}
-		}
+		noscript := preloadMissing(ctx, c, calls)
 		cancel()
 		if !noscript {
 			break
 		}
 	}
-	if !sent {
-		return
-	}
+	return span
+}
 
+// preloadMissing loads the scripts that calls found missing (NOSCRIPT),
+// each once, and reports whether there were any. They are then sent
+// again: not for leases stopped meanwhile, whose Stop has returned
+// (commit leaves them out).
+func preloadMissing(ctx context.Context, c redis.UniversalClient, calls []renewScriptCall) bool {
+	var loaded map[*RenewScript]bool
+	for _, p := range calls {
+		if p.cmd != nil && scripts.IsNoScript(p.cmd.Err()) && !loaded[p.kind] {
+			if loaded == nil {
+				loaded = map[*RenewScript]bool{}
+			}
+			loaded[p.kind] = true
+			_ = p.kind.Lua.Preload(ctx, c)
+		}
+	}
+	return loaded != nil
+}
+
+// record reads the replies of calls, completes each lease's renewal (a
+// lease found gone or failing past its deadline is lost, and told so
+// after the lock is released) and sets the span's counts.
+func (w *Watchdog) record(span trace.Span, calls []renewScriptCall, sentAt time.Time) {
 	now := w.clock.Now()
 	var lost []lossNotice
 	var leases, renewed, gone, failed int
