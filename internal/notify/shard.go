@@ -221,63 +221,12 @@ func (h *Hub) receive(s *shard) {
 		msg, err := s.ps.Receive(context.Background())
 		var refused redis.Error
 		if errors.As(err, &refused) && !strings.HasPrefix(refused.Error(), "READONLY") {
-			// Redis refused a (S)SUBSCRIBE (NOPERM, MOVED...): the connection
-			// is intact and nothing was resubscribed, so keep the counts, and
-			// fail the waiters that wait for a confirmation instead of
-			// leaving them to wait for ever. A MOVED channel is moved to
-			// the slot's new node.
-			var moved []string
-			slot, isMoved := errs.Redirect(refused)
-			h.mu.Lock()
-			for ch, st := range s.chans {
-				if len(st.pending) > 0 && s.ssub && isMoved && keys.Slot(ch) == slot {
-					moved = append(moved, ch)
-				}
-				for _, p := range st.pending {
-					p.err = err
-					close(p.ready)
-				}
-				st.pending = nil
-			}
-			h.mu.Unlock()
-			if len(moved) > 0 {
-				go h.moveWhenKnown(s, moved)
-			}
+			h.refused(s, err, refused)
 			continue
 		}
 		if err != nil {
-			h.mu.Lock()
-			if s.closed {
-				h.mu.Unlock()
-				return
-			}
-			// Messages may have been lost while the connection was down:
-			// let every head retry now, and again once the resubscription
-			// is confirmed (see confirm): while Redis stays unreachable
-			// the tries made now fail or miss a later unlock, and the
-			// reconnect that succeeds brings no error to wake anyone, so
-			// an unlock published during the outage would be noticed only
-			// at the TTL. Count confirmations afresh, since go-redis
-			// subscribes all channels again on reconnect; the replies due
-			// on the old connection will never come.
-			clear(s.stale)
-			clear(s.own)
-			for ch, st := range s.chans {
-				st.sent, st.confirmed = 1, 0
-				st.resync = true
-				for _, p := range st.pending {
-					p.target = 1
-				}
-				if q := h.queues[ch]; q != nil {
-					q.wakeHead()
-				}
-			}
-			h.mu.Unlock()
-			if s.ssub {
-				// The node may have failed over: a channel whose slot
-				// has another master now moves there (checked again at
-				// every retry of the connection).
-				h.move(s, h.channelsOf(s))
+			if !h.lost(s) {
+				return // closed
 			}
 			select {
 			case <-time.After(backoff):
@@ -302,6 +251,69 @@ func (h *Hub) receive(s *shard) {
 			}
 		}
 	}
+}
+
+// refused handles Redis refusing a (S)SUBSCRIBE (NOPERM, MOVED...): the
+// connection is intact and nothing was resubscribed, so the counts stay,
+// and the waiters that wait for a confirmation fail with err instead of
+// waiting for ever. A MOVED channel is moved to the slot's new node.
+func (h *Hub) refused(s *shard, err error, refused redis.Error) {
+	var moved []string
+	slot, isMoved := errs.Redirect(refused)
+	h.mu.Lock()
+	for ch, st := range s.chans {
+		if len(st.pending) > 0 && s.ssub && isMoved && keys.Slot(ch) == slot {
+			moved = append(moved, ch)
+		}
+		for _, p := range st.pending {
+			p.err = err
+			close(p.ready)
+		}
+		st.pending = nil
+	}
+	h.mu.Unlock()
+	if len(moved) > 0 {
+		go h.moveWhenKnown(s, moved)
+	}
+}
+
+// lost handles the shard's connection failing; it reports false when the
+// shard was closed instead, and receive ends.
+//
+// Messages may have been lost while the connection was down: every head
+// retries now, and again once the resubscription is confirmed (see
+// confirm): while Redis stays unreachable the tries made now fail or miss
+// a later unlock, and the reconnect that succeeds brings no error to wake
+// anyone, so an unlock published during the outage would be noticed only
+// at the TTL. Confirmations are counted afresh, since go-redis subscribes
+// all channels again on reconnect; the replies due on the old connection
+// will never come.
+func (h *Hub) lost(s *shard) bool {
+	h.mu.Lock()
+	if s.closed {
+		h.mu.Unlock()
+		return false
+	}
+	clear(s.stale)
+	clear(s.own)
+	for ch, st := range s.chans {
+		st.sent, st.confirmed = 1, 0
+		st.resync = true
+		for _, p := range st.pending {
+			p.target = 1
+		}
+		if q := h.queues[ch]; q != nil {
+			q.wakeHead()
+		}
+	}
+	h.mu.Unlock()
+	if s.ssub {
+		// The node may have failed over: a channel whose slot has another
+		// master now moves there (checked again at every retry of the
+		// connection).
+		h.move(s, h.channelsOf(s))
+	}
+	return true
 }
 
 func (h *Hub) confirm(s *shard, channel string) {
