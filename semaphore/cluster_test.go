@@ -1,6 +1,7 @@
 package semaphore_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +37,16 @@ func TestClusterHashTagNames(t *testing.T) {
 				return err == nil && len(chs) == 1
 			}, 10*time.Second, 5*time.Millisecond, "the waiter subscribed")
 			requireNotYet(t, ch, "waiter while every permit is held")
+			// The subscription shows before the head's try that marks it.
+			require.Eventually(t, func() bool {
+				ks, _, err := redistest.Slots(ctx, cc)
+				for k := range ks {
+					if err == nil && strings.Contains(k, "waiters") {
+						return true
+					}
+				}
+				return false
+			}, 10*time.Second, 5*time.Millisecond, "the waiter marked itself")
 			redistest.RequireOneSlot(t, ctx, cc, name, "permits", "waiters")
 
 			require.NoError(t, s.Release(b))
