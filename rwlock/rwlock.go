@@ -293,93 +293,30 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 		return nil, rw.id.Wrap(op, ErrUpgradeNotSupported)
 	}
 
-	var count, token int64
-	var sentAt time.Time
-	marked := false
-	// A second run of this acquisition's script (a retry after a lost
-	// reply, go-redis's resend) must return the first run's grant: an
-	// owner minted here finds its own field; one that other holds share
-	// goes through an acquire latch. uncertain: the last try failed after
-	// its script may have run.
-	mode, latch := modeMinted, ""
+	a := &attempt{rw: rw, cfg: cfg, side: s, owner: ownerID, lease: leaseTime, wd: wd, mode: modeMinted}
 	if shared {
-		mode, latch = modeLatch, owner.RequestKey(rw.acquireLatchPrefix)
-	}
-	uncertain := false
-	var late <-chan struct{} // a try still in flight when the caller left
-	try := func(ctx context.Context) (acquire.Result, error) {
-		sentAt = wd.Now()
-		member := ""
-		if s == write && acquire.Queued(ctx) {
-			member = ownerID // only the head of the local queue marks
-		}
-		r, err := acquire.Bounded(ctx, rw.workers, cfg.UnlockTimeout, acquire.OnceFunc[tryReply](func(ctx context.Context) (tryReply, error) {
-			c, tok, ttl, err := rw.tryOnce(ctx, cfg.ReplicaPolicy(), s, ownerID, leaseTime, member, mode, latch)
-			return tryReply{c, tok, ttl}, err
-		}))
-		c, tok, ttl := r.count, r.token, r.ttl
-		uncertain = err != nil && errs.MayHaveRun(err)
-		if l := workers.AfterLate(err); l != nil {
-			late = l
-		}
-		if err != nil || c == 0 {
-			marked = marked || member != ""
-			return acquire.Result{TTL: ttl}, err
-		}
-		count, token = c, tok
-		trace.SpanFromContext(ctx).SetAttributes(
-			tracing.Reentrant.Bool(count > 1),
-			tracing.FencingToken.Int64(token),
-		)
-		return acquire.Result{Acquired: true}, nil
-	}
-	spanName := tracing.SpanAcquireReadLock
-	if s == write {
-		spanName = tracing.SpanAcquireWriteLock
+		a.mode, a.latch = modeLatch, owner.RequestKey(rw.acquireLatchPrefix)
 	}
 	// A writer's release may take the read lock for a reader whose owner
 	// was minted here (handoff.go).
-	var claim *readClaim
-	var handOff notify.Claimant
 	if s == read && !once && !shared {
-		claim = &readClaim{rw: rw, ctx: ctx, owner: ownerID, lease: leaseTime}
-		handOff = claim
+		a.claim = &readClaim{rw: rw, ctx: ctx, owner: ownerID, lease: leaseTime}
 	}
-	traced, err := acquire.Do(ctx, acquire.Request{
-		Tracer:   rw.inst[read].Tracer,
-		SpanName: spanName,
-		Start:    rw.inst[s].SpanStart,
-		Owner:    ownerID,
-		Lease:    leaseTime,
-		Hub:      rw.hub,
-		Channel:  rw.channel,
-		Shared:   s == read,
-		// A re-entry must not queue behind waiters that wait for this very
-		// owner; nor may the writer's own read.
-		Direct:    (s == read && (holdsRead || holdsWrite)) || (s == write && holdsWrite),
-		Once:      once,
-		Wait:      cfg.WaitTimeout,
-		LeaseTime: leaseTime,
-		Attempt:   acquire.TryFunc(try),
-		Metrics:   rw.inst[s].Metrics,
-		HandOff:   handOff,
-	})
+	// A re-entry must not queue behind waiters that wait for this very
+	// owner; nor may the writer's own read.
+	direct := (s == read && (holdsRead || holdsWrite)) || (s == write && holdsWrite)
+	traced, err := acquire.Do(ctx, a.request(once, direct))
 	if err != nil {
-		if marked {
-			rw.withdrawMark(ctx, ownerID, late)
-		}
-		if uncertain || (claim != nil && claim.mayHold) {
-			rw.giveBack(ctx, s, ownerID, latch, late, leaseTime)
-		}
+		a.abandon(ctx)
 		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
 			err = base.NameHolders(ctx, rw.workers, err, rw.heldBy)
 		}
 		return nil, rw.id.Wrap(op, err)
 	}
-	if claim != nil && claim.given {
-		count, token, sentAt = 1, claim.token, claim.sentAt
+	if a.claim != nil && a.claim.given {
+		a.count, a.token, a.sentAt = 1, a.claim.token, a.claim.sentAt
 	}
-	return rw.newHold(ctx, cfg, s, ownerID, !shared, count, token, sentAt, leaseTime, traced), nil
+	return rw.newHold(ctx, cfg, s, ownerID, !shared, a.count, a.token, a.sentAt, leaseTime, traced), nil
 }
 
 // withdrawMark takes back the waiting mark of a writer that gave up

@@ -1,0 +1,118 @@
+package rwlock
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/errs"
+	"github.com/relock-go/relock/internal/lease"
+	"github.com/relock-go/relock/internal/options"
+	"github.com/relock-go/relock/internal/workers"
+	"github.com/relock-go/relock/tracing"
+)
+
+// attempt is one acquisition's state: what its tries send, what they
+// got, and what an acquisition that gives up must clean up after them.
+type attempt struct {
+	rw    *RWMutex
+	cfg   *options.Config // New's, or this acquisition's own (opts)
+	side  access
+	owner string
+	lease time.Duration
+	wd    *lease.Watchdog // sentAt is on its clock
+
+	// A second run of this acquisition's script (a retry after a lost
+	// reply, go-redis's resend) must return the first run's grant: an
+	// owner minted here finds its own field (modeMinted); one that other
+	// holds share goes through an acquire latch (modeLatch, latch its key).
+	mode  any
+	latch string
+
+	// marked: a writer's try at the head of the local queue waited or
+	// failed, so Redis may hold its waiting mark.
+	marked bool
+	// uncertain: the last try failed after its script may have run.
+	uncertain bool
+	late      <-chan struct{} // a try still in flight when the caller left
+
+	// claim is a reader's side of a hand-off (nil: no release hands the
+	// lock to this acquisition).
+	claim *readClaim
+
+	count, token int64
+	sentAt       time.Time
+}
+
+// Try makes one try of the acquisition (acquire.Attempt).
+func (a *attempt) Try(ctx context.Context) (acquire.Result, error) {
+	a.sentAt = a.wd.Now()
+	member := ""
+	if a.side == write && acquire.Queued(ctx) {
+		member = a.owner // only the head of the local queue marks
+	}
+	r, err := acquire.Bounded(ctx, a.rw.workers, a.cfg.UnlockTimeout, acquire.OnceFunc[tryReply](func(ctx context.Context) (tryReply, error) {
+		c, tok, ttl, err := a.rw.tryOnce(ctx, a.cfg.ReplicaPolicy(), a.side, a.owner, a.lease, member, a.mode, a.latch)
+		return tryReply{c, tok, ttl}, err
+	}))
+	c, tok, ttl := r.count, r.token, r.ttl
+	a.uncertain = err != nil && errs.MayHaveRun(err)
+	if l := workers.AfterLate(err); l != nil {
+		a.late = l
+	}
+	if err != nil || c == 0 {
+		a.marked = a.marked || member != ""
+		return acquire.Result{TTL: ttl}, err
+	}
+	a.count, a.token = c, tok
+	trace.SpanFromContext(ctx).SetAttributes(
+		tracing.Reentrant.Bool(a.count > 1),
+		tracing.FencingToken.Int64(a.token),
+	)
+	return acquire.Result{Acquired: true}, nil
+}
+
+// request is the acquire.Request that makes the attempt: a TryLock or
+// TryRLock when once; direct skips the local queue.
+func (a *attempt) request(once, direct bool) acquire.Request {
+	rw, s := a.rw, a.side
+	spanName := tracing.SpanAcquireReadLock
+	if s == write {
+		spanName = tracing.SpanAcquireWriteLock
+	}
+	req := acquire.Request{
+		Tracer:    rw.inst[read].Tracer,
+		SpanName:  spanName,
+		Start:     rw.inst[s].SpanStart,
+		Owner:     a.owner,
+		Lease:     a.lease,
+		Hub:       rw.hub,
+		Channel:   rw.channel,
+		Shared:    s == read,
+		Direct:    direct,
+		Once:      once,
+		Wait:      a.cfg.WaitTimeout,
+		LeaseTime: a.lease,
+		Attempt:   a,
+		Metrics:   rw.inst[s].Metrics,
+	}
+	if a.claim != nil {
+		req.HandOff = a.claim
+	}
+	return req
+}
+
+// abandon cleans up after an acquisition that gave up: it withdraws the
+// writer's waiting mark its tries may have left, and gives back what a
+// try whose reply was lost, or a release that offered the lock to this
+// reader, may have taken for it.
+func (a *attempt) abandon(ctx context.Context) {
+	if a.marked {
+		a.rw.withdrawMark(ctx, a.owner, a.late)
+	}
+	if a.uncertain || (a.claim != nil && a.claim.mayHold) {
+		a.rw.giveBack(ctx, a.side, a.owner, a.latch, a.late, a.lease)
+	}
+}
