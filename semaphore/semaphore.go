@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -25,7 +24,6 @@ import (
 	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/owner"
-	"github.com/relock-go/relock/internal/replica"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/internal/workers"
@@ -286,89 +284,11 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 	wd := s.cfg.Watchdog
 	leaseTime := cfg.Lease()
 	permitID := owner.RequestID()
-	// wt is this acquisition's side of a hand-off (handoff.go); its
-	// sentAt is the start of the lease.
-	wt := &waiter{s: s, ctx: ctx, permitID: permitID, n: n, lease: leaseTime}
-	marked := false
-	// uncertain: the last try failed after its script may have run, so
-	// Redis may hold permits nobody was told of.
-	uncertain := false
-	var late <-chan struct{} // a try still in flight when the caller left
-	sync := cfg.ReplicaPolicy()
-	try := func(ctx context.Context) (acquire.Result, error) {
-		waiterID := ""
-		if acquire.Queued(ctx) {
-			waiterID = permitID // the local head takes its turn in Redis
-		}
-		wt.sentAt = wd.Now()
-		r, err := acquire.Bounded(ctx, s.workers, cfg.UnlockTimeout, acquire.OnceFunc[tryReply](func(ctx context.Context) (tryReply, error) {
-			s.resizing.RLock()
-			defer s.resizing.RUnlock()
-			size := s.size.Load() // a Resize of this Semaphore during the wait counts
-			cmd, acks := replica.Call(ctx, s.client, sync, acquireScript, 6, s.name, s.permits, s.weights, s.waiters, s.marks, s.channel, size, n, permitID, leaseTime.Milliseconds(), waiterID, s.hub.PublishCommand(), min(leaseTime, maxMarkLife).Milliseconds(), s.sizePolicy())
-			vals, err := cmd.Int64Slice()
-			return tryReply{vals, acks, size}, err
-		}))
-		vals, acks, size := r.vals, r.acks, r.size
-		uncertain = err != nil && errs.MayHaveRun(err)
-		if l := workers.AfterLate(err); l != nil {
-			late = l
-		}
-		if err != nil {
-			marked = marked || (waiterID != "" && errs.MayHaveRun(err))
-			return acquire.Result{}, err
-		}
-		if len(vals) != 2 {
-			return acquire.Result{}, fmt.Errorf("unexpected reply %v", vals)
-		}
-		switch vals[0] {
-		case 1:
-			if !sync.Enough(acks) {
-				// Too few replicas acknowledged: the permits go back.
-				err := sync.Refuse(acks, func() error { return s.undo(ctx, permitID) })
-				uncertain = errs.MayHaveRun(err)
-				return acquire.Result{}, err
-			}
-			return acquire.Result{Acquired: true}, nil
-		case 0:
-			marked = waiterID != ""
-			return acquire.Result{TTL: time.Duration(vals[1]) * time.Millisecond}, nil
-		case -2:
-			return acquire.Result{}, s.mismatch(vals[1], size)
-		case -3: // resized below n during the wait
-			return acquire.Result{}, fmt.Errorf("%w: n %d exceeds size %d", ErrInvalidArgument, n, vals[1])
-		}
-		return acquire.Result{}, fmt.Errorf("unexpected reply %v", vals)
-	}
-	req := acquire.Request{
-		Tracer:   s.inst.Tracer,
-		SpanName: tracing.SpanAcquireSemaphore,
-		Start:    s.inst.SpanStart,
-		Owner:    ownerID,
-		Lease:    leaseTime,
-		Attrs:    []attribute.KeyValue{tracing.Size.Int64(size), tracing.Permits.Int64(n)},
-		Hub:      s.hub,
-		Channel:  s.channel,
-		Once:     once,
-		Wait:     cfg.WaitTimeout,
-		// A waiter promoted behind a holder tries within a third of its
-		// mark's life, so that a mark a release wrote for it stays fresh.
-		LeaseTime: min(leaseTime, maxMarkLife/3),
-		PassOn:    true,
-		Attempt:   acquire.TryFunc(try),
-		Metrics:   s.inst.Metrics,
-	}
-	if !once {
-		req.HandOff = wt
-	}
-	traced, err := acquire.Do(ctx, req)
+	t := &permitTry{s: s, cfg: cfg, owner: ownerID, sync: cfg.ReplicaPolicy(), wd: wd,
+		claim: waiter{s: s, ctx: ctx, permitID: permitID, n: n, lease: leaseTime}}
+	traced, err := acquire.Do(ctx, t.request(size, once))
 	if err != nil {
-		if marked {
-			s.withdrawMark(ctx, permitID, late)
-		}
-		if uncertain {
-			s.giveBack(ctx, permitID, late, leaseTime)
-		}
+		t.abandon(ctx)
 		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
 			err = base.NameHolders(ctx, s.workers, err, s.heldBy)
 		}
@@ -386,7 +306,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 		Primitive: primitive,
 	}
 	label := s.label(ctx, cfg, &spec, permitID, leaseTime)
-	l := wd.Start(spec, wt.sentAt)
+	l := wd.Start(spec, t.claim.sentAt)
 	return hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Taken: permitTaken{permitID, label, n}, Telemetry: s.inst.Release, Traced: traced, Scoped: cfg.ScopedHold, Live: &s.holds}, s.release), nil
 }
 
@@ -428,13 +348,6 @@ func (s *Semaphore) giveBack(ctx context.Context, permitID string, late <-chan s
 		window = max(window, leaseTime)
 	}
 	base.GiveBack(late, window, func() error { return s.undo(ctx, permitID) })
-}
-
-// tryReply is what one try read of the acquire script's reply.
-type tryReply struct {
-	vals []int64
-	acks replica.Acks
-	size int64 // the size the try was made with
 }
 
 // undo releases the permits one acquisition took (or may have taken),

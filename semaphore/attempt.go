@@ -1,0 +1,140 @@
+package semaphore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/errs"
+	"github.com/relock-go/relock/internal/lease"
+	"github.com/relock-go/relock/internal/options"
+	"github.com/relock-go/relock/internal/replica"
+	"github.com/relock-go/relock/internal/workers"
+	"github.com/relock-go/relock/tracing"
+)
+
+// permitTry is one acquisition's state: what its tries send, and what an
+// acquisition that gives up must clean up after them.
+type permitTry struct {
+	s     *Semaphore
+	cfg   *options.Config // New's, or this acquisition's own (opts)
+	owner string
+	sync  replica.Policy
+	wd    *lease.Watchdog // the claim's sentAt is on its clock
+	// claim is this acquisition's side of a hand-off (handoff.go): its
+	// permit id, weight and lease, and in sentAt the start of the lease.
+	claim waiter
+
+	// marked: a try at the head of the local queue waited, or may have
+	// run before it failed, so Redis may hold its waiter's mark.
+	marked bool
+	// uncertain: the last try failed after its script may have run, so
+	// Redis may hold permits nobody was told of.
+	uncertain bool
+	late      <-chan struct{} // a try still in flight when the caller left
+}
+
+// tryReply is what one try read of the acquire script's reply.
+type tryReply struct {
+	vals []int64
+	acks replica.Acks
+	size int64 // the size the try was made with
+}
+
+// Try makes one try of the acquisition (acquire.Attempt).
+func (t *permitTry) Try(ctx context.Context) (acquire.Result, error) {
+	s, permitID, n := t.s, t.claim.permitID, t.claim.n
+	waiterID := ""
+	if acquire.Queued(ctx) {
+		waiterID = permitID // the local head takes its turn in Redis
+	}
+	t.claim.sentAt = t.wd.Now()
+	r, err := acquire.Bounded(ctx, s.workers, t.cfg.UnlockTimeout, acquire.OnceFunc[tryReply](func(ctx context.Context) (tryReply, error) {
+		return t.runScript(ctx, waiterID)
+	}))
+	vals, acks, size := r.vals, r.acks, r.size
+	t.uncertain = err != nil && errs.MayHaveRun(err)
+	if l := workers.AfterLate(err); l != nil {
+		t.late = l
+	}
+	if err != nil {
+		t.marked = t.marked || (waiterID != "" && errs.MayHaveRun(err))
+		return acquire.Result{}, err
+	}
+	if len(vals) != 2 {
+		return acquire.Result{}, fmt.Errorf("unexpected reply %v", vals)
+	}
+	switch vals[0] {
+	case 1:
+		if !t.sync.Enough(acks) {
+			// Too few replicas acknowledged: the permits go back.
+			err := t.sync.Refuse(acks, func() error { return s.undo(ctx, permitID) })
+			t.uncertain = errs.MayHaveRun(err)
+			return acquire.Result{}, err
+		}
+		return acquire.Result{Acquired: true}, nil
+	case 0:
+		t.marked = waiterID != ""
+		return acquire.Result{TTL: time.Duration(vals[1]) * time.Millisecond}, nil
+	case -2:
+		return acquire.Result{}, s.mismatch(vals[1], size)
+	case -3: // resized below n during the wait
+		return acquire.Result{}, fmt.Errorf("%w: n %d exceeds size %d", ErrInvalidArgument, n, vals[1])
+	}
+	return acquire.Result{}, fmt.Errorf("unexpected reply %v", vals)
+}
+
+// runScript runs the acquire script once, marking waiterID as the head
+// of the queue ("" for none), and waits for the replicas as t.sync asks.
+func (t *permitTry) runScript(ctx context.Context, waiterID string) (tryReply, error) {
+	s, leaseTime := t.s, t.claim.lease
+	s.resizing.RLock()
+	defer s.resizing.RUnlock()
+	size := s.size.Load() // a Resize of this Semaphore during the wait counts
+	cmd, acks := replica.Call(ctx, s.client, t.sync, acquireScript, 6, s.name, s.permits, s.weights, s.waiters, s.marks, s.channel, size, t.claim.n, t.claim.permitID, leaseTime.Milliseconds(), waiterID, s.hub.PublishCommand(), min(leaseTime, maxMarkLife).Milliseconds(), s.sizePolicy())
+	vals, err := cmd.Int64Slice()
+	return tryReply{vals, acks, size}, err
+}
+
+// request is the acquire.Request that makes the attempt, size being the
+// semaphore's size when it began: a TryAcquire when once.
+func (t *permitTry) request(size int64, once bool) acquire.Request {
+	s, leaseTime := t.s, t.claim.lease
+	req := acquire.Request{
+		Tracer:   s.inst.Tracer,
+		SpanName: tracing.SpanAcquireSemaphore,
+		Start:    s.inst.SpanStart,
+		Owner:    t.owner,
+		Lease:    leaseTime,
+		Attrs:    []attribute.KeyValue{tracing.Size.Int64(size), tracing.Permits.Int64(t.claim.n)},
+		Hub:      s.hub,
+		Channel:  s.channel,
+		Once:     once,
+		Wait:     t.cfg.WaitTimeout,
+		// A waiter promoted behind a holder tries within a third of its
+		// mark's life, so that a mark a release wrote for it stays fresh.
+		LeaseTime: min(leaseTime, maxMarkLife/3),
+		PassOn:    true,
+		Attempt:   t,
+		Metrics:   s.inst.Metrics,
+	}
+	if !once {
+		req.HandOff = &t.claim
+	}
+	return req
+}
+
+// abandon cleans up after an acquisition that gave up: it withdraws the
+// waiter's mark its tries may have left, and gives back the permits a
+// try whose reply was lost may have taken.
+func (t *permitTry) abandon(ctx context.Context) {
+	if t.marked {
+		t.s.withdrawMark(ctx, t.claim.permitID, t.late)
+	}
+	if t.uncertain {
+		t.s.giveBack(ctx, t.claim.permitID, t.late, t.claim.lease)
+	}
+}
