@@ -105,11 +105,11 @@ var (
 	// state is the purge and the key lifetimes every script that writes
 	// the semaphore's state shares.
 	state           = scripts.NewLib(luaFS, "lua/state.lua")
-	acquireScript   = scripts.Load(luaFS, "lua/acquire.lua", state)
-	releaseScript   = scripts.Load(luaFS, "lua/release.lua", state)
-	availableScript = scripts.Load(luaFS, "lua/available.lua", state)
-	resizeScript    = scripts.Load(luaFS, "lua/resize.lua", state)
-	withdrawScript  = scripts.Load(luaFS, "lua/withdraw.lua", state)
+	acquireScript   = scripts.Load(luaFS, "lua/acquire.lua", scripts.Checks, state)
+	releaseScript   = scripts.Load(luaFS, "lua/release.lua", scripts.Checks, state)
+	availableScript = scripts.Load(luaFS, "lua/available.lua", scripts.Checks, state)
+	resizeScript    = scripts.Load(luaFS, "lua/resize.lua", scripts.Checks, state)
+	withdrawScript  = scripts.Load(luaFS, "lua/withdraw.lua", scripts.Checks, state)
 	renewer         = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 3, ArgsPer: 1}
 )
 

@@ -37,17 +37,16 @@ var libFS embed.FS
 // package init, as in Load.
 func NewLib(fsys fs.FS, file string) Lib { return Lib{src: mustRead(fsys, file)} }
 
+// Checks defines may (the permission checks a script makes before its
+// first write) and tell (a publish that reports a refusal).
+var Checks = Lib{src: mustRead(libFS, "lua/acl.lua")}
+
 // Fence defines fence(counter key), which draws a lock's next fencing
 // token: max(counter + 1, server time in µs), kept FenceTTL; and, for an
 // acquisition that may run twice, grant (a token kept in its acquire
 // latch), granted (the token an earlier run kept) and last (the token
-// last drawn).
-var Fence = Lib{src: mustRead(libFS, "lua/fence.lua")}
-
-// Checks defines may (the permission checks a script makes before its
-// first write) and tell (a publish that reports a refusal), for the
-// scripts that load no other library.
-var Checks = Lib{src: mustRead(libFS, "lua/acl.lua")}
+// last drawn). It includes Checks, which its scripts use too.
+var Fence = Lib{src: Checks.src + "\n" + mustRead(libFS, "lua/fence.lua")}
 
 // FenceTTL is how long a fencing counter outlives the last acquisition of
 // its lock (the PX that lua/fence.lua writes): how far back the server's
