@@ -65,11 +65,11 @@ func run(ctx context.Context, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "-- master %d killed\n", i+1)
 	}
-	// A 900 ms lease, renewed every 300 ms by the watchdog on every master
+	// A 1.5 s lease, renewed every 500 ms by the watchdog on every master
 	// won. Unlock returns once a quorum released; a dead member is retried
 	// in the background up to the unlock timeout (5 s by default): bound
 	// that too.
-	rl := redlock.New(members, redlock.WithWatchdogTimeout(900*time.Millisecond),
+	rl := redlock.New(members, redlock.WithWatchdogTimeout(1500*time.Millisecond),
 		redlock.WithUnlockTimeout(300*time.Millisecond))
 	other := func(when string) { // another owner, on its own context
 		_, err := rl.TryLock(context.Background())
@@ -82,10 +82,16 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "acquired (quorum %d of %d); masters: %s\n", rl.Quorum(), len(members), state(ctx, clients))
 	kill(2)
-	time.Sleep(time.Second) // longer than the lease: only renewal keeps it
-	fmt.Fprintf(out, "1 s later: hold alive = %v; masters: %s\n", held.Err() == nil, state(ctx, clients))
+	time.Sleep(2 * time.Second) // longer than the lease: only renewal keeps it
+	fmt.Fprintf(out, "2 s later: hold alive = %v; masters: %s\n", held.Err() == nil, state(ctx, clients))
 	other("while it is held")
 	fmt.Fprintf(out, "Unlock: %v (a quorum released)\n\n", rl.Unlock(held))
+	// The members past the quorum are released in the background; a new
+	// Lock right away could find one still held and settle for a quorum
+	// without it. Drain waits for them.
+	if err := rl.Drain(ctx); err != nil {
+		return err
+	}
 
 	held, err = rl.Lock(ctx)
 	if err != nil {
@@ -97,7 +103,7 @@ func run(ctx context.Context, out io.Writer) error {
 	select {
 	case <-held.Done():
 		fmt.Fprintf(out, "the hold ended: ErrLockLost = %v\n", errors.Is(context.Cause(held), redlock.ErrLockLost))
-	case <-time.After(3 * time.Second):
+	case <-time.After(5 * time.Second):
 		return errors.New("the hold outlived its quorum")
 	}
 	fmt.Fprintf(out, "Unlock reports the loss: %v\n", errors.Is(rl.Unlock(held), redlock.ErrLockLost))

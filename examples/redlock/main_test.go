@@ -27,8 +27,8 @@ func TestRedlock(t *testing.T) {
 	want := []string{
 		"acquired (quorum 3 of 5); masters: held held held held held",
 		"-- master 3 killed",
-		// The hold outlives its 900 ms lease on the 4 masters left...
-		"1 s later: hold alive = true; masters: held held down held held",
+		// The hold outlives its 1.5 s lease on the 4 masters left...
+		"2 s later: hold alive = true; masters: held held down held held",
 		"while it is held, another owner's TryLock: not acquired = true",
 		"Unlock: <nil> (a quorum released)",
 		// ...a new owner still gets the lock with 4 of 5 up...
