@@ -104,7 +104,7 @@ type Mutex struct {
 	// scripts are the plain lock's or the fair lock's.
 	scripts scriptSet
 	// contended: a fair lock's last acquisition found it taken, so the
-	// next one subscribes before its first try (acquire.Request.JoinFirst).
+	// next one subscribes before its first try (acquire.QueueFirst).
 	contended atomic.Bool
 }
 
@@ -221,38 +221,29 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []Option
 		a.latch = owner.RequestKey(m.acquireLatchPrefix)
 	}
 	channel, seated := m.scripts.seat(m, a, once)
-	joinFirst := seated && existing == nil && m.contended.Load()
 	req := acquire.Request{
-		Tracer:    m.inst.Tracer,
-		SpanName:  tracing.SpanAcquireLock,
-		Start:     m.inst.SpanStart,
-		Owner:     ownerID,
-		Lease:     a.lease,
-		Hub:       m.hub,
-		Channel:   channel,
-		Direct:    existing != nil,
-		Once:      once,
-		JoinFirst: joinFirst,
-		Wait:      cfg.WaitTimeout,
-		LeaseTime: a.lease,
-		Attempt:   a,
-		Metrics:   m.inst.Metrics,
+		Hub:      m.hub,
+		Channel:  channel,
+		Wait:     cfg.WaitTimeout,
+		Fallback: a.lease,
+		Owner:    ownerID,
+		Attempt:  a,
+	}
+	switch {
+	case once:
+		req.Entry = acquire.TryOnce
+	case existing != nil:
+		req.Entry = acquire.Reenter
+	case seated && m.contended.Load():
+		req.Entry = acquire.QueueFirst
 	}
 	if existing == nil && !once {
 		a.ctx = ctx
 		req.HandOff = a
 	}
-	traced, err := acquire.Do(ctx, req)
+	tr := acquire.Trace{Tracer: m.inst.Tracer, Name: tracing.SpanAcquireLock, Start: m.inst.SpanStart, Lease: a.lease, Metrics: m.inst.Metrics}
+	traced, err := acquire.Do(ctx, tr, req)
 	if err != nil {
-		// A try still in flight withdraws in giveBack, after it lands.
-		left := a.queued && (a.late != nil || m.withdraw(ctx, ownerID, a.seat) != nil)
-		if a.uncertain {
-			m.giveBack(ctx, a)
-		}
-		if a.mark > 0 {
-			// A place that may be left in the list goes with its seat.
-			m.hub.ReturnSeat(m.channel, a.seat, !left && !a.uncertain)
-		}
 		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
 			err = base.NameHolders(ctx, m.workers, err, m.heldBy)
 		}
@@ -307,7 +298,10 @@ func (a *attempt) TryOnce(ctx context.Context) (tryReply, error) {
 	return tryReply{c, tok, ttl}, err
 }
 
-func (a *attempt) Try(ctx context.Context) (acquire.Result, error) {
+// Try makes one try of the acquisition (acquire.Attempt); a fair lock's
+// waiter marks its place whether or not it is at the head of the local
+// queue, since each waits on a channel of its own.
+func (a *attempt) Try(ctx context.Context, _ bool) (acquire.Result, error) {
 	a.sentAt = a.wd.Now()
 	r, err := acquire.Bounded(ctx, a.m.workers, a.cfg.UnlockTimeout, a)
 	if l := workers.AfterLate(err); l != nil {
@@ -336,6 +330,22 @@ func (a *attempt) Try(ctx context.Context) (acquire.Result, error) {
 		span.SetAttributes(tracing.Reentrant.Bool(c > 1), tracing.FencingToken.Int64(tok))
 	}
 	return acquire.Result{Acquired: true}, nil
+}
+
+// Abandon cleans up after an acquisition that gave up
+// (acquire.Attempt): it leaves a fair lock's waiter list, gives back what
+// a try whose reply was lost may have taken, and returns the seat.
+func (a *attempt) Abandon(ctx context.Context, _ error) {
+	m := a.m
+	// A try still in flight withdraws in giveBack, after it lands.
+	left := a.queued && (a.late != nil || m.withdraw(ctx, a.owner, a.seat) != nil)
+	if a.uncertain {
+		m.giveBack(ctx, a)
+	}
+	if a.mark > 0 {
+		// A place that may be left in the list goes with its seat.
+		m.hub.ReturnSeat(m.channel, a.seat, !left && !a.uncertain)
+	}
 }
 
 // Granted takes the lock a release handed over: a local one, sent at

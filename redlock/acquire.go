@@ -28,17 +28,16 @@ type acquisition struct {
 	ctx  context.Context // the caller's, the hold's parent
 	sctx context.Context // ctx in the acquisition's span
 	wctx context.Context // sctx bounded by the wait
-	span trace.Span
-	rec  acquire.Record
-	// recording: the span is; measured: the metrics are.
-	recording, measured bool
-	ownerID             string
-	reentry             bool
-	lease               time.Duration
-	start               time.Time
-	attempts            int
-	lastErr             error
-	lastMembers         memberErrors // the members that failed the last round
+	// rec records the end on the span (rec.Span, when rec.Recording) and
+	// in the metrics (when rec.Measured).
+	rec         acquire.Record
+	ownerID     string
+	reentry     bool
+	lease       time.Duration
+	start       time.Time
+	attempts    int
+	lastErr     error
+	lastMembers memberErrors // the members that failed the last round
 	// pending: the give-back of a re-entry's failed round, which the next
 	// round waits for, as it could undo what that round takes.
 	pending <-chan struct{}
@@ -62,16 +61,9 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool, opts []Option)
 		ownerID = owner.Mint()
 	}
 	leaseTime := cfg.Lease()
-	sctx, span := l.inst.Tracer.Start(ctx, tracing.SpanAcquireRedlock, l.inst.SpanStart...)
-	defer span.End()
-	recording := span.IsRecording()
-	measured := l.inst.Metrics.AcquireEnabled(sctx)
-	if recording {
-		span.SetAttributes(
-			tracing.Owner.String(ownerID),
-			tracing.LeaseMillis.Int64(leaseTime.Milliseconds()),
-		)
-	}
+	tr := acquire.Trace{Tracer: l.inst.Tracer, Name: tracing.SpanAcquireRedlock, Start: l.inst.SpanStart, Lease: leaseTime, Metrics: l.inst.Metrics}
+	sctx, rec := tr.Begin(ctx, ownerID, once, cfg.WaitTimeout)
+	defer rec.Span.End()
 	start := time.Now()
 	wctx := sctx
 	if cfg.WaitTimeout > 0 && !once {
@@ -81,9 +73,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool, opts []Option)
 	}
 	a := &acquisition{
 		l: l, op: op, once: once, cfg: cfg,
-		ctx: ctx, sctx: sctx, wctx: wctx, span: span,
-		rec:       acquire.Record{Span: span, Recording: recording, Metrics: l.inst.Metrics, Measured: measured, Once: once, Wait: cfg.WaitTimeout},
-		recording: recording, measured: measured,
+		ctx: ctx, sctx: sctx, wctx: wctx, rec: rec,
 		ownerID: ownerID, reentry: reentry, lease: leaseTime, start: start,
 	}
 	return a.rounds()
@@ -141,10 +131,10 @@ func (a *acquisition) try(r *round) (context.Context, bool) {
 	elapsed := time.Since(began)
 	won, token, failed := a.count(r, outs)
 	validity := a.lease - elapsed - l.drift(a.lease)
-	if a.recording {
-		a.span.SetAttributes(tracing.NodesWon.Int(won), tracing.ValidityMillis.Int64(validity.Milliseconds()))
+	if a.rec.Recording {
+		a.rec.Span.SetAttributes(tracing.NodesWon.Int(won), tracing.ValidityMillis.Int64(validity.Milliseconds()))
 	}
-	if a.measured {
+	if a.rec.Measured {
 		l.inst.Metrics.NodesWon(a.sctx, won, won >= l.quorum)
 	}
 	if won >= l.quorum && validity > 0 {
@@ -175,8 +165,8 @@ func (a *acquisition) count(r *round, outs []outcome) (won int, token int64, fai
 			failed = append(failed, o.err)
 			outcome = o.err.Outcome
 		}
-		if a.recording {
-			a.span.AddEvent("member", trace.WithAttributes(attribute.Int("index", i), attribute.String("outcome", outcome)))
+		if a.rec.Recording {
+			a.rec.Span.AddEvent("member", trace.WithAttributes(attribute.Int("index", i), attribute.String("outcome", outcome)))
 		}
 	}
 	return won, token, failed
@@ -211,11 +201,11 @@ func (a *acquisition) startHold(r *round, outs []outcome, won int, token int64, 
 	}, sentAt)
 	// A lost hold gives back what survives of it at once.
 	wl.OnLost(func(error) { l.releaseLost(r) })
-	if a.recording {
-		a.span.SetAttributes(tracing.FencingToken.Int64(token))
+	if a.rec.Recording {
+		a.rec.Span.SetAttributes(tracing.FencingToken.Int64(token))
 	}
 	a.finish(nil)
-	return hold.Start(a.ctx, l.key(), &hold.Hold{Owner: r.id, Token: token, Lease: wl, Taken: r, Telemetry: l.inst.Release, Traced: a.recording, Scoped: a.cfg.ScopedHold, Also: l.memberKeys, Live: &l.holds}, l.release)
+	return hold.Start(a.ctx, l.key(), &hold.Hold{Owner: r.id, Token: token, Lease: wl, Taken: r, Telemetry: l.inst.Release, Traced: a.rec.Recording, Scoped: a.cfg.ScopedHold, Also: l.memberKeys, Live: &l.holds}, l.release)
 }
 
 // giveBack gives back what round r took when it did not hold the lock.

@@ -47,10 +47,10 @@ type attempt struct {
 }
 
 // Try makes one try of the acquisition (acquire.Attempt).
-func (a *attempt) Try(ctx context.Context) (acquire.Result, error) {
+func (a *attempt) Try(ctx context.Context, atHead bool) (acquire.Result, error) {
 	a.sentAt = a.wd.Now()
 	member := ""
-	if a.side == write && acquire.Queued(ctx) {
+	if a.side == write && atHead {
 		member = a.owner // only the head of the local queue marks
 	}
 	r, err := acquire.Bounded(ctx, a.rw.workers, a.cfg.UnlockTimeout, acquire.OnceFunc[tryReply](func(ctx context.Context) (tryReply, error) {
@@ -74,41 +74,34 @@ func (a *attempt) Try(ctx context.Context) (acquire.Result, error) {
 	return acquire.Result{Acquired: true}, nil
 }
 
-// request is the acquire.Request that makes the attempt: a TryLock or
-// TryRLock when once; direct skips the local queue.
-func (a *attempt) request(once, direct bool) acquire.Request {
+// request is the acquire.Request that makes the attempt, and its trace:
+// a TryLock or TryRLock when once; direct skips the local queue.
+func (a *attempt) request(once, direct bool) (acquire.Trace, acquire.Request) {
 	rw, s := a.rw, a.side
-	spanName := tracing.SpanAcquireReadLock
+	tr := acquire.Trace{Tracer: rw.inst[read].Tracer, Name: tracing.SpanAcquireReadLock, Start: rw.inst[s].SpanStart, Lease: a.lease, Metrics: rw.inst[s].Metrics}
+	req := acquire.Request{Hub: rw.hub, Channel: rw.channel, Wait: a.cfg.WaitTimeout, Fallback: a.lease, Owner: a.owner, Attempt: a}
 	if s == write {
-		spanName = tracing.SpanAcquireWriteLock
+		tr.Name = tracing.SpanAcquireWriteLock
+	} else {
+		req.Admits = acquire.Readers
 	}
-	req := acquire.Request{
-		Tracer:    rw.inst[read].Tracer,
-		SpanName:  spanName,
-		Start:     rw.inst[s].SpanStart,
-		Owner:     a.owner,
-		Lease:     a.lease,
-		Hub:       rw.hub,
-		Channel:   rw.channel,
-		Shared:    s == read,
-		Direct:    direct,
-		Once:      once,
-		Wait:      a.cfg.WaitTimeout,
-		LeaseTime: a.lease,
-		Attempt:   a,
-		Metrics:   rw.inst[s].Metrics,
+	switch {
+	case once:
+		req.Entry = acquire.TryOnce
+	case direct:
+		req.Entry = acquire.Reenter
 	}
 	if a.claim != nil {
 		req.HandOff = a.claim
 	}
-	return req
+	return tr, req
 }
 
-// abandon cleans up after an acquisition that gave up: it withdraws the
-// writer's waiting mark its tries may have left, and gives back what a
-// try whose reply was lost, or a release that offered the lock to this
-// reader, may have taken for it.
-func (a *attempt) abandon(ctx context.Context) {
+// Abandon cleans up after an acquisition that gave up (acquire.Attempt):
+// it withdraws the writer's waiting mark its tries may have left, and
+// gives back what a try whose reply was lost, or a release that offered
+// the lock to this reader, may have taken for it.
+func (a *attempt) Abandon(ctx context.Context, _ error) {
 	if a.marked {
 		a.rw.withdrawMark(ctx, a.owner, a.late)
 	}

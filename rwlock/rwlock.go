@@ -305,9 +305,9 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 	// A re-entry must not queue behind waiters that wait for this very
 	// owner; nor may the writer's own read.
 	direct := (s == read && (holdsRead || holdsWrite)) || (s == write && holdsWrite)
-	traced, err := acquire.Do(ctx, a.request(once, direct))
+	tr, req := a.request(once, direct)
+	traced, err := acquire.Do(ctx, tr, req)
 	if err != nil {
-		a.abandon(ctx)
 		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
 			err = base.NameHolders(ctx, rw.workers, err, rw.heldBy)
 		}

@@ -45,10 +45,10 @@ type tryReply struct {
 }
 
 // Try makes one try of the acquisition (acquire.Attempt).
-func (t *permitTry) Try(ctx context.Context) (acquire.Result, error) {
+func (t *permitTry) Try(ctx context.Context, atHead bool) (acquire.Result, error) {
 	s, permitID, n := t.s, t.claim.permitID, t.claim.n
 	waiterID := ""
-	if acquire.Queued(ctx) {
+	if atHead {
 		waiterID = permitID // the local head takes its turn in Redis
 	}
 	t.claim.sentAt = t.wd.Now()
@@ -99,38 +99,41 @@ func (t *permitTry) runScript(ctx context.Context, waiterID string) (tryReply, e
 	return tryReply{vals, acks, size}, err
 }
 
-// request is the acquire.Request that makes the attempt, size being the
-// semaphore's size when it began: a TryAcquire when once.
-func (t *permitTry) request(size int64, once bool) acquire.Request {
+// request is the acquire.Request that makes the attempt, and its trace,
+// size being the semaphore's size when it began: a TryAcquire when once.
+func (t *permitTry) request(size int64, once bool) (acquire.Trace, acquire.Request) {
 	s, leaseTime := t.s, t.claim.lease
+	tr := acquire.Trace{
+		Tracer:  s.inst.Tracer,
+		Name:    tracing.SpanAcquireSemaphore,
+		Start:   s.inst.SpanStart,
+		Lease:   leaseTime,
+		Attrs:   []attribute.KeyValue{tracing.Size.Int64(size), tracing.Permits.Int64(t.claim.n)},
+		Metrics: s.inst.Metrics,
+	}
 	req := acquire.Request{
-		Tracer:   s.inst.Tracer,
-		SpanName: tracing.SpanAcquireSemaphore,
-		Start:    s.inst.SpanStart,
-		Owner:    t.owner,
-		Lease:    leaseTime,
-		Attrs:    []attribute.KeyValue{tracing.Size.Int64(size), tracing.Permits.Int64(t.claim.n)},
-		Hub:      s.hub,
-		Channel:  s.channel,
-		Once:     once,
-		Wait:     t.cfg.WaitTimeout,
+		Hub:     s.hub,
+		Channel: s.channel,
+		Admits:  acquire.Several,
+		Wait:    t.cfg.WaitTimeout,
 		// A waiter promoted behind a holder tries within a third of its
 		// mark's life, so that a mark a release wrote for it stays fresh.
-		LeaseTime: min(leaseTime, maxMarkLife/3),
-		PassOn:    true,
-		Attempt:   t,
-		Metrics:   s.inst.Metrics,
+		Fallback: min(leaseTime, maxMarkLife/3),
+		Owner:    t.owner,
+		Attempt:  t,
 	}
-	if !once {
+	if once {
+		req.Entry = acquire.TryOnce
+	} else {
 		req.HandOff = &t.claim
 	}
-	return req
+	return tr, req
 }
 
-// abandon cleans up after an acquisition that gave up: it withdraws the
-// waiter's mark its tries may have left, and gives back the permits a
-// try whose reply was lost may have taken.
-func (t *permitTry) abandon(ctx context.Context) {
+// Abandon cleans up after an acquisition that gave up (acquire.Attempt):
+// it withdraws the waiter's mark its tries may have left, and gives back
+// the permits a try whose reply was lost may have taken.
+func (t *permitTry) Abandon(ctx context.Context, _ error) {
 	if t.marked {
 		t.s.withdrawMark(ctx, t.claim.permitID, t.late)
 	}

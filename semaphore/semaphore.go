@@ -286,9 +286,9 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 	permitID := owner.RequestID()
 	t := &permitTry{s: s, cfg: cfg, owner: ownerID, sync: cfg.ReplicaPolicy(), wd: wd,
 		claim: waiter{s: s, ctx: ctx, permitID: permitID, n: n, lease: leaseTime}}
-	traced, err := acquire.Do(ctx, t.request(size, once))
+	tr, req := t.request(size, once)
+	traced, err := acquire.Do(ctx, tr, req)
 	if err != nil {
-		t.abandon(ctx)
 		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
 			err = base.NameHolders(ctx, s.workers, err, s.heldBy)
 		}

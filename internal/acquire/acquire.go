@@ -9,15 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/relock-go/relock/internal/clock"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/notify"
-	"github.com/relock-go/relock/internal/telemetry"
-	"github.com/relock-go/relock/tracing"
 )
 
 // Result is what one try returned.
@@ -30,163 +24,110 @@ type Result struct {
 	TTL time.Duration
 }
 
-// Request describes one acquire.
-type Request struct {
-	Tracer   trace.Tracer
-	SpanName string
-	// Start is made once per primitive by SpanStart: the span kind and
-	// the attributes a sampler may look at.
-	Start []trace.SpanStartOption
-	// Owner, Lease and Attrs are set on the span only when it records, so
-	// that an acquire without tracing builds none of them.
-	Owner string
-	Lease time.Duration
-	Attrs []attribute.KeyValue
-	// Metrics records the acquire's duration and outcome (nil: none).
-	Metrics *telemetry.Recorder
-
-	Hub     *notify.Hub
-	Channel string
-	// Shared waiters (readers) are woken together.
-	Shared bool
-	// Direct skips the local queue: the owner already holds the lock (a
-	// reentrant acquire must not queue behind those waiting for it).
-	Direct bool
-	// Once makes a single attempt (TryLock): contention is ErrNotAcquired.
-	Once bool
-	// JoinFirst subscribes before the first try, which then needs no
-	// second one once the subscription is confirmed: for a waiter alone on
-	// its channel (a fair lock's) when the lock is likely taken.
-	JoinFirst bool
-	// Wait bounds the wait alone (0: only ctx bounds it).
-	Wait time.Duration
-	// Hold is the lease the try writes: the fallback timer of the next
-	// local waiter after this one acquires.
-	LeaseTime time.Duration
-	// PassOn: the primitive admits several holders (a semaphore), so after
-	// this waiter acquires, the next local waiter tries at once instead of
-	// waiting for a release (unless the release that handed it over left
-	// nothing: notify.Grant.NoneLeft).
-	PassOn bool
-
-	// Attempt makes one try; the ctx it is given carries the span. A
-	// primitive that keeps its acquire's state in one object passes that
-	// (one allocation per acquire); TryFunc turns a function into one.
-	Attempt Attempt
-
-	// HandOff, when set, lets a local release hand the lock to this
-	// waiter: the hub's claim is the HandOff itself (see
-	// notify.Hub.Reserve).
-	HandOff notify.Claimant
-}
-
-// Attempt makes one try of an acquisition.
+// Attempt is one acquisition of a primitive, as the loop drives it: the
+// only way the loop reaches into a primitive.
 type Attempt interface {
-	Try(ctx context.Context) (Result, error)
+	// Try makes one try. atHead reports that it runs at the head of the
+	// local queue: only such a try may mark its waiter in Redis (a writer
+	// holding back readers, a semaphore waiter taking its turn), since a
+	// try made before queueing could mark a goroutine that then lands
+	// behind another local waiter, and the two would wait for each other.
+	Try(ctx context.Context, atHead bool) (Result, error)
+	// Abandon cleans up after an acquisition that failed with err: the
+	// marks its tries may have left, what a try whose reply was lost (or
+	// a try still in flight) may hold. ctx is the caller's, maybe ended.
+	// The loop calls it once, after leaving the queue.
+	Abandon(ctx context.Context, err error)
 }
 
-// TryFunc is a function that makes one try, as an Attempt.
+// TryFunc is a function that makes one try, as an Attempt that never
+// marks and leaves nothing to clean up.
 type TryFunc func(ctx context.Context) (Result, error)
 
 // Try calls f.
-func (f TryFunc) Try(ctx context.Context) (Result, error) { return f(ctx) }
+func (f TryFunc) Try(ctx context.Context, _ bool) (Result, error) { return f(ctx) }
 
-// Do runs the loop in one span. It returns nil when acquired,
-// ErrNotAcquired on contention (Once) or when Wait passed, the context's
-// cause when ctx ended, or the error of a try.
+// Abandon does nothing.
+func (TryFunc) Abandon(context.Context, error) {}
+
+// Admission is how many holders a primitive admits at once, which is how
+// the loop treats the local waiters behind one that acquired.
+type Admission uint8
+
+const (
+	// One holder (a lock, a writer): the next local waiter waits for a
+	// release.
+	One Admission = iota
+	// Readers share the lock: local waiters are woken together.
+	Readers
+	// Several holders (a semaphore): after one acquires, the next local
+	// waiter tries at once instead of waiting for a release (unless the
+	// release that handed it over left nothing: notify.Grant.NoneLeft).
+	Several
+)
+
+// Entry is how an acquisition starts.
+type Entry uint8
+
+const (
+	// TryThenQueue tries first, then queues behind local waiters if the
+	// lock is held (or tries after them if some already wait).
+	TryThenQueue Entry = iota
+	// TryOnce makes a single try (TryLock): contention is ErrNotAcquired.
+	TryOnce
+	// Reenter skips the local queue: the owner already holds the lock,
+	// and a re-entry must not queue behind those waiting for it.
+	Reenter
+	// QueueFirst subscribes before the first try, which then needs no
+	// second one once the subscription is confirmed: for a waiter alone
+	// on its channel (a fair lock's) when the lock is likely taken.
+	QueueFirst
+)
+
+// Request is what the loop needs of one acquisition.
+type Request struct {
+	Hub     *notify.Hub
+	Channel string
+	Admits  Admission
+	Entry   Entry
+	// Wait bounds the wait alone (0: only ctx bounds it).
+	Wait time.Duration
+	// Fallback is how long the head of the queue waits before trying
+	// again when it knows nothing better: after a hand-off was offered,
+	// after a try that returned no TTL, behind a local holder.
+	Fallback time.Duration
+	// Owner is whom the acquisition is for: a release hands the lock to a
+	// waiter of that owner, and the span names it.
+	Owner   string
+	Attempt Attempt
+	// HandOff, when set, lets a local release hand the lock to this
+	// waiter: the hub's claim (see notify.Hub.Reserve).
+	HandOff notify.Claimant
+}
+
+// Do runs the loop inside the acquisition's span (tr) and, when it fails,
+// has the attempt clean up. It returns nil when acquired, ErrNotAcquired
+// on contention (TryOnce) or when Wait passed, the context's cause when
+// ctx ended, or the error of a try.
 // It also reports whether the acquire's span was recording: the hold's
 // release is traced only then (a hold is traced whole or not at all, and
 // an untraced one pays nothing for its release's span).
-func Do(ctx context.Context, req Request) (traced bool, err error) {
-	ctx, span := req.Tracer.Start(ctx, req.SpanName, req.Start...)
-	defer span.End()
-	recording := span.IsRecording()
-	measured := req.Metrics.AcquireEnabled(ctx)
-	if !recording && !measured {
-		_, err := loop(ctx, &req)
-		return false, err
+func Do(ctx context.Context, tr Trace, req Request) (traced bool, err error) {
+	sctx, rec := tr.Begin(ctx, req.Owner, req.Entry == TryOnce, req.Wait)
+	began := time.Now()
+	attempts, err := loop(sctx, &req)
+	rec.End(sctx, err, attempts, time.Since(began))
+	rec.Span.End()
+	if err != nil {
+		req.Attempt.Abandon(ctx, err)
 	}
-	if recording {
-		span.SetAttributes(tracing.Owner.String(req.Owner), tracing.LeaseMillis.Int64(req.Lease.Milliseconds()))
-		span.SetAttributes(req.Attrs...)
-	}
-	start := time.Now()
-	attempts, err := loop(ctx, &req)
-	Record{Span: span, Recording: recording, Metrics: req.Metrics, Measured: measured, Once: req.Once, Wait: req.Wait}.
-		End(ctx, err, attempts, time.Since(start))
-	return recording, err
-}
-
-// Record is how an acquisition's end is recorded: on its span (when
-// Recording) and in its metrics (when Measured). Do and the Redlock's
-// wait share it, so that every primitive maps an ending to the same
-// outcome.
-type Record struct {
-	Span      trace.Span
-	Recording bool
-	Metrics   *telemetry.Recorder
-	Measured  bool
-	Once      bool          // a TryLock: one attempt
-	Wait      time.Duration // the wait bound (0: none)
-}
-
-// End records an acquisition that ended with err (nil: acquired) after
-// attempts tries and elapsed; ctx is the acquiring context, whose end
-// (err is its cause) is a cancellation, or a timeout when its deadline
-// passed.
-func (r Record) End(ctx context.Context, err error, attempts int, elapsed time.Duration) {
-	outcome, metric := tracing.OutcomeAcquired, telemetry.Acquired
-	switch {
-	case err == nil:
-	case ctx.Err() != nil && errors.Is(err, context.Cause(ctx)):
-		// Before ErrNotAcquired, which a wait the caller ended matches too.
-		outcome, metric = tracing.OutcomeCancelled, telemetry.Cancelled
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			metric = telemetry.Timeout
-		}
-	case errors.Is(err, errs.ErrNotAcquired):
-		outcome, metric = tracing.OutcomeNotAcquired, telemetry.NotAcquired
-		if errors.Is(err, errs.ErrNotReplicated) {
-			metric = telemetry.NotReplicated // the reason the wait ended, if it did
-		} else if !r.Once && r.Wait > 0 && elapsed >= r.Wait {
-			metric = telemetry.Timeout // the wait bound passed
-		}
-	default:
-		outcome, metric = tracing.OutcomeError, telemetry.Error
-		if r.Recording {
-			r.Span.RecordError(err)
-			r.Span.SetStatus(codes.Error, err.Error())
-		}
-	}
-	if r.Measured {
-		r.Metrics.Acquire(ctx, metric, elapsed)
-	}
-	if r.Recording {
-		r.Span.SetAttributes(
-			tracing.Outcome.String(outcome),
-			tracing.Attempts.Int(attempts),
-			tracing.WaitMillis.Float64(float64(elapsed.Microseconds())/1000),
-			tracing.Try.Bool(r.Once),
-		)
-	}
+	return rec.Recording, err
 }
 
 // ErrWaitBound is the cause of a wait that its bound (WithWaitTimeout)
 // ended, as opposed to the caller's context: the acquisition then
 // returns ErrNotAcquired.
 var ErrWaitBound = errors.New("wait timeout")
-
-type queuedKey struct{}
-
-// Queued reports whether the try that got ctx runs at the head of the
-// local queue. Only such a try may mark its waiter in Redis (a writer
-// holding back readers, a semaphore waiter taking its turn): a try made
-// before queueing could mark a goroutine that then lands behind another
-// local waiter, and the two would wait for each other.
-func Queued(ctx context.Context) bool {
-	q, _ := ctx.Value(queuedKey{}).(bool)
-	return q
-}
 
 // run is one acquisition's way through the loop: a first try, joining
 // the local queue, waiting there. It lives on loop's stack.
@@ -212,10 +153,10 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 	}
 	r := run{ctx: ctx, req: *req}
 	var deadline time.Time
-	if req.Wait > 0 && !req.Once {
+	if req.Wait > 0 && req.Entry != TryOnce {
 		deadline = time.Now().Add(req.Wait) // measured from the call, as Redisson does
 	}
-	if req.Once || req.Direct || (!req.JoinFirst && !req.Hub.Waiting(req.Channel)) {
+	if req.Entry != QueueFirst && (req.Entry != TryThenQueue || !req.Hub.Waiting(req.Channel)) {
 		if over, err := r.first(); over {
 			return r.attempts, err
 		}
@@ -232,13 +173,13 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 	if acquired || err != nil {
 		return r.attempts, err
 	}
-	passOn := req.PassOn
+	passOn := req.Admits == Several
 	defer func() {
 		if req.HandOff == nil {
-			w.Leave(acquired && !passOn, req.LeaseTime)
+			w.Leave(acquired && !passOn, req.Fallback)
 			return
 		}
-		if given, handed := w.Quit(acquired && !passOn, req.LeaseTime); handed && !acquired {
+		if given, handed := w.Quit(acquired && !passOn, req.Fallback); handed && !acquired {
 			req.HandOff.Discard(given) // after leaving: the lock may pass to the next
 		}
 	}()
@@ -260,7 +201,7 @@ func (r *run) done() error {
 // acquisition ends here, with err (nil: acquired).
 func (r *run) first() (over bool, err error) {
 	r.attempts++
-	res, err := r.req.Attempt.Try(r.ctx)
+	res, err := r.req.Attempt.Try(r.ctx, false)
 	if err != nil {
 		// As after every try: an error caused by the end of ctx is that
 		// end (the wait bound, the caller's cause). Any other error of the
@@ -271,7 +212,7 @@ func (r *run) first() (over bool, err error) {
 		if d := r.done(); d != nil {
 			return true, d
 		}
-		if r.req.Once || !errors.Is(err, errs.ErrNotReplicated) {
+		if r.req.Entry == TryOnce || !errors.Is(err, errs.ErrNotReplicated) {
 			return true, err
 		}
 		r.lastErr = err
@@ -281,7 +222,7 @@ func (r *run) first() (over bool, err error) {
 	switch {
 	case res.Acquired:
 		return true, nil
-	case r.req.Once:
+	case r.req.Entry == TryOnce:
 		return true, errs.ErrNotAcquired
 	}
 	return false, nil
@@ -293,7 +234,7 @@ func (r *run) first() (over bool, err error) {
 // that such a try took it).
 func (r *run) join() (w *notify.Waiter, acquired bool, err error) {
 	req := &r.req
-	w, err = req.Hub.JoinClaimant(r.ctx, req.Channel, req.Shared, req.Owner, req.HandOff)
+	w, err = r.joinOnce()
 	for err != nil {
 		if d := r.done(); d != nil {
 			return nil, false, d
@@ -311,9 +252,9 @@ func (r *run) join() (w *notify.Waiter, acquired bool, err error) {
 		}
 		// Try again unless local waiters queued meanwhile, whom a try
 		// would pass; then join again.
-		if req.Direct || !req.Hub.Waiting(req.Channel) {
+		if req.Entry == Reenter || !req.Hub.Waiting(req.Channel) {
 			r.attempts++
-			res, terr := req.Attempt.Try(r.ctx)
+			res, terr := req.Attempt.Try(r.ctx, false)
 			r.res = res // the fallback after joining is this try's
 			switch {
 			case terr == nil && res.Acquired:
@@ -328,9 +269,15 @@ func (r *run) join() (w *notify.Waiter, acquired bool, err error) {
 				r.lastErr = terr
 			}
 		}
-		w, err = req.Hub.JoinClaimant(r.ctx, req.Channel, req.Shared, req.Owner, req.HandOff)
+		w, err = r.joinOnce()
 	}
 	return w, false, nil
+}
+
+// joinOnce puts the acquisition in the local queue of its channel.
+func (r *run) joinOnce() (*notify.Waiter, error) {
+	req := &r.req
+	return req.Hub.JoinClaimant(r.ctx, req.Channel, req.Admits == Readers, req.Owner, req.HandOff)
 }
 
 // wait waits at w's place in the queue: the head tries when woken, when
@@ -341,7 +288,7 @@ func (r *run) join() (w *notify.Waiter, acquired bool, err error) {
 // should try at once after this one acquired.
 func (r *run) wait(w *notify.Waiter) (acquired, passOn bool, err error) {
 	req := &r.req
-	passOn = req.PassOn
+	passOn = req.Admits == Several
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -353,19 +300,18 @@ func (r *run) wait(w *notify.Waiter) (acquired, passOn bool, err error) {
 	if !r.tried {
 		fallback = -1
 	}
-	queued := context.WithValue(r.ctx, queuedKey{}, true)
 	for {
 		if tryNow && req.HandOff != nil && !w.BeginTry() {
 			// A release is handing the lock over: its Grant or Refuse
 			// wakes this waiter; the fallback timer stays armed meanwhile.
 			tryNow = false
 			if fallback < 0 {
-				fallback = max(req.LeaseTime, time.Second)
+				fallback = max(req.Fallback, time.Second)
 			}
 		}
 		if tryNow {
 			var over bool
-			if over, fallback, err = r.tryAtHead(queued, w); over {
+			if over, fallback, err = r.tryAtHead(w); over {
 				return err == nil, passOn, err
 			}
 		}
@@ -407,9 +353,9 @@ func (r *run) wait(w *notify.Waiter) (acquired, passOn bool, err error) {
 // tryAtHead makes the try of the head of the queue. over reports that the
 // acquisition ends, with err (nil: acquired); otherwise fallback is when
 // to try again unless woken first.
-func (r *run) tryAtHead(queued context.Context, w *notify.Waiter) (over bool, fallback time.Duration, err error) {
+func (r *run) tryAtHead(w *notify.Waiter) (over bool, fallback time.Duration, err error) {
 	r.attempts++
-	res, err := r.req.Attempt.Try(queued)
+	res, err := r.req.Attempt.Try(r.ctx, true)
 	if r.req.HandOff != nil {
 		w.EndTry()
 	}
@@ -421,7 +367,7 @@ func (r *run) tryAtHead(queued context.Context, w *notify.Waiter) (over bool, fa
 			return true, 0, nil
 		}
 		if res.TTL < 0 {
-			return false, max(r.req.LeaseTime, time.Second), nil
+			return false, max(r.req.Fallback, time.Second), nil
 		}
 		return false, res.TTL, nil
 	case r.done() != nil:

@@ -133,18 +133,25 @@ func (m *mockLock) requireTriesEventually(t *testing.T, n int) {
 	require.Equal(t, n, m.tries(), "more tries than expected")
 }
 
-func request(hub *notify.Hub, channel string, try func(context.Context) (acquire.Result, error)) acquire.Request {
-	return acquire.Request{
-		Tracer:    noopTracer,
-		SpanName:  tracing.SpanAcquireLock,
-		Hub:       hub,
-		Channel:   channel,
-		LeaseTime: long,
-		Attempt:   acquire.TryFunc(try),
+// call is an acquisition as Do takes it: the request and its trace.
+type call struct {
+	acquire.Request
+	trace acquire.Trace
+}
+
+func request(hub *notify.Hub, channel string, try func(context.Context) (acquire.Result, error)) call {
+	return call{
+		Request: acquire.Request{
+			Hub:      hub,
+			Channel:  channel,
+			Fallback: long,
+			Attempt:  acquire.TryFunc(try),
+		},
+		trace: acquire.Trace{Tracer: noopTracer, Name: tracing.SpanAcquireLock},
 	}
 }
 
-func start(ctx context.Context, req acquire.Request) <-chan error {
+func start(ctx context.Context, req call) <-chan error {
 	done := make(chan error, 1)
 	go func() { done <- do(ctx, req) }()
 	return done
@@ -275,7 +282,7 @@ func TestTryOnceUnderContention(t *testing.T) {
 		m := newMock("other", long)
 
 		req := request(hub, channelOf(t), m.try("me"))
-		req.Once = true
+		req.Entry = acquire.TryOnce
 		err := do(ctx, req)
 		require.ErrorIs(t, err, errs.ErrNotAcquired)
 		assert.Equal(t, 1, m.tries(), "one attempt")
@@ -535,7 +542,7 @@ func TestPromotedWaiterFallsBackOnTheHoldersLease(t *testing.T) {
 		const hold = 200 * time.Millisecond
 
 		reqA := request(hub, ch, m.try("A"))
-		reqA.LeaseTime = hold
+		reqA.Fallback = hold
 		doneA := start(ctx, reqA)
 		m.requireTriesEventually(t, 2)
 		bctx := newProbeCtx(ctx)
@@ -572,7 +579,7 @@ func TestDirectBypassesTheQueue(t *testing.T) {
 		// The owner re-enters while another goroutine waits: it must not
 		// queue behind it (that would deadlock).
 		req := request(hub, ch, m.try("owner"))
-		req.Direct = true
+		req.Entry = acquire.Reenter
 		require.NoError(t, await(t, start(ctx, req), "reentrant acquire"))
 		assert.Equal(t, 1, m.triesOf("owner"))
 		assert.True(t, hub.Waiting(ch), "the waiter is still queued")
@@ -691,7 +698,7 @@ func TestSpan(t *testing.T) {
 		{
 			name:     "TryLock contention",
 			mock:     func() *mockLock { return newMock("other", long) },
-			adjust:   func(r *acquire.Request) { r.Once = true },
+			adjust:   func(r *acquire.Request) { r.Entry = acquire.TryOnce },
 			wantErr:  errs.ErrNotAcquired,
 			outcome:  tracing.OutcomeNotAcquired,
 			attempts: 1,
@@ -740,10 +747,10 @@ func TestSpan(t *testing.T) {
 			m := tc.mock()
 			span, err := spanOf(t, func(tracer trace.Tracer) error {
 				req := request(hub, "redisson_lock__channel:{"+t.Name()+"}", m.try("me"))
-				req.Tracer = tracer
-				req.Start = telemetry.SpanStart(tracing.LockName.String("order:1"), tracing.Primitive.String("lock"))
+				req.trace.Tracer = tracer
+				req.trace.Start = telemetry.SpanStart(tracing.LockName.String("order:1"), tracing.Primitive.String("lock"))
 				if tc.adjust != nil {
-					tc.adjust(&req)
+					tc.adjust(&req.Request)
 				}
 				return do(ctx, req)
 			})
@@ -840,7 +847,7 @@ func TestContextEndingDuringATry(t *testing.T) {
 			}
 			span, err := spanOf(t, func(tracer trace.Tracer) error {
 				req := request(hub, "redisson_lock__channel:{"+t.Name()+"}", try)
-				req.Tracer = tracer
+				req.trace.Tracer = tracer
 				req.Wait = 50 * time.Millisecond
 				return do(testContext(t), req)
 			})
@@ -862,7 +869,7 @@ func TestContextEndingDuringATry(t *testing.T) {
 			}()
 			span, err := spanOf(t, func(tracer trace.Tracer) error {
 				req := request(hub, "redisson_lock__channel:{"+t.Name()+"}", try)
-				req.Tracer = tracer
+				req.trace.Tracer = tracer
 				return do(ctx, req)
 			})
 			require.ErrorIs(t, err, cause, "a cancelled acquire returns the cause, got %v", err)
@@ -874,7 +881,7 @@ func TestContextEndingDuringATry(t *testing.T) {
 }
 
 // do is acquire.Do for tests that look at the error alone.
-func do(ctx context.Context, req acquire.Request) error {
-	_, err := acquire.Do(ctx, req)
+func do(ctx context.Context, req call) error {
+	_, err := acquire.Do(ctx, req.trace, req.Request)
 	return err
 }

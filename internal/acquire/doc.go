@@ -1,6 +1,12 @@
 // Package acquire is the wait loop of the primitives on one Redis: try ->
 // subscribe -> try again -> wait for the unlock message or the TTL the
-// failed try returned (whichever first, bounded by ctx) -> retry. It never
+// failed try returned (whichever first, bounded by ctx) -> retry. A
+// primitive takes part through one contract: it hands Do an Attempt (a
+// try, told whether it runs at the head of the local queue; an Abandon
+// that cleans up after an acquisition that failed, which the loop calls),
+// a Request (its channel, how many holders it admits, how it starts, the
+// wait bound, a hand-off claim) and a Trace, the span Do wraps around the
+// loop. It never
 // polls on an interval, and the uncontended path is one script call that
 // never touches pub/sub. Goroutines of one process that wait for the same
 // lock queue locally, first come first served (see package notify), and

@@ -30,14 +30,12 @@ func Example() {
 
 	const name, channel = "order:1", "redisson_lock__channel:{order:1}"
 	hub := notify.For(client)
-	request := func(owner string, once bool) acquire.Request {
+	request := func(owner string, entry acquire.Entry) acquire.Request {
 		return acquire.Request{
-			Tracer:    noop.NewTracerProvider().Tracer("example"),
-			SpanName:  tracing.SpanAcquireLock,
-			Hub:       hub,
-			Channel:   channel,
-			Once:      once,
-			LeaseTime: 30 * time.Second,
+			Hub:      hub,
+			Channel:  channel,
+			Entry:    entry,
+			Fallback: 30 * time.Second,
 			Attempt: acquire.TryFunc(func(ctx context.Context) (acquire.Result, error) {
 				ok, err := client.SetNX(ctx, name, owner, 30*time.Second).Result()
 				if err != nil || ok {
@@ -51,12 +49,14 @@ func Example() {
 
 	// Do also reports whether the span was recorded; only the error
 	// matters here.
-	do := func(req acquire.Request) error { _, err := acquire.Do(ctx, req); return err }
-	fmt.Println("alice lock:", do(request("alice", false)))
-	fmt.Println("bob trylock:", do(request("bob", true)))
+	// The span Do wraps around the loop.
+	tr := acquire.Trace{Tracer: noop.NewTracerProvider().Tracer("example"), Name: tracing.SpanAcquireLock}
+	do := func(req acquire.Request) error { _, err := acquire.Do(ctx, tr, req); return err }
+	fmt.Println("alice lock:", do(request("alice", acquire.TryThenQueue)))
+	fmt.Println("bob trylock:", do(request("bob", acquire.TryOnce)))
 
 	done := make(chan error, 1)
-	go func() { done <- do(request("bob", false)) }()
+	go func() { done <- do(request("bob", acquire.TryThenQueue)) }()
 	for !hub.Waiting(channel) { // Bob tried, and queued
 		time.Sleep(time.Millisecond)
 	}

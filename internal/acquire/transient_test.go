@@ -34,7 +34,9 @@ func TestShortWaitBound(t *testing.T) {
 				m := newMock(c.holder, long)
 				req := request(hub, channelOf(t), m.try("me"))
 				req.Wait = time.Nanosecond
-				req.Direct = c.direct
+				if c.direct {
+					req.Entry = acquire.Reenter
+				}
 				require.NoError(t, do(testContext(t), req))
 				assert.Equal(t, "me", m.heldBy())
 				assert.Equal(t, 1, m.tries())
