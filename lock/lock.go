@@ -14,14 +14,13 @@ import (
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/member"
 	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/options"
-	"github.com/relock-go/relock/internal/owner"
 	"github.com/relock-go/relock/internal/replica"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
@@ -203,7 +202,7 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []Option
 	// owner. A new owner is carried by the hold's context alone.
 	ownerID, ok := hold.OwnerOf(ctx, m.key())
 	if !ok {
-		ownerID = owner.Mint()
+		ownerID = hold.Mint()
 	}
 	wd := m.cfg.Watchdog
 	a := &attempt{m: m, cfg: cfg, owner: ownerID, wd: wd, lease: cfg.Lease(), leaseID: m.leaseID(ownerID), mode: modeMinted}
@@ -218,7 +217,7 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []Option
 		// Other holds of this process share the owner: only a latch tells
 		// a second run of this acquisition from theirs.
 		a.mode = modeLatch
-		a.latch = owner.RequestKey(m.acquireLatchPrefix)
+		a.latch = hold.RequestKey(m.acquireLatchPrefix)
 	}
 	channel, seated := m.scripts.seat(m, a, once)
 	req := acquire.Request{
@@ -492,7 +491,7 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 // (waiters are woken), 0 counts remain, -1 not held. lease is re-applied
 // while counts remain.
 func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout time.Duration) (int64, error) {
-	latch := owner.RequestKey(m.latchPrefix)
+	latch := hold.RequestKey(m.latchPrefix)
 	res, err := m.scripts.unlock(ctx, m, latch, ownerID, lease, timeout).Int64()
 	if err == nil && res >= 1 {
 		m.hub.Release(m.channel)
@@ -533,21 +532,21 @@ func (m *Mutex) msArg(lease time.Duration) any {
 
 // redlockHook is embedded under this name, so that the Mutex is a
 // redlock.Member without an exported method.
-type redlockHook = member.Hook
+type redlockHook = acquire.MemberHook
 
 // redlockNode returns the Mutex as a member of a Redlock (package
 // redlock): the adapter drives it for one owner across all members.
-func (m *Mutex) redlockNode() (member.Node, error) {
+func (m *Mutex) redlockNode() (acquire.Member, error) {
 	if err := m.ident().Check("redlock", context.Background(), unmade); err != nil {
-		return member.Node{}, err
+		return acquire.Member{}, err
 	}
 	if m.cfg.HolderLabel != "" || m.cfg.ForceUnlockNotice {
-		return member.Node{}, m.id.Refuse("redlock", "a Redlock member keeps no holder label nor force-unlock notice (its Redlock drives it)")
+		return acquire.Member{}, m.id.Refuse("redlock", "a Redlock member keeps no holder label nor force-unlock notice (its Redlock drives it)")
 	}
-	return member.Node{
+	return acquire.Member{
 		Name:    m.name,
 		Kind:    primitive,
-		Addr:    member.Addr(m.client),
+		Addr:    conn.Addr(m.client),
 		Workers: m.workers,
 		Given:   m.cfg.Given,
 		Key:     m.key(),

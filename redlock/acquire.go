@@ -14,7 +14,6 @@ import (
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/options"
-	"github.com/relock-go/relock/internal/owner"
 	"github.com/relock-go/relock/tracing"
 )
 
@@ -58,7 +57,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool, opts []Option)
 	// round (see round).
 	ownerID, reentry := hold.OwnerOf(ctx, l.reenter...)
 	if !reentry {
-		ownerID = owner.Mint()
+		ownerID = hold.Mint()
 	}
 	leaseTime := cfg.Lease()
 	tr := acquire.Trace{Tracer: l.inst.Tracer, Name: tracing.SpanAcquireRedlock, Start: l.inst.SpanStart, Lease: leaseTime, Metrics: l.inst.Metrics}
@@ -109,7 +108,7 @@ func (a *acquisition) rounds() (context.Context, error) {
 func (a *acquisition) newRound() *round {
 	r := &round{id: a.ownerID, reentry: a.reentry}
 	if !a.reentry && a.attempts > 1 {
-		r.id = owner.Mint()
+		r.id = hold.Mint()
 	}
 	return r
 }

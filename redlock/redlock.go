@@ -11,11 +11,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/member"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/tracing"
@@ -38,7 +38,7 @@ var (
 type Member interface {
 	// Name is the member lock's name.
 	Name() string
-	member.Source
+	acquire.MemberSource
 }
 
 // Option configures a Lock: the options of package lock, plus
@@ -138,7 +138,7 @@ type Lock struct {
 	// holds are the live holds made through this value, named when an
 	// Unlock comes through a context that carries none.
 	holds  hold.Live
-	nodes  []member.Node
+	nodes  []acquire.Member
 	quorum int
 	multi  bool
 	// nodeTimeoutGiven, driftGiven: set by options, not derived from the
@@ -175,7 +175,7 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 			l.refuse("member %d is nil", i)
 			continue
 		}
-		n, err := member.NodeOf(m)
+		n, err := acquire.MemberOf(m)
 		if err != nil {
 			reason := strings.TrimPrefix(errs.Reason(err).Error(), errs.ErrInvalidArgument.Error()+": ")
 			l.refuse("member %d: %s", i, reason)
@@ -187,7 +187,7 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 		}
 		// One lock on one server would count as several votes of a quorum
 		// (or be locked twice by a multi-lock).
-		if j := slices.IndexFunc(l.nodes, func(o member.Node) bool { return member.SameLock(o, n) }); j >= 0 {
+		if j := slices.IndexFunc(l.nodes, func(o acquire.Member) bool { return acquire.SameLock(o, n) }); j >= 0 {
 			l.refuse("members %d and %d are the same lock: %q on %s", j, i, n.Name, n.Addr)
 		}
 		l.nodes = append(l.nodes, n)

@@ -23,8 +23,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
+	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/member"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/internal/workers"
 	"github.com/relock-go/relock/lock"
@@ -588,12 +588,12 @@ func (f *lateMember) count() int {
 }
 
 // memberHook is embedded under this name, as the primitives embed it.
-type memberHook = member.Hook
+type memberHook = acquire.MemberHook
 
 func (f *lateMember) Name() string { return "late" }
 
-func (f *lateMember) node() (member.Node, error) {
-	return member.Node{
+func (f *lateMember) node() (acquire.Member, error) {
+	return acquire.Member{
 		Name: "late", Kind: "lock", Addr: "fake:0", Workers: workers.New(0),
 		Try: func(ctx context.Context, _ string, _ time.Duration) (bool, int64, time.Duration, error) {
 			<-ctx.Done()

@@ -10,9 +10,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/member"
 	"github.com/relock-go/relock/internal/workers"
 )
 
@@ -135,7 +135,7 @@ type answer struct {
 // tally is what tryAll knows of a round's members: their outcomes so far,
 // and the attempts' answers still to come.
 type tally struct {
-	nodes []member.Node
+	nodes []acquire.Member
 	nctx  context.Context // the attempts', bounded by the node timeout
 	outs  []outcome
 	// Each attempt and the round's decision race for claimed[i]: the

@@ -9,8 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/member"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/redlock"
@@ -163,7 +163,7 @@ func TestLateGiveBackCannotUndoNextHold(t *testing.T) {
 
 	// The first hold's give-back arrives now, on every member.
 	for _, m := range members {
-		node, err := member.NodeOf(m)
+		node, err := acquire.MemberOf(m)
 		require.NoError(t, err)
 		released, err := node.Release(ctx, firstID, time.Second)
 		require.NoError(t, err)

@@ -15,14 +15,13 @@ import (
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/member"
 	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/options"
-	"github.com/relock-go/relock/internal/owner"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/internal/workers"
@@ -272,7 +271,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 	// lends its owner (a re-entry, write-then-read, a downgrade's read).
 	ownerID, shared := hold.OwnerOf(ctx, rw.key(read), rw.key(write))
 	if !shared {
-		ownerID = owner.Mint()
+		ownerID = hold.Mint()
 	}
 	wd := rw.cfg.Watchdog
 	var readLease, writeLease *lease.Lease // a minted owner has none
@@ -295,7 +294,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 
 	a := &attempt{rw: rw, cfg: cfg, side: s, owner: ownerID, lease: leaseTime, wd: wd, mode: modeMinted}
 	if shared {
-		a.mode, a.latch = modeLatch, owner.RequestKey(rw.acquireLatchPrefix)
+		a.mode, a.latch = modeLatch, hold.RequestKey(rw.acquireLatchPrefix)
 	}
 	// A writer's release may take the read lock for a reader whose owner
 	// was minted here (handoff.go).
@@ -369,7 +368,7 @@ func (rw *RWMutex) newHold(ctx context.Context, cfg *options.Config, s access, o
 }
 
 func (rw *RWMutex) latch() string {
-	return owner.RequestKey(rw.latchPrefix)
+	return hold.RequestKey(rw.latchPrefix)
 }
 
 // runRelease runs side s's release script for ownerID until it answers or
@@ -470,29 +469,29 @@ func nilSide(op string) error { return errs.Invalid(op, primitive, "", "nil *rwl
 
 // redlockHook is embedded under this name, so that a Side is a
 // redlock.Member without an exported method.
-type redlockHook = member.Hook
+type redlockHook = acquire.MemberHook
 
 // redlockNode returns this side as a member of a Redlock (package
 // redlock). A Redlock writer does not mark itself as waiting.
-func (s *Side) redlockNode() (member.Node, error) {
+func (s *Side) redlockNode() (acquire.Member, error) {
 	if s.rw == nil {
-		return member.Node{}, errs.Invalid("redlock", primitive, "", "nil rwlock side")
+		return acquire.Member{}, errs.Invalid("redlock", primitive, "", "nil rwlock side")
 	}
 	rw := s.rw
 	if err := rw.ident().Check("redlock", context.Background(), unmade); err != nil {
-		return member.Node{}, err
+		return acquire.Member{}, err
 	}
 	if rw.cfg.HolderLabel != "" {
-		return member.Node{}, rw.id.Refuse("redlock", "a Redlock member keeps no holder label (WithHolderLabel)")
+		return acquire.Member{}, rw.id.Refuse("redlock", "a Redlock member keeps no holder label (WithHolderLabel)")
 	}
 	sd := read
 	if s.write {
 		sd = write
 	}
-	return member.Node{
+	return acquire.Member{
 		Name:    rw.name,
 		Kind:    sd.String() + " lock",
-		Addr:    member.Addr(rw.client),
+		Addr:    conn.Addr(rw.client),
 		Workers: rw.workers,
 		Given:   rw.cfg.Given,
 		Key:     rw.key(sd),

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/notify"
-	"github.com/relock-go/relock/internal/owner"
 	"github.com/relock-go/relock/internal/replica"
 )
 
@@ -61,7 +61,7 @@ func (s *Semaphore) releaseServing(ctx context.Context, permitID string, n int64
 		w := c.(*waiter)
 		argv = append(argv, w.permitID, w.n, w.lease.Milliseconds())
 	}
-	latch := owner.RequestKey(s.latchPrefix)
+	latch := hold.RequestKey(s.latchPrefix)
 	vals, err := releaseScript.CallRetrying(ctx, s.client, s.cfg.UnlockTimeout, 7, append([]any{s.name, s.permits, s.weights, s.channel, latch, s.waiters, s.marks}, argv...)...).Int64Slice()
 	if err == nil && len(vals) != 3 {
 		err = fmt.Errorf("unexpected reply %v", vals)

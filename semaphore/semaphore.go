@@ -23,7 +23,6 @@ import (
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/options"
-	"github.com/relock-go/relock/internal/owner"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/internal/workers"
@@ -279,11 +278,11 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 	}
 	ownerID, ok := hold.OwnerOf(ctx, s.key())
 	if !ok {
-		ownerID = owner.Mint()
+		ownerID = hold.Mint()
 	}
 	wd := s.cfg.Watchdog
 	leaseTime := cfg.Lease()
-	permitID := owner.RequestID()
+	permitID := hold.RequestID()
 	t := &permitTry{s: s, cfg: cfg, owner: ownerID, sync: cfg.ReplicaPolicy(), wd: wd,
 		claim: waiter{s: s, ctx: ctx, permitID: permitID, n: n, lease: leaseTime}}
 	tr, req := t.request(size, once)

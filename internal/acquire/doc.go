@@ -35,5 +35,7 @@
 // itself parallel, decided on a quorum, and may leave a give-back that the
 // next round must wait for. What the two loops share lives here: the
 // wait bound (ErrWaitBound) and how an ending is recorded on the span and
-// in the metrics (Record).
+// in the metrics (Record), and what a primitive offers the Redlock as one
+// of its members (Member: a try for an owner the Redlock chooses, a
+// release, the watchdog target that renews it).
 package acquire

@@ -30,3 +30,11 @@ func ExamplePipe() {
 	fmt.Println(rdb.Get(context.Background(), "hits").Val())
 	// Output: 100
 }
+
+// Addr names a client's server(s) in errors and spans.
+func ExampleAddr() {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	defer c.Close()
+	fmt.Println(conn.Addr(c))
+	// Output: 127.0.0.1:6379
+}

@@ -10,4 +10,10 @@
 // answer alike: ErrNotHeld for a context without a live hold, nil for a
 // hold already released because its context ended, ErrLockLost for a hold
 // that was lost.
+//
+// The owner a hold names is a value, not a thread: Go has no thread id, so
+// the owner that Redisson spells uuid:threadId is "<process uuid>:<sequence>"
+// (Mint). An acquire on a context without a hold of its lock mints one,
+// and the context it returns carries it, so nested calls that pass that
+// context on re-enter instead of deadlocking.
 package hold

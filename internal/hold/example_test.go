@@ -28,3 +28,14 @@ func Example() {
 	// 42 <nil> context canceled
 	// not held: already released
 }
+
+// An owner pinned in a context is whom an acquisition on it acquires for,
+// when the context carries no hold of that lock: tests name their owners
+// so.
+func Example_owner() {
+	id := hold.Mint()
+	ctx := hold.WithOwner(context.Background(), id)
+	again, ok := hold.OwnerOf(ctx)
+	fmt.Println(ok, again == id)
+	// Output: true true
+}

@@ -15,7 +15,6 @@ import (
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/options"
-	"github.com/relock-go/relock/internal/owner"
 	"github.com/relock-go/relock/internal/telemetry"
 )
 
@@ -225,7 +224,7 @@ func (c *holdCtx) Value(k any) any {
 // goroutines fanned out from a hold of one lock are separate owners of
 // every other. A hold that has ended still names its owner, who may hold
 // the lock through an outer hold. Without such a hold, an owner pinned
-// with owner.With (tests name their owners so) is used.
+// with WithOwner (tests name their owners so) is used.
 func OwnerOf(ctx context.Context, keys ...Key) (string, bool) {
 	for _, k := range keys {
 		if h, ok := From(ctx, k); ok && h.Owner != "" {
@@ -235,7 +234,7 @@ func OwnerOf(ctx context.Context, keys ...Key) (string, bool) {
 			return h.Owner, true
 		}
 	}
-	return owner.From(ctx)
+	return pinnedOwner(ctx)
 }
 
 // TokenOf returns the fencing token of the innermost hold ctx carries
@@ -316,7 +315,7 @@ func (f fresh) Value(k any) any {
 	case Key, also, holdProbe, tokenKey:
 		return nil
 	}
-	if owner.IsKey(k) {
+	if isOwnerKey(k) {
 		return nil
 	}
 	return f.Context.Value(k)

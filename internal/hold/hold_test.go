@@ -12,7 +12,6 @@ import (
 
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/owner"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -185,7 +184,7 @@ func TestOwnerPerLock(t *testing.T) {
 	_, ok = From(heldY, member)
 	require.False(t, ok, "a key a hold answers for lends its owner only: no End or Detach through it")
 
-	pinned := owner.With(context.Background(), "pinned")
+	pinned := WithOwner(context.Background(), "pinned")
 	id, ok = OwnerOf(pinned, x)
 	require.True(t, ok)
 	require.Equal(t, "pinned", id)

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/relock-go/relock/internal/owner"
+	"github.com/relock-go/relock/internal/hold"
 )
 
 // A fair lock wakes each waiter alone, on a channel of its own. Were that
@@ -49,7 +49,7 @@ func (h *Hub) TakeSeat(prefix string) string {
 		id, p.free = p.free[n-1].id, p.free[:n-1]
 	} else {
 		if h.id == "" {
-			h.id = owner.Mint()
+			h.id = hold.Mint()
 		}
 		h.seatSeq++
 		id = h.id + ":w" + strconv.FormatUint(h.seatSeq, 10)

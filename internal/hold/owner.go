@@ -1,4 +1,4 @@
-package owner
+package hold
 
 import (
 	"context"
@@ -8,7 +8,8 @@ import (
 	"github.com/google/uuid"
 )
 
-type ctxKey struct{}
+// ownerKey is the context key of an owner pinned with WithOwner.
+type ownerKey struct{}
 
 var (
 	processID = uuid.NewString()
@@ -39,20 +40,22 @@ func RequestKey(prefix string) string {
 // random uuid: it names one unlock request for its idempotency latch.
 func RequestID() string { return RequestKey("") }
 
-// IsKey reports whether k is the context key the owner is stored under:
-// a context type that carries the owner itself (a hold's) answers for it.
-func IsKey(k any) bool {
-	_, ok := k.(ctxKey)
+// isOwnerKey reports whether k is the context key the owner is stored
+// under: a context type that carries the owner itself (a hold's) answers
+// for it.
+func isOwnerKey(k any) bool {
+	_, ok := k.(ownerKey)
 	return ok
 }
 
-// From returns the owner carried by ctx.
-func From(ctx context.Context) (string, bool) {
-	id, ok := ctx.Value(ctxKey{}).(string)
+// pinnedOwner returns the owner pinned in ctx with WithOwner.
+func pinnedOwner(ctx context.Context) (string, bool) {
+	id, ok := ctx.Value(ownerKey{}).(string)
 	return id, ok && id != ""
 }
 
-// With returns a context that carries id.
-func With(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, ctxKey{}, id)
+// WithOwner returns a context that carries id as its owner: an
+// acquisition on it that finds no hold of its lock acquires as id.
+func WithOwner(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, ownerKey{}, id)
 }

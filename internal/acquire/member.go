@@ -1,4 +1,4 @@
-package member
+package acquire
 
 import (
 	"context"
@@ -8,16 +8,17 @@ import (
 	"slices"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/workers"
 )
 
-// Node is one member of a Redlock.
-type Node struct {
+// Member is what a primitive offers the Redlock: one lock on one Redis,
+// driven for an owner the Redlock chooses (one owner across all masters),
+// one attempt at a time, with the watchdog target that renews it.
+type Member struct {
 	// Name is the lock's name; Kind what side of what primitive it is.
 	Name, Kind string
 	// Addr names the Redis it lives on, for errors and spans.
@@ -46,24 +47,13 @@ type Node struct {
 	Given options.Shared
 }
 
-// Addr names client's server(s) for errors.
-func Addr(client redis.UniversalClient) string {
-	switch c := client.(type) {
-	case *redis.Client:
-		return c.Options().Addr
-	case *redis.ClusterClient:
-		return fmt.Sprint(c.Options().Addrs)
-	}
-	return fmt.Sprintf("%T", client)
-}
-
 // SameLock reports whether a and b are one lock on one server, which a
 // Redlock cannot count twice: the same name (the Redis key, which a
 // Mutex and both sides of an RWMutex of that name share) through the
 // same client, or through clients whose options name a common server
 // address and the same database. Addresses are compared as written, so
 // "localhost" and "127.0.0.1" are not matched.
-func SameLock(a, b Node) bool {
+func SameLock(a, b Member) bool {
 	if a.Name != b.Name {
 		return false
 	}
@@ -74,52 +64,37 @@ func SameLock(a, b Node) bool {
 	if ca == cb {
 		return true
 	}
-	addrsA, dbA := servers(ca)
-	addrsB, dbB := servers(cb)
+	addrsA, dbA := conn.Servers(ca)
+	addrsB, dbB := conn.Servers(cb)
 	return dbA == dbB && slices.ContainsFunc(addrsA, func(s string) bool { return slices.Contains(addrsB, s) })
 }
 
-// servers returns the server addresses client's options name and its
-// database. A Sentinel-backed client names none: its master is only
-// found at run time.
-func servers(client redis.UniversalClient) ([]string, int) {
-	switch c := client.(type) {
-	case *redis.Client:
-		if o := c.Options(); o.Addr != "FailoverClient" {
-			return []string{o.Addr}, o.DB
-		}
-	case *redis.ClusterClient:
-		return c.Options().Addrs, 0
-	}
-	return nil, 0
-}
-
-// Source is a primitive a Redlock can drive. Its one method is unexported,
-// so only a type that embeds a Hook (this module's primitives, through an
+// MemberSource is a primitive a Redlock can drive. Its one method is unexported,
+// so only a type that embeds a MemberHook (this module's primitives, through an
 // unexported alias) has it: redlock.Member is sealed by it.
-type Source interface {
-	redlockNode() (Node, error)
+type MemberSource interface {
+	redlockMember() (Member, error)
 }
 
-// Hook, embedded in a primitive, makes it a Source: the function returns
+// MemberHook, embedded in a primitive, makes it a MemberSource: the function returns
 // the primitive as a member. A primitive not made by its constructor has
 // none.
-type Hook func() (Node, error)
+type MemberHook func() (Member, error)
 
-func (h Hook) redlockNode() (Node, error) {
+func (h MemberHook) redlockMember() (Member, error) {
 	if h == nil {
-		return Node{}, errNotMade
+		return Member{}, errNotMade
 	}
 	return h()
 }
 
 var errNotMade = errors.New("not made by its package's New")
 
-// NodeOf returns s as a member. A nil pointer is refused with the reason,
+// MemberOf returns s as a member. A nil pointer is refused with the reason,
 // not dereferenced.
-func NodeOf(s Source) (Node, error) {
+func MemberOf(s MemberSource) (Member, error) {
 	if v := reflect.ValueOf(s); s == nil || v.Kind() == reflect.Pointer && v.IsNil() {
-		return Node{}, fmt.Errorf("nil %T", s)
+		return Member{}, fmt.Errorf("nil %T", s)
 	}
-	return s.redlockNode()
+	return s.redlockMember()
 }

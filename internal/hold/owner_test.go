@@ -1,4 +1,4 @@
-package owner
+package hold
 
 import (
 	"context"
@@ -6,23 +6,20 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestWithAndFrom(t *testing.T) {
 	ctx := context.Background()
-	_, ok := From(ctx)
+	_, ok := pinnedOwner(ctx)
 	require.False(t, ok)
 
 	id := Mint()
 	require.True(t, strings.HasPrefix(id, ProcessID()+":"))
-	got, ok := From(With(ctx, id))
+	got, ok := pinnedOwner(WithOwner(ctx, id))
 	require.True(t, ok)
 	require.Equal(t, id, got)
 
-	_, ok = From(With(ctx, ""))
+	_, ok = pinnedOwner(WithOwner(ctx, ""))
 	require.False(t, ok, "an empty owner is no owner")
 }
 

@@ -1,14 +1,11 @@
-package member
+package conn
 
 import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestAddr(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6390"})

@@ -1,4 +1,4 @@
-package member
+package acquire
 
 import (
 	"testing"
@@ -26,8 +26,8 @@ func TestSameLock(t *testing.T) {
 		t.Cleanup(func() { _ = c.Close() })
 		return c
 	}
-	node := func(c redis.UniversalClient, kind, name string) Node {
-		return Node{Name: name, Key: hold.NewKey(c, kind, name, "")}
+	node := func(c redis.UniversalClient, kind, name string) Member {
+		return Member{Name: name, Key: hold.NewKey(c, kind, name, "")}
 	}
 	a := client(&redis.Options{Addr: "127.0.0.1:6390"})
 	a2 := client(&redis.Options{Addr: "127.0.0.1:6390"})
@@ -39,7 +39,7 @@ func TestSameLock(t *testing.T) {
 	s1, s2 := sentinel(), sentinel()
 
 	for name, c := range map[string]struct {
-		a, b Node
+		a, b Member
 		same bool
 	}{
 		"one client":                     {node(a, "lock", "x"), node(a, "lock", "x"), true},
@@ -54,7 +54,7 @@ func TestSameLock(t *testing.T) {
 		"other databases":                {node(a, "lock", "x"), node(aDB1, "lock", "x"), false},
 		"other clusters":                 {node(cl, "lock", "x"), node(other, "lock", "x"), false},
 		"two sentinel clients (unknown)": {node(s1, "lock", "x"), node(s2, "lock", "x"), false},
-		"no client (a test's member)":    {Node{Name: "x"}, Node{Name: "x"}, false},
+		"no client (a test's member)":    {Member{Name: "x"}, Member{Name: "x"}, false},
 	} {
 		require.Equal(t, c.same, SameLock(c.a, c.b), name)
 		require.Equal(t, c.same, SameLock(c.b, c.a), name+", reversed")

@@ -1,0 +1,33 @@
+package conn
+
+import (
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Addr names client's server(s) for errors.
+func Addr(client redis.UniversalClient) string {
+	switch c := client.(type) {
+	case *redis.Client:
+		return c.Options().Addr
+	case *redis.ClusterClient:
+		return fmt.Sprint(c.Options().Addrs)
+	}
+	return fmt.Sprintf("%T", client)
+}
+
+// Servers returns the server addresses client's options name and its
+// database. A Sentinel-backed client names none: its master is only
+// found at run time.
+func Servers(client redis.UniversalClient) ([]string, int) {
+	switch c := client.(type) {
+	case *redis.Client:
+		if o := c.Options(); o.Addr != "FailoverClient" {
+			return []string{o.Addr}, o.DB
+		}
+	case *redis.ClusterClient:
+		return c.Options().Addrs, 0
+	}
+	return nil, 0
+}
