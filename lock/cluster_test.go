@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/watchdog"
@@ -164,7 +164,7 @@ func TestClusterHashTagNames(t *testing.T) {
 				_, chs, err := redistest.Slots(ctx, cc)
 				return err == nil && len(chs) == 1
 			}, 10*time.Second, 5*time.Millisecond, "the waiter subscribed")
-			token := keys.Prefix("redisson_lock_token", name)
+			token := scripts.Prefix("redisson_lock_token", name)
 			redistest.RequireOneSlot(t, ctx, cc, name, name, token)
 
 			tok, ok := lock.FencingToken(inner)

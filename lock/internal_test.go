@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
@@ -30,7 +30,7 @@ func TestUnlockRetryDoesNotDecrementTwice(t *testing.T) {
 			require.NoError(t, err)
 			id, _ := hold.Owner(held)
 
-			latch := keys.Prefix("redisson_unlock_latch", "latch") + ":req-1"
+			latch := scripts.Prefix("redisson_unlock_latch", "latch") + ":req-1"
 			run := func() int64 {
 				res, err := unlockScript.Call(ctx, env.Universal, 3, "latch", mu.channel, latch, unlockMessage, int64(30000), id, mu.hub.PublishCommand(), int64(10000)).Int64()
 				require.NoError(t, err)

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/watchdog"
@@ -25,7 +25,7 @@ func TestHolderLabel(t *testing.T) {
 		held, err := mu.Lock(ctx)
 		require.NoError(t, err)
 		id, _ := hold.Owner(held)
-		key := keys.HolderLabel("labeled", id)
+		key := scripts.HolderLabel("labeled", id)
 		v, err := env.Universal.Get(ctx, key).Result()
 		require.NoError(t, err)
 		require.True(t, strings.HasPrefix(v, "pod-7\t"), v)
@@ -64,7 +64,7 @@ func TestHolderLabel(t *testing.T) {
 		per, err := unlabeled.Lock(ctx, lock.WithHolderLabel("job-42")) // per call
 		require.NoError(t, err)
 		pid, _ := hold.Owner(per)
-		require.True(t, strings.HasPrefix(env.Universal.Get(ctx, keys.HolderLabel("labeled", pid)).Val(), "job-42\t"))
+		require.True(t, strings.HasPrefix(env.Universal.Get(ctx, scripts.HolderLabel("labeled", pid)).Val(), "job-42\t"))
 		require.NoError(t, unlabeled.Unlock(per))
 
 		for _, bad := range []string{"", "a\tb", strings.Repeat("x", 300)} {
@@ -85,7 +85,7 @@ func TestHolderLabelOutOfOrder(t *testing.T) {
 		inner, err := mu.Lock(outer)
 		require.NoError(t, err)
 		id, _ := hold.Owner(outer)
-		key := keys.HolderLabel("label:ooo", id)
+		key := scripts.HolderLabel("label:ooo", id)
 		require.NoError(t, mu.Unlock(outer))
 		require.Equal(t, int64(1), env.Universal.Exists(ctx, key).Val(), "the inner count still holds")
 		require.NoError(t, mu.Unlock(inner))

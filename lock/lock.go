@@ -17,14 +17,12 @@ import (
 	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/replica"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
-	"github.com/relock-go/relock/internal/workers"
 	"github.com/relock-go/relock/tracing"
 )
 
@@ -86,7 +84,7 @@ type Mutex struct {
 	latchPrefix        string
 	acquireLatchPrefix string
 	hub                *notify.Hub
-	workers            *workers.Pool // run the calls a caller may stop waiting for
+	workers            *conn.Pool // run the calls a caller may stop waiting for
 	inst               telemetry.Instruments
 	// Made once, read-only: what every call would otherwise allocate.
 	nameKeys   []string // {name}
@@ -123,12 +121,12 @@ func newMutex(client redis.UniversalClient, name string, fair bool, opts []Optio
 	if m.id.Invalid != "" {
 		return m
 	}
-	m.channel = keys.LockChannel(name)
-	m.latchPrefix = keys.UnlockLatch(name)
-	m.acquireLatchPrefix = keys.AcquireLatch(name)
-	m.tokenKey = keys.Token(name)
+	m.channel = scripts.LockChannel(name)
+	m.latchPrefix = scripts.UnlockLatch(name)
+	m.acquireLatchPrefix = scripts.AcquireLatch(name)
+	m.tokenKey = scripts.Token(name)
 	m.hub = notify.For(client)
-	m.workers = workers.For(client)
+	m.workers = conn.PoolFor(client)
 	m.nameKeys = []string{name}
 	m.nameArg, m.channelArg, m.tokenArg = name, m.channel, m.tokenKey
 	m.leaseArg = m.cfg.Lease().Milliseconds()
@@ -136,7 +134,7 @@ func newMutex(client redis.UniversalClient, name string, fair bool, opts []Optio
 	m.inst = m.cfg.Instruments(primitive, "", name, tracing.SpanReleaseLock)
 	m.scripts = plainSet{}
 	if fair {
-		m.fair = []any{keys.FairQueue(name), keys.FairTimeouts(name), keys.FairWaiters(name)}
+		m.fair = []any{scripts.FairQueue(name), scripts.FairTimeouts(name), scripts.FairWaiters(name)}
 		m.scripts = fairSet{queue: m.fair[0], timeouts: m.fair[1], waiters: m.fair[2]}
 	}
 	return m
@@ -303,7 +301,7 @@ func (a *attempt) TryOnce(ctx context.Context) (tryReply, error) {
 func (a *attempt) Try(ctx context.Context, _ bool) (acquire.Result, error) {
 	a.sentAt = a.wd.Now()
 	r, err := acquire.Bounded(ctx, a.m.workers, a.cfg.UnlockTimeout, a)
-	if l := workers.AfterLate(err); l != nil {
+	if l := conn.AfterLate(err); l != nil {
 		a.late = l // what it may take is given back after it
 	}
 	c, tok, ttl := r.count, r.token, r.ttl

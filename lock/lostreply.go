@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/internal/base"
-	"github.com/relock-go/relock/internal/workers"
+	"github.com/relock-go/relock/internal/conn"
 )
 
 // A reply lost after the acquire script ran (a read timeout, a broken
@@ -33,7 +33,7 @@ var (
 // retried through an outage for up to the lease (base.GiveBack). Nothing
 // of the caller waits for it.
 func (m *Mutex) giveBack(ctx context.Context, a *attempt) {
-	ctx = workers.Detached(ctx) // each try ends with its retries
+	ctx = conn.Detached(ctx) // each try ends with its retries
 	window := m.cfg.UnlockTimeout
 	if a.late != nil {
 		window = max(window, a.lease)

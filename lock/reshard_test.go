@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 )
@@ -50,7 +50,7 @@ func TestSlotMigrationWakesWaiters(t *testing.T) {
 		return err == nil && n == int64(len(waiters))
 	}, 10*time.Second, 10*time.Millisecond, "the waiters subscribed")
 
-	slot := keys.Slot(name)
+	slot := scripts.Slot(name)
 	from, err := holderClient.MasterForKey(ctx, name)
 	require.NoError(t, err)
 	to := servers[0]

@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
@@ -104,7 +104,7 @@ func FuzzRedlock(f *testing.F) {
 			valid = valid && drift >= 0
 		}
 		n := int(count % (fuzzMasters + 1))
-		valid = valid && n > 0 && name != "" && keys.CheckName(name) == ""
+		valid = valid && n > 0 && name != "" && scripts.CheckName(name) == ""
 		members := make([]redlock.Member, n)
 		kindOf := make([]int, n)
 		for i := range n {
@@ -208,7 +208,7 @@ func fuzzOnlyCounters(t *testing.T, ctx context.Context, clients []redis.Univers
 		ks, err := c.Keys(ctx, "*").Result()
 		require.NoError(t, err)
 		for _, k := range ks {
-			if k != keys.Prefix("redisson_lock_token", name) && !strings.HasPrefix(k, keys.Prefix("redisson_unlock_latch", name)+":") && !strings.HasPrefix(k, keys.Prefix("relock_acquire_latch", name)+":") {
+			if k != scripts.Prefix("redisson_lock_token", name) && !strings.HasPrefix(k, scripts.Prefix("redisson_unlock_latch", name)+":") && !strings.HasPrefix(k, scripts.Prefix("relock_acquire_latch", name)+":") {
 				t.Fatalf("master %d: key %q left after the Redlock was released", i, k)
 			}
 		}

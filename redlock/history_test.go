@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/history"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
@@ -137,7 +137,7 @@ func TestHistoryRedlockContention(t *testing.T) {
 				for _, k := range ks {
 					counter := false
 					for _, name := range []string{"hist:q", "hist:x", "hist:y"} {
-						counter = counter || k == keys.Prefix("redisson_lock_token", name)
+						counter = counter || k == scripts.Prefix("redisson_lock_token", name)
 					}
 					require.True(t, counter, "master %d: key %q left after every hold was released", i, k)
 				}

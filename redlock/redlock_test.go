@@ -26,7 +26,7 @@ import (
 	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/testkit/redistest"
-	"github.com/relock-go/relock/internal/workers"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/redlock"
 	"github.com/relock-go/relock/rwlock"
@@ -594,7 +594,7 @@ func (f *lateMember) Name() string { return "late" }
 
 func (f *lateMember) node() (acquire.Member, error) {
 	return acquire.Member{
-		Name: "late", Kind: "lock", Addr: "fake:0", Workers: workers.New(0),
+		Name: "late", Kind: "lock", Addr: "fake:0", Workers: conn.NewPool(0),
 		Try: func(ctx context.Context, _ string, _ time.Duration) (bool, int64, time.Duration, error) {
 			<-ctx.Done()
 			f.mu.Lock()

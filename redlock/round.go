@@ -13,7 +13,7 @@ import (
 	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/workers"
+	"github.com/relock-go/relock/internal/conn"
 )
 
 // A round is one attempt on every member under one member owner id. A
@@ -154,7 +154,7 @@ func (l *Lock) startAttempts(ctx context.Context, r *round, lease time.Duration,
 	var running atomic.Int32
 	running.Store(int32(len(l.nodes)))
 	l.bg.add(1)
-	giveBackCtx := workers.Detached(ctx)
+	giveBackCtx := conn.Detached(ctx)
 	for i, node := range l.nodes {
 		node.Workers.Go(func() {
 			ok, token, ttl, err := node.Try(nctx, r.id, lease)
@@ -251,7 +251,7 @@ func (t *tally) leaveBehind() {
 // timeout, and returns a channel closed when every one has answered or
 // given up.
 func (l *Lock) giveBack(ctx context.Context, r *round, which []bool) <-chan struct{} {
-	ctx = workers.Detached(ctx)
+	ctx = conn.Detached(ctx)
 	done := make(chan struct{})
 	var left atomic.Int32
 	for _, w := range which {
@@ -322,7 +322,7 @@ func (l *Lock) release(ctx context.Context, h *hold.Hold) error {
 	}
 	results := make(chan result, total)
 	l.bg.add(total)
-	bgCtx := workers.Detached(ctx) // the releases outlive the call, and Drain waits for them
+	bgCtx := conn.Detached(ctx) // the releases outlive the call, and Drain waits for them
 	for i, n := range l.nodes {
 		if !r.won[i] {
 			continue

@@ -10,7 +10,7 @@ import (
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/options"
-	"github.com/relock-go/relock/internal/workers"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/tracing"
 )
 
@@ -59,7 +59,7 @@ func (a *attempt) Try(ctx context.Context, atHead bool) (acquire.Result, error) 
 	}))
 	c, tok, ttl := r.count, r.token, r.ttl
 	a.uncertain = err != nil && errs.MayHaveRun(err)
-	if l := workers.AfterLate(err); l != nil {
+	if l := conn.AfterLate(err); l != nil {
 		a.late = l
 	}
 	if err != nil || c == 0 {

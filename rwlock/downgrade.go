@@ -6,7 +6,7 @@ import (
 
 	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/workers"
+	"github.com/relock-go/relock/internal/conn"
 )
 
 // Downgrade turns the write hold that returned ctx into a read hold, in
@@ -37,7 +37,7 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 		// The write hold is given up rather than left half-converted; a
 		// script still on its way is waited for, and the read count it
 		// made, if it ran, given back with it.
-		late := workers.AfterLate(err)
+		late := conn.AfterLate(err)
 		if late == nil {
 			_ = wh.Release(ctx)
 			return nil, rw.id.Wrap("downgrade", err)

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/options/optionstest"
 	"github.com/relock-go/relock/internal/testkit/redistest"
@@ -76,7 +76,7 @@ func FuzzRWMutex(f *testing.F) {
 		defer cancel()
 		require.NoError(t, client.FlushAll(ctx).Err())
 		opts, valid, effective := fuzzOptions(mask, lease, wdt, wait, unlock)
-		valid = valid && name != "" && keys.CheckName(name) == ""
+		valid = valid && name != "" && scripts.CheckName(name) == ""
 		rw := rwlock.New(client, name, opts...)
 		op %= fuzzOps
 		write := op >= fuzzWrite
@@ -151,7 +151,7 @@ func FuzzRWMutex(f *testing.F) {
 			return
 		}
 		for _, k := range fuzzKeys(t, client) {
-			if k != keys.Prefix("redisson_lock_token", name) && !strings.HasPrefix(k, keys.Prefix("redisson_unlock_latch", name)+":") && !strings.HasPrefix(k, keys.Prefix("relock_acquire_latch", name)+":") {
+			if k != scripts.Prefix("redisson_lock_token", name) && !strings.HasPrefix(k, scripts.Prefix("redisson_unlock_latch", name)+":") && !strings.HasPrefix(k, scripts.Prefix("relock_acquire_latch", name)+":") {
 				t.Fatalf("key %q left after the hold was released", k)
 			}
 		}

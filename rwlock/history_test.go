@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/history"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/rwlock"
@@ -56,8 +56,8 @@ func histLeftovers(t *testing.T, c redis.UniversalClient, names ...string) []str
 	for _, k := range ks {
 		ok := false
 		for _, name := range names {
-			if k == keys.Prefix("redisson_lock_token", name) || strings.HasPrefix(k, keys.Prefix("redisson_unlock_latch", name)+":") ||
-				strings.HasPrefix(k, keys.Prefix("relock_acquire_latch", name)+":") {
+			if k == scripts.Prefix("redisson_lock_token", name) || strings.HasPrefix(k, scripts.Prefix("redisson_unlock_latch", name)+":") ||
+				strings.HasPrefix(k, scripts.Prefix("relock_acquire_latch", name)+":") {
 				ok = true
 			}
 		}

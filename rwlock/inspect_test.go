@@ -11,7 +11,7 @@ import (
 
 	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/rwlock"
@@ -65,7 +65,7 @@ func TestForceUnlock(t *testing.T) {
 		r, err := rw.RLock(ctx)
 		require.NoError(t, err)
 		id, _ := hold.Owner(r)
-		leaseKey := keys.ReadTimeout("force", id, 1)
+		leaseKey := scripts.ReadTimeout("force", id, 1)
 		require.Equal(t, int64(1), env.Universal.Exists(ctx, leaseKey).Val())
 
 		ok, err := rwlock.New(env.Universal, "force").ForceUnlock(ctx)
@@ -123,7 +123,7 @@ func TestExtend(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, rw.Extend(r, 10*time.Second))
 		id, _ := hold.Owner(r)
-		leaseKey := keys.ReadTimeout("ext", id, 1)
+		leaseKey := scripts.ReadTimeout("ext", id, 1)
 		for _, k := range []string{"ext", leaseKey} {
 			ttl := env.Universal.PTTL(ctx, k).Val()
 			require.True(t, ttl > 9*time.Second, "%s ttl %v", k, ttl)
@@ -176,7 +176,7 @@ func TestHolderLabel(t *testing.T) {
 		r, err := rw.RLock(ctx)
 		require.NoError(t, err)
 		id, _ := hold.Owner(r)
-		key := keys.HolderLabel("lab", id)
+		key := scripts.HolderLabel("lab", id)
 		require.True(t, strings.HasPrefix(env.Universal.Get(ctx, key).Val(), "pod-7\t"))
 		_, err = rwlock.New(env.Universal, "lab", lock.WithHolderLabel("pod-8")).TryLock(ctx)
 		require.ErrorIs(t, err, rwlock.ErrNotAcquired)
@@ -187,7 +187,7 @@ func TestHolderLabel(t *testing.T) {
 		w, err := rw.Lock(ctx)
 		require.NoError(t, err)
 		wid, _ := hold.Owner(w)
-		wkey := keys.HolderLabel("lab", wid)
+		wkey := scripts.HolderLabel("lab", wid)
 		inner, err := rw.RLock(w) // write-then-read: the same owner
 		require.NoError(t, err)
 		require.NoError(t, rw.Unlock(w))
@@ -239,7 +239,7 @@ func TestHolderLabelOutOfOrder(t *testing.T) {
 		inner, err := rw.RLock(outer)
 		require.NoError(t, err)
 		id, _ := hold.Owner(outer)
-		key := keys.HolderLabel("lab:ooo", id)
+		key := scripts.HolderLabel("lab:ooo", id)
 		require.NoError(t, rw.RUnlock(outer))
 		require.Equal(t, int64(1), env.Universal.Exists(ctx, key).Val())
 		require.NoError(t, rw.RUnlock(inner))

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/internal/base"
-	"github.com/relock-go/relock/internal/workers"
+	"github.com/relock-go/relock/internal/conn"
 )
 
 // Modes of the acquire scripts: how a second run of one acquisition is
@@ -28,7 +28,7 @@ var (
 // give-back is then retried through an outage for up to the lease
 // (base.GiveBack). Nothing of the caller waits for it.
 func (rw *RWMutex) giveBack(ctx context.Context, s access, ownerID, latch string, late <-chan struct{}, leaseTime time.Duration) {
-	ctx = workers.Detached(ctx) // each try ends with its retries
+	ctx = conn.Detached(ctx) // each try ends with its retries
 	window := rw.cfg.UnlockTimeout
 	if late != nil {
 		window = max(window, leaseTime)

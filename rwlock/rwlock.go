@@ -18,13 +18,11 @@ import (
 	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
-	"github.com/relock-go/relock/internal/workers"
 	"github.com/relock-go/relock/tracing"
 	"github.com/relock-go/relock/watchdog"
 )
@@ -144,7 +142,7 @@ type RWMutex struct {
 	latchPrefix        string
 	acquireLatchPrefix string
 	hub                *notify.Hub
-	workers            *workers.Pool            // run the calls a caller may stop waiting for
+	workers            *conn.Pool               // run the calls a caller may stop waiting for
 	inst               [2]telemetry.Instruments // by side
 	keys               [2]hold.Key              // by side: its holds in a context
 }
@@ -158,14 +156,14 @@ func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	if rw.id.Invalid != "" {
 		return rw
 	}
-	rw.channel = keys.RWLockChannel(name)
-	rw.latchPrefix = keys.UnlockLatch(name)
-	rw.acquireLatchPrefix = keys.AcquireLatch(name)
-	rw.prefix = keys.Tag(name)
-	rw.waiters = keys.WriteWaiters(name)
-	rw.tokenKey = keys.Token(name)
+	rw.channel = scripts.RWLockChannel(name)
+	rw.latchPrefix = scripts.UnlockLatch(name)
+	rw.acquireLatchPrefix = scripts.AcquireLatch(name)
+	rw.prefix = scripts.Tag(name)
+	rw.waiters = scripts.WriteWaiters(name)
+	rw.tokenKey = scripts.Token(name)
 	rw.hub = notify.For(client)
-	rw.workers = workers.For(client)
+	rw.workers = conn.PoolFor(client)
 	rw.inst[read] = rw.cfg.Instruments(primitive, read.String(), name, tracing.SpanReleaseReadLock)
 	rw.inst[write] = rw.cfg.Instruments(primitive, write.String(), name, tracing.SpanReleaseWriteLock)
 	return rw
@@ -205,7 +203,7 @@ func (rw *RWMutex) leaseID(s access, ownerID string) string {
 }
 
 func (rw *RWMutex) timeoutPrefix(ownerID string) string {
-	return keys.ReadTimeouts(rw.name, ownerID)
+	return scripts.ReadTimeouts(rw.name, ownerID)
 }
 
 // RLock takes the read lock, waiting while a writer holds it or waits for

@@ -12,7 +12,7 @@ import (
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/replica"
-	"github.com/relock-go/relock/internal/workers"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/tracing"
 )
 
@@ -57,7 +57,7 @@ func (t *permitTry) Try(ctx context.Context, atHead bool) (acquire.Result, error
 	}))
 	vals, acks, size := r.vals, r.acks, r.size
 	t.uncertain = err != nil && errs.MayHaveRun(err)
-	if l := workers.AfterLate(err); l != nil {
+	if l := conn.AfterLate(err); l != nil {
 		t.late = l
 	}
 	if err != nil {

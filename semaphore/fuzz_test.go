@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/options/optionstest"
 	"github.com/relock-go/relock/internal/testkit/redistest"
@@ -77,7 +77,7 @@ func FuzzSemaphore(f *testing.F) {
 		defer cancel()
 		require.NoError(t, client.FlushAll(ctx).Err())
 		opts, optsValid, effective := fuzzOptions(mask, lease, wdt, wait, unlock)
-		semValid := optsValid && name != "" && keys.CheckName(name) == "" && size > 0 && size <= fuzzExactSize
+		semValid := optsValid && name != "" && scripts.CheckName(name) == "" && size > 0 && size <= fuzzExactSize
 		valid := semValid && n > 0 && n <= size
 		s := semaphore.New(client, name, size, opts...)
 		acquire := s.TryAcquire
@@ -120,7 +120,7 @@ func FuzzSemaphore(f *testing.F) {
 		require.Equal(t, size, avail)
 		for _, k := range fuzzKeys(t, client) {
 			switch {
-			case strings.HasPrefix(k, keys.Prefix("redisson_unlock_latch", name)+":"):
+			case strings.HasPrefix(k, scripts.Prefix("redisson_unlock_latch", name)+":"):
 			case k == name:
 				used, err := client.HGet(ctx, name, "used").Result()
 				require.NoError(t, err)

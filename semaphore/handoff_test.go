@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/semaphore"
@@ -72,7 +72,7 @@ func TestReleaseHandsPermitsToLocalWaiters(t *testing.T) {
 		// below would race it on a loaded machine.
 		hub := notify.For(c)
 		require.Eventually(t, func() bool {
-			n, err := env.Universal.ZCard(ctx, keys.Waiters("handoff")).Result()
+			n, err := env.Universal.ZCard(ctx, scripts.Waiters("handoff")).Result()
 			return err == nil && n == 1 && hub.Settled(s.Channel())
 		}, 5*time.Second, time.Millisecond)
 		before := tries.Seen.Load()
@@ -113,7 +113,7 @@ func TestHandOffKeepsOtherProcessesTurn(t *testing.T) {
 		require.NoError(t, err)
 		remote := queueWaiters(t, ctx, sb, notify.For(b), 1)
 		require.Eventually(t, func() bool {
-			n, err := env.Universal.ZCard(ctx, keys.Waiters("turn")).Result()
+			n, err := env.Universal.ZCard(ctx, scripts.Waiters("turn")).Result()
 			return err == nil && n == 1
 		}, 5*time.Second, time.Millisecond, "the other process's waiter is in line")
 		local := queueWaiters(t, ctx, sa, notify.For(a), 1)
@@ -164,7 +164,7 @@ func TestHandOffReleaseRunTwice(t *testing.T) {
 // but its fencing and latch keys, which expire on their own.
 func requireNothingLeft(t *testing.T, ctx context.Context, env *env, name string) {
 	t.Helper()
-	for _, k := range []string{name, keys.Permits(name), keys.Weights(name), keys.Waiters(name), keys.WaiterExpiry(name)} {
+	for _, k := range []string{name, scripts.Permits(name), scripts.Weights(name), scripts.Waiters(name), scripts.WaiterExpiry(name)} {
 		n, err := env.Universal.Exists(ctx, k).Result()
 		require.NoError(t, err)
 		require.Zero(t, n, k)
@@ -193,7 +193,7 @@ func TestHandOffOfTheLastPermitKeepsTTLs(t *testing.T) {
 		for _, k := range ks {
 			names[k.Key] = true
 		}
-		for _, k := range []string{"handoff-ttl", keys.Permits("handoff-ttl"), keys.Weights("handoff-ttl")} {
+		for _, k := range []string{"handoff-ttl", scripts.Permits("handoff-ttl"), scripts.Weights("handoff-ttl")} {
 			require.True(t, names[k], "%s is written (and has a TTL: checked above)", k)
 		}
 		require.NoError(t, s.Release(a.ctx))

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/history"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/semaphore"
@@ -33,7 +33,7 @@ func histLeftovers(t *testing.T, c redis.UniversalClient, names ...string) []str
 		ok := false
 		for _, name := range names {
 			switch {
-			case strings.HasPrefix(k, keys.Prefix("redisson_unlock_latch", name)+":"):
+			case strings.HasPrefix(k, scripts.Prefix("redisson_unlock_latch", name)+":"):
 				ok = true
 			case k == name:
 				used, err := c.HGet(ctx, name, "used").Result()

@@ -17,15 +17,14 @@ import (
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
-	"github.com/relock-go/relock/internal/workers"
 	"github.com/relock-go/relock/tracing"
 	"github.com/relock-go/relock/watchdog"
 )
@@ -146,7 +145,7 @@ type Semaphore struct {
 	// latchPrefix + a request id names an unlock latch key.
 	latchPrefix string
 	hub         *notify.Hub
-	workers     *workers.Pool // run the calls a caller may stop waiting for
+	workers     *conn.Pool // run the calls a caller may stop waiting for
 	inst        telemetry.Instruments
 	hkey        hold.Key // its holds in a context
 }
@@ -188,14 +187,14 @@ func New(client redis.UniversalClient, name string, size int64, opts ...Option) 
 	if s.id.Invalid != "" {
 		return s
 	}
-	s.permits = keys.Permits(name)
-	s.weights = keys.Weights(name)
-	s.waiters = keys.Waiters(name)
-	s.marks = keys.WaiterExpiry(name)
-	s.channel = keys.SemaphoreChannel(name)
-	s.latchPrefix = keys.UnlockLatch(name)
+	s.permits = scripts.Permits(name)
+	s.weights = scripts.Weights(name)
+	s.waiters = scripts.Waiters(name)
+	s.marks = scripts.WaiterExpiry(name)
+	s.channel = scripts.SemaphoreChannel(name)
+	s.latchPrefix = scripts.UnlockLatch(name)
 	s.hub = notify.For(client)
-	s.workers = workers.For(client)
+	s.workers = conn.PoolFor(client)
 	s.inst = s.cfg.Instruments(primitive, "", name, tracing.SpanReleaseSemaphore)
 	return s
 }
@@ -341,7 +340,7 @@ func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string, late <-ch
 // then retried through an outage for up to the lease (base.GiveBack).
 // Nothing of the caller waits for it.
 func (s *Semaphore) giveBack(ctx context.Context, permitID string, late <-chan struct{}, leaseTime time.Duration) {
-	ctx = workers.Detached(ctx) // each try ends with its retries
+	ctx = conn.Detached(ctx) // each try ends with its retries
 	window := s.cfg.UnlockTimeout
 	if late != nil {
 		window = max(window, leaseTime)

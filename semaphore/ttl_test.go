@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/semaphore"
 	"github.com/relock-go/relock/watchdog"
@@ -30,12 +30,12 @@ func serverMillis(t *testing.T, ctx context.Context, c redis.UniversalClient) in
 // each required to have a TTL, and the latest permit's expiry.
 func keyEnds(t *testing.T, ctx context.Context, env *env, name string) (ends map[string]int64, latest int64) {
 	t.Helper()
-	top, err := env.Universal.ZRangeWithScores(ctx, keys.Permits(name), -1, -1).Result()
+	top, err := env.Universal.ZRangeWithScores(ctx, scripts.Permits(name), -1, -1).Result()
 	require.NoError(t, err)
 	require.Len(t, top, 1)
 	now := serverMillis(t, ctx, env.Universal)
 	ends = map[string]int64{}
-	for _, k := range []string{name, keys.Permits(name), keys.Weights(name)} {
+	for _, k := range []string{name, scripts.Permits(name), scripts.Weights(name)} {
 		ttl, err := env.Universal.PTTL(ctx, k).Result()
 		require.NoError(t, err)
 		require.Positive(t, ttl, "%s has a TTL", k)
@@ -58,7 +58,7 @@ func requireKeysCoverPermits(t *testing.T, ctx context.Context, env *env, name s
 // try whose reply was lost or a refused one would have run it.
 func acquireScript(t *testing.T, ctx context.Context, env *env, s *semaphore.Semaphore, name string, size, n int64, id string, lease time.Duration) []int64 {
 	t.Helper()
-	ks := []string{name, keys.Permits(name), keys.Weights(name), keys.Waiters(name), keys.WaiterExpiry(name), s.Channel()}
+	ks := []string{name, scripts.Permits(name), scripts.Weights(name), scripts.Waiters(name), scripts.WaiterExpiry(name), s.Channel()}
 	got, err := redis.NewScript(semaphore.AcquireScriptSource()).Run(ctx, env.Universal, ks, size, n, id, lease.Milliseconds(), "", "publish", 3000, "").Int64Slice()
 	require.NoError(t, err)
 	return got
@@ -79,9 +79,9 @@ func TestKeysFollowAnOlderVersionsTTL(t *testing.T) {
 		b, err := s.Acquire(ctx, 1)
 		require.NoError(t, err)
 		// What the older version's settle left: the keys end with B.
-		top, err := env.Universal.ZRangeWithScores(ctx, keys.Permits(name), -1, -1).Result()
+		top, err := env.Universal.ZRangeWithScores(ctx, scripts.Permits(name), -1, -1).Result()
 		require.NoError(t, err)
-		for _, k := range []string{name, keys.Permits(name), keys.Weights(name)} {
+		for _, k := range []string{name, scripts.Permits(name), scripts.Weights(name)} {
 			require.NoError(t, env.Universal.PExpireAt(ctx, k, time.UnixMilli(int64(top[0].Score))).Err())
 		}
 		env.advance(20 * time.Millisecond)
@@ -104,7 +104,7 @@ func TestWeightsMadeAnewGetATTL(t *testing.T) {
 		s := semaphore.New(env.Universal, name, 3)
 		a, err := s.Acquire(ctx, 1)
 		require.NoError(t, err)
-		require.NoError(t, env.Universal.Del(ctx, keys.Weights(name)).Err())
+		require.NoError(t, env.Universal.Del(ctx, scripts.Weights(name)).Err())
 		b, err := s.Acquire(ctx, 1)
 		require.NoError(t, err)
 		redistest.RequireBoundedKeyspace(t, ctx, env.Universal, time.Minute)
@@ -174,7 +174,7 @@ func TestRefusedAcquisitionWritesNothing(t *testing.T) {
 		const name = "ttl-refused"
 		s := semaphore.New(env.Universal, name, 2)
 		require.Equal(t, []int64{-3, 2}, acquireScript(t, ctx, env, s, name, 2, 3, "p", 30*time.Second))
-		require.Zero(t, env.Universal.Exists(ctx, name, keys.Permits(name), keys.Weights(name), keys.Waiters(name), keys.WaiterExpiry(name)).Val(),
+		require.Zero(t, env.Universal.Exists(ctx, name, scripts.Permits(name), scripts.Weights(name), scripts.Waiters(name), scripts.WaiterExpiry(name)).Val(),
 			"nothing written")
 	})
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/relock-go/relock/internal/clock"
 	"github.com/relock-go/relock/internal/errs"
-	"github.com/relock-go/relock/internal/workers"
+	"github.com/relock-go/relock/internal/conn"
 )
 
 // Once is one try of a primitive: its script and what follows it on the
@@ -26,16 +26,16 @@ func (f OnceFunc[T]) TryOnce(ctx context.Context) (T, error) { return f(ctx) }
 // Bounded runs one try so that it returns when ctx ends, whatever the
 // client does meanwhile (go-redis ignores context deadlines unless told,
 // and retries on its own): a ctx that can end has the try run on pool, and
-// a try still unanswered when ctx ends returns a *workers.LateError while
+// a try still unanswered when ctx ends returns a *conn.LateError while
 // it goes on in the background (what it may take must be given back after
-// it: workers.AfterLate). A reply that says to try again (errs.TryAgain:
+// it: conn.AfterLate). A reply that says to try again (errs.TryAgain:
 // BUSY, LOADING...) is sent again, after a backoff, for up to patience or
 // until ctx ends. A ctx that cannot end runs the try on the caller's
 // goroutine, as the uncontended path of context.Background does. A try
 // on its way when the wait bound (ErrWaitBound) passes has up to patience
 // more to answer: the bound limits waiting, and a healthy server's answer
 // is kept rather than given back.
-func Bounded[T any](ctx context.Context, pool *workers.Pool, patience time.Duration, t Once[T]) (T, error) {
+func Bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration, t Once[T]) (T, error) {
 	v, err := bounded(ctx, pool, patience, t)
 	if !errs.TryAgain(err) {
 		return v, err
@@ -52,7 +52,7 @@ func Bounded[T any](ctx context.Context, pool *workers.Pool, patience time.Durat
 	return v, err
 }
 
-func bounded[T any](ctx context.Context, pool *workers.Pool, patience time.Duration, t Once[T]) (T, error) {
+func bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration, t Once[T]) (T, error) {
 	if ctx.Done() == nil {
 		return t.TryOnce(ctx)
 	}
@@ -66,7 +66,7 @@ func bounded[T any](ctx context.Context, pool *workers.Pool, patience time.Durat
 	}
 	// The wait bound limits waiting, not a try on its way: that one has
 	// up to patience more to answer, as a release would.
-	if errors.Is(late, ErrWaitBound) && waitUpTo(workers.AfterLate(late), patience) {
+	if errors.Is(late, ErrWaitBound) && waitUpTo(conn.AfterLate(late), patience) {
 		return out.v, out.err // written before the try returned
 	}
 	var zero T

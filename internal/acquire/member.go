@@ -12,7 +12,6 @@ import (
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/options"
-	"github.com/relock-go/relock/internal/workers"
 )
 
 // Member is what a primitive offers the Redlock: one lock on one Redis,
@@ -34,8 +33,8 @@ type Member struct {
 	TTL func(ctx context.Context) (time.Duration, error)
 	// Renewal is the watchdog target that renews owner's hold.
 	Renewal func(owner string) lease.Target
-	// Workers run the calls to this member (workers.For its client).
-	Workers *workers.Pool
+	// Workers run the calls to this member (conn.For its client).
+	Workers *conn.Pool
 	// Key is the member's hold key; a Redlock's hold answers for it, so
 	// that the member re-enters through the Redlock's context. Reenter
 	// are the keys whose holds lend their owner to the member (its own,

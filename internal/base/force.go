@@ -7,7 +7,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/scripts"
@@ -58,11 +57,11 @@ func ForceUnlock(ctx context.Context, c redis.UniversalClient, kind, name, publi
 	argv := make([]any, 0, 6)
 	switch kind {
 	case KindRWLock:
-		argv = append(argv, name, keys.RWLockChannel(name), keys.Tag(name))
+		argv = append(argv, name, scripts.RWLockChannel(name), scripts.Tag(name))
 	case KindSemaphore:
-		argv = append(argv, name, keys.SemaphoreChannel(name), keys.Permits(name), keys.Weights(name))
+		argv = append(argv, name, scripts.SemaphoreChannel(name), scripts.Permits(name), scripts.Weights(name))
 	default:
-		argv = append(argv, name, keys.LockChannel(name))
+		argv = append(argv, name, scripts.LockChannel(name))
 	}
 	nkeys := len(argv)
 	n, err := ForceUnlockScript.Call(ctx, c, nkeys, append(argv, kind, publish)...).Int64()

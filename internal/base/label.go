@@ -10,13 +10,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/workers"
+	"github.com/relock-go/relock/internal/conn"
 )
 
 // A holder label (WithHolderLabel) lives in a key of its own beside the
-// hold, keys.HolderLabel(name, holder), with the hold's lease: written
+// hold, scripts.HolderLabel(name, holder), with the hold's lease: written
 // after the acquisition, renewed with the hold (the primitive's labeled
 // renew script), deleted with its release, gone with the lease if the
 // holder crashed. It only informs (relock ls, a contention error): a
@@ -25,12 +25,12 @@ import (
 // WriteLabel records label as holder's, since now, for lease.
 func WriteLabel(ctx context.Context, c redis.UniversalClient, name, holder, label string, lease time.Duration) {
 	v := label + "\t" + strconv.FormatInt(time.Now().UnixMilli(), 10)
-	_ = c.Set(context.WithoutCancel(ctx), keys.HolderLabel(name, holder), v, lease).Err()
+	_ = c.Set(context.WithoutCancel(ctx), scripts.HolderLabel(name, holder), v, lease).Err()
 }
 
 // DropLabel deletes holder's label.
 func DropLabel(ctx context.Context, c redis.UniversalClient, name, holder string) {
-	_ = c.Del(context.WithoutCancel(ctx), keys.HolderLabel(name, holder)).Err()
+	_ = c.Del(context.WithoutCancel(ctx), scripts.HolderLabel(name, holder)).Err()
 }
 
 // Label is a holder's label and since when it holds.
@@ -63,7 +63,7 @@ func Labels(ctx context.Context, c redis.UniversalClient, name string, holders [
 	cmds := make([]*redis.StringCmd, len(holders))
 	_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, h := range holders {
-			cmds[i] = p.Get(ctx, keys.HolderLabel(name, h))
+			cmds[i] = p.Get(ctx, scripts.HolderLabel(name, h))
 		}
 		return nil
 	})
@@ -85,7 +85,7 @@ const MaxHeldBy = 10
 // renews it.
 func AddLabel(ctx context.Context, c redis.UniversalClient, spec *lease.Spec, labeled *lease.RenewScript, name, holder, label string, leaseTime time.Duration) {
 	t := &spec.Targets[0]
-	t.Keys = append(slices.Clone(t.Keys), keys.HolderLabel(name, holder))
+	t.Keys = append(slices.Clone(t.Keys), scripts.HolderLabel(name, holder))
 	spec.Renewer = labeled
 	WriteLabel(ctx, c, name, holder, label, leaseTime)
 }
@@ -115,7 +115,7 @@ const LabelWait = 100 * time.Millisecond
 // NameHolders returns heldBy(ctx, err), the contention error err with its
 // holders named, when heldBy answers within LabelWait (on pool); err
 // otherwise.
-func NameHolders(ctx context.Context, pool *workers.Pool, err error, heldBy func(context.Context, error) error) error {
+func NameHolders(ctx context.Context, pool *conn.Pool, err error, heldBy func(context.Context, error) error) error {
 	named := err
 	ctx = context.WithoutCancel(ctx)
 	if late := pool.Bound(ctx, LabelWait, func() { named = heldBy(ctx, err) }); late != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/scripts"
-	"github.com/relock-go/relock/internal/workers"
+	"github.com/relock-go/relock/internal/conn"
 )
 
 // Ident names a primitive value in its errors and keeps why its
@@ -85,7 +85,7 @@ const WithdrawWait = 50 * time.Millisecond
 // mark left behind must therefore be safe: each primitive's marks grant
 // nothing and expire. The error tells a caller that one may be left.
 //
-// after, when not nil, is a try still in flight (workers.AfterLate), which
+// after, when not nil, is a try still in flight (conn.AfterLate), which
 // may write the mark when it lands: the withdrawal then waits for it, in
 // the background, and Withdraw returns at once.
 func Withdraw(ctx context.Context, after <-chan struct{}, script *scripts.Script, c redis.UniversalClient, unlockTimeout time.Duration, nkeys int, argv ...any) error {
@@ -104,7 +104,7 @@ func Withdraw(ctx context.Context, after <-chan struct{}, script *scripts.Script
 		}()
 		return nil
 	}
-	if late := workers.For(c).Bound(ctx, min(bound, WithdrawWait), call); late != nil {
+	if late := conn.PoolFor(c).Bound(ctx, min(bound, WithdrawWait), call); late != nil {
 		return late
 	}
 	return err
@@ -129,14 +129,14 @@ func (id *Ident) Refuse(op, reason string) error {
 }
 
 // Within runs call, which reads or writes Redis, so that it returns
-// within timeout, or ctx's deadline when sooner (workers.CallerWait), whatever the
+// within timeout, or ctx's deadline when sooner (conn.CallerWait), whatever the
 // client does meanwhile (go-redis ignores context deadlines unless told,
 // and retries on its own): a call still unanswered then goes on in the
-// background on pool and Within returns a *workers.LateError. What call
+// background on pool and Within returns a *conn.LateError. What call
 // writes must therefore be what a caller who gave up may leave: a
 // release, a read, a force unlock that still tells its local holders.
-func Within(ctx context.Context, pool *workers.Pool, timeout time.Duration, call func(ctx context.Context) error) error {
-	stop, wait := workers.CallerWait(ctx, timeout)
+func Within(ctx context.Context, pool *conn.Pool, timeout time.Duration, call func(ctx context.Context) error) error {
+	stop, wait := conn.CallerWait(ctx, timeout)
 	var err error
 	if late := pool.Bound(stop, wait, func() { err = call(stop) }); late != nil {
 		return late

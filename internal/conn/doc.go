@@ -1,5 +1,6 @@
-// Package conn keeps what relock holds per Redis client, without keeping
-// the client alive.
+// Package conn is where relock speaks to a Redis client: what it keeps per
+// client (without keeping the client alive), the pipe that coalesces
+// commands, the workers that bound a call, and the client's servers.
 //
 // Map and Ref are the registry: a service that makes clients per tenant
 // or per request, and drops them, must not grow. Map is keyed by a weak
@@ -18,4 +19,14 @@
 // trips, system calls and connections per command fall with the load, as
 // auto-pipelining clients do. No goroutine is started: the goroutines that
 // wait take turns sending for each other.
+//
+// Pool runs short calls on goroutines that are kept for a while and
+// reused. A Redlock tries and releases every member at once, one
+// goroutine per member, and a call whose client ignores context deadlines
+// runs on a worker so that its caller can leave at its bound; a goroutine
+// started for each would grow its stack anew through the Redis client's
+// call path every time, which costs more CPU than the call's own work on
+// a small machine. A Pool hands a call to a worker that is idle, and
+// starts one only when none is; a worker that has had nothing to do for
+// the linger ends, so an idle Pool holds no goroutine.
 package conn

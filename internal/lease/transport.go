@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock/internal/errs"
-	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/tracing"
@@ -129,7 +128,7 @@ func (w *Watchdog) flush(c redis.UniversalClient, rs []renewal, sentAt time.Time
 			g.kind = t.Renewer
 		}
 		if cluster {
-			g.slot = keys.Slot(t.Keys[0])
+			g.slot = scripts.Slot(t.Keys[0])
 		}
 		i, ok := index[g]
 		if !ok {

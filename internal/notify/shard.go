@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/errs"
-	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
 )
 
 // shard is the pub/sub connection to one Redis node.
@@ -145,7 +145,7 @@ func (h *Hub) unsubscribeAllLocked(subs []*subscription) {
 		}
 		g := group{s: sub.shard, slot: -1}
 		if sub.shard.ssub {
-			g.slot = keys.Slot(sub.channel)
+			g.slot = scripts.Slot(sub.channel)
 		}
 		groups[g] = append(groups[g], sub.channel)
 	}
@@ -262,7 +262,7 @@ func (h *Hub) refused(s *shard, err error, refused redis.Error) {
 	slot, isMoved := errs.Redirect(refused)
 	h.mu.Lock()
 	for ch, st := range s.chans {
-		if len(st.pending) > 0 && s.ssub && isMoved && keys.Slot(ch) == slot {
+		if len(st.pending) > 0 && s.ssub && isMoved && scripts.Slot(ch) == slot {
 			moved = append(moved, ch)
 		}
 		for _, p := range st.pending {

@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/replica"
 	"github.com/relock-go/relock/internal/telemetry"
@@ -256,7 +256,7 @@ func (c *Config) Check(client redis.UniversalClient, noun, name string) string {
 	if name == "" {
 		return "empty " + noun + " name"
 	}
-	if reason := keys.CheckName(name); reason != "" {
+	if reason := scripts.CheckName(name); reason != "" {
 		return reason
 	}
 	if c.Invalid != "" {

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/testkit/redistest"
-	"github.com/relock-go/relock/internal/workers"
 )
 
 // A client that honours context deadlines (ContextTimeoutEnabled) has its
@@ -28,7 +28,7 @@ func TestCallRetryingHandsOffOnlyWhenTheClientIgnoresDeadlines(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			client := srv.Client(t, func(o *redis.Options) { o.ContextTimeoutEnabled = c.honours })
 			ctx := context.WithoutCancel(testContext(t)) // as a release's: it cannot end
-			pool := workers.For(client)
+			pool := conn.PoolFor(client)
 			for i := range 5 {
 				n, err := incr.CallRetrying(ctx, client, time.Second, 1, "inline:"+c.name, 1).Int64()
 				require.NoError(t, err)
@@ -50,7 +50,7 @@ func TestCallRetryingHandsOffOnlyWhenTheClientIgnoresDeadlines(t *testing.T) {
 			require.Error(t, reply.Err())
 			assert.ErrorIs(t, reply.Err(), context.DeadlineExceeded)
 			assert.Less(t, took, bound+100*time.Millisecond, "the call kept its bound")
-			late := workers.AfterLate(reply.Err())
+			late := conn.AfterLate(reply.Err())
 			require.NotNil(t, late, "the call goes on in the background")
 			select {
 			case <-late:

@@ -15,7 +15,6 @@ import (
 
 	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
-	"github.com/relock-go/relock/internal/workers"
 )
 
 // Script is one Lua script.
@@ -182,9 +181,9 @@ type Reply struct {
 // reply may have been lost in the network or Redis asks to try again
 // (errs.Resend), for twice timeout from now, regardless of ctx's
 // cancellation (only ctx's values are kept). The caller waits for it as
-// workers.CallerWait says (timeout, or ctx's deadline when sooner): a call
+// conn.CallerWait says (timeout, or ctx's deadline when sooner): a call
 // still unanswered then goes on in the background, and the reply reports
-// a *workers.LateError. A ctx made by workers.Detached (work nobody waits
+// a *conn.LateError. A ctx made by conn.Detached (work nobody waits
 // for) waits for the retries to their end. A latch a script keeps lives
 // options.LatchLife, past the last retry. Only idempotent
 // scripts (those that keep their answer in a latch key, or can tell their
@@ -194,10 +193,10 @@ func (s *Script) CallRetrying(ctx context.Context, c redis.UniversalClient, time
 	rc.s, rc.c, rc.nkeys, rc.timeout = s, c, nkeys, timeout
 	rc.a = append(make([]any, 3, 3+len(argv)), argv...)
 	rc.ctx = context.WithoutCancel(ctx)
-	stop, wait := workers.CallerWait(ctx, timeout)
+	stop, wait := conn.CallerWait(ctx, timeout)
 	rc.window = 2 * timeout
-	pool := workers.For(c)
-	if workers.IsDetached(ctx) {
+	pool := conn.PoolFor(c)
+	if conn.IsDetached(ctx) {
 		wait = rc.window // work nobody else waits for ends with its retries
 	} else if pool.Inline(stop) {
 		if reply, done := rc.inline(wait); done {
@@ -215,7 +214,7 @@ func (s *Script) CallRetrying(ctx context.Context, c redis.UniversalClient, time
 }
 
 // inline makes the first attempt on the caller's goroutine, under a
-// deadline wait away, which the client honours (workers.Pool.Inline). done
+// deadline wait away, which the client honours (conn.Pool.Inline). done
 // reports a reply to return; otherwise the attempt may be sent again (the
 // deadline passed, or errs.Resend), and the retries go on as from a worker.
 func (rc *retryCall) inline(wait time.Duration) (r Reply, done bool) {

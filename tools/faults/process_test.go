@@ -23,7 +23,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/rwlock"
@@ -275,7 +275,7 @@ func procLeaseLeft(ctx context.Context, rdb *redis.Client, primitive, name strin
 		return p, sent, nil
 	case "rwlock-read":
 		// One script, so every PTTL is read at one server instant.
-		res, err := procReadLeftScript.Run(ctx, rdb, []string{name}, keys.Suffix(name, "*:rwlock_timeout:*")).Int64Slice()
+		res, err := procReadLeftScript.Run(ctx, rdb, []string{name}, scripts.Suffix(name, "*:rwlock_timeout:*")).Int64Slice()
 		if err != nil {
 			return 0, sent, err
 		}
@@ -285,7 +285,7 @@ func procLeaseLeft(ctx context.Context, rdb *redis.Client, primitive, name strin
 		}
 		return max(min(hash, last), 0), sent, nil
 	case "semaphore":
-		res, err := procSemLeftScript.Run(ctx, rdb, []string{keys.Suffix(name, "permits")}).Int64()
+		res, err := procSemLeftScript.Run(ctx, rdb, []string{scripts.Suffix(name, "permits")}).Int64()
 		if err != nil {
 			return 0, sent, err
 		}
@@ -537,7 +537,7 @@ func procAssertKeysSettled(t *testing.T, rdb *redis.Client, primitive, name stri
 	}
 	for _, k := range all {
 		switch {
-		case k == keys.Prefix("redisson_lock_token", name):
+		case k == scripts.Prefix("redisson_lock_token", name):
 			continue
 		case primitive == "semaphore" && k == name:
 			if used, err := rdb.HGet(ctx, k, "used").Int64(); err != nil || used != 0 {

@@ -37,7 +37,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/history"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
@@ -366,9 +366,9 @@ func leftovers(admin *redis.Client, runID string) keysLeft {
 		ks.withTTL++
 		ks.maxTTL = max(ks.maxTTL, ttl)
 		switch {
-		case strings.HasPrefix(k, keys.TokenPrefix):
+		case strings.HasPrefix(k, scripts.TokenPrefix):
 			ks.counters++
-		case strings.HasPrefix(k, keys.UnlockLatchPrefix), strings.HasPrefix(k, keys.AcquireLatchPrefix):
+		case strings.HasPrefix(k, scripts.UnlockLatchPrefix), strings.HasPrefix(k, scripts.AcquireLatchPrefix):
 			ks.latches++
 		default:
 			ks.other = append(ks.other, k)

@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/cmd/relock/internal/doctor"
-	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
 )
 
 // doctorExit ends Run with code, after printing err when it is set: the
@@ -126,7 +126,7 @@ func (d *doctorFlags) check(c *common, pos []string) error {
 	case d.name == "":
 		return usagef("--name: empty lock name")
 	}
-	if why := keys.CheckName(d.name); why != "" {
+	if why := scripts.CheckName(d.name); why != "" {
 		return usagef("--name: %s", why)
 	}
 	return nil

@@ -9,7 +9,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -22,18 +21,18 @@ const (
 
 // sampleKeys are the keys a primitive writes for a lock called name.
 func sampleKeys(p scripts.Primitive, name string) []string {
-	common := []string{name, keys.UnlockLatch(name) + "1", keys.HolderLabel(name, sampleOwner)}
+	common := []string{name, scripts.UnlockLatch(name) + "1", scripts.HolderLabel(name, sampleOwner)}
 	switch p {
 	case scripts.Lock:
-		return append(common, keys.Token(name), keys.AcquireLatch(name)+"1")
+		return append(common, scripts.Token(name), scripts.AcquireLatch(name)+"1")
 	case scripts.FairLock:
-		return append(common, keys.Token(name), keys.AcquireLatch(name)+"1",
-			keys.FairQueue(name), keys.FairTimeouts(name), keys.FairWaiters(name))
+		return append(common, scripts.Token(name), scripts.AcquireLatch(name)+"1",
+			scripts.FairQueue(name), scripts.FairTimeouts(name), scripts.FairWaiters(name))
 	case scripts.RWLock:
-		return append(common, keys.Token(name), keys.AcquireLatch(name)+"1",
-			keys.ReadTimeout(name, sampleOwner, 1), keys.WriteWaiters(name))
+		return append(common, scripts.Token(name), scripts.AcquireLatch(name)+"1",
+			scripts.ReadTimeout(name, sampleOwner, 1), scripts.WriteWaiters(name))
 	case scripts.Semaphore:
-		return append(common, keys.Permits(name), keys.Weights(name), keys.Waiters(name), keys.WaiterExpiry(name))
+		return append(common, scripts.Permits(name), scripts.Weights(name), scripts.Waiters(name), scripts.WaiterExpiry(name))
 	}
 	return nil
 }
@@ -42,13 +41,13 @@ func sampleKeys(p scripts.Primitive, name string) []string {
 func sampleChannels(p scripts.Primitive, name string) []string {
 	switch p {
 	case scripts.Lock:
-		return []string{keys.LockChannel(name)}
+		return []string{scripts.LockChannel(name)}
 	case scripts.FairLock:
-		return []string{keys.LockChannel(name), keys.LockChannel(name) + ":" + sampleWaiter}
+		return []string{scripts.LockChannel(name), scripts.LockChannel(name) + ":" + sampleWaiter}
 	case scripts.RWLock:
-		return []string{keys.RWLockChannel(name)}
+		return []string{scripts.RWLockChannel(name)}
 	case scripts.Semaphore:
-		return []string{keys.SemaphoreChannel(name)}
+		return []string{scripts.SemaphoreChannel(name)}
 	}
 	return nil
 }
@@ -59,11 +58,11 @@ func sampleChannels(p scripts.Primitive, name string) []string {
 // patterns are checked with it.
 func commandArgs(command string, p scripts.Primitive, name string) []any {
 	ks := sampleKeys(p, name)
-	list, zset := keys.FairQueue(name), keys.FairTimeouts(name)
+	list, zset := scripts.FairQueue(name), scripts.FairTimeouts(name)
 	if p == scripts.RWLock {
-		zset = keys.WriteWaiters(name)
+		zset = scripts.WriteWaiters(name)
 	} else if p == scripts.Semaphore {
-		zset = keys.Permits(name)
+		zset = scripts.Permits(name)
 	}
 	ch := sampleChannels(p, name)[0]
 	args := map[string][]any{
@@ -283,7 +282,7 @@ func (n *node) probe(ctx context.Context, why error) Finding {
 	name := n.cfg.Name
 	var lines [][]any
 	lines = append(lines, []any{"time"}, []any{"exists", name}, []any{"hget", name, "f"},
-		[]any{"zscore", keys.Permits(name), "x"}, []any{"lindex", keys.FairQueue(name), 0})
+		[]any{"zscore", scripts.Permits(name), "x"}, []any{"lindex", scripts.FairQueue(name), 0})
 	for _, p := range scripts.Primitives {
 		for _, k := range sampleKeys(p, name) {
 			lines = append(lines, []any{"pttl", k})

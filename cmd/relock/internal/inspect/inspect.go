@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/base"
-	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
 )
 
 // Kinds of what Inspect finds.
@@ -36,7 +36,7 @@ const (
 const NoTTL = -1
 
 // IsOwner reports whether s looks like an owner id, <uuid>:<n>.
-func IsOwner(s string) bool { return keys.IsOwner(s) }
+func IsOwner(s string) bool { return scripts.IsOwner(s) }
 
 // Holder is one hold of an Entry.
 type Holder struct {
@@ -190,7 +190,7 @@ func (in *Inspector) List(ctx context.Context, pattern string) ([]Entry, error) 
 	}
 	out := []Entry{}
 	for _, name := range names {
-		if strings.HasPrefix(name, keys.FairWaitersPrefix) {
+		if strings.HasPrefix(name, scripts.FairWaitersPrefix) {
 			continue // a fair lock's, shown with it
 		}
 		e, ok, err := in.get(ctx, name, now)
@@ -242,21 +242,21 @@ func (in *Inspector) Show(ctx context.Context, name string) (Detail, error) {
 		return Detail{}, err
 	}
 	d := Detail{Entry: e, Keys: []Key{}}
-	cands := []string{name, keys.Token(name)}
+	cands := []string{name, scripts.Token(name)}
 	switch e.Kind {
 	case KindLock:
-		cands = append(cands, keys.FairQueue(name), keys.FairTimeouts(name), keys.FairWaiters(name))
+		cands = append(cands, scripts.FairQueue(name), scripts.FairTimeouts(name), scripts.FairWaiters(name))
 	case KindRWLock:
 		for _, h := range e.Holders {
 			if h.Side == SideRead {
 				for j := int64(1); j <= h.Count; j++ {
-					cands = append(cands, keys.ReadTimeout(name, h.ID, j))
+					cands = append(cands, scripts.ReadTimeout(name, h.ID, j))
 				}
 			}
 		}
-		cands = append(cands, keys.WriteWaiters(name))
+		cands = append(cands, scripts.WriteWaiters(name))
 	case KindSemaphore:
-		cands = append(cands, keys.Permits(name), keys.Weights(name), keys.Waiters(name), keys.WaiterExpiry(name))
+		cands = append(cands, scripts.Permits(name), scripts.Weights(name), scripts.Waiters(name), scripts.WaiterExpiry(name))
 	}
 	for _, k := range cands {
 		typ, err := in.client.Type(ctx, k).Result()
@@ -332,7 +332,7 @@ func (in *Inspector) get(ctx context.Context, name string, now int64) (Entry, bo
 		return Entry{}, false, err
 	}
 	if kind != KindSemaphore {
-		tok, err := in.client.Get(ctx, keys.Token(name)).Int64()
+		tok, err := in.client.Get(ctx, scripts.Token(name)).Int64()
 		switch {
 		case err == nil:
 			e.FencingToken = &tok
@@ -372,17 +372,17 @@ func (in *Inspector) get(ctx context.Context, name string, now int64) (Entry, bo
 // fairQueue lists a fair lock's waiters (lock.NewFair, Redisson's
 // RFairLock) in the order they are served, each with its deadline.
 func (in *Inspector) fairQueue(ctx context.Context, e *Entry, now int64) error {
-	ids, err := in.client.LRange(ctx, keys.FairQueue(e.Name), 0, -1).Result()
+	ids, err := in.client.LRange(ctx, scripts.FairQueue(e.Name), 0, -1).Result()
 	if err != nil && !isWrongType(err) {
 		return fmt.Errorf("LRANGE waiters of %s: %w", e.Name, err)
 	}
 	// relock's waiters: seat -> "<lease ms>:<owner>".
-	seats, err := in.client.HGetAll(ctx, keys.FairWaiters(e.Name)).Result()
+	seats, err := in.client.HGetAll(ctx, scripts.FairWaiters(e.Name)).Result()
 	if err != nil && !isWrongType(err) {
 		return fmt.Errorf("HGETALL waiters of %s: %w", e.Name, err)
 	}
 	for _, id := range ids {
-		deadline, err := in.client.ZScore(ctx, keys.FairTimeouts(e.Name), id).Result()
+		deadline, err := in.client.ZScore(ctx, scripts.FairTimeouts(e.Name), id).Result()
 		if err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
 			return fmt.Errorf("ZSCORE deadline of %s in %s: %w", id, e.Name, err)
 		}
@@ -413,7 +413,7 @@ func (in *Inspector) rwlock(ctx context.Context, e *Entry, fields map[string]str
 		// a reader's lease is its longest lease key
 		h := Holder{ID: f, Side: SideRead, Count: n, LeaseMs: -2}
 		for j := int64(1); j <= n; j++ {
-			p, err := in.pttl(ctx, keys.ReadTimeout(e.Name, f, j))
+			p, err := in.pttl(ctx, scripts.ReadTimeout(e.Name, f, j))
 			if err != nil {
 				return err
 			}
@@ -428,7 +428,7 @@ func (in *Inspector) rwlock(ctx context.Context, e *Entry, fields map[string]str
 		}
 		e.Holders = append(e.Holders, h)
 	}
-	ws, err := in.client.ZRangeWithScores(ctx, keys.WriteWaiters(e.Name), 0, -1).Result()
+	ws, err := in.client.ZRangeWithScores(ctx, scripts.WriteWaiters(e.Name), 0, -1).Result()
 	if err != nil && !isWrongType(err) {
 		return fmt.Errorf("ZRANGE write waiters of %s: %w", e.Name, err)
 	}
@@ -442,11 +442,11 @@ func (in *Inspector) semaphore(ctx context.Context, e *Entry, fields map[string]
 	size, _ := strconv.ParseInt(fields["size"], 10, 64)
 	used, _ := strconv.ParseInt(fields["used"], 10, 64)
 	e.Size, e.Used = &size, &used
-	permits, err := in.client.ZRangeWithScores(ctx, keys.Permits(e.Name), 0, -1).Result()
+	permits, err := in.client.ZRangeWithScores(ctx, scripts.Permits(e.Name), 0, -1).Result()
 	if err != nil && !isWrongType(err) {
 		return fmt.Errorf("ZRANGE permits of %s: %w", e.Name, err)
 	}
-	weights, err := in.client.HGetAll(ctx, keys.Weights(e.Name)).Result()
+	weights, err := in.client.HGetAll(ctx, scripts.Weights(e.Name)).Result()
 	if err != nil && !isWrongType(err) {
 		return fmt.Errorf("HGETALL weights of %s: %w", e.Name, err)
 	}
@@ -456,11 +456,11 @@ func (in *Inspector) semaphore(ctx context.Context, e *Entry, fields map[string]
 		left := int64(z.Score) - now
 		e.Holders = append(e.Holders, Holder{ID: id, Side: SidePermit, Count: n, LeaseMs: left, Expired: left <= 0})
 	}
-	waiters, err := in.client.ZRange(ctx, keys.Waiters(e.Name), 0, -1).Result()
+	waiters, err := in.client.ZRange(ctx, scripts.Waiters(e.Name), 0, -1).Result()
 	if err != nil && !isWrongType(err) {
 		return fmt.Errorf("ZRANGE waiters of %s: %w", e.Name, err)
 	}
-	marks, err := in.client.HGetAll(ctx, keys.WaiterExpiry(e.Name)).Result()
+	marks, err := in.client.HGetAll(ctx, scripts.WaiterExpiry(e.Name)).Result()
 	if err != nil && !isWrongType(err) {
 		return fmt.Errorf("HGETALL waiter marks of %s: %w", e.Name, err)
 	}
@@ -479,11 +479,11 @@ func isWrongType(err error) bool {
 func Channel(e Entry) string {
 	switch e.Kind {
 	case KindRWLock:
-		return keys.RWLockChannel(e.Name)
+		return scripts.RWLockChannel(e.Name)
 	case KindSemaphore:
-		return keys.SemaphoreChannel(e.Name)
+		return scripts.SemaphoreChannel(e.Name)
 	}
-	return keys.LockChannel(e.Name)
+	return scripts.LockChannel(e.Name)
 }
 
 // ErrChanged reports that a force unlock found the name holding another

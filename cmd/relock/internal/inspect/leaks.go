@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/keys"
+	"github.com/relock-go/relock/internal/scripts"
 )
 
 // Finding is one leak: a key of ours that will not go away on its own (no
@@ -91,7 +91,7 @@ func (in *Inspector) Leaks(ctx context.Context, pattern string) (Report, error) 
 		return rep, err
 	}
 	for _, k := range hashes {
-		if strings.HasPrefix(k, keys.FairWaitersPrefix) {
+		if strings.HasPrefix(k, scripts.FairWaitersPrefix) {
 			if err := checkTTL(k, "", "fair lock waiters hash"); err != nil {
 				return rep, err
 			}
@@ -120,13 +120,13 @@ func (in *Inspector) Leaks(ctx context.Context, pattern string) (Report, error) 
 		case KindSemaphore:
 			for _, h := range e.Holders {
 				if h.Expired {
-					add(keys.Permits(k), k, "expired-permit", h.ID,
+					add(scripts.Permits(k), k, "expired-permit", h.ID,
 						"permit of %d expired %s ago but is still counted: its holder is dead (reclaimed by the next acquire)", h.Count, ago(h.LeaseMs))
 				}
 			}
 			for _, w := range e.Waiters {
 				if w.MarkMs <= 0 {
-					add(keys.Waiters(k), k, "stale-waiter", w.ID,
+					add(scripts.Waiters(k), k, "stale-waiter", w.ID,
 						"waiter's mark expired %s ago: the waiter is gone (dropped when it reaches the head of the line, or with the keys)", ago(w.MarkMs))
 				}
 			}
@@ -148,16 +148,16 @@ func (in *Inspector) Leaks(ctx context.Context, pattern string) (Report, error) 
 	for _, k := range strs {
 		var err error
 		switch {
-		case strings.HasPrefix(k, keys.TokenPrefix):
+		case strings.HasPrefix(k, scripts.TokenPrefix):
 			err = checkTTL(k, "", "fencing counter")
-		case strings.HasPrefix(k, keys.UnlockLatchPrefix):
+		case strings.HasPrefix(k, scripts.UnlockLatchPrefix):
 			err = checkTTL(k, "", "unlock latch")
-		case strings.HasPrefix(k, keys.AcquireLatchPrefix):
+		case strings.HasPrefix(k, scripts.AcquireLatchPrefix):
 			err = checkTTL(k, "", "acquire latch")
-		case strings.HasPrefix(k, keys.HolderLabelPrefix):
+		case strings.HasPrefix(k, scripts.HolderLabelPrefix):
 			err = checkTTL(k, "", "holder label")
 		default:
-			tag, owner, i, ok := keys.ParseReadTimeout(k)
+			tag, owner, i, ok := scripts.ParseReadTimeout(k)
 			if !ok {
 				continue
 			}
@@ -204,7 +204,7 @@ func (in *Inspector) Leaks(ctx context.Context, pattern string) (Report, error) 
 // semAux splits a semaphore auxiliary key into its base ({name} or a name
 // with its own tag) and suffix.
 func semAux(k string) (base, suffix string, ok bool) {
-	for _, s := range keys.SemaphoreSuffixes {
+	for _, s := range scripts.SemaphoreSuffixes {
 		if b, ok := strings.CutSuffix(k, s); ok && b != "" {
 			return b, s, true
 		}
@@ -222,7 +222,7 @@ func unprefix(base string) string {
 }
 
 // names is every name whose auxiliary keys have this base: "{a}" may be
-// the base of a (keys.Suffix("a", ...)) and of "{a}" (its own tag).
+// the base of a (scripts.Suffix("a", ...)) and of "{a}" (its own tag).
 func names(base string) []string {
 	if n := unprefix(base); n != base {
 		return []string{n, base}
@@ -260,7 +260,7 @@ func (in *Inspector) semAuxLeaks(ctx context.Context, k, base, suffix string, no
 	if err != nil {
 		return fmt.Errorf("HGETALL %s: %w", k, err)
 	}
-	permits := keys.Permits(sem)
+	permits := scripts.Permits(sem)
 	for id := range weights {
 		if err := in.client.ZScore(ctx, permits, id).Err(); err != nil {
 			if !isNil(err) {

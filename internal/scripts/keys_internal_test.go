@@ -1,13 +1,10 @@
-package keys
+package scripts
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestNames(t *testing.T) {
 	require.Equal(t, "redisson_lock__channel:{order:1}", Prefix("redisson_lock__channel", "order:1"))

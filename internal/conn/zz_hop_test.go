@@ -1,4 +1,4 @@
-package workers_test
+package conn_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/relock-go/relock/internal/workers"
+	"github.com/relock-go/relock/internal/conn"
 )
 
 func TestHopCost(t *testing.T) {
@@ -21,7 +21,7 @@ func TestHopCost(t *testing.T) {
 	defer c.Close()
 	ctx := context.Background()
 	c.Ping(ctx)
-	p := workers.New(0)
+	p := conn.NewPool(0)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	variants := []struct {

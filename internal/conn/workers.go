@@ -1,4 +1,4 @@
-package workers
+package conn
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/relock-go/relock/internal/conn"
 )
 
 // DefaultLinger is how long an idle worker waits for another call.
@@ -24,9 +22,9 @@ type Pool struct {
 	deadlines bool // the client's calls end at their context's deadline
 }
 
-// New returns a Pool whose workers end after linger without a call (a
+// NewPool returns a Pool whose workers end after linger without a call (a
 // linger <= 0 means DefaultLinger).
-func New(linger time.Duration) *Pool {
+func NewPool(linger time.Duration) *Pool {
 	if linger <= 0 {
 		linger = DefaultLinger
 	}
@@ -62,10 +60,10 @@ func (p *Pool) work(f func()) {
 func (p *Pool) Started() uint64 { return p.started.Load() }
 
 // pools holds one Pool per Redis client.
-var pools conn.Map[*Pool]
+var pools Map[*Pool]
 
 func newPool(c redis.UniversalClient) *Pool {
-	p := New(0)
+	p := NewPool(0)
 	p.deadlines = honoursDeadlines(c)
 	return p
 }
@@ -96,7 +94,7 @@ func (p *Pool) Inline(ctx context.Context) bool {
 	return p != nil && p.deadlines && ctx.Done() == nil
 }
 
-// For returns client's Pool, shared by every lock on that client: the
+// PoolFor returns client's Pool, shared by every lock on that client: the
 // workers that talked to a server last are the ones reused, whichever
 // lock value (new per request, often) calls next.
-func For(client redis.UniversalClient) *Pool { return pools.Get(client, newPool) }
+func PoolFor(client redis.UniversalClient) *Pool { return pools.Get(client, newPool) }

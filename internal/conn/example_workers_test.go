@@ -1,14 +1,14 @@
-package workers_test
+package conn_test
 
 import (
 	"fmt"
 	"sync"
 
-	"github.com/relock-go/relock/internal/workers"
+	"github.com/relock-go/relock/internal/conn"
 )
 
-func Example() {
-	p := workers.New(0)
+func ExamplePool() {
+	p := conn.NewPool(0)
 	var wg sync.WaitGroup
 	results := make([]int, 5)
 	for i := range results {

@@ -1,4 +1,4 @@
-package workers_test
+package conn_test
 
 import (
 	"runtime"
@@ -7,17 +7,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
-	"github.com/relock-go/relock/internal/workers"
+	"github.com/relock-go/relock/internal/conn"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // Workers are reused: rounds of 4 calls, one after another, start about
 // 4 goroutines in all, not 4 a round.
 func TestWorkersAreReused(t *testing.T) {
-	p := workers.New(200 * time.Millisecond)
+	p := conn.NewPool(200 * time.Millisecond)
 	const rounds = 20
 	for range rounds {
 		var wg sync.WaitGroup
@@ -36,7 +33,7 @@ func TestWorkersAreReused(t *testing.T) {
 // A call that blocks does not delay another: the second call gets a new
 // goroutine at once.
 func TestBlockedCallDoesNotQueue(t *testing.T) {
-	p := workers.New(10 * time.Millisecond)
+	p := conn.NewPool(10 * time.Millisecond)
 	release := make(chan struct{})
 	started := make(chan struct{})
 	p.Go(func() { close(started); <-release })
@@ -54,7 +51,7 @@ func TestBlockedCallDoesNotQueue(t *testing.T) {
 // Idle workers end after the linger: no goroutine is left.
 func TestIdleWorkersEnd(t *testing.T) {
 	before := runtime.NumGoroutine()
-	p := workers.New(5 * time.Millisecond)
+	p := conn.NewPool(5 * time.Millisecond)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
@@ -81,14 +78,14 @@ func TestForIsPerClient(t *testing.T) {
 	defer a.Close()
 	b := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer b.Close()
-	pool := workers.For(a)
-	if workers.For(a) != pool {
+	pool := conn.PoolFor(a)
+	if conn.PoolFor(a) != pool {
 		t.Fatal("two pools for one client")
 	}
-	if workers.For(a) == workers.For(b) {
+	if conn.PoolFor(a) == conn.PoolFor(b) {
 		t.Fatal("one pool for two clients")
 	}
 	done := make(chan struct{})
-	workers.For(a).Go(func() { close(done) })
+	conn.PoolFor(a).Go(func() { close(done) })
 	<-done
 }
