@@ -10,7 +10,6 @@ import (
 	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/notify"
-	"github.com/relock-go/relock/internal/replica"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -76,7 +75,7 @@ func (m *Mutex) withdraw(ctx context.Context, ownerID, waiterID string) error {
 // itself: not where replica sync asks for a WAIT after every
 // acquisition, which a hold written inside a release would not have.
 func (m *Mutex) grantArg(ctx context.Context) any {
-	if replica.Needed(ctx, m.client, m.cfg.ReplicaPolicy(), m.name) {
+	if scripts.SyncNeeded(ctx, m.client, m.cfg.ReplicaPolicy(), m.name) {
 		return "0"
 	}
 	return "1"

@@ -20,7 +20,6 @@ import (
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/options"
-	"github.com/relock-go/relock/internal/replica"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/tracing"
@@ -454,7 +453,7 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 	// A hand-over writes the next owner's grant inside the release, with
 	// no WAIT after it: on a server with replicas the next waiter takes
 	// the lock with a try of its own instead.
-	handOff := passOn && !replica.Needed(ctx, m.client, m.cfg.ReplicaPolicy(), m.name)
+	handOff := passOn && !scripts.SyncNeeded(ctx, m.client, m.cfg.ReplicaPolicy(), m.name)
 	if handOff {
 		if res, ran, err := m.scripts.handOver(ctx, m, ownerID, timeout, held); ran {
 			if err != nil || res != -2 {

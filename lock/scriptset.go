@@ -7,7 +7,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/replica"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -17,7 +16,7 @@ import (
 type scriptSet interface {
 	// acquire runs the acquire script once, followed by the replicas'
 	// acknowledgement when sync asks for it.
-	acquire(ctx context.Context, m *Mutex, sync replica.Policy, a acquireArgs) (*redis.Cmd, replica.Acks)
+	acquire(ctx context.Context, m *Mutex, sync scripts.ReplicaPolicy, a acquireArgs) (*redis.Cmd, scripts.Acks)
 	// unlockLast runs lua/unlock_last.lua for owner.
 	unlockLast(ctx context.Context, m *Mutex, owner string, timeout time.Duration) scripts.Reply
 	// unlock runs lua/unlock.lua for owner, through the unlock latch.
@@ -46,8 +45,8 @@ type acquireArgs struct {
 // plainSet is a Mutex's scripts.
 type plainSet struct{}
 
-func (plainSet) acquire(ctx context.Context, m *Mutex, sync replica.Policy, a acquireArgs) (*redis.Cmd, replica.Acks) {
-	return replica.Call(ctx, m.client, sync, acquireScript, 3, m.nameArg, m.tokenArg, a.latch,
+func (plainSet) acquire(ctx context.Context, m *Mutex, sync scripts.ReplicaPolicy, a acquireArgs) (*redis.Cmd, scripts.Acks) {
+	return scripts.CallSynced(ctx, m.client, sync, acquireScript, 3, m.nameArg, m.tokenArg, a.latch,
 		m.msArg(a.lease), a.owner, a.mode, m.cfg.LatchArg(m.cfg.UnlockTimeout))
 }
 
@@ -79,8 +78,8 @@ type fairSet struct {
 	queue, timeouts, waiters any
 }
 
-func (f fairSet) acquire(ctx context.Context, m *Mutex, sync replica.Policy, a acquireArgs) (*redis.Cmd, replica.Acks) {
-	return replica.Call(ctx, m.client, sync, fairAcquireScript, 6, m.nameArg, m.tokenArg, a.latch, f.queue, f.timeouts, f.waiters,
+func (f fairSet) acquire(ctx context.Context, m *Mutex, sync scripts.ReplicaPolicy, a acquireArgs) (*redis.Cmd, scripts.Acks) {
+	return scripts.CallSynced(ctx, m.client, sync, fairAcquireScript, 6, m.nameArg, m.tokenArg, a.latch, f.queue, f.timeouts, f.waiters,
 		m.msArg(a.lease), a.owner, a.mode, m.cfg.LatchArg(m.cfg.UnlockTimeout), a.mark.Milliseconds(), a.waiter)
 }
 

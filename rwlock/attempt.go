@@ -7,10 +7,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/options"
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/tracing"
 )
 

@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/relock-go/relock/internal/base"
-	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/hold"
 )
 
 // Downgrade turns the write hold that returned ctx into a read hold, in

@@ -7,7 +7,7 @@ import (
 
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/notify"
-	"github.com/relock-go/relock/internal/replica"
+	"github.com/relock-go/relock/internal/scripts"
 )
 
 // A writer's release hands the read lock to the readers of this process
@@ -52,7 +52,7 @@ func (rw *RWMutex) releaseWrite(ctx context.Context, h *hold.Hold) error {
 	var err error
 	// A hold written inside a release has no WAIT after it: with replica
 	// sync the readers take the lock with tries of their own.
-	if last && !replica.Needed(ctx, rw.client, rw.cfg.ReplicaPolicy(), rw.name) {
+	if last && !scripts.SyncNeeded(ctx, rw.client, rw.cfg.ReplicaPolicy(), rw.name) {
 		res, err = rw.releaseToReaders(ctx, h.Owner, rw.cfg.UnlockTimeout)
 	} else {
 		res, err = rw.runRelease(ctx, write, h.Owner, rw.cfg.UnlockTimeout)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/replica"
+	"github.com/relock-go/relock/internal/scripts"
 )
 
 // tryReply is what one try read of an acquire script's reply.
@@ -22,17 +22,17 @@ type tryReply struct {
 // modeLatch) make a second run return the first run's grant. An
 // acquisition too few replicas acknowledged (sync) is given back, and
 // reported as ErrNotReplicated.
-func (rw *RWMutex) tryOnce(ctx context.Context, sync replica.Policy, s access, ownerID string, leaseTime time.Duration, member string, mode any, latch string) (count, token int64, ttl time.Duration, err error) {
+func (rw *RWMutex) tryOnce(ctx context.Context, sync scripts.ReplicaPolicy, s access, ownerID string, leaseTime time.Duration, member string, mode any, latch string) (count, token int64, ttl time.Duration, err error) {
 	latchKey := rw.name // a key of the slot, unused without a latch
 	if latch != "" {
 		latchKey = latch
 	}
 	var cmd *redis.Cmd
-	var acks replica.Acks
+	var acks scripts.Acks
 	if s == read {
-		cmd, acks = replica.Call(ctx, rw.client, sync, readAcquire, 5, rw.name, rw.timeoutPrefix(ownerID), rw.waiters, rw.tokenKey, latchKey, leaseTime.Milliseconds(), ownerID, ownerID+":write", mode, rw.cfg.LatchArg(rw.cfg.UnlockTimeout))
+		cmd, acks = scripts.CallSynced(ctx, rw.client, sync, readAcquire, 5, rw.name, rw.timeoutPrefix(ownerID), rw.waiters, rw.tokenKey, latchKey, leaseTime.Milliseconds(), ownerID, ownerID+":write", mode, rw.cfg.LatchArg(rw.cfg.UnlockTimeout))
 	} else {
-		cmd, acks = replica.Call(ctx, rw.client, sync, writeAcquire, 5, rw.name, rw.waiters, rw.tokenKey, rw.prefix, latchKey, leaseTime.Milliseconds(), ownerID+":write", ownerID, member, mode, rw.cfg.LatchArg(rw.cfg.UnlockTimeout))
+		cmd, acks = scripts.CallSynced(ctx, rw.client, sync, writeAcquire, 5, rw.name, rw.waiters, rw.tokenKey, rw.prefix, latchKey, leaseTime.Milliseconds(), ownerID+":write", ownerID, member, mode, rw.cfg.LatchArg(rw.cfg.UnlockTimeout))
 	}
 	vals, err := cmd.Int64Slice()
 	switch {

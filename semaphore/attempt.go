@@ -8,11 +8,11 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/options"
-	"github.com/relock-go/relock/internal/replica"
-	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/tracing"
 )
 
@@ -22,7 +22,7 @@ type permitTry struct {
 	s     *Semaphore
 	cfg   *options.Config // New's, or this acquisition's own (opts)
 	owner string
-	sync  replica.Policy
+	sync  scripts.ReplicaPolicy
 	wd    *lease.Watchdog // the claim's sentAt is on its clock
 	// claim is this acquisition's side of a hand-off (handoff.go): its
 	// permit id, weight and lease, and in sentAt the start of the lease.
@@ -40,7 +40,7 @@ type permitTry struct {
 // tryReply is what one try read of the acquire script's reply.
 type tryReply struct {
 	vals []int64
-	acks replica.Acks
+	acks scripts.Acks
 	size int64 // the size the try was made with
 }
 
@@ -94,7 +94,7 @@ func (t *permitTry) runScript(ctx context.Context, waiterID string) (tryReply, e
 	s.resizing.RLock()
 	defer s.resizing.RUnlock()
 	size := s.size.Load() // a Resize of this Semaphore during the wait counts
-	cmd, acks := replica.Call(ctx, s.client, t.sync, acquireScript, 6, s.name, s.permits, s.weights, s.waiters, s.marks, s.channel, size, t.claim.n, t.claim.permitID, leaseTime.Milliseconds(), waiterID, s.hub.PublishCommand(), min(leaseTime, maxMarkLife).Milliseconds(), s.sizePolicy())
+	cmd, acks := scripts.CallSynced(ctx, s.client, t.sync, acquireScript, 6, s.name, s.permits, s.weights, s.waiters, s.marks, s.channel, size, t.claim.n, t.claim.permitID, leaseTime.Milliseconds(), waiterID, s.hub.PublishCommand(), min(leaseTime, maxMarkLife).Milliseconds(), s.sizePolicy())
 	vals, err := cmd.Int64Slice()
 	return tryReply{vals, acks, size}, err
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/notify"
-	"github.com/relock-go/relock/internal/replica"
+	"github.com/relock-go/relock/internal/scripts"
 )
 
 // A release hands the permits it gives back to the waiters at the front of
@@ -51,7 +51,7 @@ func (s *Semaphore) releaseServing(ctx context.Context, permitID string, n int64
 	var claims []notify.Claimant
 	// Permits written inside a release have no WAIT after them: where one
 	// is needed, the waiters try themselves.
-	if n > 0 && !replica.Needed(ctx, s.client, s.cfg.ReplicaPolicy(), s.name) {
+	if n > 0 && !scripts.SyncNeeded(ctx, s.client, s.cfg.ReplicaPolicy(), s.name) {
 		ws, claims = s.hub.ReserveFront(s.channel, int(min(n, maxOffered)))
 	}
 	sentAt := s.cfg.Watchdog.Now()

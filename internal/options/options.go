@@ -12,9 +12,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/replica"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
 )
 
@@ -375,8 +374,8 @@ func (c *Config) Unsupported(primitive string) string {
 }
 
 // ReplicaPolicy is how an acquisition's write is acknowledged.
-func (c *Config) ReplicaPolicy() replica.Policy {
-	return replica.Policy{Timeout: c.ReplicaSync, Min: c.MinReplicas, Logger: c.Logger}
+func (c *Config) ReplicaPolicy() scripts.ReplicaPolicy {
+	return scripts.ReplicaPolicy{Timeout: c.ReplicaSync, Min: c.MinReplicas, Logger: c.Logger}
 }
 
 // WithLogger: see lock.WithLogger.

@@ -22,7 +22,7 @@ import (
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(redistest.Main(m)) }
 
 //go:embed testdata/*.lua
 var testFS embed.FS

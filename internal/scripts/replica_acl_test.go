@@ -1,4 +1,4 @@
-package replica_test
+package scripts_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/errs"
-	"github.com/relock-go/relock/internal/replica"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
@@ -37,10 +37,10 @@ func TestCountDeniedFailsTheCall(t *testing.T) {
 	admin := g.Master.Client(t)
 	c := aclUser(t, ctx, admin, "noinfo", "-info", "-role")
 
-	cmd, acks := replica.Call(ctx, c, policy, setScript, 1, "k", "v")
+	cmd, acks := scripts.CallSynced(ctx, c, policy, setScript, 1, "k", "v")
 	err := cmd.Err()
 	require.Error(t, err)
-	require.ErrorIs(t, err, replica.ErrDenied)
+	require.ErrorIs(t, err, scripts.ErrReplicaDenied)
 	require.ErrorContains(t, err, "+info")
 	require.ErrorContains(t, err, "WithReplicaSync(0)")
 	require.ErrorContains(t, err, "NOPERM")
@@ -50,7 +50,7 @@ func TestCountDeniedFailsTheCall(t *testing.T) {
 	require.Zero(t, admin.Exists(ctx, "k").Val(), "nothing written")
 
 	// Off, the same user runs the script alone.
-	cmd, _ = replica.Call(ctx, c, replica.Policy{}, setScript, 1, "k", "v")
+	cmd, _ = scripts.CallSynced(ctx, c, scripts.ReplicaPolicy{}, setScript, 1, "k", "v")
 	require.NoError(t, cmd.Err())
 }
 
@@ -59,9 +59,9 @@ func TestRoleCountsWhereInfoIsDenied(t *testing.T) {
 	ctx := ctxT(t)
 	g := redistest.StartReplicated(t, 1)
 	c := aclUser(t, ctx, g.Master.Client(t), "norinfo", "-info")
-	cmd, acks := replica.Call(ctx, c, policy, setScript, 1, "k", "v")
+	cmd, acks := scripts.CallSynced(ctx, c, policy, setScript, 1, "k", "v")
 	require.NoError(t, cmd.Err())
-	require.Equal(t, replica.Acks{Want: 1, Got: 1, Timeout: policy.Timeout}, acks)
+	require.Equal(t, scripts.Acks{Want: 1, Got: 1, Timeout: policy.Timeout}, acks)
 }
 
 // A WAIT refused by the ACL is reported as the refusal it is, naming
@@ -71,17 +71,17 @@ func TestWaitDeniedNamesWait(t *testing.T) {
 	g := redistest.StartReplicated(t, 1)
 	c := aclUser(t, ctx, g.Master.Client(t), "nowait", "-wait")
 
-	cmd, acks := replica.Call(ctx, c, policy, setScript, 1, "k", "v")
+	cmd, acks := scripts.CallSynced(ctx, c, policy, setScript, 1, "k", "v")
 	require.NoError(t, cmd.Err(), "the script ran")
 	require.False(t, policy.Enough(acks))
 	err := policy.Err(acks)
-	require.ErrorIs(t, err, replica.ErrDenied)
+	require.ErrorIs(t, err, scripts.ErrReplicaDenied)
 	require.ErrorContains(t, err, "+wait")
 	require.ErrorContains(t, err, "NOPERM")
 	require.NotErrorIs(t, err, errs.ErrNotReplicated, "not a replica that was slow: waiting will not help")
 	require.NotContains(t, err.Error(), "too few replicas")
 	undone := false
-	require.ErrorIs(t, policy.Refuse(acks, func() error { undone = true; return nil }), replica.ErrDenied)
+	require.ErrorIs(t, policy.Refuse(acks, func() error { undone = true; return nil }), scripts.ErrReplicaDenied)
 	require.True(t, undone, "the acquisition is given back")
 }
 
@@ -101,22 +101,22 @@ func TestSyncingReplicaCountedOnceOnline(t *testing.T) {
 	g.Replicas = append(g.Replicas, r)
 	require.Eventually(t, func() bool {
 		info := admin.Info(ctx, "replication").Val()
-		online, pending := replica.ParseReplicas(info)
+		online, pending := scripts.ParseReplicas(info)
 		return online == 0 && pending
 	}, 5*time.Second, 10*time.Millisecond, "the replica connects and waits for its snapshot")
 
-	_, acks := replica.Call(ctx, c, policy, setScript, 1, "k", "v")
+	_, acks := scripts.CallSynced(ctx, c, policy, setScript, 1, "k", "v")
 	require.Zero(t, acks.Want, "no replica online yet")
 	g.WaitInSync(t, 20*time.Second)
 	online := time.Now()
 	waits := calls(t, ctx, admin, "wait")
 	for time.Since(online) < time.Second {
-		_, acks = replica.Call(ctx, c, policy, setScript, 1, "k", "v")
+		_, acks = scripts.CallSynced(ctx, c, policy, setScript, 1, "k", "v")
 		if acks.Want > 0 {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	require.Equal(t, replica.Acks{Want: 1, Got: 1, Timeout: policy.Timeout}, acks, "waited for within a second of coming online")
+	require.Equal(t, scripts.Acks{Want: 1, Got: 1, Timeout: policy.Timeout}, acks, "waited for within a second of coming online")
 	require.Equal(t, waits+1, calls(t, ctx, admin, "wait"))
 }

@@ -1,4 +1,4 @@
-package replica_test
+package scripts_test
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/replica"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -19,16 +18,16 @@ var setScript = scripts.Load(fstest.MapFS{"set.lua": {Data: []byte(
 // A write acknowledged by the replicas of its server, or found too little
 // acknowledged. A server without replicas (miniredis here) gets no WAIT:
 // every write is enough.
-func Example() {
+func ExampleCallSynced() {
 	mr, _ := miniredis.Run()
 	defer mr.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
 
-	p := replica.Policy{Timeout: time.Second, Min: 1}
-	cmd, acks := replica.Call(context.Background(), rdb, p, setScript, 1, "job", "taken")
+	p := scripts.ReplicaPolicy{Timeout: time.Second, Min: 1}
+	cmd, acks := scripts.CallSynced(context.Background(), rdb, p, setScript, 1, "job", "taken")
 	fmt.Println(cmd.Val(), acks.Want, p.Enough(acks))
-	fmt.Println(p.Err(replica.Acks{Want: 2, Got: 0}))
+	fmt.Println(p.Err(scripts.Acks{Want: 2, Got: 0}))
 	// Output:
 	// OK 0 true
 	// not acquired: too few replicas acknowledged: 0 of 2 replicas acknowledged within 1s, 1 required

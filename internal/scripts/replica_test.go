@@ -1,4 +1,4 @@
-package replica_test
+package scripts_test
 
 import (
 	"context"
@@ -8,14 +8,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/relock-go/relock/internal/errs"
-	"github.com/relock-go/relock/internal/replica"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(redistest.Main(m)) }
 
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -31,7 +28,7 @@ func calls(t *testing.T, ctx context.Context, c *redis.Client, cmd string) int {
 	return n
 }
 
-var policy = replica.Policy{Timeout: 500 * time.Millisecond, Min: 1}
+var policy = scripts.ReplicaPolicy{Timeout: 500 * time.Millisecond, Min: 1}
 
 func TestParse(t *testing.T) {
 	info := "# Replication\r\nrole:master\r\nconnected_slaves:3\r\n" +
@@ -39,32 +36,32 @@ func TestParse(t *testing.T) {
 		"slave1:ip=127.0.0.1,port=7002,state=wait_bgsave,offset=0,lag=0\r\n" +
 		"slave2:ip=127.0.0.1,port=7003,state=online,offset=42,lag=1\r\n" +
 		"master_failover_state:no-failover\r\n"
-	online, pending := replica.ParseReplicas(info)
+	online, pending := scripts.ParseReplicas(info)
 	require.Equal(t, 2, online, "only online replicas are waited for")
 	require.True(t, pending, "one more is syncing")
-	online, pending = replica.ParseReplicas("# Replication\r\nrole:slave\r\nmaster_host:127.0.0.1\r\n")
+	online, pending = scripts.ParseReplicas("# Replication\r\nrole:slave\r\nmaster_host:127.0.0.1\r\n")
 	require.Zero(t, online)
 	require.False(t, pending)
-	online, pending = replica.ParseReplicas("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n")
+	online, pending = scripts.ParseReplicas("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n")
 	require.Zero(t, online)
 	require.False(t, pending)
 	// A replica counted as connected before INFO lists its line.
-	_, pending = replica.ParseReplicas("# Replication\r\nrole:master\r\nconnected_slaves:1\r\n")
+	_, pending = scripts.ParseReplicas("# Replication\r\nrole:master\r\nconnected_slaves:1\r\n")
 	require.True(t, pending)
 
-	require.Equal(t, 2, replica.ParseRole([]any{"master", int64(42), []any{
+	require.Equal(t, 2, scripts.ParseRole([]any{"master", int64(42), []any{
 		[]any{"127.0.0.1", "7001", "42"}, []any{"127.0.0.1", "7002", "40"}}}))
-	require.Zero(t, replica.ParseRole([]any{"slave", "127.0.0.1", int64(7000), "connected", int64(42)}))
-	require.Zero(t, replica.ParseRole(nil))
+	require.Zero(t, scripts.ParseRole([]any{"slave", "127.0.0.1", int64(7000), "connected", int64(42)}))
+	require.Zero(t, scripts.ParseRole(nil))
 }
 
 func TestPolicy(t *testing.T) {
-	require.True(t, policy.Enough(replica.Acks{}), "no WAIT sent: enough")
-	require.True(t, policy.Enough(replica.Acks{Want: 2, Got: 1}))
-	require.False(t, policy.Enough(replica.Acks{Want: 1, Got: 0}))
-	two := replica.Policy{Timeout: time.Second, Min: 2}
-	require.False(t, two.Enough(replica.Acks{Want: 1, Got: 1}), "fewer replicas than required: never enough")
-	err := two.Err(replica.Acks{Want: 1, Got: 1})
+	require.True(t, policy.Enough(scripts.Acks{}), "no WAIT sent: enough")
+	require.True(t, policy.Enough(scripts.Acks{Want: 2, Got: 1}))
+	require.False(t, policy.Enough(scripts.Acks{Want: 1, Got: 0}))
+	two := scripts.ReplicaPolicy{Timeout: time.Second, Min: 2}
+	require.False(t, two.Enough(scripts.Acks{Want: 1, Got: 1}), "fewer replicas than required: never enough")
+	err := two.Err(scripts.Acks{Want: 1, Got: 1})
 	require.ErrorIs(t, err, errs.ErrNotReplicated)
 	require.ErrorIs(t, err, errs.ErrNotAcquired)
 	require.True(t, errs.Transient(err), "a waiter tries again")
@@ -78,10 +75,10 @@ func TestNoReplica(t *testing.T) {
 	for _, b := range redistest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			env := b.New(t)
-			for _, p := range []replica.Policy{{}, policy} {
-				cmd, acks := replica.Call(ctx, env.Client, p, setScript, 1, "k", "v")
+			for _, p := range []scripts.ReplicaPolicy{{}, policy} {
+				cmd, acks := scripts.CallSynced(ctx, env.Client, p, setScript, 1, "k", "v")
 				require.NoError(t, cmd.Err())
-				require.Equal(t, replica.Acks{}, acks)
+				require.Equal(t, scripts.Acks{}, acks)
 			}
 			if env.Server != nil {
 				require.Zero(t, calls(t, ctx, env.Client, "wait"))
@@ -104,7 +101,7 @@ func TestCountLearnedAndRefreshed(t *testing.T) {
 	// Each reading is two INFOs (replication, memory: Redis 6 takes one
 	// section a call), on one round trip.
 	for range 3 {
-		_, acks := replica.Call(ctx, c, policy, setScript, 1, "k", "v")
+		_, acks := scripts.CallSynced(ctx, c, policy, setScript, 1, "k", "v")
 		require.Zero(t, acks.Want)
 	}
 	require.Equal(t, infos+3, calls(t, ctx, admin, "info"), "asked once, replication and memory (and counted once)")
@@ -113,36 +110,36 @@ func TestCountLearnedAndRefreshed(t *testing.T) {
 	g.Replicas = append(g.Replicas, r)
 	g.WaitInSync(t, 20*time.Second)
 	infos = calls(t, ctx, admin, "info")
-	defer replica.SetRefreshEvery(50 * time.Millisecond)()
+	defer scripts.SetRefreshEvery(50 * time.Millisecond)()
 	time.Sleep(100 * time.Millisecond)
-	_, acks := replica.Call(ctx, c, policy, setScript, 1, "k", "v") // carries the INFO
+	_, acks := scripts.CallSynced(ctx, c, policy, setScript, 1, "k", "v") // carries the INFO
 	require.Zero(t, acks.Want)
 	require.Equal(t, infos+3, calls(t, ctx, admin, "info"), "asked in the call's round trip")
-	_, acks = replica.Call(ctx, c, policy, setScript, 1, "k", "v")
-	require.Equal(t, replica.Acks{Want: 1, Got: 1, Timeout: policy.Timeout}, acks)
+	_, acks = scripts.CallSynced(ctx, c, policy, setScript, 1, "k", "v")
+	require.Equal(t, scripts.Acks{Want: 1, Got: 1, Timeout: policy.Timeout}, acks)
 
 	// A stalled replica: the WAIT times out short, and the count is read
 	// anew by the next call.
 	r.Pause(t)
 	start := time.Now()
-	_, acks = replica.Call(ctx, c, policy, setScript, 1, "k", "v")
-	require.Equal(t, replica.Acks{Want: 1, Got: 0, Timeout: policy.Timeout}, acks)
+	_, acks = scripts.CallSynced(ctx, c, policy, setScript, 1, "k", "v")
+	require.Equal(t, scripts.Acks{Want: 1, Got: 0, Timeout: policy.Timeout}, acks)
 	require.GreaterOrEqual(t, time.Since(start), policy.Timeout)
 	r.Resume()
 	g.WaitInSync(t, 20*time.Second)
 	infos = calls(t, ctx, admin, "info")
-	_, acks = replica.Call(ctx, c, policy, setScript, 1, "k", "v")
-	require.Equal(t, replica.Acks{Want: 1, Got: 1, Timeout: policy.Timeout}, acks)
+	_, acks = scripts.CallSynced(ctx, c, policy, setScript, 1, "k", "v")
+	require.Equal(t, scripts.Acks{Want: 1, Got: 1, Timeout: policy.Timeout}, acks)
 	require.Equal(t, infos+3, calls(t, ctx, admin, "info"), "the stale count asked again")
 }
 
 // On a cluster the WAIT goes to the master of the key's slot, through
 // its node's connection.
-func TestCluster(t *testing.T) {
+func TestReplicaCountInCluster(t *testing.T) {
 	ctx := ctxT(t)
 	env := redistest.ClusterBackend().New(t)
 	for _, key := range []string{"a", "b", "c", "{user1}:lock"} {
-		cmd, acks := replica.Call(ctx, env.Universal, policy, setScript, 1, key, "v")
+		cmd, acks := scripts.CallSynced(ctx, env.Universal, policy, setScript, 1, key, "v")
 		require.NoError(t, cmd.Err())
 		require.Zero(t, acks.Want, "the test cluster's masters have no replicas")
 		require.Equal(t, "v", env.Universal.Get(ctx, key).Val())

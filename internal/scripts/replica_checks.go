@@ -1,4 +1,4 @@
-package replica
+package scripts
 
 import (
 	"context"
@@ -15,11 +15,11 @@ import (
 	"github.com/relock-go/relock/tracing"
 )
 
-// ErrDenied is the cause of an error that replica sync cannot keep its
+// ErrReplicaDenied is the cause of an error that replica sync cannot keep its
 // promise because this Redis user may not run a command it needs (INFO
 // and ROLE to count the replicas, WAIT to wait for them). The error names
 // the permission to grant; the Redis reply (NOPERM) is wrapped too.
-var ErrDenied = errors.New("replica sync refused by the server's ACL")
+var ErrReplicaDenied = errors.New("replica sync refused by the server's ACL")
 
 // denied reports whether err is Redis's refusal of a command by the
 // user's ACL (NOPERM), as opposed to a command the server does not know
@@ -29,14 +29,14 @@ func denied(err error) bool {
 	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "NOPERM")
 }
 
-// permErr is ErrDenied, explained, with the server's reply.
+// permErr is ErrReplicaDenied, explained, with the server's reply.
 type permErr struct {
 	msg   string
 	reply error
 }
 
 func (e *permErr) Error() string   { return e.msg + ": " + e.reply.Error() }
-func (e *permErr) Unwrap() []error { return []error{ErrDenied, e.reply} }
+func (e *permErr) Unwrap() []error { return []error{ErrReplicaDenied, e.reply} }
 
 // countDenied is the error of a call whose server refused both INFO and
 // ROLE to this user.

@@ -1,4 +1,4 @@
-package replica
+package scripts
 
 import (
 	"context"
@@ -17,12 +17,12 @@ import (
 	"github.com/relock-go/relock/internal/clock"
 	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
-	"github.com/relock-go/relock/internal/scripts"
+
 	"github.com/relock-go/relock/tracing"
 )
 
-// Policy is how an acquisition's write is acknowledged by replicas.
-type Policy struct {
+// ReplicaPolicy is how an acquisition's write is acknowledged by replicas.
+type ReplicaPolicy struct {
 	// Timeout bounds the WAIT; 0 turns replica sync off.
 	Timeout time.Duration
 	// Min is how many replicas must acknowledge (at least 1).
@@ -45,11 +45,11 @@ type Acks struct {
 // Enough reports whether the write is acknowledged as p asks: no WAIT was
 // sent (sync off, or a server without replicas), or Min replicas
 // acknowledged.
-func (p Policy) Enough(a Acks) bool { return a.Want == 0 || a.Got >= p.Min }
+func (p ReplicaPolicy) Enough(a Acks) bool { return a.Want == 0 || a.Got >= p.Min }
 
 // Err is the error of a write too few replicas acknowledged: it matches
 // ErrNotReplicated and ErrNotAcquired.
-func (p Policy) Err(a Acks) error {
+func (p ReplicaPolicy) Err(a Acks) error {
 	if a.Err != nil {
 		return a.Err
 	}
@@ -65,7 +65,7 @@ func (p Policy) Err(a Acks) error {
 // the primitive's give-back) and returns what its try reports: Err(a), or,
 // when the give-back failed, that failure (the acquisition may remain, and
 // the primitive's lost-reply give-back takes over, as MayHaveRun says).
-func (p Policy) Refuse(a Acks, undo func() error) error {
+func (p ReplicaPolicy) Refuse(a Acks, undo func() error) error {
 	if err := undo(); err != nil {
 		return fmt.Errorf("%d of %d replicas acknowledged, and giving the acquisition back failed: %w", a.Got, a.Want, err)
 	}
@@ -83,7 +83,7 @@ var refreshEvery = 10 * time.Second
 // map.
 const movedRetries = 3
 
-// Call runs s as s.Call does, the first of argv being a key of the slot
+// CallSynced runs s as s.Call does, the first of argv being a key of the slot
 // it writes. When p is on and the server that holds that slot has replicas
 // online, WAIT <min(replicas, p.Min)> <p.Timeout> follows it on the same connection,
 // in the same round trip (the timeout shortened to end before ctx's
@@ -93,7 +93,7 @@ const movedRetries = 3
 // replication) and read again every 10 s, after an error that may
 // mean a failover, a reconnection or a resharding, and after a WAIT that
 // fewer replicas answered than were asked.
-func Call(ctx context.Context, c redis.UniversalClient, p Policy, s *scripts.Script, nkeys int, argv ...any) (*redis.Cmd, Acks) {
+func CallSynced(ctx context.Context, c redis.UniversalClient, p ReplicaPolicy, s *Script, nkeys int, argv ...any) (*redis.Cmd, Acks) {
 	if p.Timeout <= 0 {
 		return s.Call(ctx, c, nkeys, argv...), Acks{}
 	}
@@ -113,7 +113,7 @@ func Call(ctx context.Context, c redis.UniversalClient, p Policy, s *scripts.Scr
 		}
 		n, refresh, err := srv.count(ctx, node, p.Logger)
 		if err != nil {
-			scripts.Unreachable(ctx, c, err)
+			Unreachable(ctx, c, err)
 			return failed(ctx, err), Acks{}
 		}
 		if n == 0 && !refresh {
@@ -125,7 +125,7 @@ func Call(ctx context.Context, c redis.UniversalClient, p Policy, s *scripts.Scr
 		}
 		cmd, acks := srv.send(ctx, node, p, s, n, refresh, nkeys, argv)
 		if err := cmd.Err(); err != nil {
-			scripts.Unreachable(ctx, c, err)
+			Unreachable(ctx, c, err)
 			if redirected(err) && retry < movedRetries {
 				if cc, ok := c.(*redis.ClusterClient); ok {
 					cc.ReloadState(ctx)
@@ -146,12 +146,12 @@ func Call(ctx context.Context, c redis.UniversalClient, p Policy, s *scripts.Scr
 	}
 }
 
-// Needed reports whether a write of key under p may need a WAIT: p is on
+// SyncNeeded reports whether a write of key under p may need a WAIT: p is on
 // and the key's server has replicas, or it is not known yet whether it
 // has. It sends nothing. A write that cannot be synced otherwise (a
 // lock handed to the next waiter inside a release) is made another way
 // when it is.
-func Needed(ctx context.Context, c redis.UniversalClient, p Policy, key string) bool {
+func SyncNeeded(ctx context.Context, c redis.UniversalClient, p ReplicaPolicy, key string) bool {
 	if p.Timeout <= 0 {
 		return false
 	}
@@ -170,12 +170,12 @@ func Needed(ctx context.Context, c redis.UniversalClient, p Policy, key string) 
 // nothing while the others answer (a server with fewer than p.Min is
 // refused once its n answered). refresh adds INFO replication to read the
 // replica count anew.
-func (srv *server) send(ctx context.Context, node *redis.Client, p Policy, s *scripts.Script, n int, refresh bool, nkeys int, argv []any) (*redis.Cmd, Acks) {
+func (srv *server) send(ctx context.Context, node *redis.Client, p ReplicaPolicy, s *Script, n int, refresh bool, nkeys int, argv []any) (*redis.Cmd, Acks) {
 	n = min(n, max(p.Min, 1))
 	evalsha, eval := s.Cmds(ctx, nkeys, argv...)
 	cmd := evalsha()
 	wait, info := pipeline(ctx, node, cmd, p, n, refresh)
-	if scripts.IsNoScript(cmd.Err()) {
+	if IsNoScript(cmd.Err()) {
 		// Not in this server's cache (a restart, a failover): EVAL loads
 		// it, and the WAIT follows it again.
 		cmd = eval()
@@ -212,7 +212,7 @@ func (srv *server) send(ctx context.Context, node *redis.Client, p Policy, s *sc
 	return cmd, acks
 }
 
-func pipeline(ctx context.Context, node *redis.Client, cmd *redis.Cmd, p Policy, n int, refresh bool) (wait *redis.IntCmd, info []*redis.StringCmd) {
+func pipeline(ctx context.Context, node *redis.Client, cmd *redis.Cmd, p ReplicaPolicy, n int, refresh bool) (wait *redis.IntCmd, info []*redis.StringCmd) {
 	pipe := node.Pipeline()
 	_ = pipe.Process(ctx, cmd)
 	if n > 0 {
@@ -225,12 +225,6 @@ func pipeline(ctx context.Context, node *redis.Client, cmd *redis.Cmd, p Policy,
 	}
 	_, _ = pipe.Exec(ctx)
 	return wait, info
-}
-
-func failed(ctx context.Context, err error) *redis.Cmd {
-	cmd := redis.NewCmd(ctx)
-	cmd.SetErr(err)
-	return cmd
 }
 
 var errUnsupported = errors.New("replica sync: client type not supported")

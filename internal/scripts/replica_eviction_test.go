@@ -1,4 +1,4 @@
-package replica_test
+package scripts_test
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel"
 
-	"github.com/relock-go/relock/internal/replica"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry/telemetrytest"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/tracing"
@@ -38,9 +38,9 @@ func (l *logs) String() string {
 
 // captureLogs returns policy with its warnings sent to a buffer for the
 // test.
-func captureLogs(t *testing.T) (*logs, replica.Policy) {
+func captureLogs(t *testing.T) (*logs, scripts.ReplicaPolicy) {
 	l := &logs{}
-	replica.ForgetWarnings()
+	scripts.ForgetWarnings()
 	p := policy
 	p.Logger = slog.New(slog.NewTextHandler(l, nil))
 	return l, p
@@ -68,11 +68,11 @@ func TestEvictionPolicyWarnedOnce(t *testing.T) {
 			s := redistest.StartServer(t, redistest.WithArgs("--maxmemory", tc.maxmemory, "--maxmemory-policy", tc.policy))
 			c := s.Client(t)
 			for range 3 {
-				cmd, _ := replica.Call(ctx, c, policy, setScript, 1, "k", "v")
+				cmd, _ := scripts.CallSynced(ctx, c, policy, setScript, 1, "k", "v")
 				require.NoError(t, cmd.Err())
 			}
 			c2 := s.Client(t) // another client of the same server
-			cmd, _ := replica.Call(ctx, c2, policy, setScript, 1, "k", "v")
+			cmd, _ := scripts.CallSynced(ctx, c2, policy, setScript, 1, "k", "v")
 			require.NoError(t, cmd.Err())
 			out := l.String()
 			counted := metrics.Sum(t, tracing.MetricServerWarnings,
@@ -93,7 +93,7 @@ func TestEvictionPolicyWarnedOnce(t *testing.T) {
 }
 
 func TestParseMemory(t *testing.T) {
-	max, policy := replica.ParseMemory("# Memory\r\nused_memory:1000\r\nmaxmemory:2097152\r\nmaxmemory_human:2.00M\r\nmaxmemory_policy:volatile-lru\r\n")
+	max, policy := scripts.ParseMemory("# Memory\r\nused_memory:1000\r\nmaxmemory:2097152\r\nmaxmemory_human:2.00M\r\nmaxmemory_policy:volatile-lru\r\n")
 	require.Equal(t, int64(2097152), max)
 	require.Equal(t, "volatile-lru", policy)
 }
