@@ -1,6 +1,6 @@
 package lock
 
-import "github.com/relock-go/relock/internal/base"
+import "github.com/relock-go/relock/internal/hold"
 
 // ScriptSources maps each script's file name (without .lua) to the source
 // sent to Redis (its shared libraries included), for tests that tell the
@@ -12,7 +12,7 @@ func ScriptSources() map[string]string {
 		"unlock_last":  unlockLastScript.Source(),
 		"unlock":       unlockScript.Source(),
 		"renew":        renewer.Lua.Source(),
-		"force_unlock": base.ForceUnlockScript.Source(),
+		"force_unlock": hold.ForceUnlockScript.Source(),
 		"fair_acquire": fairAcquireScript.Source(),
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/scripts"
@@ -65,10 +65,10 @@ func NewFair(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 
 // withdraw takes a fair lock's waiter that gave up out of the list,
 // waking the next one if it was first and the lock is free
-// (base.Withdraw). A place left behind (Redis unreachable) lapses with
+// (acquire.Withdraw). A place left behind (Redis unreachable) lapses with
 // its deadline; the error says so.
 func (m *Mutex) withdraw(ctx context.Context, ownerID, waiterID string) error {
-	return base.Withdraw(ctx, nil, fairWithdrawScript, m.client, m.cfg.UnlockTimeout, 6, m.name, m.channel, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], waiterID, unlockMessage, m.publishArg, m.grantArg(ctx), ownerID)
+	return acquire.Withdraw(ctx, nil, fairWithdrawScript, m.client, m.cfg.UnlockTimeout, 6, m.name, m.channel, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], waiterID, unlockMessage, m.publishArg, m.grantArg(ctx), ownerID)
 }
 
 // grantArg says whether a release may write the first waiter's hold

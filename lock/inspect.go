@@ -9,8 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/scripts"
 )
 
 // ForceUnlock deletes the lock whoever holds it and wakes the waiters; it
@@ -22,8 +23,8 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	var ok bool
-	err := base.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
-		ok, err = base.ForceUnlockAndTell(ctx, m.client, m.cfg.Watchdog, m.hub, base.KindLock, m.name, m.channel, "force-unlocked")
+	err := conn.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+		ok, err = hold.ForceUnlockAndTell(ctx, m.client, m.cfg.Watchdog, m.hub, hold.KindLock, m.name, m.channel, "force-unlocked")
 		return err
 	})
 	if err != nil {
@@ -42,7 +43,7 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	var s string
-	err := base.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+	err := conn.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
 		s, err = m.client.HGet(ctx, m.name, id).Result()
 		return err
 	})
@@ -65,7 +66,7 @@ func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	var n int64
-	err := base.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+	err := conn.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
 		n, err = m.client.Exists(ctx, m.name).Result()
 		return err
 	})
@@ -82,12 +83,12 @@ func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	var d time.Duration
-	err := base.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+	err := conn.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
 		d, err = m.client.PTTL(ctx, m.name).Result()
 		return err
 	})
 	if err != nil {
 		return 0, m.id.Wrap("ttl", err)
 	}
-	return base.TTL(d), nil
+	return scripts.TTL(d), nil
 }

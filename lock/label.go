@@ -3,7 +3,7 @@ package lock
 import (
 	"context"
 
-	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/lease"
 )
 
@@ -14,7 +14,7 @@ func (m *Mutex) heldBy(ctx context.Context, err error) error {
 	if herr != nil || len(holders) == 0 {
 		return err
 	}
-	return base.HeldBy(ctx, m.client, m.name, holders, m.cfg.UnlockTimeout, err)
+	return hold.HeldBy(ctx, m.client, m.name, holders, m.cfg.UnlockTimeout, err)
 }
 
 // holdExtras are what a first count of a hold set up beside it: its

@@ -13,7 +13,6 @@ import (
 
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/acquire"
-	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
@@ -75,7 +74,7 @@ type Mutex struct {
 	client   redis.UniversalClient
 	name     string
 	cfg      options.Config
-	id       base.Ident // its name in errors, and why New refused its arguments
+	id       errs.Ident // its name in errors, and why New refused its arguments
 	channel  string
 	tokenKey string
 	// latchPrefix + a request id names an unlock latch key;
@@ -116,7 +115,7 @@ func newMutex(client redis.UniversalClient, name string, fair bool, opts []Optio
 	m.redlockHook = m.redlockNode
 	m.releaseFn = m.release
 	m.hkey = hold.NewKey(client, primitive, name, "")
-	m.id = base.Ident{Primitive: primitive, Name: name, Invalid: m.cfg.Check(client, "lock", name)}
+	m.id = errs.Ident{Primitive: primitive, Name: name, Invalid: m.cfg.Check(client, "lock", name)}
 	if m.id.Invalid != "" {
 		return m
 	}
@@ -148,18 +147,18 @@ func (m *Mutex) Name() string {
 }
 
 // unmade is the identity of a Mutex not made by New (its zero value).
-var unmade = base.Ident{Primitive: primitive, Invalid: "Mutex not made by lock.New"}
+var unmade = errs.Ident{Primitive: primitive, Invalid: "Mutex not made by lock.New"}
 
 // ident is m's identity in errors; a nil *Mutex has one that refuses
 // every call, as the zero value's does, instead of panicking.
-func (m *Mutex) ident() *base.Ident {
+func (m *Mutex) ident() *errs.Ident {
 	if m == nil {
 		return &nilMutex
 	}
 	return &m.id
 }
 
-var nilMutex = base.Ident{Primitive: primitive, Invalid: "nil *lock.Mutex"}
+var nilMutex = errs.Ident{Primitive: primitive, Invalid: "nil *lock.Mutex"}
 
 // Lock takes the lock, waiting while another owner holds it; ctx bounds
 // the wait (so does WithWaitTimeout), not the hold. The returned context
@@ -241,7 +240,7 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []Option
 	traced, err := acquire.Do(ctx, tr, req)
 	if err != nil {
 		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
-			err = base.NameHolders(ctx, m.workers, err, m.heldBy)
+			err = hold.NameHolders(ctx, m.workers, err, m.heldBy)
 		}
 		return nil, m.id.Wrap(op, err)
 	}
@@ -390,7 +389,7 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Co
 	// A first count records its label and starts its notice; a re-entry
 	// shares the outer hold's lease, which has them already.
 	if a.count == 1 && a.cfg.HolderLabel != "" {
-		base.AddLabel(ctx, m.client, &spec, labeledRenewer, m.name, a.owner, a.cfg.HolderLabel, a.lease)
+		hold.AddLabel(ctx, m.client, &spec, labeledRenewer, m.name, a.owner, a.cfg.HolderLabel, a.lease)
 	}
 	ls := hold.Lease(m.cfg.Watchdog, spec, a.count > 1, a.mode == modeMinted, a.sentAt)
 	var taken any
@@ -432,9 +431,9 @@ func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
 	// Released whole: the label goes too, whichever count of a labeled
 	// hold (shared lease) was the last.
 	if res >= 1 && h.Lease.Renewer() == labeledRenewer { // 2: released, waiters not told
-		base.DropLabel(ctx, m.client, m.name, h.Owner)
+		hold.DropLabel(ctx, m.client, m.name, h.Owner)
 	}
-	return base.Released(res, err, h.Lease, "the lock was no longer held in Redis")
+	return hold.Released(res, err, h.Lease, "the lock was no longer held in Redis")
 }
 
 // releaseLast gives back the last count this process holds, the common

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/hold"
 )
 
@@ -54,7 +54,7 @@ func (m *Mutex) Extend(held context.Context, d time.Duration) error {
 	if err := m.ident().Check("extend", held, unmade); err != nil {
 		return err
 	}
-	return m.id.Wrap("extend", base.Within(held, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) error {
+	return m.id.Wrap("extend", conn.Within(held, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) error {
 		return hold.Extend(ctx, d, m.cfg.UnlockTimeout, m.key())
 	}))
 }

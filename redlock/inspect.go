@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/hold"
 )
 
@@ -50,7 +50,7 @@ func (l *Lock) Extend(held context.Context, d time.Duration) error {
 	if err := l.ident().Check("extend", held, unmade); err != nil {
 		return err
 	}
-	return l.id.Wrap("extend", base.Within(held, l.nodes[0].Workers, l.cfg.NodeTimeout, func(ctx context.Context) error {
+	return l.id.Wrap("extend", conn.Within(held, l.nodes[0].Workers, l.cfg.NodeTimeout, func(ctx context.Context) error {
 		return hold.Extend(ctx, d, l.cfg.NodeTimeout, l.key())
 	}))
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/acquire"
-	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/lease"
@@ -145,7 +144,7 @@ type Lock struct {
 	// lease (which one Lock may change).
 	nodeTimeoutGiven, driftGiven bool
 	cfg                          options.Config
-	id                           base.Ident // its name (the members' names joined) and why New refused its members
+	id                           errs.Ident // its name (the members' names joined) and why New refused its members
 	inst                         telemetry.Instruments
 	bg                           background // what runs on after a call returned (Drain)
 	// memberKeys: a hold of this Lock is a hold of each member too.
@@ -282,18 +281,18 @@ func (l *Lock) Quorum() int {
 
 // unmade is the identity of a Lock not made by New or NewMulti (its zero
 // value).
-var unmade = base.Ident{Primitive: "redlock", Invalid: "Lock not made by redlock.New or NewMulti"}
+var unmade = errs.Ident{Primitive: "redlock", Invalid: "Lock not made by redlock.New or NewMulti"}
 
 // ident is l's identity in errors; a nil *Lock has one that refuses
 // every call, as the zero value's does, instead of panicking.
-func (l *Lock) ident() *base.Ident {
+func (l *Lock) ident() *errs.Ident {
 	if l == nil {
 		return &nilLock
 	}
 	return &l.id
 }
 
-var nilLock = base.Ident{Primitive: "redlock", Invalid: "nil *redlock.Lock"}
+var nilLock = errs.Ident{Primitive: "redlock", Invalid: "nil *redlock.Lock"}
 
 func (l *Lock) key() hold.Key {
 	if l == nil {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/hold"
 )
@@ -26,7 +26,7 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 	sentAt := wd.Now()
 	var vals []int64
 	var derr error // the script's, read by a give-back only once it returned
-	err = base.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) error {
+	err = conn.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) error {
 		vals, derr = downgrade.Call(context.WithoutCancel(ctx), rw.client, 4, rw.name, rw.channel, rw.timeoutPrefix(wh.Owner), rw.tokenKey, cfg.Lease().Milliseconds(), wh.Owner, wh.Owner+":write", rw.hub.PublishCommand()).Int64Slice()
 		return derr
 	})
@@ -43,7 +43,7 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 			return nil, rw.id.Wrap("downgrade", err)
 		}
 		readLeft := true
-		base.GiveBack(late, rw.cfg.UnlockTimeout, func() error {
+		acquire.GiveBack(late, rw.cfg.UnlockTimeout, func() error {
 			if readLeft && derr == nil && len(vals) == 2 && vals[0] != -1 {
 				if _, err := rw.runRelease(context.WithoutCancel(ctx), read, wh.Owner, rw.cfg.UnlockTimeout); err != nil {
 					return err

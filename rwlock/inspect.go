@@ -5,8 +5,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/scripts"
 )
 
 // IsLocked reports whether any owner holds the lock, reading or writing.
@@ -15,7 +16,7 @@ func (rw *RWMutex) IsLocked(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	var n int64
-	err := base.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+	err := conn.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
 		n, err = rw.client.Exists(ctx, rw.name).Result()
 		return err
 	})
@@ -36,7 +37,7 @@ func (rw *RWMutex) HoldCount(ctx context.Context) (reads, writes int, err error)
 		return 0, 0, nil
 	}
 	var vals []any
-	err = base.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+	err = conn.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
 		vals, err = rw.client.HMGet(ctx, rw.name, id, id+":write").Result()
 		return err
 	})
@@ -59,14 +60,14 @@ func (rw *RWMutex) TTL(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	var d time.Duration
-	err := base.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+	err := conn.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
 		d, err = rw.client.PTTL(ctx, rw.name).Result()
 		return err
 	})
 	if err != nil {
 		return 0, rw.id.Wrap("ttl", err)
 	}
-	return base.TTL(d), nil
+	return scripts.TTL(d), nil
 }
 
 // ForceUnlock deletes the lock whoever holds it, readers' lease keys
@@ -80,8 +81,8 @@ func (rw *RWMutex) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	var ok bool
-	err := base.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
-		ok, err = base.ForceUnlockAndTell(ctx, rw.client, rw.cfg.Watchdog, rw.hub, base.KindRWLock, rw.name, rw.channel, "force-unlocked")
+	err := conn.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+		ok, err = hold.ForceUnlockAndTell(ctx, rw.client, rw.cfg.Watchdog, rw.hub, hold.KindRWLock, rw.name, rw.channel, "force-unlocked")
 		return err
 	})
 	if err != nil {

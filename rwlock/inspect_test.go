@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
@@ -92,7 +91,7 @@ func TestForceUnlock(t *testing.T) {
 		held, err := mu.Lock(ctx)
 		require.NoError(t, err)
 		_, err = rwlock.New(env.Universal, "plain").ForceUnlock(ctx)
-		require.True(t, errors.Is(err, base.ErrChanged), "%v", err)
+		require.True(t, errors.Is(err, hold.ErrChanged), "%v", err)
 		require.NoError(t, held.Err(), "the plain lock is untouched")
 		require.NoError(t, mu.Unlock(held))
 	})

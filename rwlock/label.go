@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/options"
@@ -31,7 +30,7 @@ func (rw *RWMutex) label(ctx context.Context, cfg *options.Config, sp *lease.Spe
 	if s == write {
 		labeled = writeLabeledRenewer
 	}
-	base.AddLabel(ctx, rw.client, sp, labeled, rw.name, ownerID, cfg.HolderLabel, leaseTime)
+	hold.AddLabel(ctx, rw.client, sp, labeled, rw.name, ownerID, cfg.HolderLabel, leaseTime)
 	return cfg.HolderLabel
 }
 
@@ -50,7 +49,7 @@ func (rw *RWMutex) dropLabel(ctx context.Context, h *hold.Hold, s access, ended 
 	if rw.cfg.Watchdog.Find(rw.client, rw.leaseID(other, h.Owner)) != nil {
 		return
 	}
-	base.DropLabel(ctx, rw.client, rw.name, h.Owner)
+	hold.DropLabel(ctx, rw.client, rw.name, h.Owner)
 }
 
 // heldBy adds to err who holds the lock, when its holders have labels.
@@ -68,7 +67,7 @@ func (rw *RWMutex) heldBy(ctx context.Context, err error) error {
 			holders = append(holders, id)
 		}
 	}
-	return base.HeldBy(ctx, rw.client, rw.name, holders, rw.cfg.UnlockTimeout, err)
+	return hold.HeldBy(ctx, rw.client, rw.name, holders, rw.cfg.UnlockTimeout, err)
 }
 
 // heldConfig is the configuration h was acquired with, as far as a

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/conn"
 )
 
@@ -26,14 +26,14 @@ var (
 // A try the caller stopped waiting for (late, when not nil) is waited
 // for first, so that the give-back comes after whatever it takes, and the
 // give-back is then retried through an outage for up to the lease
-// (base.GiveBack). Nothing of the caller waits for it.
+// (acquire.GiveBack). Nothing of the caller waits for it.
 func (rw *RWMutex) giveBack(ctx context.Context, s access, ownerID, latch string, late <-chan struct{}, leaseTime time.Duration) {
 	ctx = conn.Detached(ctx) // each try ends with its retries
 	window := rw.cfg.UnlockTimeout
 	if late != nil {
 		window = max(window, leaseTime)
 	}
-	base.GiveBack(late, window, func() error { return rw.undo(ctx, s, ownerID, latch) })
+	acquire.GiveBack(late, window, func() error { return rw.undo(ctx, s, ownerID, latch) })
 }
 
 // undo gives back the count one acquisition of side s took (or may have

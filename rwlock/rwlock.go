@@ -14,7 +14,6 @@ import (
 
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/acquire"
-	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
@@ -132,7 +131,7 @@ type RWMutex struct {
 	client   redis.UniversalClient
 	name     string
 	cfg      options.Config
-	id       base.Ident // its name in errors, and why New refused its arguments
+	id       errs.Ident // its name in errors, and why New refused its arguments
 	channel  string
 	prefix   string // {name}, the prefix of readers' lease keys
 	waiters  string // zset of waiting writers
@@ -152,7 +151,7 @@ type RWMutex struct {
 func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	rw := &RWMutex{client: client, name: name, cfg: options.Apply(opts)}
 	rw.keys = [2]hold.Key{read: hold.NewKey(client, "rlock", name, ""), write: hold.NewKey(client, "wlock", name, "")}
-	rw.id = base.Ident{Primitive: primitive, Name: name, Invalid: rw.cfg.Check(client, "lock", name)}
+	rw.id = errs.Ident{Primitive: primitive, Name: name, Invalid: rw.cfg.Check(client, "lock", name)}
 	if rw.id.Invalid != "" {
 		return rw
 	}
@@ -178,18 +177,18 @@ func (rw *RWMutex) Name() string {
 }
 
 // unmade is the identity of an RWMutex not made by New (its zero value).
-var unmade = base.Ident{Primitive: primitive, Invalid: "RWMutex not made by rwlock.New"}
+var unmade = errs.Ident{Primitive: primitive, Invalid: "RWMutex not made by rwlock.New"}
 
 // ident is rw's identity in errors; a nil *RWMutex has one that refuses
 // every call, as the zero value's does, instead of panicking.
-func (rw *RWMutex) ident() *base.Ident {
+func (rw *RWMutex) ident() *errs.Ident {
 	if rw == nil {
 		return &nilRWMutex
 	}
 	return &rw.id
 }
 
-var nilRWMutex = base.Ident{Primitive: primitive, Invalid: "nil *rwlock.RWMutex"}
+var nilRWMutex = errs.Ident{Primitive: primitive, Invalid: "nil *rwlock.RWMutex"}
 
 func (rw *RWMutex) key(s access) hold.Key {
 	if rw == nil {
@@ -306,7 +305,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 	traced, err := acquire.Do(ctx, tr, req)
 	if err != nil {
 		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
-			err = base.NameHolders(ctx, rw.workers, err, rw.heldBy)
+			err = hold.NameHolders(ctx, rw.workers, err, rw.heldBy)
 		}
 		return nil, rw.id.Wrap(op, err)
 	}
@@ -317,7 +316,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 }
 
 // withdrawMark takes back the waiting mark of a writer that gave up
-// (base.Withdraw). A mark left behind is safe: it grants nothing
+// (acquire.Withdraw). A mark left behind is safe: it grants nothing
 // (mutual exclusion is decided by the lock hash alone), it only asks
 // readers to queue behind this writer, and it is a lease. write_acquire.lua
 // stores it with the score now+lease (server time) and refreshes it at
@@ -330,7 +329,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 // A try still in flight (late, when not nil) may write the mark when it
 // lands: the withdrawal follows it.
 func (rw *RWMutex) withdrawMark(ctx context.Context, ownerID string, late <-chan struct{}) {
-	base.Withdraw(ctx, late, withdraw, rw.client, rw.cfg.UnlockTimeout, 2, rw.waiters, rw.channel, ownerID, rw.hub.PublishCommand())
+	acquire.Withdraw(ctx, late, withdraw, rw.client, rw.cfg.UnlockTimeout, 2, rw.waiters, rw.channel, ownerID, rw.hub.PublishCommand())
 }
 
 func (rw *RWMutex) spec(s access, ownerID string, leaseTime time.Duration, renewed bool) lease.Spec {
@@ -398,7 +397,7 @@ func (rw *RWMutex) releaseRead(ctx context.Context, h *hold.Hold) error {
 }
 
 func (rw *RWMutex) released(h *hold.Hold, res int64, err error) error {
-	return base.Released(res, err, h.Lease, "the lock was no longer held in Redis")
+	return hold.Released(res, err, h.Lease, "the lock was no longer held in Redis")
 }
 
 // Side is one half of an RWMutex as a lock of its own, for APIs that take

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/hold"
 )
 
@@ -46,7 +46,7 @@ func (rw *RWMutex) Extend(held context.Context, d time.Duration) error {
 	if err := rw.ident().Check("extend", held, unmade); err != nil {
 		return err
 	}
-	return rw.id.Wrap("extend", base.Within(held, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) error {
+	return rw.id.Wrap("extend", conn.Within(held, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) error {
 		return hold.Extend(ctx, d, rw.cfg.UnlockTimeout, rw.key(read), rw.key(write))
 	}))
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/hold"
 )
 
@@ -25,7 +25,7 @@ func (s *Semaphore) TTL(ctx context.Context) (time.Duration, error) {
 	permitID := h.Taken.(permitTaken).id
 	var expiry *redis.FloatCmd
 	var now *redis.TimeCmd
-	err := base.Within(ctx, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) error {
+	err := conn.Within(ctx, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) error {
 		_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 			expiry = p.ZScore(ctx, s.permits, permitID)
 			now = p.Time(ctx)
@@ -53,8 +53,8 @@ func (s *Semaphore) ForceRelease(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	var ok bool
-	err := base.Within(ctx, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
-		ok, err = base.ForceUnlockAndTell(ctx, s.client, s.cfg.Watchdog, s.hub, base.KindSemaphore, s.name, s.channel, "force-released")
+	err := conn.Within(ctx, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+		ok, err = hold.ForceUnlockAndTell(ctx, s.client, s.cfg.Watchdog, s.hub, hold.KindSemaphore, s.name, s.channel, "force-released")
 		return err
 	})
 	if err != nil {
@@ -75,7 +75,7 @@ func (s *Semaphore) Extend(held context.Context, d time.Duration) error {
 	if err := s.ident().Check("extend", held, unmade); err != nil {
 		return err
 	}
-	return s.id.Wrap("extend", base.Within(held, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) error {
+	return s.id.Wrap("extend", conn.Within(held, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) error {
 		return hold.Extend(ctx, d, s.cfg.UnlockTimeout, s.key())
 	}))
 }

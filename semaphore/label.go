@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/options"
 )
@@ -27,15 +27,15 @@ func (s *Semaphore) label(ctx context.Context, cfg *options.Config, spec *lease.
 	if cfg.HolderLabel == "" {
 		return false
 	}
-	base.AddLabel(ctx, s.client, spec, labeledRenewer, s.name, permitID, cfg.HolderLabel, leaseTime)
+	hold.AddLabel(ctx, s.client, spec, labeledRenewer, s.name, permitID, cfg.HolderLabel, leaseTime)
 	return true
 }
 
 // heldBy adds to err who holds the permits, when the holders have labels.
 func (s *Semaphore) heldBy(ctx context.Context, err error) error {
-	permits, perr := s.client.ZRange(context.WithoutCancel(ctx), s.permits, 0, base.MaxHeldBy-1).Result()
+	permits, perr := s.client.ZRange(context.WithoutCancel(ctx), s.permits, 0, hold.MaxHeldBy-1).Result()
 	if perr != nil {
 		return err
 	}
-	return base.HeldBy(ctx, s.client, s.name, permits, s.cfg.UnlockTimeout, err)
+	return hold.HeldBy(ctx, s.client, s.name, permits, s.cfg.UnlockTimeout, err)
 }

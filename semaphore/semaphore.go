@@ -16,7 +16,6 @@ import (
 
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/acquire"
-	"github.com/relock-go/relock/internal/base"
 	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
@@ -136,7 +135,7 @@ type Semaphore struct {
 	// size, so no call of this Semaphore sees Redis and s.size disagree.
 	resizing sync.RWMutex
 	cfg      options.Config
-	id       base.Ident // its name in errors, and why New refused its arguments
+	id       errs.Ident // its name in errors, and why New refused its arguments
 	permits  string
 	weights  string
 	waiters  string
@@ -180,7 +179,7 @@ func New(client redis.UniversalClient, name string, size int64, opts ...Option) 
 	s := &Semaphore{client: client, name: name, cfg: options.Apply(opts)}
 	s.hkey = hold.NewKey(client, primitive, name, "")
 	s.size.Store(size)
-	s.id = base.Ident{Primitive: primitive, Name: name, Invalid: s.cfg.Check(client, "semaphore", name)}
+	s.id = errs.Ident{Primitive: primitive, Name: name, Invalid: s.cfg.Check(client, "semaphore", name)}
 	if s.id.Invalid == "" {
 		s.id.Invalid = checkSize(size)
 	}
@@ -216,18 +215,18 @@ func (s *Semaphore) Size() int64 {
 }
 
 // unmade is the identity of a Semaphore not made by New (its zero value).
-var unmade = base.Ident{Primitive: primitive, Invalid: "Semaphore not made by semaphore.New"}
+var unmade = errs.Ident{Primitive: primitive, Invalid: "Semaphore not made by semaphore.New"}
 
 // ident is s's identity in errors; a nil *Semaphore has one that refuses
 // every call, as the zero value's does, instead of panicking.
-func (s *Semaphore) ident() *base.Ident {
+func (s *Semaphore) ident() *errs.Ident {
 	if s == nil {
 		return &nilSemaphore
 	}
 	return &s.id
 }
 
-var nilSemaphore = base.Ident{Primitive: primitive, Invalid: "nil *semaphore.Semaphore"}
+var nilSemaphore = errs.Ident{Primitive: primitive, Invalid: "nil *semaphore.Semaphore"}
 
 func (s *Semaphore) key() hold.Key {
 	if s == nil {
@@ -288,7 +287,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 	traced, err := acquire.Do(ctx, tr, req)
 	if err != nil {
 		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
-			err = base.NameHolders(ctx, s.workers, err, s.heldBy)
+			err = hold.NameHolders(ctx, s.workers, err, s.heldBy)
 		}
 		return nil, s.id.Wrap(op, err)
 	}
@@ -315,7 +314,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 const maxMarkLife = 3 * time.Second
 
 // withdrawMark takes back the queue entry of a waiter that gave up
-// (base.Withdraw). A mark left behind is safe: it holds no permit
+// (acquire.Withdraw). A mark left behind is safe: it holds no permit
 // (the permits zset and the used count are all that admit a holder), it
 // only makes later waiters queue behind it, and it is a lease. acquire.lua
 // records its expiry, now + min(lease, maxMarkLife) in server time, and a
@@ -328,7 +327,7 @@ const maxMarkLife = 3 * time.Second
 // A try still in flight (late, when not nil) may write the mark when it
 // lands: the withdrawal follows it.
 func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string, late <-chan struct{}) {
-	base.Withdraw(ctx, late, withdrawScript, s.client, s.cfg.UnlockTimeout, 6, s.waiters, s.marks, s.channel, s.name, s.permits, s.weights, waiterID, s.hub.PublishCommand())
+	acquire.Withdraw(ctx, late, withdrawScript, s.client, s.cfg.UnlockTimeout, 6, s.waiters, s.marks, s.channel, s.name, s.permits, s.weights, waiterID, s.hub.PublishCommand())
 }
 
 // giveBack releases, in the background, the permits an acquire that gave
@@ -337,7 +336,7 @@ func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string, late <-ch
 // they would stay taken by nobody until their lease ran out. A try the
 // caller stopped waiting for (late, when not nil) is waited for first, so
 // that the give-back comes after whatever it takes, and the give-back is
-// then retried through an outage for up to the lease (base.GiveBack).
+// then retried through an outage for up to the lease (acquire.GiveBack).
 // Nothing of the caller waits for it.
 func (s *Semaphore) giveBack(ctx context.Context, permitID string, late <-chan struct{}, leaseTime time.Duration) {
 	ctx = conn.Detached(ctx) // each try ends with its retries
@@ -345,7 +344,7 @@ func (s *Semaphore) giveBack(ctx context.Context, permitID string, late <-chan s
 	if late != nil {
 		window = max(window, leaseTime)
 	}
-	base.GiveBack(late, window, func() error { return s.undo(ctx, permitID) })
+	acquire.GiveBack(late, window, func() error { return s.undo(ctx, permitID) })
 }
 
 // undo releases the permits one acquisition took (or may have taken),
@@ -383,9 +382,9 @@ func (s *Semaphore) release(ctx context.Context, h *hold.Hold) error {
 	taken := h.Taken.(permitTaken)
 	res, err := s.releaseServing(ctx, taken.id, taken.n)
 	if taken.labeled && err == nil && res != -1 {
-		base.DropLabel(ctx, s.client, s.name, taken.id)
+		hold.DropLabel(ctx, s.client, s.name, taken.id)
 	}
-	return base.Released(res, err, h.Lease, "the permit had expired in Redis")
+	return hold.Released(res, err, h.Lease, "the permit had expired in Redis")
 }
 
 // Available returns how many permits are free now (expired permits
@@ -396,7 +395,7 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 	}
 	var vals []int64
 	var size int64
-	err := base.Within(ctx, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+	err := conn.Within(ctx, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
 		s.resizing.RLock()
 		defer s.resizing.RUnlock()
 		size = s.size.Load()
@@ -429,7 +428,7 @@ func (s *Semaphore) Resize(ctx context.Context, size int64) error {
 	}
 	// A resize the caller stopped waiting for still takes effect here
 	// once Redis has it, as it does there.
-	return s.id.Wrap("resize", base.Within(ctx, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) error {
+	return s.id.Wrap("resize", conn.Within(ctx, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) error {
 		s.resizing.Lock()
 		defer s.resizing.Unlock()
 		if err := resizeScript.Call(ctx, s.client, 6, s.name, s.channel, s.permits, s.weights, s.waiters, s.marks, size, s.hub.PublishCommand(), resizedLife.Milliseconds()).Err(); err != nil {

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/internal/clock"
-	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/errs"
 )
 
 // Once is one try of a primitive: its script and what follows it on the

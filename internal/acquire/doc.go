@@ -1,17 +1,21 @@
 // Package acquire is the wait loop of the primitives on one Redis: try ->
 // subscribe -> try again -> wait for the unlock message or the TTL the
-// failed try returned (whichever first, bounded by ctx) -> retry. A
-// primitive takes part through one contract: it hands Do an Attempt (a
-// try, told whether it runs at the head of the local queue; an Abandon
-// that cleans up after an acquisition that failed, which the loop calls),
-// a Request (its channel, how many holders it admits, how it starts, the
-// wait bound, a hand-off claim) and a Trace, the span Do wraps around the
-// loop. It never
-// polls on an interval, and the uncontended path is one script call that
-// never touches pub/sub. Goroutines of one process that wait for the same
-// lock queue locally, first come first served (see package notify), and
-// each acquire is one tracing span whose outcome, attempts and wait time
-// the loop records.
+// failed try returned (whichever first, bounded by ctx) -> retry. The loop
+// never polls on an interval, and the uncontended path is one script call
+// that never touches pub/sub. Goroutines of one process that wait for the
+// same lock queue locally, first come first served (see package notify),
+// and each acquire is one tracing span whose outcome, attempts and wait
+// time the loop records.
+//
+// A primitive takes part through one contract: it hands Do an Attempt (a
+// try, told whether it runs at the head of the local queue, and an
+// Abandon that cleans up after an acquisition that failed, which the loop
+// calls), a Request (its channel, how many holders it admits, how it
+// starts, the wait bound, a hand-off claim) and a Trace, the span Do
+// wraps around the loop. What the primitives' Abandons share lives here
+// too: the withdrawal of a waiter's mark from a queue it gave up on
+// (Withdraw) and the give-back of what a try whose reply was lost may hold
+// (GiveBack).
 //
 // The first try is always made, however short the wait bound
 // (Request.Wait), unless the caller's ctx has already ended: the bound

@@ -174,3 +174,19 @@ func IsDetached(ctx context.Context) bool {
 	d, _ := ctx.Value(detachedKey{}).(bool)
 	return d
 }
+
+// Within runs call, which reads or writes Redis, so that it returns
+// within timeout, or ctx's deadline when sooner (CallerWait), whatever the
+// client does meanwhile (go-redis ignores context deadlines unless told,
+// and retries on its own): a call still unanswered then goes on in the
+// background on pool and Within returns a *LateError. What call
+// writes must therefore be what a caller who gave up may leave: a
+// release, a read, a force unlock that still tells its local holders.
+func Within(ctx context.Context, pool *Pool, timeout time.Duration, call func(ctx context.Context) error) error {
+	stop, wait := CallerWait(ctx, timeout)
+	var err error
+	if late := pool.Bound(stop, wait, func() { err = call(stop) }); late != nil {
+		return late
+	}
+	return err
+}

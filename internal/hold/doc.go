@@ -16,4 +16,10 @@
 // (Mint). An acquire on a context without a hold of its lock mints one,
 // and the context it returns carries it, so nested calls that pass that
 // context on re-enter instead of deadlocking.
+//
+// Around holds, the package also reads a release's reply (Released),
+// ends every hold of a name by force (ForceUnlock, also run by relock
+// unlock --force), and keeps the holder labels written beside holds
+// (WriteLabel, DropLabel, Labels, and HeldBy, which names the holders in a
+// contention error).
 package hold

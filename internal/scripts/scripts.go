@@ -291,3 +291,16 @@ func failed(ctx context.Context, err error) *redis.Cmd {
 	cmd.SetErr(err)
 	return cmd
 }
+
+// TTL turns a PTTL reply into what the primitives' TTL returns: 0 for a
+// key that does not exist (the lock is free), -1 for one without an
+// expiry.
+func TTL(d time.Duration) time.Duration {
+	switch {
+	case d == -2*time.Nanosecond || d == -2*time.Millisecond:
+		return 0
+	case d < 0:
+		return -1
+	}
+	return d
+}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/base"
+	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -210,7 +210,7 @@ func (in *Inspector) labels(ctx context.Context, e *Entry) {
 	for i, h := range e.Holders {
 		ids[i] = h.ID
 	}
-	labels := base.Labels(ctx, in.client, e.Name, ids, 5*time.Second)
+	labels := hold.Labels(ctx, in.client, e.Name, ids, 5*time.Second)
 	for i := range e.Holders {
 		e.Holders[i].Label = labels[e.Holders[i].ID].Label
 	}
@@ -488,7 +488,7 @@ func Channel(e Entry) string {
 
 // ErrChanged reports that a force unlock found the name holding another
 // kind than the caller saw: nothing was changed.
-var ErrChanged = base.ErrChanged
+var ErrChanged = hold.ErrChanged
 
 // ForceUnlock releases e whoever holds it, in one script (the one the
 // primitives' ForceUnlock and ForceRelease run): a lock's or rwlock's hash
@@ -502,7 +502,7 @@ func (in *Inspector) ForceUnlock(ctx context.Context, e Entry) (bool, error) {
 	if _, ok := in.cluster(); ok {
 		publish = "spublish"
 	}
-	ok, err := base.ForceUnlock(ctx, in.client, e.Kind, e.Name, publish)
+	ok, err := hold.ForceUnlock(ctx, in.client, e.Kind, e.Name, publish)
 	if err != nil {
 		return false, fmt.Errorf("force unlock %s %q: %w", e.Kind, e.Name, err)
 	}

@@ -1,4 +1,4 @@
-package base
+package hold
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/scripts"
-	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/lease"
+	"github.com/relock-go/relock/internal/scripts"
 )
 
 // A holder label (WithHolderLabel) lives in a key of its own beside the

@@ -1,4 +1,4 @@
-package base
+package hold
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -27,6 +26,13 @@ const (
 	KindSemaphore = "semaphore"
 )
 
+// Waker is what a force unlock tells of the unlock in this process: the
+// command its script publishes with, and the local waiters to wake.
+type Waker interface {
+	PublishCommand() string
+	Release(channel string)
+}
+
 // ErrChanged reports that a force unlock found the name holding another
 // kind than the caller expected: nothing was changed.
 var ErrChanged = errors.New("changed kind since it was read; nothing done")
@@ -36,7 +42,7 @@ var ErrChanged = errors.New("changed kind since it was read; nothing done")
 // the script has run, and its local waiters are woken on channel. The
 // leases are taken before the script, so that a hold a local waiter takes
 // right after the unlock message is not among them.
-func ForceUnlockAndTell(ctx context.Context, c redis.UniversalClient, wd *lease.Watchdog, hub *notify.Hub, kind, name, channel, reason string) (bool, error) {
+func ForceUnlockAndTell(ctx context.Context, c redis.UniversalClient, wd *lease.Watchdog, hub Waker, kind, name, channel, reason string) (bool, error) {
 	held := lease.Held(wd, c, kind, name)
 	ok, err := ForceUnlock(ctx, c, kind, name, hub.PublishCommand())
 	if ok {
