@@ -201,7 +201,7 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []Option
 		ownerID = hold.Mint()
 	}
 	wd := m.cfg.Watchdog
-	a := &attempt{m: m, cfg: cfg, owner: ownerID, wd: wd, lease: cfg.Lease(), leaseID: m.leaseID(ownerID), mode: modeMinted}
+	a := &attempt{m: m, cfg: cfg, owner: ownerID, wd: wd, lease: cfg.Lease(), leaseID: m.leaseID(ownerID), mode: scripts.ModeMinted}
 	var existing *lease.Lease // a minted owner has none
 	if ok {
 		existing = wd.Find(m.client, a.leaseID)
@@ -212,7 +212,7 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []Option
 	if existing != nil || ok {
 		// Other holds of this process share the owner: only a latch tells
 		// a second run of this acquisition from theirs.
-		a.mode = modeLatch
+		a.mode = scripts.ModeLatch
 		a.latch = hold.RequestKey(m.acquireLatchPrefix)
 	}
 	channel, seated := m.scripts.seat(m, a, once)
@@ -261,7 +261,7 @@ type attempt struct {
 	lease   time.Duration
 	leaseID string
 
-	// mode and latch (the acquire latch, with modeLatch) make a second
+	// mode and latch (the acquire latch, with scripts.ModeLatch) make a second
 	// run of the script return the first run's grant.
 	mode  any
 	latch string
@@ -391,7 +391,7 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Co
 	if a.count == 1 && a.cfg.HolderLabel != "" {
 		hold.AddLabel(ctx, m.client, &spec, labeledRenewer, m.name, a.owner, a.cfg.HolderLabel, a.lease)
 	}
-	ls := hold.Lease(m.cfg.Watchdog, spec, a.count > 1, a.mode == modeMinted, a.sentAt)
+	ls := hold.Lease(m.cfg.Watchdog, spec, a.count > 1, a.mode == scripts.ModeMinted, a.sentAt)
 	var taken any
 	if a.count == 1 && a.cfg.ForceUnlockNotice {
 		extra := &holdExtras{}
@@ -549,7 +549,7 @@ func (m *Mutex) redlockNode() (acquire.Member, error) {
 		Reenter: []hold.Key{m.key()},
 		TTL:     m.TTL,
 		Try: func(ctx context.Context, ownerID string, lease time.Duration) (bool, int64, time.Duration, error) {
-			count, token, ttl, err := m.tryOnce(ctx, m.cfg.ReplicaPolicy(), ownerID, ownerID, lease, modeNone, "", 0)
+			count, token, ttl, err := m.tryOnce(ctx, m.cfg.ReplicaPolicy(), ownerID, ownerID, lease, scripts.ModeNone, "", 0)
 			return count > 0, token, ttl, err
 		},
 		Release: func(ctx context.Context, ownerID string, timeout time.Duration) (bool, error) {

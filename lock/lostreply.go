@@ -10,16 +10,9 @@ import (
 
 // A reply lost after the acquire script ran (a read timeout, a broken
 // connection) must not leave a grant in Redis that nobody was told of.
-// acquire.lua can run twice for one acquisition in each mode below, and
-// giveBack undoes what an acquisition that gave up may have left.
-
-// Modes of acquire.lua: how a second run of one acquisition is told from
-// another acquisition (boxed once).
-var (
-	modeMinted any = "minted" // the owner was made for this acquisition
-	modeLatch  any = "latch"  // through the acquire latch
-	modeNone   any = ""       // not: the caller counts runs (a Redlock member)
-)
+// acquire.lua can run twice for one acquisition in each of the modes
+// (scripts.ModeMinted, scripts.ModeLatch), and giveBack undoes what an
+// acquisition that gave up may have left.
 
 // giveBack undoes, in the background, the grant an acquire that gave up
 // may have left in Redis: its last try failed after the script may have

@@ -11,7 +11,7 @@ import (
 )
 
 // tryOnce runs the acquire script once for ownerID in mode; latch names
-// the acquire latch (modeLatch). It returns the hold count after it (0
+// the acquire latch (scripts.ModeLatch). It returns the hold count after it (0
 // when another owner holds the lock, for ttl) and the token. An
 // acquisition too few replicas acknowledged (sync) is given back, and
 // reported as ErrNotReplicated. A fair lock's waiter takes its place in

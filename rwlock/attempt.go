@@ -26,8 +26,8 @@ type attempt struct {
 
 	// A second run of this acquisition's script (a retry after a lost
 	// reply, go-redis's resend) must return the first run's grant: an
-	// owner minted here finds its own field (modeMinted); one that other
-	// holds share goes through an acquire latch (modeLatch, latch its key).
+	// owner minted here finds its own field (scripts.ModeMinted); one that other
+	// holds share goes through an acquire latch (scripts.ModeLatch, latch its key).
 	mode  any
 	latch string
 

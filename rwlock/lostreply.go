@@ -8,14 +8,6 @@ import (
 	"github.com/relock-go/relock/internal/conn"
 )
 
-// Modes of the acquire scripts: how a second run of one acquisition is
-// told from another acquisition (boxed once).
-var (
-	modeMinted any = "minted" // the owner was made for this acquisition
-	modeLatch  any = "latch"  // through the acquire latch
-	modeNone   any = ""       // not: the caller counts runs (a Redlock member)
-)
-
 // giveBack undoes, in the background, the grant an acquire that gave up
 // may have left in Redis: its last try failed after the script may have
 // run (a reply lost to a timeout or a broken connection). Without it the

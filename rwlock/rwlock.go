@@ -289,9 +289,9 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 		return nil, rw.id.Wrap(op, ErrUpgradeNotSupported)
 	}
 
-	a := &attempt{rw: rw, cfg: cfg, side: s, owner: ownerID, lease: leaseTime, wd: wd, mode: modeMinted}
+	a := &attempt{rw: rw, cfg: cfg, side: s, owner: ownerID, lease: leaseTime, wd: wd, mode: scripts.ModeMinted}
 	if shared {
-		a.mode, a.latch = modeLatch, hold.RequestKey(rw.acquireLatchPrefix)
+		a.mode, a.latch = scripts.ModeLatch, hold.RequestKey(rw.acquireLatchPrefix)
 	}
 	// A writer's release may take the read lock for a reader whose owner
 	// was minted here (handoff.go).
@@ -495,7 +495,7 @@ func (s *Side) redlockNode() (acquire.Member, error) {
 		Reenter: []hold.Key{rw.key(read), rw.key(write)},
 		TTL:     rw.TTL,
 		Try: func(ctx context.Context, ownerID string, leaseTime time.Duration) (bool, int64, time.Duration, error) {
-			count, token, ttl, err := rw.tryOnce(ctx, rw.cfg.ReplicaPolicy(), sd, ownerID, leaseTime, "", modeNone, "")
+			count, token, ttl, err := rw.tryOnce(ctx, rw.cfg.ReplicaPolicy(), sd, ownerID, leaseTime, "", scripts.ModeNone, "")
 			return count > 0, token, ttl, err
 		},
 		Release: func(ctx context.Context, ownerID string, timeout time.Duration) (bool, error) {

@@ -304,3 +304,12 @@ func TTL(d time.Duration) time.Duration {
 	}
 	return d
 }
+
+// The modes of the primitives' acquire scripts (ARGV): how a second run of
+// one acquisition, after a lost reply, is told from another acquisition
+// (boxed once).
+var (
+	ModeMinted any = "minted" // the owner was made for this acquisition
+	ModeLatch  any = "latch"  // through the acquire latch
+	ModeNone   any = ""       // not: the caller counts runs (a Redlock member)
+)
