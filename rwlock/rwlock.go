@@ -20,9 +20,9 @@ import (
 	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/member"
-	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/owner"
+	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/internal/workers"
@@ -144,7 +144,7 @@ type RWMutex struct {
 	// acquireLatchPrefix + a request id, an acquire latch.
 	latchPrefix        string
 	acquireLatchPrefix string
-	hub                *notify.Hub
+	hub                *queue.Hub
 	workers            *workers.Pool            // run the calls a caller may stop waiting for
 	inst               [2]telemetry.Instruments // by side
 	keys               [2]hold.Key              // by side: its holds in a context
@@ -165,7 +165,7 @@ func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	rw.prefix = keys.Tag(name)
 	rw.waiters = keys.WriteWaiters(name)
 	rw.tokenKey = keys.Token(name)
-	rw.hub = notify.For(client)
+	rw.hub = queue.For(client)
 	rw.workers = workers.For(client)
 	rw.inst[read] = rw.cfg.Instruments(primitive, read.String(), name, tracing.SpanReleaseReadLock)
 	rw.inst[write] = rw.cfg.Instruments(primitive, write.String(), name, tracing.SpanReleaseWriteLock)

@@ -21,9 +21,9 @@ import (
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/owner"
+	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/internal/workers"
@@ -146,7 +146,7 @@ type Semaphore struct {
 	channel  string
 	// latchPrefix + a request id names an unlock latch key.
 	latchPrefix string
-	hub         *notify.Hub
+	hub         *queue.Hub
 	workers     *workers.Pool // run the calls a caller may stop waiting for
 	inst        telemetry.Instruments
 	hkey        hold.Key // its holds in a context
@@ -195,7 +195,7 @@ func New(client redis.UniversalClient, name string, size int64, opts ...Option) 
 	s.marks = keys.WaiterExpiry(name)
 	s.channel = keys.SemaphoreChannel(name)
 	s.latchPrefix = keys.UnlockLatch(name)
-	s.hub = notify.For(client)
+	s.hub = queue.For(client)
 	s.workers = workers.For(client)
 	s.inst = s.cfg.Instruments(primitive, "", name, tracing.SpanReleaseSemaphore)
 	return s

@@ -15,7 +15,7 @@ import (
 
 	"github.com/relock-go/relock/internal/clock"
 	"github.com/relock-go/relock/internal/errs"
-	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/tracing"
 )
@@ -45,7 +45,7 @@ type Request struct {
 	// Metrics records the acquire's duration and outcome (nil: none).
 	Metrics *telemetry.Recorder
 
-	Hub     *notify.Hub
+	Hub     *queue.Hub
 	Channel string
 	// Shared waiters (readers) are woken together.
 	Shared bool
@@ -66,7 +66,7 @@ type Request struct {
 	// PassOn: the primitive admits several holders (a semaphore), so after
 	// this waiter acquires, the next local waiter tries at once instead of
 	// waiting for a release (unless the release that handed it over left
-	// nothing: notify.Grant.NoneLeft).
+	// nothing: queue.Grant.NoneLeft).
 	PassOn bool
 
 	// Attempt makes one try; the ctx it is given carries the span. A
@@ -76,8 +76,8 @@ type Request struct {
 
 	// HandOff, when set, lets a local release hand the lock to this
 	// waiter: the hub's claim is the HandOff itself (see
-	// notify.Hub.Reserve).
-	HandOff notify.Claimant
+	// queue.Hub.Reserve).
+	HandOff queue.Claimant
 }
 
 // Attempt makes one try of an acquisition.
@@ -291,7 +291,7 @@ func (r *run) first() (over bool, err error) {
 // fails for an outage while ctx lasts (with a try between, since the lock
 // may be freed meanwhile with no one subscribed to tell: acquired reports
 // that such a try took it).
-func (r *run) join() (w *notify.Waiter, acquired bool, err error) {
+func (r *run) join() (w *queue.Waiter, acquired bool, err error) {
 	req := &r.req
 	w, err = req.Hub.JoinClaimant(r.ctx, req.Channel, req.Shared, req.Owner, req.HandOff)
 	for err != nil {
@@ -339,7 +339,7 @@ func (r *run) join() (w *notify.Waiter, acquired bool, err error) {
 // and the subscription. A release of this process may hand the lock over
 // instead (Request.HandOff). passOn reports that the next local waiter
 // should try at once after this one acquired.
-func (r *run) wait(w *notify.Waiter) (acquired, passOn bool, err error) {
+func (r *run) wait(w *queue.Waiter) (acquired, passOn bool, err error) {
 	req := &r.req
 	passOn = req.PassOn
 	var timer *time.Timer
@@ -407,7 +407,7 @@ func (r *run) wait(w *notify.Waiter) (acquired, passOn bool, err error) {
 // tryAtHead makes the try of the head of the queue. over reports that the
 // acquisition ends, with err (nil: acquired); otherwise fallback is when
 // to try again unless woken first.
-func (r *run) tryAtHead(queued context.Context, w *notify.Waiter) (over bool, fallback time.Duration, err error) {
+func (r *run) tryAtHead(queued context.Context, w *queue.Waiter) (over bool, fallback time.Duration, err error) {
 	r.attempts++
 	res, err := r.req.Attempt.Try(queued)
 	if r.req.HandOff != nil {

@@ -3,7 +3,7 @@
 // failed try returned (whichever first, bounded by ctx) -> retry. It never
 // polls on an interval, and the uncontended path is one script call that
 // never touches pub/sub. Goroutines of one process that wait for the same
-// lock queue locally, first come first served (see package notify), and
+// lock queue locally, first come first served (see package queue), and
 // each acquire is one tracing span whose outcome, attempts and wait time
 // the loop records.
 //

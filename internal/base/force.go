@@ -9,7 +9,7 @@ import (
 
 	"github.com/relock-go/relock/internal/keys"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -37,7 +37,7 @@ var ErrChanged = errors.New("changed kind since it was read; nothing done")
 // the script has run, and its local waiters are woken on channel. The
 // leases are taken before the script, so that a hold a local waiter takes
 // right after the unlock message is not among them.
-func ForceUnlockAndTell(ctx context.Context, c redis.UniversalClient, wd *lease.Watchdog, hub *notify.Hub, kind, name, channel, reason string) (bool, error) {
+func ForceUnlockAndTell(ctx context.Context, c redis.UniversalClient, wd *lease.Watchdog, hub *queue.Hub, kind, name, channel, reason string) (bool, error) {
 	held := lease.Held(wd, c, kind, name)
 	ok, err := ForceUnlock(ctx, c, kind, name, hub.PublishCommand())
 	if ok {

@@ -1,4 +1,4 @@
-package notify
+package queue
 
 import (
 	"context"
@@ -30,7 +30,7 @@ type Hub struct {
 	cluster bool
 
 	mu     sync.Mutex
-	queues map[string]*queue // channel -> local waiters
+	queues map[string]*line // channel -> local waiters
 	// handOffs counts, per channel, the hand-offs in a row; kept apart
 	// from the queue, which is dropped whenever it empties (but a seat's).
 	handOffs map[string]int
@@ -43,7 +43,7 @@ type Hub struct {
 }
 
 func newHub(client redis.UniversalClient) *Hub {
-	h := &Hub{client: conn.NewRef(client), queues: map[string]*queue{}, shards: map[string]*shard{}, handOffs: map[string]int{}, seats: map[string]*seats{}}
+	h := &Hub{client: conn.NewRef(client), queues: map[string]*line{}, shards: map[string]*shard{}, handOffs: map[string]int{}, seats: map[string]*seats{}}
 	_, h.cluster = client.(*redis.ClusterClient)
 	return h
 }
@@ -262,16 +262,16 @@ func (h *Hub) removeLocked(w *Waiter, acquired bool, hold time.Duration) {
 }
 
 // queueLocked returns channel's queue, made if there is none.
-func (h *Hub) queueLocked(channel string) *queue {
+func (h *Hub) queueLocked(channel string) *line {
 	q := h.queues[channel]
 	if q == nil {
-		q = &queue{}
+		q = &line{}
 		h.queues[channel] = q
 	}
 	return q
 }
 
-type queue struct {
+type line struct {
 	waiters []*Waiter
 	// watchers are called on each message of the channel (see Watch);
 	// they keep the subscription as waiters do.
@@ -283,7 +283,7 @@ type queue struct {
 
 // heads returns the waiters at the front that may go together: the first
 // one, and when it is shared, every shared waiter that follows it.
-func (q *queue) heads() []*Waiter {
+func (q *line) heads() []*Waiter {
 	if len(q.waiters) == 0 {
 		return nil
 	}
@@ -297,7 +297,7 @@ func (q *queue) heads() []*Waiter {
 	return q.waiters[:n]
 }
 
-func (q *queue) isHead(w *Waiter) bool {
+func (q *line) isHead(w *Waiter) bool {
 	for _, h := range q.heads() {
 		if h == w {
 			return true
@@ -306,7 +306,7 @@ func (q *queue) isHead(w *Waiter) bool {
 	return false
 }
 
-func (q *queue) wakeHead() {
+func (q *line) wakeHead() {
 	for _, w := range q.heads() {
 		w.kicked = true
 		w.signal()
@@ -337,7 +337,7 @@ func (h *Hub) deliver(channel, payload string) {
 
 // heard wakes the heads and calls the watchers: a message came, or may
 // have been missed.
-func (q *queue) heard() {
+func (q *line) heard() {
 	q.wakeHead()
 	for _, f := range q.watchers {
 		(*f)()
@@ -375,7 +375,7 @@ func (h *Hub) Watch(ctx context.Context, channel string, f func()) (stop func(),
 	}, nil
 }
 
-func (h *Hub) unwatchLocked(channel string, q *queue, fp *func()) {
+func (h *Hub) unwatchLocked(channel string, q *line, fp *func()) {
 	for i, o := range q.watchers {
 		if o == fp {
 			q.watchers = append(q.watchers[:i], q.watchers[i+1:]...)
@@ -390,7 +390,7 @@ func (h *Hub) unwatchLocked(channel string, q *queue, fp *func()) {
 // dropIfIdleLocked drops channel's queue and its subscription when nobody
 // waits on or watches it, and reports whether it was idle. A seat's
 // channel (seat.go) keeps both, bar a subscription Redis refused.
-func (h *Hub) dropIfIdleLocked(channel string, q *queue) bool {
+func (h *Hub) dropIfIdleLocked(channel string, q *line) bool {
 	if len(q.waiters) != 0 || len(q.watchers) != 0 {
 		return false
 	}

@@ -1,4 +1,4 @@
-package notify
+package queue
 
 // Hubs is how many clients have a hub now.
 func Hubs() int { return hubs.Len() }
