@@ -18,4 +18,13 @@
 // trips, system calls and connections per command fall with the load, as
 // auto-pipelining clients do. No goroutine is started: the goroutines that
 // wait take turns sending for each other.
+//
+// PubSub is the client's pub/sub transport: one connection per node (per
+// master, with SSUBSCRIBE, on a Redis Cluster), each channel's messages
+// passed to the Listener that subscribed it. A channel whose slot moves (a
+// resharding, a failover) follows it to the new master, and its listener
+// is told that a message may have been missed whenever that can be so (a
+// broken connection, a move), so that waiters try again instead of
+// sleeping to their TTL. A connection closes PubSubLinger after its last
+// channel.
 package conn
