@@ -9,7 +9,7 @@ import (
 
 	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -116,7 +116,7 @@ func (m *Mutex) fairRelease(ctx context.Context, ownerID string, timeout time.Du
 	for i, w := range ws {
 		if res == 1 && claims[i].(*attempt).seat == to {
 			token, _ := vals[1].(int64)
-			w.Grant(notify.Grant{Token: token, SentAt: sentAt[i]})
+			w.Grant(queue.Grant{Token: token, SentAt: sentAt[i]})
 			continue
 		}
 		w.Unreserve()

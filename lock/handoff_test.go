@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 )
@@ -435,7 +435,7 @@ func TestHandOffChainBoundedForOtherProcesses(t *testing.T) {
 		}
 		defer func() { stop.Store(true); wg.Wait() }()
 		// The chain runs: the bound has been reached at least twice.
-		require.Eventually(t, func() bool { return log.answered("transfer") > 2*notify.MaxHandOffs }, 5*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return log.answered("transfer") > 2*queue.MaxHandOffs }, 5*time.Second, time.Millisecond)
 
 		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
@@ -457,8 +457,8 @@ func TestHandOffChainBoundedForOtherProcesses(t *testing.T) {
 			longest = max(longest, len(run))
 		}
 		t.Logf("%d releases, %d hand-offs, longest chain %d", len(seq), strings.Count(seq, "T"), longest)
-		require.LessOrEqual(t, longest, notify.MaxHandOffs, "a chain of hand-offs past the bound: %s", seq)
-		require.Equal(t, notify.MaxHandOffs, longest, "the chain reaches the bound under contention")
+		require.LessOrEqual(t, longest, queue.MaxHandOffs, "a chain of hand-offs past the bound: %s", seq)
+		require.Equal(t, queue.MaxHandOffs, longest, "the chain reaches the bound under contention")
 		require.Zero(t, env.Universal.Exists(ctx, name).Val())
 	})
 }
@@ -933,7 +933,7 @@ func TestHandOffChainBoundSurvivesDrainedQueue(t *testing.T) {
 		mu := lock.New(env.Universal, name)
 		cur, err := mu.Lock(ctx)
 		require.NoError(t, err)
-		for i := range 2*notify.MaxHandOffs + 2 {
+		for i := range 2*queue.MaxHandOffs + 2 {
 			base := log.answered("acquire")
 			next := lockAsync(mu, ctx) // the queue is empty: a try, join, a try
 			waitIdle(t, log, base+2, 5*time.Millisecond)
@@ -948,7 +948,7 @@ func TestHandOffChainBoundSurvivesDrainedQueue(t *testing.T) {
 		for run := range strings.SplitSeq(seq, "U") {
 			longest = max(longest, len(run))
 		}
-		require.LessOrEqual(t, longest, notify.MaxHandOffs, "hand-offs in a row past the bound: %s", seq)
+		require.LessOrEqual(t, longest, queue.MaxHandOffs, "hand-offs in a row past the bound: %s", seq)
 	})
 }
 

@@ -17,8 +17,8 @@ import (
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/options"
+	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/tracing"
@@ -81,7 +81,7 @@ type Mutex struct {
 	// acquireLatchPrefix + a request id, a re-entry's acquire latch.
 	latchPrefix        string
 	acquireLatchPrefix string
-	hub                *notify.Hub
+	hub                *queue.Hub
 	workers            *conn.Pool // run the calls a caller may stop waiting for
 	inst               telemetry.Instruments
 	// Made once, read-only: what every call would otherwise allocate.
@@ -123,7 +123,7 @@ func newMutex(client redis.UniversalClient, name string, fair bool, opts []Optio
 	m.latchPrefix = scripts.UnlockLatch(name)
 	m.acquireLatchPrefix = scripts.AcquireLatch(name)
 	m.tokenKey = scripts.Token(name)
-	m.hub = notify.For(client)
+	m.hub = queue.For(client)
 	m.workers = conn.PoolFor(client)
 	m.nameKeys = []string{name}
 	m.nameArg, m.channelArg, m.tokenArg = name, m.channel, m.tokenKey
@@ -347,7 +347,7 @@ func (a *attempt) Abandon(ctx context.Context, _ error) {
 // g.SentAt, or one in another process, which gave the hold a provisional
 // TTL (g.TTL) after this waiter's last try: the lease is counted as if
 // that TTL had started with the try, so the watchdog renews it at once.
-func (a *attempt) Granted(g notify.Grant) {
+func (a *attempt) Granted(g queue.Grant) {
 	a.count, a.token = 1, g.Token
 	if !g.SentAt.IsZero() {
 		a.sentAt = g.SentAt
@@ -358,7 +358,7 @@ func (a *attempt) Granted(g notify.Grant) {
 
 // Discard gives back a lock handed over as the acquire gave up (to the
 // next waiter, if any), bounded by the unlock timeout.
-func (a *attempt) Discard(notify.Grant) {
+func (a *attempt) Discard(queue.Grant) {
 	_, _ = a.m.releaseLast(context.WithoutCancel(a.ctx), a.owner, a.lease, a.m.cfg.UnlockTimeout, true, nil)
 }
 
@@ -446,8 +446,8 @@ func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
 func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, timeout time.Duration, passOn bool, held *lease.Lease) (int64, error) {
 	var res int64
 	var err error
-	var w *notify.Waiter
-	var c notify.Claimant
+	var w *queue.Waiter
+	var c queue.Claimant
 	yield := false
 	// A hand-over writes the next owner's grant inside the release, with
 	// no WAIT after it: on a server with replicas the next waiter takes
@@ -498,7 +498,7 @@ func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout ti
 // runTransfer frees ownerID's last count and gives the lock to the
 // reserved waiter w in the same script: 1 handed over, -1 not held, -2
 // more counts held (nothing done).
-func (m *Mutex) runTransfer(ctx context.Context, w *notify.Waiter, next *attempt, ownerID string) (int64, error) {
+func (m *Mutex) runTransfer(ctx context.Context, w *queue.Waiter, next *attempt, ownerID string) (int64, error) {
 	sentAt := next.wd.Now()
 	vals, err := transferScript.CallRetrying(ctx, m.client, m.cfg.UnlockTimeout, 2,
 		m.nameArg, m.tokenArg, ownerID, next.owner, next.m.msArg(next.lease)).Int64Slice()
@@ -510,7 +510,7 @@ func (m *Mutex) runTransfer(ctx context.Context, w *notify.Waiter, next *attempt
 		w.Refuse()
 		return 0, fmt.Errorf("unexpected reply %v", vals)
 	case vals[0] == 1:
-		w.Grant(notify.Grant{Token: vals[1], SentAt: sentAt})
+		w.Grant(queue.Grant{Token: vals[1], SentAt: sentAt})
 		return 1, nil
 	}
 	w.Refuse()

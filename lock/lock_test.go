@@ -531,7 +531,7 @@ func TestContextDeadlineBoundsWait(t *testing.T) {
 }
 
 // TestContentionNoOverlap runs 8 goroutines on each of 2 handles (two
-// clients, so two connection pools and two notify hubs, like two
+// clients, so two connection pools and two queue hubs, like two
 // processes) and records every critical section; any overlap fails.
 func TestContentionNoOverlap(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {

@@ -4,11 +4,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relock-go/relock/internal/conn"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 )
@@ -50,7 +51,7 @@ func TestSlotMigrationWakesWaiters(t *testing.T) {
 		return err == nil && n == int64(len(waiters))
 	}, 10*time.Second, 10*time.Millisecond, "the waiters subscribed")
 
-	slot := scripts.Slot(name)
+	slot := conn.Slot(name)
 	from, err := holderClient.MasterForKey(ctx, name)
 	require.NoError(t, err)
 	to := servers[0]

@@ -62,7 +62,7 @@ func (plainSet) unlock(ctx context.Context, m *Mutex, latch, owner string, lease
 func (plainSet) seat(m *Mutex, _ *attempt, _ bool) (string, bool) { return m.channel, false }
 
 func (plainSet) handOver(context.Context, *Mutex, string, time.Duration, *lease.Lease) (int64, bool, error) {
-	return 0, false, nil // a local waiter is reserved instead (notify.Hub.Reserve)
+	return 0, false, nil // a local waiter is reserved instead (queue.Hub.Reserve)
 }
 
 func (plainSet) giveBack(ctx context.Context, m *Mutex, latch, owner string, timeout time.Duration) scripts.Reply {

@@ -85,7 +85,7 @@ func startMasters(t *testing.T, n int) *masters {
 }
 
 // process returns one client per master, as one process would have: its
-// own connection pools and notify hubs.
+// own connection pools and queue hubs.
 func (ms *masters) process(t *testing.T, opts ...func(*redis.Options)) []*redis.Client {
 	t.Helper()
 	cs := make([]*redis.Client, len(ms.srvs))

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -37,10 +37,10 @@ type readClaim struct {
 	mayHold bool
 }
 
-func (c *readClaim) Granted(g notify.Grant) { c.given, c.token, c.sentAt = true, g.Token, g.SentAt }
+func (c *readClaim) Granted(g queue.Grant) { c.given, c.token, c.sentAt = true, g.Token, g.SentAt }
 
 // Discard gives back a read lock handed over as the acquire gave up.
-func (c *readClaim) Discard(notify.Grant) {
+func (c *readClaim) Discard(queue.Grant) {
 	_, _ = c.rw.runRelease(context.WithoutCancel(c.ctx), read, c.owner, c.rw.cfg.UnlockTimeout)
 }
 
@@ -85,7 +85,7 @@ func (rw *RWMutex) releaseToReaders(ctx context.Context, ownerID string, timeout
 	handed := vals[0] == 1 && len(vals) == 1+len(ws)
 	for i, w := range ws {
 		if handed {
-			w.Grant(notify.Grant{Token: vals[1+i], SentAt: sentAt})
+			w.Grant(queue.Grant{Token: vals[1+i], SentAt: sentAt})
 			continue
 		}
 		// It tries: a writer waits, counts remain, or an earlier run

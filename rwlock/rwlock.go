@@ -18,8 +18,8 @@ import (
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/options"
+	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/tracing"
@@ -140,7 +140,7 @@ type RWMutex struct {
 	// acquireLatchPrefix + a request id, an acquire latch.
 	latchPrefix        string
 	acquireLatchPrefix string
-	hub                *notify.Hub
+	hub                *queue.Hub
 	workers            *conn.Pool               // run the calls a caller may stop waiting for
 	inst               [2]telemetry.Instruments // by side
 	keys               [2]hold.Key              // by side: its holds in a context
@@ -161,7 +161,7 @@ func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	rw.prefix = scripts.Tag(name)
 	rw.waiters = scripts.WriteWaiters(name)
 	rw.tokenKey = scripts.Token(name)
-	rw.hub = notify.For(client)
+	rw.hub = queue.For(client)
 	rw.workers = conn.PoolFor(client)
 	rw.inst[read] = rw.cfg.Instruments(primitive, read.String(), name, tracing.SpanReleaseReadLock)
 	rw.inst[write] = rw.cfg.Instruments(primitive, write.String(), name, tracing.SpanReleaseWriteLock)

@@ -58,7 +58,7 @@ func ctxT(t testing.TB) context.Context {
 func as(ctx context.Context, id string) context.Context { return hold.WithOwner(ctx, id) }
 
 // otherClient is a second client of env's server: another connection
-// pool and another notify hub, as another process would have.
+// pool and another queue hub, as another process would have.
 func otherClient(t testing.TB, env *redistest.Env) redis.UniversalClient {
 	return env.NewClient(t)
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -23,7 +23,7 @@ import (
 // so the script's arguments): a release of n permits serves at most n.
 const maxOffered = 64
 
-// waiter is one acquisition's side of a hand-off (notify.Claimant): what
+// waiter is one acquisition's side of a hand-off (queue.Claimant): what
 // a release writes for it, and when its lease starts.
 type waiter struct {
 	s        *Semaphore
@@ -35,11 +35,11 @@ type waiter struct {
 }
 
 // Granted takes the permits a release handed over, sent at g.SentAt.
-func (w *waiter) Granted(g notify.Grant) { w.sentAt = g.SentAt }
+func (w *waiter) Granted(g queue.Grant) { w.sentAt = g.SentAt }
 
 // Discard gives back permits handed over as the acquire gave up (to the
 // next waiter, if any), bounded by the unlock timeout.
-func (w *waiter) Discard(notify.Grant) { _ = w.s.undo(w.ctx, w.permitID) }
+func (w *waiter) Discard(queue.Grant) { _ = w.s.undo(w.ctx, w.permitID) }
 
 // releaseServing gives back permitID's permits (weight n; 0 offers them to
 // no one), handing what fits to the local waiters in front. It runs the
@@ -47,8 +47,8 @@ func (w *waiter) Discard(notify.Grant) { _ = w.s.undo(w.ctx, w.permitID) }
 // released, -1 not held. The local waiters are woken when nobody was
 // served; the ones served are granted.
 func (s *Semaphore) releaseServing(ctx context.Context, permitID string, n int64) (int64, error) {
-	var ws []*notify.Waiter
-	var claims []notify.Claimant
+	var ws []*queue.Waiter
+	var claims []queue.Claimant
 	// Permits written inside a release have no WAIT after them: where one
 	// is needed, the waiters try themselves.
 	if n > 0 && !scripts.SyncNeeded(ctx, s.client, s.cfg.ReplicaPolicy(), s.name) {
@@ -75,7 +75,7 @@ func (s *Semaphore) releaseServing(ctx context.Context, permitID string, n int64
 	res, served, free := vals[0], int(vals[1]), vals[2]
 	for i, w := range ws {
 		if i < served {
-			w.Grant(notify.Grant{SentAt: sentAt, NoneLeft: free == 0})
+			w.Grant(queue.Grant{SentAt: sentAt, NoneLeft: free == 0})
 			continue
 		}
 		w.Unreserve()

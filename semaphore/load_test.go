@@ -48,7 +48,7 @@ func maxOverlap(h []span) int64 {
 }
 
 // TestLoadNeverAboveSize: 12 goroutines on 3 clients (separate connection
-// pools and notify hubs, as 3 processes would have) take 1 or 2 of 4
+// pools and queue hubs, as 3 processes would have) take 1 or 2 of 4
 // permits, 20 times each. The total weight inside, recorded at every entry
 // and exit, never goes above the size, and reaches it (the permits really
 // are shared, not serialised); every iteration completes in bounded time.

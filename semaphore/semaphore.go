@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/relock-go/relock/internal/queue"
+
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -20,7 +22,6 @@ import (
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/notify"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
@@ -143,7 +144,7 @@ type Semaphore struct {
 	channel  string
 	// latchPrefix + a request id names an unlock latch key.
 	latchPrefix string
-	hub         *notify.Hub
+	hub         *queue.Hub
 	workers     *conn.Pool // run the calls a caller may stop waiting for
 	inst        telemetry.Instruments
 	hkey        hold.Key // its holds in a context
@@ -192,7 +193,7 @@ func New(client redis.UniversalClient, name string, size int64, opts ...Option) 
 	s.marks = scripts.WaiterExpiry(name)
 	s.channel = scripts.SemaphoreChannel(name)
 	s.latchPrefix = scripts.UnlockLatch(name)
-	s.hub = notify.For(client)
+	s.hub = queue.For(client)
 	s.workers = conn.PoolFor(client)
 	s.inst = s.cfg.Instruments(primitive, "", name, tracing.SpanReleaseSemaphore)
 	return s

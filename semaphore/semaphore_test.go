@@ -55,7 +55,7 @@ func (e *env) serverNow(t *testing.T) time.Time {
 }
 
 // secondClient is another client on the same server: another connection
-// pool and notify hub, like another process.
+// pool and queue hub, like another process.
 func (e *env) secondClient(t *testing.T) redis.UniversalClient {
 	return e.NewClient(t)
 }

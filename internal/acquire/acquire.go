@@ -11,7 +11,7 @@ import (
 
 	"github.com/relock-go/relock/internal/clock"
 	"github.com/relock-go/relock/internal/errs"
-	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/queue"
 )
 
 // Result is what one try returned.
@@ -62,7 +62,7 @@ const (
 	Readers
 	// Several holders (a semaphore): after one acquires, the next local
 	// waiter tries at once instead of waiting for a release (unless the
-	// release that handed it over left nothing: notify.Grant.NoneLeft).
+	// release that handed it over left nothing: queue.Grant.NoneLeft).
 	Several
 )
 
@@ -86,7 +86,7 @@ const (
 
 // Request is what the loop needs of one acquisition.
 type Request struct {
-	Hub     *notify.Hub
+	Hub     *queue.Hub
 	Channel string
 	Admits  Admission
 	Entry   Entry
@@ -101,8 +101,8 @@ type Request struct {
 	Owner   string
 	Attempt Attempt
 	// HandOff, when set, lets a local release hand the lock to this
-	// waiter: the hub's claim (see notify.Hub.Reserve).
-	HandOff notify.Claimant
+	// waiter: the hub's claim (see queue.Hub.Reserve).
+	HandOff queue.Claimant
 }
 
 // Do runs the loop inside the acquisition's span (tr) and, when it fails,
@@ -232,7 +232,7 @@ func (r *run) first() (over bool, err error) {
 // fails for an outage while ctx lasts (with a try between, since the lock
 // may be freed meanwhile with no one subscribed to tell: acquired reports
 // that such a try took it).
-func (r *run) join() (w *notify.Waiter, acquired bool, err error) {
+func (r *run) join() (w *queue.Waiter, acquired bool, err error) {
 	req := &r.req
 	w, err = r.joinOnce()
 	for err != nil {
@@ -275,7 +275,7 @@ func (r *run) join() (w *notify.Waiter, acquired bool, err error) {
 }
 
 // joinOnce puts the acquisition in the local queue of its channel.
-func (r *run) joinOnce() (*notify.Waiter, error) {
+func (r *run) joinOnce() (*queue.Waiter, error) {
 	req := &r.req
 	return req.Hub.JoinClaimant(r.ctx, req.Channel, req.Admits == Readers, req.Owner, req.HandOff)
 }
@@ -286,7 +286,7 @@ func (r *run) joinOnce() (*notify.Waiter, error) {
 // and the subscription. A release of this process may hand the lock over
 // instead (Request.HandOff). passOn reports that the next local waiter
 // should try at once after this one acquired.
-func (r *run) wait(w *notify.Waiter) (acquired, passOn bool, err error) {
+func (r *run) wait(w *queue.Waiter) (acquired, passOn bool, err error) {
 	req := &r.req
 	passOn = req.Admits == Several
 	var timer *time.Timer
@@ -353,7 +353,7 @@ func (r *run) wait(w *notify.Waiter) (acquired, passOn bool, err error) {
 // tryAtHead makes the try of the head of the queue. over reports that the
 // acquisition ends, with err (nil: acquired); otherwise fallback is when
 // to try again unless woken first.
-func (r *run) tryAtHead(w *notify.Waiter) (over bool, fallback time.Duration, err error) {
+func (r *run) tryAtHead(w *queue.Waiter) (over bool, fallback time.Duration, err error) {
 	r.attempts++
 	res, err := r.req.Attempt.Try(r.ctx, true)
 	if r.req.HandOff != nil {

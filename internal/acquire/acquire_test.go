@@ -21,7 +21,7 @@ import (
 
 	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/errs"
-	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/tracing"
@@ -139,7 +139,7 @@ type call struct {
 	trace acquire.Trace
 }
 
-func request(hub *notify.Hub, channel string, try func(context.Context) (acquire.Result, error)) call {
+func request(hub *queue.Hub, channel string, try func(context.Context) (acquire.Result, error)) call {
 	return call{
 		Request: acquire.Request{
 			Hub:      hub,
@@ -239,7 +239,7 @@ func forBackends(t *testing.T, fn func(t *testing.T, env *redistest.Env)) {
 
 // requireNoPubSubEventually waits until the hub has left every channel
 // and, on a real server, closed its connection after the linger.
-func requireNoPubSubEventually(t *testing.T, ctx context.Context, env *redistest.Env, hub *notify.Hub, channel string) {
+func requireNoPubSubEventually(t *testing.T, ctx context.Context, env *redistest.Env, hub *queue.Hub, channel string) {
 	t.Helper()
 	assert.False(t, hub.Waiting(channel), "no waiter left in the local queue")
 	require.Eventually(t, func() bool {
@@ -258,7 +258,7 @@ func TestUncontendedTriesOnceAndNeverSubscribes(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := notify.For(env.Client)
+		hub := queue.For(env.Client)
 		m := newMock("", long)
 
 		require.NoError(t, do(ctx, request(hub, channelOf(t), m.try("me"))))
@@ -278,7 +278,7 @@ func TestTryOnceUnderContention(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := notify.For(env.Client)
+		hub := queue.For(env.Client)
 		m := newMock("other", long)
 
 		req := request(hub, channelOf(t), m.try("me"))
@@ -296,7 +296,7 @@ func TestHeadTriesAgainOnceSubscribed(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := notify.For(env.Client)
+		hub := queue.For(env.Client)
 		// Freed between the first try and the subscription: no message
 		// will come, and the TTL is long, so only the try right after
 		// subscribing can take it.
@@ -316,7 +316,7 @@ func TestFallbackTimerRetriesAfterTheTTL(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := notify.For(env.Client)
+		hub := queue.For(env.Client)
 		const ttl = 50 * time.Millisecond
 		// The holder's lease runs out after two tries; no unlock message.
 		m := newMock("other", ttl)
@@ -335,7 +335,7 @@ func TestUnlockMessageWakesBeforeTheTTL(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := notify.For(env.Client)
+		hub := queue.For(env.Client)
 		ch := channelOf(t)
 		m := newMock("other", long)
 
@@ -360,7 +360,7 @@ func TestWaitBoundReturnsNotAcquired(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := notify.For(env.Client)
+		hub := queue.For(env.Client)
 		m := newMock("other", long)
 
 		req := request(hub, channelOf(t), m.try("me"))
@@ -378,7 +378,7 @@ func TestWaitBoundReturnsNotAcquired(t *testing.T) {
 func TestEndedContext(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
-		hub := notify.For(env.Client)
+		hub := queue.For(env.Client)
 
 		t.Run("cancelled while waiting", func(t *testing.T) {
 			ch := channelOf(t)
@@ -436,7 +436,7 @@ func TestLocalWaitersAreServedInArrivalOrder(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := notify.For(env.Client)
+		hub := queue.For(env.Client)
 		ch := channelOf(t)
 		m := newMock("holder", long)
 
@@ -499,7 +499,7 @@ func TestNewcomerDoesNotBargePastWaiters(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := notify.For(env.Client)
+		hub := queue.For(env.Client)
 		ch := channelOf(t)
 		m := newMock("other", long)
 
@@ -536,7 +536,7 @@ func TestPromotedWaiterFallsBackOnTheHoldersLease(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := notify.For(env.Client)
+		hub := queue.For(env.Client)
 		ch := channelOf(t)
 		m := newMock("other", long)
 		const hold = 200 * time.Millisecond
@@ -568,7 +568,7 @@ func TestDirectBypassesTheQueue(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := notify.For(env.Client)
+		hub := queue.For(env.Client)
 		ch := channelOf(t)
 		m := newMock("owner", long)
 
@@ -596,7 +596,7 @@ func TestTryErrorsAreReturned(t *testing.T) {
 	t.Parallel()
 	errBoom := errors.New("boom")
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
-		hub := notify.For(env.Client)
+		hub := queue.For(env.Client)
 
 		t.Run("first try", func(t *testing.T) {
 			ctx := testContext(t)
@@ -664,7 +664,7 @@ func attr(span sdktrace.ReadOnlySpan, key attribute.Key) (attribute.Value, bool)
 func TestSpan(t *testing.T) {
 	t.Parallel()
 	_, client := redistest.Miniredis(t)
-	hub := notify.For(client)
+	hub := queue.For(client)
 	errBoom := errors.New("boom")
 
 	cases := []struct {
@@ -803,7 +803,7 @@ func TestSpan(t *testing.T) {
 func TestContextEndingDuringATry(t *testing.T) {
 	t.Parallel()
 	_, client := redistest.Miniredis(t)
-	hub := notify.For(client)
+	hub := queue.For(client)
 
 	// blockAt returns a Try that fails with a TTL, except the try of that
 	// number, which blocks until its context ends and returns ctx.Err(),

@@ -11,7 +11,7 @@ import (
 
 	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/errs"
-	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
@@ -50,7 +50,7 @@ func TestLoopAbandonsOnlyWhatFailed(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := notify.For(env.Client)
+		hub := queue.For(env.Client)
 
 		held := &recorded{try: newMock("other", long).try("me")}
 		req := request(hub, channelOf(t), nil)
@@ -83,7 +83,7 @@ func TestOnlyTheHeadTriesAtHead(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := notify.For(env.Client)
+		hub := queue.For(env.Client)
 		m := newMock("other", long)
 		a := &recorded{try: m.try("me")}
 		req := request(hub, channelOf(t), nil)

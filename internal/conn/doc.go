@@ -1,6 +1,7 @@
 // Package conn is where relock speaks to a Redis client: what it keeps per
 // client (without keeping the client alive), the pipe that coalesces
-// commands, the workers that bound a call, and the client's servers.
+// commands, the pub/sub transport, the workers that bound a call, and the
+// client's servers.
 //
 // Map and Ref are the registry: a service that makes clients per tenant
 // or per request, and drops them, must not grow. Map is keyed by a weak
@@ -29,4 +30,13 @@
 // a small machine. A Pool hands a call to a worker that is idle, and
 // starts one only when none is; a worker that has had nothing to do for
 // the linger ends, so an idle Pool holds no goroutine.
+//
+// PubSub is the client's pub/sub transport: one connection per node (per
+// master, with SSUBSCRIBE, on a Redis Cluster), each channel's messages
+// passed to the Listener that subscribed it. A channel whose slot moves (a
+// resharding, a failover) follows it to the new master, and its listener
+// is told that a message may have been missed whenever that can be so (a
+// broken connection, a move), so that waiters try again instead of
+// sleeping to their TTL. A connection closes PubSubLinger after its last
+// channel.
 package conn

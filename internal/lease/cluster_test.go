@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relock-go/relock/internal/conn"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
@@ -40,7 +41,7 @@ func (a *slotAudit) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 			n, _ := args[2].(int)
 			slot := -1
 			for _, k := range args[3 : 3+n] {
-				s := scripts.Slot(fmt.Sprint(k))
+				s := conn.Slot(fmt.Sprint(k))
 				if slot >= 0 && s != slot {
 					a.crossSlot = append(a.crossSlot, fmt.Sprint(args[3:3+n]))
 				}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/relock-go/relock/internal/conn"
+
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -128,7 +130,7 @@ func (w *Watchdog) flush(c redis.UniversalClient, rs []renewal, sentAt time.Time
 			g.kind = t.Renewer
 		}
 		if cluster {
-			g.slot = scripts.Slot(t.Keys[0])
+			g.slot = conn.Slot(t.Keys[0])
 		}
 		i, ok := index[g]
 		if !ok {

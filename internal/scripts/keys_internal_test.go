@@ -3,6 +3,7 @@ package scripts
 import (
 	"testing"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/stretchr/testify/require"
 )
 
@@ -11,16 +12,6 @@ func TestNames(t *testing.T) {
 	require.Equal(t, "redisson_lock__channel:{tag}x", Prefix("redisson_lock__channel", "{tag}x"))
 	require.Equal(t, "{order:1}:rwlock_timeout", Suffix("order:1", "rwlock_timeout"))
 	require.Equal(t, "{tag}x:s", Suffix("{tag}x", "s"))
-}
-
-func TestSlot(t *testing.T) {
-	// Reference values from the Redis Cluster specification / CLUSTER KEYSLOT.
-	require.Equal(t, 12739, Slot("123456789"))
-	require.Equal(t, 12182, Slot("foo"))
-	require.Equal(t, Slot("foo"), Slot("{foo}bar"))
-	require.Equal(t, Slot("order:1"), Slot(Prefix("redisson_lock__channel", "order:1")))
-	require.Equal(t, Slot("a{}b"), Slot("a{}b"))
-	require.NotEqual(t, Slot("{}a"), Slot("{}b"), "an empty tag hashes the whole key")
 }
 
 func TestCheckName(t *testing.T) {
@@ -36,9 +27,9 @@ func TestCheckName(t *testing.T) {
 	var walk func(prefix []byte)
 	walk = func(prefix []byte) {
 		if name := string(prefix); name != "" && CheckName(name) == "" {
-			want := Slot(name)
+			want := conn.Slot(name)
 			for _, k := range []string{Prefix("redisson_lock_token", name), Suffix(name, "permits"), ReadTimeout(name, "o:1", 1), HolderLabel(name, "o:1")} {
-				require.Equal(t, want, Slot(k), "name %q, key %q", name, k)
+				require.Equal(t, want, conn.Slot(k), "name %q, key %q", name, k)
 			}
 		}
 		if len(prefix) == 5 {

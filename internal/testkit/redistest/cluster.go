@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relock-go/relock/internal/conn"
+
 	"github.com/redis/go-redis/v9"
-	"github.com/relock-go/relock/internal/scripts"
 )
 
 const (
@@ -193,7 +194,7 @@ func keyOn(ctx context.Context, m *Server) (string, error) {
 	defer a.Close()
 	for i := range 10000 {
 		key := "redistest:probe:" + strconv.Itoa(i)
-		owner, err := slotOwner(ctx, a, scripts.Slot(key), []*Server{m})
+		owner, err := slotOwner(ctx, a, conn.Slot(key), []*Server{m})
 		if err == nil && owner == m {
 			return key, nil
 		}

@@ -71,7 +71,7 @@ func (e *Env) FastForward(d time.Duration) {
 }
 
 // NewClient returns another client of the same server or cluster, with its
-// own connection pool (and so its own notify hub and batch pipe), as
+// own connection pool (and so its own queue hub and batch pipe), as
 // another process would have. It is closed at t.Cleanup.
 func (e *Env) NewClient(t testing.TB) redis.UniversalClient {
 	t.Helper()

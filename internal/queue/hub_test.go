@@ -1,4 +1,4 @@
-package notify_test
+package queue_test
 
 import (
 	"bufio"
@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
@@ -48,7 +48,7 @@ func chanName(t *testing.T, i int) string {
 
 // join queues a waiter and makes sure it leaves at the end of the test, so
 // the hub's connection closes and no goroutine outlives the test.
-func join(t *testing.T, ctx context.Context, h *notify.Hub, channel string, shared bool) *notify.Waiter {
+func join(t *testing.T, ctx context.Context, h *queue.Hub, channel string, shared bool) *queue.Waiter {
 	t.Helper()
 	w, err := h.Join(ctx, channel, shared)
 	require.NoError(t, err)
@@ -57,7 +57,7 @@ func join(t *testing.T, ctx context.Context, h *notify.Hub, channel string, shar
 	return w
 }
 
-func requireWoken(t *testing.T, w *notify.Waiter, what string) {
+func requireWoken(t *testing.T, w *queue.Waiter, what string) {
 	t.Helper()
 	select {
 	case <-w.Wake():
@@ -71,7 +71,7 @@ func requireWoken(t *testing.T, w *notify.Waiter, what string) {
 // call that caused them returns (Leave, Release), or after another waiter
 // woken by the same delivery was seen woken (the hub signals every head
 // of a delivery under one lock), so it is exact, not a timing guess.
-func requireNotSignalled(t *testing.T, w *notify.Waiter, what string) {
+func requireNotSignalled(t *testing.T, w *queue.Waiter, what string) {
 	t.Helper()
 	select {
 	case <-w.Wake():
@@ -80,7 +80,7 @@ func requireNotSignalled(t *testing.T, w *notify.Waiter, what string) {
 	}
 }
 
-func requireTake(t *testing.T, w *notify.Waiter, kick bool, hint time.Duration, what string) {
+func requireTake(t *testing.T, w *queue.Waiter, kick bool, hint time.Duration, what string) {
 	t.Helper()
 	gotKick, gotHint := w.Take()
 	require.Equal(t, kick, gotKick, "%s: Take kick", what)
@@ -176,11 +176,11 @@ func TestOneConnectionForManyChannels(t *testing.T) {
 	srv := redistest.StartServer(t)
 	client := srv.Client(t)
 	admin := srv.Client(t)
-	h := notify.For(client)
+	h := queue.For(client)
 
 	const n = 100
 	channels := make([]string, n)
-	waiters := make([]*notify.Waiter, n)
+	waiters := make([]*queue.Waiter, n)
 	for i := range channels {
 		channels[i] = chanName(t, i)
 	}
@@ -223,7 +223,7 @@ func TestChannelsAreReferenceCounted(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		h := notify.For(env.Client)
+		h := queue.For(env.Client)
 		ch := chanName(t, 0)
 
 		w1 := join(t, ctx, h, ch, false)
@@ -265,7 +265,7 @@ func TestJoinReturnsOnceSubscribed(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		h := notify.For(env.Client)
+		h := queue.For(env.Client)
 		publisher := redis.NewClient(&redis.Options{Addr: env.Client.Options().Addr})
 		t.Cleanup(func() { _ = publisher.Close() })
 
@@ -291,7 +291,7 @@ func TestMessageWakesOnlyTheHead(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		h := notify.For(env.Client)
+		h := queue.For(env.Client)
 		ch := chanName(t, 0)
 
 		w1 := join(t, ctx, h, ch, false)
@@ -332,7 +332,7 @@ func TestLeaveOfAWaiterBehindTheHeadWakesNoOne(t *testing.T) {
 	t.Parallel()
 	_, client := redistest.Miniredis(t)
 	ctx := testContext(t)
-	h := notify.For(client)
+	h := queue.For(client)
 	ch := chanName(t, 0)
 
 	w1 := join(t, ctx, h, ch, false)
@@ -353,7 +353,7 @@ func TestLeaveAcquiredPromotesWithHint(t *testing.T) {
 	t.Parallel()
 	_, client := redistest.Miniredis(t)
 	ctx := testContext(t)
-	h := notify.For(client)
+	h := queue.For(client)
 	ch := chanName(t, 0)
 
 	w1 := join(t, ctx, h, ch, false)
@@ -380,7 +380,7 @@ func TestSharedWaitersAtTheFrontWakeTogether(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		h := notify.For(env.Client)
+		h := queue.For(env.Client)
 		ch := chanName(t, 0)
 
 		r1 := join(t, ctx, h, ch, true)
@@ -388,7 +388,7 @@ func TestSharedWaitersAtTheFrontWakeTogether(t *testing.T) {
 		r3 := join(t, ctx, h, ch, true)
 		x4 := join(t, ctx, h, ch, false)
 		r5 := join(t, ctx, h, ch, true)
-		for i, w := range []*notify.Waiter{r1, r2, r3} {
+		for i, w := range []*queue.Waiter{r1, r2, r3} {
 			assert.True(t, w.Head(), "reader %d in the run at the front", i+1)
 		}
 		assert.False(t, x4.Head())
@@ -400,7 +400,7 @@ func TestSharedWaitersAtTheFrontWakeTogether(t *testing.T) {
 		requireWoken(t, r3, "reader 3")
 		requireNotSignalled(t, x4, "writer behind the readers")
 		requireNotSignalled(t, r5, "reader behind the writer")
-		for i, w := range []*notify.Waiter{r1, r2, r3} {
+		for i, w := range []*queue.Waiter{r1, r2, r3} {
 			requireTake(t, w, true, 0, fmt.Sprintf("reader %d", i+1))
 		}
 
@@ -425,7 +425,7 @@ func TestExclusiveHeadIsWokenAlone(t *testing.T) {
 	t.Parallel()
 	_, client := redistest.Miniredis(t)
 	ctx := testContext(t)
-	h := notify.For(client)
+	h := queue.For(client)
 	ch := chanName(t, 0)
 
 	x1 := join(t, ctx, h, ch, false)
@@ -449,7 +449,7 @@ func TestReleaseWakesTheHead(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		h := notify.For(env.Client)
+		h := queue.For(env.Client)
 		ch := chanName(t, 0)
 
 		h.Release(ch) // nobody waits: nothing to do, nothing breaks
@@ -472,7 +472,7 @@ func TestWaiting(t *testing.T) {
 	t.Parallel()
 	_, client := redistest.Miniredis(t)
 	ctx := testContext(t)
-	h := notify.For(client)
+	h := queue.For(client)
 	ch, other := chanName(t, 0), chanName(t, 1)
 
 	assert.False(t, h.Waiting(ch))
@@ -491,18 +491,18 @@ func TestForReturnsOneHubPerClient(t *testing.T) {
 	_, c1 := redistest.Miniredis(t)
 	_, c2 := redistest.Miniredis(t)
 
-	h1 := notify.For(c1)
+	h1 := queue.For(c1)
 	require.NotNil(t, h1)
-	assert.Same(t, h1, notify.For(c1))
-	assert.NotSame(t, h1, notify.For(c2))
+	assert.Same(t, h1, queue.For(c1))
+	assert.NotSame(t, h1, queue.For(c2))
 
 	// Concurrent first uses agree on one hub.
 	c3 := redis.NewClient(&redis.Options{Addr: c1.Options().Addr})
 	t.Cleanup(func() { _ = c3.Close() })
-	hubs := make([]*notify.Hub, 8)
+	hubs := make([]*queue.Hub, 8)
 	var wg sync.WaitGroup
 	for i := range hubs {
-		wg.Go(func() { hubs[i] = notify.For(c3) })
+		wg.Go(func() { hubs[i] = queue.For(c3) })
 	}
 	wg.Wait()
 	for _, h := range hubs {
@@ -513,17 +513,17 @@ func TestForReturnsOneHubPerClient(t *testing.T) {
 func TestPublishCommand(t *testing.T) {
 	t.Parallel()
 	mr, client := redistest.Miniredis(t)
-	assert.Equal(t, "publish", notify.For(client).PublishCommand())
+	assert.Equal(t, "publish", queue.For(client).PublishCommand())
 
 	// A UniversalClient given one address is a plain client.
 	uc := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{mr.Addr()}})
 	t.Cleanup(func() { _ = uc.Close() })
-	assert.Equal(t, "publish", notify.For(uc).PublishCommand())
+	assert.Equal(t, "publish", queue.For(uc).PublishCommand())
 
 	// No connection is needed to tell a cluster client.
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{mr.Addr()}})
 	t.Cleanup(func() { _ = cc.Close() })
-	assert.Equal(t, "spublish", notify.For(cc).PublishCommand())
+	assert.Equal(t, "spublish", queue.For(cc).PublishCommand())
 }
 
 func TestClusterShardedPubSub(t *testing.T) {
@@ -531,7 +531,7 @@ func TestClusterShardedPubSub(t *testing.T) {
 	ctx := testContext(t)
 	cc, servers := redistest.StartCluster(t, 3)
 	require.NotNil(t, cc)
-	h := notify.For(cc)
+	h := queue.For(cc)
 	require.Equal(t, "spublish", h.PublishCommand())
 
 	admins := map[string]*redis.Client{}
@@ -555,7 +555,7 @@ func TestClusterShardedPubSub(t *testing.T) {
 	require.Len(t, byNode, len(servers))
 	require.Len(t, channels, perNode*len(servers))
 
-	waiters := map[string]*notify.Waiter{}
+	waiters := map[string]*queue.Waiter{}
 	for _, ch := range channels {
 		waiters[ch] = join(t, ctx, h, ch, false)
 	}
@@ -607,7 +607,7 @@ func TestReconnectAfterServerRestart(t *testing.T) {
 	srv := redistest.StartServer(t)
 	client := srv.Client(t)
 	admin := srv.Client(t)
-	h := notify.For(client)
+	h := queue.For(client)
 	ch := chanName(t, 0)
 
 	w1 := join(t, ctx, h, ch, false)
@@ -808,7 +808,7 @@ func receiveSub(t *testing.T, s *stallServer) stalledSub {
 }
 
 type joined struct {
-	w   *notify.Waiter
+	w   *queue.Waiter
 	err error
 }
 
@@ -816,7 +816,7 @@ func TestJoinWaitsForTheSubscriptionConfirmation(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	srv := startStallServer(t)
-	h := notify.For(stallClient(t, srv))
+	h := queue.For(stallClient(t, srv))
 	ch := chanName(t, 0)
 
 	done := make(chan joined, 1)
@@ -850,7 +850,7 @@ func TestJoinEndsWithItsContext(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	srv := startStallServer(t)
-	h := notify.For(stallClient(t, srv))
+	h := queue.For(stallClient(t, srv))
 	ch := chanName(t, 0)
 
 	jctx, cancel := context.WithCancelCause(ctx)
@@ -888,7 +888,7 @@ func TestJoinIgnoresTheConfirmationOfAnAbandonedSubscription(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	srv := startStallServer(t)
-	h := notify.For(stallClient(t, srv))
+	h := queue.For(stallClient(t, srv))
 	ch, other := chanName(t, 0), chanName(t, 1)
 
 	start := func(ctx context.Context, ch string) <-chan joined {
@@ -966,7 +966,7 @@ func TestFailedJoinLeavesNoSubscriptionBehind(t *testing.T) {
 	srv := redistest.StartServer(t)
 	client := srv.Client(t)
 	admin := srv.Client(t)
-	h := notify.For(client)
+	h := queue.For(client)
 	kept, failed := chanName(t, 0), chanName(t, 1)
 
 	w := join(t, ctx, h, kept, false)
@@ -1001,12 +1001,12 @@ func TestFailedJoinLeavesNoSubscriptionBehind(t *testing.T) {
 // only carries it.
 type claimant string
 
-func (claimant) Granted(notify.Grant) {}
-func (claimant) Discard(notify.Grant) {}
+func (claimant) Granted(queue.Grant) {}
+func (claimant) Discard(queue.Grant) {}
 
 func TestQuitStopsReservations(t *testing.T) {
 	_, client := redistest.Miniredis(t)
-	h := notify.For(client)
+	h := queue.For(client)
 	ctx := testContext(t)
 	ch := chanName(t, 0)
 
@@ -1022,7 +1022,7 @@ func TestQuitStopsReservations(t *testing.T) {
 	r, claim, _ := h.Reserve(ch)
 	require.Same(t, w, r)
 	require.Equal(t, claimant("me"), claim)
-	quit := make(chan notify.Grant, 1)
+	quit := make(chan queue.Grant, 1)
 	go func() {
 		g, ok := w.Quit(false, 0)
 		require.True(t, ok)
@@ -1033,7 +1033,7 @@ func TestQuitStopsReservations(t *testing.T) {
 		t.Fatal("Quit returned while a hand-off to the waiter was under way")
 	case <-time.After(30 * time.Millisecond):
 	}
-	w.Grant(notify.Grant{Token: 42})
+	w.Grant(queue.Grant{Token: 42})
 	select {
 	case g := <-quit:
 		require.Equal(t, int64(42), g.Token)
@@ -1045,7 +1045,7 @@ func TestQuitStopsReservations(t *testing.T) {
 // TestRefuseKicksTheWaiter: a refused hand-off wakes the waiter to try.
 func TestRefuseKicksTheWaiter(t *testing.T) {
 	_, client := redistest.Miniredis(t)
-	h := notify.For(client)
+	h := queue.For(client)
 	ctx := testContext(t)
 	ch := chanName(t, 0)
 	w := join(t, ctx, h, ch, false)
@@ -1068,7 +1068,7 @@ func TestRefuseKicksTheWaiter(t *testing.T) {
 // subscribed before its first try), and nothing else would wake it.
 func TestUnreserveKicksAWaiterRefusedATry(t *testing.T) {
 	_, client := redistest.Miniredis(t)
-	h := notify.For(client)
+	h := queue.For(client)
 	ctx := testContext(t)
 	prefix := chanName(t, 0)
 	a, b := h.TakeSeat(prefix), h.TakeSeat(prefix)
@@ -1104,10 +1104,10 @@ func TestUnreserveKicksAWaiterRefusedATry(t *testing.T) {
 // own or in another release's hand-off, and stopping at a reader.
 func TestReserveFront(t *testing.T) {
 	_, client := redistest.Miniredis(t)
-	h := notify.For(client)
+	h := queue.For(client)
 	ctx := testContext(t)
 	ch := chanName(t, 0)
-	ws := make([]*notify.Waiter, 5)
+	ws := make([]*queue.Waiter, 5)
 	for i := range ws {
 		ws[i] = join(t, ctx, h, ch, false)
 		defer ws[i].Leave(false, 0)
@@ -1121,17 +1121,17 @@ func TestReserveFront(t *testing.T) {
 
 	require.True(t, ws[1].BeginTry(), "waiter 1 tries on its own")
 	first, _ := h.ReserveFront(ch, 1)
-	require.Equal(t, []*notify.Waiter{ws[0]}, first)
+	require.Equal(t, []*queue.Waiter{ws[0]}, first)
 	got, claims := h.ReserveFront(ch, 10)
-	require.Equal(t, []*notify.Waiter{ws[2], ws[3], ws[4]}, got, "0 reserved, 1 trying: passed over; the reader ends the front")
-	require.Equal(t, []notify.Claimant{claimant("2"), claimant("3"), claimant("4")}, claims)
+	require.Equal(t, []*queue.Waiter{ws[2], ws[3], ws[4]}, got, "0 reserved, 1 trying: passed over; the reader ends the front")
+	require.Equal(t, []queue.Claimant{claimant("2"), claimant("3"), claimant("4")}, claims)
 	ws[1].EndTry()
 	for _, w := range got {
 		w.Unreserve()
 	}
 	// A release that came during a hand-off: the next waiter must try.
 	h.Release(ch)
-	first[0].Grant(notify.Grant{NoneLeft: true})
+	first[0].Grant(queue.Grant{NoneLeft: true})
 	g, ok := first[0].Granted()
 	require.True(t, ok)
 	require.False(t, g.NoneLeft, "a release came meanwhile")
@@ -1144,7 +1144,7 @@ func TestWriterPromotedByAReaderThatGotInIsKicked(t *testing.T) {
 	t.Parallel()
 	_, client := redistest.Miniredis(t)
 	ctx := testContext(t)
-	h := notify.For(client)
+	h := queue.For(client)
 	ch := chanName(t, 0)
 
 	r1 := join(t, ctx, h, ch, true)
@@ -1161,7 +1161,7 @@ func TestWriterPromotedByAReaderThatGotInIsKicked(t *testing.T) {
 func TestWatch(t *testing.T) {
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		h := notify.For(env.Client)
+		h := queue.For(env.Client)
 		ch := chanName(t, 0)
 		heard := make(chan struct{}, 8)
 		stop, err := h.Watch(ctx, ch, func() { heard <- struct{}{} })

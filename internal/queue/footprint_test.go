@@ -1,4 +1,4 @@
-package notify_test
+package queue_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
@@ -36,13 +36,13 @@ func TestClosedClientsLeaveNothing(t *testing.T) {
 			addr := env.Client.Options().Addr
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			hubsBefore, goroutines, heap := notify.Hubs(), runtime.NumGoroutine(), heapAfterGC()
+			hubsBefore, goroutines, heap := queue.Hubs(), runtime.NumGoroutine(), heapAfterGC()
 
 			const clients = 10000
 			for i := range clients {
 				c := redis.NewClient(&redis.Options{Addr: addr})
-				h := notify.For(c)
-				require.Same(t, h, notify.For(c), "one hub per client")
+				h := queue.For(c)
+				require.Same(t, h, queue.For(c), "one hub per client")
 				if i%10 == 0 {
 					w, err := h.Join(ctx, fmt.Sprintf("footprint:%d", i), false)
 					require.NoError(t, err)
@@ -52,7 +52,7 @@ func TestClosedClientsLeaveNothing(t *testing.T) {
 			}
 			require.Eventually(t, func() bool {
 				runtime.GC()
-				return notify.Hubs() <= hubsBefore
+				return queue.Hubs() <= hubsBefore
 			}, 30*time.Second, 10*time.Millisecond, "the hubs of dropped clients are gone")
 			// Polled here, not in require.Eventually, whose condition runs
 			// on goroutines of its own.
@@ -74,7 +74,7 @@ func TestIdleNamesLeaveNothing(t *testing.T) {
 	for _, b := range redistest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			env := b.New(t)
-			h := notify.For(env.Client)
+			h := queue.For(env.Client)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			heap := heapAfterGC()
@@ -107,7 +107,7 @@ func TestIdleNamesLeaveNothing(t *testing.T) {
 							errs <- fmt.Errorf("%s: not reserved", ch)
 							return
 						}
-						r.Grant(notify.Grant{})
+						r.Grant(queue.Grant{})
 						if _, ok := w.Quit(true, time.Second); !ok {
 							errs <- fmt.Errorf("%s: not granted", ch)
 							return

@@ -1,4 +1,4 @@
-package notify_test
+package queue_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/queue"
 )
 
 // Two goroutines wait for one lock. The unlock message wakes the head of
@@ -26,7 +26,7 @@ func Example() {
 	defer client.Close()
 	ctx := context.Background()
 
-	hub := notify.For(client)
+	hub := queue.For(client)
 	const channel = "redisson_lock__channel:{order:1}"
 	first, err := hub.Join(ctx, channel, false)
 	if err != nil {
@@ -67,7 +67,7 @@ func Example() {
 	// waiting: false
 }
 
-func awaitWake(w *notify.Waiter) {
+func awaitWake(w *queue.Waiter) {
 	select {
 	case <-w.Wake():
 	case <-time.After(10 * time.Second):

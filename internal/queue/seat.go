@@ -1,10 +1,11 @@
-package notify
+package queue
 
 import (
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/hold"
 )
 
@@ -123,7 +124,7 @@ func (h *Hub) forgetIdleLocked(prefix string, p *seats) {
 // their last waiter or watcher: those idle now are unsubscribed together,
 // one command per connection, since this runs under the hub's lock.
 func (h *Hub) dropSeatsLocked(prefix string, ids []string) {
-	var subs []*subscription
+	var subs []*conn.Subscription
 	for _, id := range ids {
 		channel := prefix + ":" + id
 		q := h.queues[channel]
@@ -139,5 +140,5 @@ func (h *Hub) dropSeatsLocked(prefix string, ids []string) {
 			subs = append(subs, q.sub)
 		}
 	}
-	h.unsubscribeAllLocked(subs)
+	h.ps.CancelAll(subs)
 }

@@ -1,4 +1,4 @@
-package notify_test
+package queue_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
@@ -17,7 +17,7 @@ func TestSeatKeepsItsSubscription(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		h := notify.For(env.Client)
+		h := queue.For(env.Client)
 		lockCh := chanName(t, 0)
 
 		seat := h.TakeSeat(lockCh)
@@ -60,7 +60,7 @@ func TestSeatKeepsItsSubscription(t *testing.T) {
 // A seat whose waiter may have left a place in Redis is not taken again.
 func TestSeatNotReusedAfterAFailedWithdrawal(t *testing.T) {
 	_, client := redistest.Miniredis(t)
-	h := notify.For(client)
+	h := queue.For(client)
 	lockCh := chanName(t, 0)
 	seat := h.TakeSeat(lockCh)
 	h.ReturnSeat(lockCh, seat, false)
@@ -74,7 +74,7 @@ func TestGrantForAnotherOwnerIsAWake(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		h := notify.For(env.Client)
+		h := queue.For(env.Client)
 		ch := chanName(t, 0)
 		w := join(t, ctx, h, ch, false)
 		w.Claim("me", claimant("me"))
@@ -90,7 +90,7 @@ func TestGrantForAnotherOwnerIsAWake(t *testing.T) {
 		requireWoken(t, w, "its own grant")
 		g, granted := w.Granted()
 		require.True(t, granted)
-		require.Equal(t, notify.Grant{Token: 8, TTL: 1500 * time.Millisecond, Owner: "me"}, g)
+		require.Equal(t, queue.Grant{Token: 8, TTL: 1500 * time.Millisecond, Owner: "me"}, g)
 	})
 }
 
@@ -100,7 +100,7 @@ func TestFreeSeatGoesWhileOthersAreTaken(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		h := notify.For(env.Client)
+		h := queue.For(env.Client)
 		lockCh := chanName(t, 0)
 		long := h.TakeSeat(lockCh)
 		defer h.ReturnSeat(lockCh, long, true)

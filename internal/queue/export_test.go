@@ -1,4 +1,4 @@
-package notify
+package queue
 
 // Hubs is how many clients have a hub now.
 func Hubs() int { return hubs.Len() }
@@ -8,8 +8,5 @@ func Hubs() int { return hubs.Len() }
 func (h *Hub) Footprint() (queues, handOffs, channels int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, s := range h.shards {
-		channels += len(s.chans)
-	}
-	return len(h.queues), len(h.handOffs), channels
+	return len(h.queues), len(h.handOffs), h.ps.Channels()
 }

@@ -1,4 +1,4 @@
-package notify
+package queue
 
 import (
 	"context"
@@ -11,8 +11,9 @@ import (
 )
 
 // Linger is how long an idle pub/sub connection stays open after its last
-// channel is unsubscribed, so that bursts of contention do not reconnect.
-const Linger = 100 * time.Millisecond
+// channel is unsubscribed, and a free seat after its return, so that
+// bursts of contention do not subscribe again.
+const Linger = conn.PubSubLinger
 
 // hubs holds the hub of each live client: dropped with the client, so that
 // clients made per tenant or per request do not pile up hubs.
@@ -23,18 +24,18 @@ func For(client redis.UniversalClient) *Hub {
 	return hubs.Get(client, newHub)
 }
 
-// Hub is the notification hub of one Redis client. It reaches the client
-// through a weak reference: the hubs registry must not keep it alive.
+// Hub keeps the local lines of one Redis client's waiters. It hears the
+// unlock messages through the client's conn.PubSub, which reaches the
+// client through a weak reference: the hubs registry must not keep it
+// alive.
 type Hub struct {
-	client  conn.Ref
-	cluster bool
+	ps *conn.PubSub
 
 	mu     sync.Mutex
-	queues map[string]*queue // channel -> local waiters
+	queues map[string]*line // channel -> local waiters
 	// handOffs counts, per channel, the hand-offs in a row; kept apart
 	// from the queue, which is dropped whenever it empties (but a seat's).
 	handOffs map[string]int
-	shards   map[string]*shard // shard node address ("" off-cluster) -> connection
 	// seats are the fair locks' waiter ids, by channel prefix (seat.go);
 	// id names this hub in them.
 	seats   map[string]*seats
@@ -43,20 +44,13 @@ type Hub struct {
 }
 
 func newHub(client redis.UniversalClient) *Hub {
-	h := &Hub{client: conn.NewRef(client), queues: map[string]*queue{}, shards: map[string]*shard{}, handOffs: map[string]int{}, seats: map[string]*seats{}}
-	_, h.cluster = client.(*redis.ClusterClient)
-	return h
+	return &Hub{ps: conn.PubSubFor(client), queues: map[string]*line{}, handOffs: map[string]int{}, seats: map[string]*seats{}}
 }
 
 // PublishCommand is the command an unlock script publishes with: SPUBLISH
 // on a cluster (sharded pub/sub keeps the message on the lock's shard),
 // PUBLISH elsewhere, as Redisson does.
-func (h *Hub) PublishCommand() string {
-	if h.cluster {
-		return "spublish"
-	}
-	return "publish"
-}
+func (h *Hub) PublishCommand() string { return h.ps.PublishCommand() }
 
 // Waiting reports whether goroutines of this process wait for channel's
 // lock; a newcomer then queues behind them instead of trying at once.
@@ -167,8 +161,8 @@ func (h *Hub) JoinClaimant(ctx context.Context, channel string, shared bool, own
 	h.mu.Lock()
 	q := h.queueLocked(channel)
 	q.waiters = append(q.waiters, w)
-	if q.sub != nil && q.sub.failed() {
-		h.unsubscribeLocked(q.sub) // a seat's, kept: subscribe afresh
+	if q.sub != nil && q.sub.Failed() {
+		q.sub.Cancel() // a seat's, kept: subscribe afresh
 		q.sub = nil
 	}
 	if q.sub == nil {
@@ -180,14 +174,14 @@ func (h *Hub) JoinClaimant(ctx context.Context, channel string, shared bool, own
 		}
 		q.sub = sub
 	}
-	sub := q.sub
+	sub, ready := q.sub, q.sub.Ready()
 	h.mu.Unlock()
 
 	select {
-	case <-sub.ready:
-		if sub.err != nil {
+	case <-ready:
+		if err := sub.Err(); err != nil {
 			w.Leave(false, 0)
-			return nil, sub.err
+			return nil, err
 		}
 		h.mu.Lock()
 		w.joining = false
@@ -262,28 +256,28 @@ func (h *Hub) removeLocked(w *Waiter, acquired bool, hold time.Duration) {
 }
 
 // queueLocked returns channel's queue, made if there is none.
-func (h *Hub) queueLocked(channel string) *queue {
+func (h *Hub) queueLocked(channel string) *line {
 	q := h.queues[channel]
 	if q == nil {
-		q = &queue{}
+		q = &line{}
 		h.queues[channel] = q
 	}
 	return q
 }
 
-type queue struct {
+type line struct {
 	waiters []*Waiter
 	// watchers are called on each message of the channel (see Watch);
 	// they keep the subscription as waiters do.
 	watchers []*func()
-	sub      *subscription
+	sub      *conn.Subscription
 	// seat: the channel is a seat's, kept while the seat lives.
 	seat bool
 }
 
 // heads returns the waiters at the front that may go together: the first
 // one, and when it is shared, every shared waiter that follows it.
-func (q *queue) heads() []*Waiter {
+func (q *line) heads() []*Waiter {
 	if len(q.waiters) == 0 {
 		return nil
 	}
@@ -297,7 +291,7 @@ func (q *queue) heads() []*Waiter {
 	return q.waiters[:n]
 }
 
-func (q *queue) isHead(w *Waiter) bool {
+func (q *line) isHead(w *Waiter) bool {
 	for _, h := range q.heads() {
 		if h == w {
 			return true
@@ -306,14 +300,48 @@ func (q *queue) isHead(w *Waiter) bool {
 	return false
 }
 
-func (q *queue) wakeHead() {
+func (q *line) wakeHead() {
 	for _, w := range q.heads() {
 		w.kicked = true
 		w.signal()
 	}
 }
 
-// deliver handles an unlock message (or a reconnect) on channel.
+// subscribeLocked subscribes channel, its messages heard by the hub.
+func (h *Hub) subscribeLocked(ctx context.Context, channel string) (*conn.Subscription, error) {
+	return h.ps.Subscribe(ctx, channel, (*listener)(h))
+}
+
+// listener is how the transport reaches the hub; its methods run on a
+// pub/sub connection's receiving goroutine.
+type listener Hub
+
+// Message handles an unlock message on channel.
+func (l *listener) Message(channel, payload string) { (*Hub)(l).deliver(channel, payload) }
+
+// Missed wakes channel's heads and watchers: a message may have been
+// missed (resubscribed after a reconnect, or the channel's slot moved).
+func (l *listener) Missed(channel string) {
+	h := (*Hub)(l)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if q := h.queues[channel]; q != nil {
+		q.heard()
+	}
+}
+
+// Broken wakes channel's heads: its connection failed, and an unlock
+// may have been missed.
+func (l *listener) Broken(channel string) {
+	h := (*Hub)(l)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if q := h.queues[channel]; q != nil {
+		q.wakeHead()
+	}
+}
+
+// deliver handles an unlock message on channel.
 func (h *Hub) deliver(channel, payload string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -337,7 +365,7 @@ func (h *Hub) deliver(channel, payload string) {
 
 // heard wakes the heads and calls the watchers: a message came, or may
 // have been missed.
-func (q *queue) heard() {
+func (q *line) heard() {
 	q.wakeHead()
 	for _, f := range q.watchers {
 		(*f)()
@@ -375,7 +403,7 @@ func (h *Hub) Watch(ctx context.Context, channel string, f func()) (stop func(),
 	}, nil
 }
 
-func (h *Hub) unwatchLocked(channel string, q *queue, fp *func()) {
+func (h *Hub) unwatchLocked(channel string, q *line, fp *func()) {
 	for i, o := range q.watchers {
 		if o == fp {
 			q.watchers = append(q.watchers[:i], q.watchers[i+1:]...)
@@ -390,20 +418,20 @@ func (h *Hub) unwatchLocked(channel string, q *queue, fp *func()) {
 // dropIfIdleLocked drops channel's queue and its subscription when nobody
 // waits on or watches it, and reports whether it was idle. A seat's
 // channel (seat.go) keeps both, bar a subscription Redis refused.
-func (h *Hub) dropIfIdleLocked(channel string, q *queue) bool {
+func (h *Hub) dropIfIdleLocked(channel string, q *line) bool {
 	if len(q.waiters) != 0 || len(q.watchers) != 0 {
 		return false
 	}
 	if q.seat {
-		if q.sub != nil && q.sub.failed() {
-			h.unsubscribeLocked(q.sub)
+		if q.sub != nil && q.sub.Failed() {
+			q.sub.Cancel()
 			q.sub = nil
 		}
 		return true
 	}
 	delete(h.queues, channel)
 	if q.sub != nil {
-		h.unsubscribeLocked(q.sub)
+		q.sub.Cancel()
 	}
 	return true
 }

@@ -1,0 +1,187 @@
+package conn
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// PubSubLinger is how long an idle pub/sub connection stays open after its
+// last channel is unsubscribed, so that bursts of contention do not
+// reconnect.
+const PubSubLinger = 100 * time.Millisecond
+
+var pubsubs Map[*PubSub]
+
+// PubSubFor returns the pub/sub transport of client, made on first use.
+func PubSubFor(client redis.UniversalClient) *PubSub {
+	return pubsubs.Get(client, newPubSub)
+}
+
+// PubSub is the pub/sub transport of one Redis client: one connection per
+// node (one per master with SSUBSCRIBE on a cluster), each channel's
+// subscription following its slot when it moves. A channel has one
+// Subscription at a time; its Listener hears the channel's messages.
+type PubSub struct {
+	client  Ref
+	cluster bool
+
+	mu     sync.Mutex
+	shards map[string]*shard        // node address ("" off-cluster) -> connection
+	subs   map[string]*Subscription // channel -> its live subscription
+}
+
+func newPubSub(client redis.UniversalClient) *PubSub {
+	ps := &PubSub{client: NewRef(client), shards: map[string]*shard{}, subs: map[string]*Subscription{}}
+	_, ps.cluster = client.(*redis.ClusterClient)
+	return ps
+}
+
+// Listener hears a channel. Its methods run on a connection's receiving
+// goroutine, in order, and must not block. A channel's events may still
+// reach it shortly after its subscription was cancelled.
+type Listener interface {
+	// Message is a message published on channel.
+	Message(channel, payload string)
+	// Missed says a message of channel may have been missed: its
+	// subscription was made again after a reconnect, or its slot moved.
+	Missed(channel string)
+	// Broken says channel's connection failed; messages are lost until
+	// it is subscribed again (Missed follows).
+	Broken(channel string)
+}
+
+// Subscription is one channel's subscription. While Redis has not
+// confirmed it, Ready is open; it closes on the confirmation, on a refusal
+// (Err), or when the subscription is cancelled or moved to another node.
+type Subscription struct {
+	ps      *PubSub
+	shard   *shard
+	channel string
+	l       Listener
+	target  int
+	ready   chan struct{}
+	err     error // set before ready is closed when Redis refused the subscription
+}
+
+// PublishCommand is the command an unlock script publishes with: SPUBLISH
+// on a cluster (sharded pub/sub keeps the message on the lock's shard),
+// PUBLISH elsewhere, as Redisson does.
+func (ps *PubSub) PublishCommand() string {
+	if ps.cluster {
+		return "spublish"
+	}
+	return "publish"
+}
+
+// Subscribe subscribes channel for l, in place of any subscription it had.
+// It does not wait for Redis to confirm it: see Subscription.Ready.
+func (ps *PubSub) Subscribe(ctx context.Context, channel string, l Listener) (*Subscription, error) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.subscribeLocked(ctx, channel, l)
+}
+
+// Ready is closed when Redis confirmed or refused the subscription, or it
+// was cancelled or moved.
+func (sub *Subscription) Ready() <-chan struct{} {
+	sub.ps.mu.Lock()
+	defer sub.ps.mu.Unlock()
+	return sub.ready
+}
+
+// Err is why Redis refused the subscription, nil if it did not.
+func (sub *Subscription) Err() error {
+	sub.ps.mu.Lock()
+	defer sub.ps.mu.Unlock()
+	return sub.err
+}
+
+// Failed reports whether Redis refused the subscription.
+func (sub *Subscription) Failed() bool {
+	sub.ps.mu.Lock()
+	defer sub.ps.mu.Unlock()
+	return sub.failedLocked()
+}
+
+func (sub *Subscription) failedLocked() bool {
+	select {
+	case <-sub.ready:
+		return sub.err != nil
+	default:
+		return false
+	}
+}
+
+// Cancel unsubscribes the channel; the connection closes PubSubLinger
+// after its last channel.
+func (sub *Subscription) Cancel() {
+	ps := sub.ps
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.forgetSub(sub)
+	s := sub.shard
+	if s == nil || s.closed {
+		return
+	}
+	ps.forgetLocked(s, sub.channel)
+	ps.dropChannelLocked(s, sub.channel)
+}
+
+// CancelAll is Cancel for many subscriptions, with one UNSUBSCRIBE per
+// connection (one SUNSUBSCRIBE per slot: Redis refuses channels of several
+// slots in one).
+func (ps *PubSub) CancelAll(subs []*Subscription) {
+	type group struct {
+		s    *shard
+		slot int
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	groups := map[group][]string{}
+	for _, sub := range subs {
+		ps.forgetSub(sub)
+		if sub.shard == nil || sub.shard.closed {
+			continue
+		}
+		g := group{s: sub.shard, slot: -1}
+		if sub.shard.ssub {
+			g.slot = Slot(sub.channel)
+		}
+		groups[g] = append(groups[g], sub.channel)
+	}
+	for g, channels := range groups {
+		ps.forgetAllWithin(g.s, channels, time.Second)
+		for _, ch := range channels {
+			ps.dropChannelLocked(g.s, ch)
+		}
+	}
+}
+
+// Channels is how many channels are subscribed now.
+func (ps *PubSub) Channels() (n int) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, s := range ps.shards {
+		n += len(s.chans)
+	}
+	return n
+}
+
+func (ps *PubSub) forgetSub(sub *Subscription) {
+	if ps.subs[sub.channel] == sub {
+		delete(ps.subs, sub.channel)
+	}
+}
+
+// listener returns who listens to channel, nil for nobody.
+func (ps *PubSub) listener(channel string) Listener {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if sub := ps.subs[channel]; sub != nil {
+		return sub.l
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package conn
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// On a cluster a channel lives on the master of its slot. When the slot
+// moves (a resharding, a failover), the old node drops the channel with
+// a sunsubscribe of its own, or stops answering; the messages are then
+// published on the new master, where nobody listens. The transport moves
+// the channel's subscription there and tells its listener at once that a
+// message may have been missed, rather than leave waiters to their TTL
+// timers. It runs on the shard's receiving goroutine, or, when it must
+// wait for the client's view of the cluster to change, on one that ends
+// within 2 s or with the shard.
+
+// movePolls bounds the wait, after a sunsubscribe, for the client's view
+// of the cluster to name the slot's new master (it is reloaded in the
+// background), one poll every movePoll.
+const (
+	movePolls = 40
+	movePoll  = 50 * time.Millisecond
+)
+
+// dropped handles a sunsubscribe on s: the reply to one sent here, or the
+// server dropping a channel whose slot it no longer serves; it reports the
+// channel to move in the second case.
+func (ps *PubSub) dropped(s *shard, channel string) (move bool) {
+	ps.mu.Lock()
+	if n := s.own[channel]; n > 0 {
+		if n == 1 {
+			delete(s.own, channel)
+		} else {
+			s.own[channel] = n - 1
+		}
+		ps.mu.Unlock()
+		return false
+	}
+	if s.chans[channel] == nil {
+		ps.mu.Unlock()
+		return false
+	}
+	sub := ps.subs[channel]
+	ps.mu.Unlock()
+	if sub != nil {
+		sub.l.Missed(channel) // the lock may have moved with the slot, freed meanwhile
+	}
+	return true
+}
+
+// moveWhenKnown moves channels off s, polling until the client's view of
+// the cluster names another master for each, or movePolls pass (the slot
+// stayed, or came back).
+func (ps *PubSub) moveWhenKnown(s *shard, channels []string) {
+	for range movePolls {
+		if channels = ps.move(s, channels); len(channels) == 0 {
+			return
+		}
+		select {
+		case <-time.After(movePoll):
+		case <-s.done:
+			return
+		}
+	}
+}
+
+// move subscribes each of channels on the master that serves its slot
+// now, if that is not s, and drops it from s; it returns the channels
+// that stay (their slot is still s's, as far as the client knows). A
+// channel nobody listens to, or whose subscription moved already, is done.
+func (ps *PubSub) move(s *shard, channels []string) (stay []string) {
+	cc, ok := ps.client.Client().(*redis.ClusterClient)
+	if !ok {
+		return nil
+	}
+	ctx := context.Background()
+	cc.ReloadState(ctx) // in the background: a later poll sees it
+	for _, ch := range channels {
+		node, err := cc.MasterForKey(ctx, ch)
+		if err != nil || node.Options().Addr == s.addr {
+			stay = append(stay, ch)
+			continue
+		}
+		ps.mu.Lock()
+		sub, ok := ps.moveLocked(ctx, s, ch)
+		ps.mu.Unlock()
+		if !ok {
+			stay = append(stay, ch)
+		} else if sub != nil {
+			sub.l.Missed(ch)
+		}
+	}
+	return stay
+}
+
+// moveLocked moves ch's subscription off s; it returns the subscription
+// moved (nil if there was none to move) and false if ch stays on s.
+func (ps *PubSub) moveLocked(ctx context.Context, s *shard, ch string) (*Subscription, bool) {
+	sub := ps.subs[ch]
+	if sub == nil || (sub.shard != nil && sub.shard != s) {
+		return nil, true
+	}
+	if sub.shard != nil && !s.closed {
+		// The old node may be dead: its connection is not waited for.
+		ps.forgetAllWithin(s, []string{ch}, 100*time.Millisecond)
+		ps.dropChannelLocked(s, ch)
+	}
+	moved, err := ps.subscribeLocked(ctx, ch, sub.l)
+	if err != nil {
+		// Homeless until a later poll places it: Failed, so that its
+		// owner subscribes afresh meanwhile if it needs to.
+		sub.shard, sub.err = nil, err
+		return nil, false
+	}
+	// The handle the listener's owner holds follows the channel: it
+	// takes the new subscription's place.
+	sub.shard, sub.target, sub.ready, sub.err = moved.shard, moved.target, moved.ready, nil
+	st := moved.shard.chans[ch]
+	st.pending[len(st.pending)-1] = sub
+	ps.subs[ch] = sub
+	// The listener hears Missed now, and again when the new node confirms
+	// the subscription: a message may be published before it does.
+	st.resync = true
+	return sub, true
+}
+
+// channelsOf returns the channels subscribed on s.
+func (ps *PubSub) channelsOf(s *shard) []string {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return slices.Collect(maps.Keys(s.chans))
+}
