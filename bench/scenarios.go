@@ -484,7 +484,7 @@ func (e *env) semRow(ctx context.Context, take takePermit, n, permits int, hold 
 
 // rwWorker takes one side of an RWMutex in a loop (lock/unlock: RLock and
 // RUnlock, or Lock and Unlock), spinning hold inside, and records the wait.
-func rwWorker(w *workers, st *gstat, lock func(context.Context, ...rwlock.Option) (context.Context, error),
+func rwWorker(w *workers, st *gstat, lock func(context.Context, ...rwlock.LockOption) (context.Context, error),
 	unlock func(context.Context) error, enter, leave func(), hold time.Duration) {
 	for {
 		ps := w.load()

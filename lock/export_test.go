@@ -1,6 +1,9 @@
 package lock
 
-import "github.com/relock-go/relock/internal/hold"
+import (
+	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/options"
+)
 
 // ScriptSources maps each script's file name (without .lua) to the source
 // sent to Redis (its shared libraries included), for tests that tell the
@@ -15,4 +18,14 @@ func ScriptSources() map[string]string {
 		"force_unlock": hold.ForceUnlockScript.Source(),
 		"fair_acquire": fairAcquireScript.Source(),
 	}
+}
+
+// Options wraps the options that optionstest builds for the fuzz tests,
+// which share them across primitives.
+func Options(opts []options.Option) []Option {
+	out := make([]Option, len(opts))
+	for i, o := range opts {
+		out[i] = newOnly(o)
+	}
+	return out
 }

@@ -67,7 +67,7 @@ func FuzzLock(f *testing.F) {
 		require.NoError(t, client.FlushAll(ctx).Err())
 		opts, valid, effective := fuzzOptions(mask, lease, wdt, wait, unlock)
 		valid = valid && name != "" && scripts.CheckName(name) == ""
-		mu := lock.New(client, name, opts...)
+		mu := lock.New(client, name, lock.Options(opts)...)
 		acquire := mu.TryLock
 		if useLock {
 			acquire = mu.Lock
@@ -103,7 +103,7 @@ func FuzzLock(f *testing.F) {
 		require.LessOrEqual(t, ttl, effective)
 
 		if reenter {
-			inner, err := lock.New(client, name, opts...).Lock(held)
+			inner, err := lock.New(client, name, lock.Options(opts)...).Lock(held)
 			require.NoError(t, err)
 			tok2, _ := lock.FencingToken(inner)
 			require.Greater(t, tok2, tok, "re-entry draws a larger token")

@@ -111,7 +111,7 @@ func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 }
 
 func newMutex(client redis.UniversalClient, name string, fair bool, opts []Option) *Mutex {
-	m := &Mutex{client: client, name: name, cfg: options.Apply(opts)}
+	m := &Mutex{client: client, name: name, cfg: options.Apply(newOptions(opts))}
 	m.redlockHook = m.redlockNode
 	m.releaseFn = m.release
 	m.hkey = hold.NewKey(client, primitive, name, "")
@@ -174,23 +174,23 @@ var nilMutex = errs.Ident{Primitive: primitive, Invalid: "nil *lock.Mutex"}
 // tryLock(wait, lease) takes them. An option that configures the Mutex
 // itself (a provider, the watchdog, the unlock timeout) is refused with
 // ErrInvalidArgument. A re-entry keeps its hold's lease.
-func (m *Mutex) Lock(ctx context.Context, opts ...Option) (context.Context, error) {
+func (m *Mutex) Lock(ctx context.Context, opts ...LockOption) (context.Context, error) {
 	return m.acquire(ctx, "lock", false, opts)
 }
 
 // TryLock makes one attempt: ErrNotAcquired when another owner holds the
 // lock. On success it is as Lock; opts are as Lock's.
-func (m *Mutex) TryLock(ctx context.Context, opts ...Option) (context.Context, error) {
+func (m *Mutex) TryLock(ctx context.Context, opts ...LockOption) (context.Context, error) {
 	return m.acquire(ctx, "trylock", true, opts)
 }
 
 func (m *Mutex) leaseID(ownerID string) string { return "lock\x00" + m.name + "\x00" + ownerID }
 
-func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []Option) (context.Context, error) {
+func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []LockOption) (context.Context, error) {
 	if err := m.ident().Check(op, ctx, unmade); err != nil {
 		return nil, err
 	}
-	cfg, bad := m.cfg.PerCall(primitive, opts)
+	cfg, bad := m.cfg.PerCall(primitive, lockOptions(opts))
 	if bad != "" {
 		return nil, m.id.Refuse(op, bad)
 	}

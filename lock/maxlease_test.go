@@ -17,7 +17,7 @@ func TestLeaseOverADayRefused(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
 		for name, d := range map[string]time.Duration{"a day and a ms": 24*time.Hour + time.Millisecond, "MaxInt64": math.MaxInt64} {
-			for opt, o := range map[string]lock.Option{"lease": lock.WithLeaseTime(d), "watchdog": lock.WithWatchdogTimeout(d)} {
+			for opt, o := range map[string]lock.CommonOption{"lease": lock.WithLeaseTime(d), "watchdog": lock.WithWatchdogTimeout(d)} {
 				_, err := lock.New(env.Universal, "day", o).Lock(ctx)
 				require.ErrorIs(t, err, lock.ErrInvalidArgument, name+" "+opt)
 				require.ErrorContains(t, err, "24h", name+" "+opt)

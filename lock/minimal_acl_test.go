@@ -34,9 +34,17 @@ func setUser(t *testing.T, ctx context.Context, admin *redis.Client, user string
 // exercise runs p through c on names under "app:" the way a service
 // would: a hold, a re-entry where there is one, a second owner that waits
 // and is woken by the release, the inspections, a forced release. Each
-// step runs through do; the first error ends it.
-func exercise(ctx context.Context, p scripts.Primitive, c redis.UniversalClient, do stepFunc, opts ...lock.Option) error {
-	opts = append([]lock.Option{lock.WithHolderLabel("pod-1")}, opts...)
+// step runs through do; the first error ends it. A lease > 0 is a fixed
+// lease for every hold (each package takes options of its own).
+func exercise(ctx context.Context, p scripts.Primitive, c redis.UniversalClient, do stepFunc, lease time.Duration) error {
+	opts := []lock.Option{lock.WithHolderLabel("pod-1")}
+	rwOpts := []rwlock.Option{rwlock.WithHolderLabel("pod-1")}
+	semOpts := []semaphore.Option{semaphore.WithHolderLabel("pod-1")}
+	if lease > 0 {
+		opts = append(opts, lock.WithLeaseTime(lease))
+		rwOpts = append(rwOpts, rwlock.WithLeaseTime(lease))
+		semOpts = append(semOpts, semaphore.WithLeaseTime(lease))
+	}
 	wait := func(take func(ctx context.Context) error) chan error {
 		ch := make(chan error, 1)
 		go func() { ch <- take(ctx) }()
@@ -51,9 +59,9 @@ func exercise(ctx context.Context, p scripts.Primitive, c redis.UniversalClient,
 		}
 		return exerciseLock(ctx, mu, do, wait)
 	case scripts.RWLock:
-		return exerciseRW(ctx, rwlock.New(c, "app:doc", opts...), do, wait)
+		return exerciseRW(ctx, rwlock.New(c, "app:doc", rwOpts...), do, wait)
 	case scripts.Semaphore:
-		return exerciseSemaphore(ctx, semaphore.New(c, "app:pool", 2, opts...), do, wait)
+		return exerciseSemaphore(ctx, semaphore.New(c, "app:pool", 2, semOpts...), do, wait)
 	}
 	return fmt.Errorf("no scenario for %s", p)
 }
@@ -164,7 +172,7 @@ func TestMinimalACLRunsEveryPrimitive(t *testing.T) {
 					c := setUser(t, ctx, admin, "u"+strings.ReplaceAll(string(p), " ", ""), acl.Rules())
 					var step string
 					do := func(name string, f func() error) error { step = name; return f() }
-					require.NoError(t, exercise(ctx, p, c, do), "step %s with %s", step, acl)
+					require.NoError(t, exercise(ctx, p, c, do, 0), "step %s with %s", step, acl)
 					require.Empty(t, keyspaceUnder(t, ctx, admin), "nothing left")
 				})
 			}
@@ -260,7 +268,7 @@ func TestEachPermissionRemovedIsNamed(t *testing.T) {
 				}
 				// A fixed lease: the holds a refused release leaves behind
 				// lapse before the test ends.
-				err := exercise(ctx, p, c, do, lock.WithLeaseTime(time.Second))
+				err := exercise(ctx, p, c, do, time.Second)
 				if err == nil {
 					require.True(t, optional(p, rule), "%s is needed, yet the exercise ran without it", rule)
 					return
@@ -305,7 +313,7 @@ func TestMinimalACLOnCluster(t *testing.T) {
 			e := newACLEnv(t, ctx, env, "c"+strings.ReplaceAll(string(p), " ", ""), acl.Rules()...)
 			var step string
 			do := func(name string, f func() error) error { step = name; return f() }
-			require.NoError(t, exercise(ctx, p, e.user, do), "step %s with %s", step, acl)
+			require.NoError(t, exercise(ctx, p, e.user, do, 0), "step %s with %s", step, acl)
 		})
 	}
 }

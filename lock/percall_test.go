@@ -52,14 +52,18 @@ func TestPerCallOptions(t *testing.T) {
 		require.Eventually(t, func() bool { n, _ := env.Universal.Exists(ctx, "pc").Result(); return n == 0 },
 			5*time.Second, 5*time.Millisecond, "a scoped hold is released when its context ends")
 
-		for _, bad := range []lock.Option{lock.WithTracerProvider(noop.NewTracerProvider()), lock.WithUnlockTimeout(time.Second), lock.WithLeaseTime(0)} {
-			_, err = mu.Lock(ctx, bad)
-			require.ErrorIs(t, err, lock.ErrInvalidArgument)
-			_, err = mu.TryLock(ctx, bad)
-			require.ErrorIs(t, err, lock.ErrInvalidArgument)
+		_, err = mu.Lock(ctx, lock.WithLeaseTime(0))
+		require.ErrorIs(t, err, lock.ErrInvalidArgument)
+		_, err = mu.TryLock(ctx, lock.WithLeaseTime(0))
+		require.ErrorIs(t, err, lock.ErrInvalidArgument)
+		require.Contains(t, err.Error(), "lease time 0s")
+		// What configures the Mutex is not a LockOption: Lock does not
+		// compile with it.
+		for _, o := range []lock.Option{lock.WithTracerProvider(noop.NewTracerProvider()), lock.WithUnlockTimeout(time.Second),
+			lock.WithWatchdog(nil), lock.WithReplicaSync(0), lock.WithMinReplicas(1), lock.WithMeterProvider(nil), lock.WithNameInMetrics()} {
+			_, perCall := o.(lock.LockOption)
+			require.False(t, perCall, "%T", o)
 		}
-		_, err = mu.Lock(ctx, lock.WithTracerProvider(noop.NewTracerProvider()))
-		require.Contains(t, err.Error(), "WithTracerProvider configures the primitive")
 		require.Equal(t, int64(0), env.Universal.Exists(ctx, "pc").Val(), "nothing written")
 	})
 }

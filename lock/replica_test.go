@@ -66,9 +66,18 @@ func (p *pipelines) withWait() int {
 }
 
 // acquireAll takes and gives back every kind of hold once on c: a lock
-// and its re-entry, a read and a write lock, semaphore permits.
-func acquireAll(t *testing.T, ctx context.Context, c redis.UniversalClient, opts ...lock.Option) {
+// and its re-entry, a read and a write lock, semaphore permits. A sync
+// given is each primitive's WithReplicaSync.
+func acquireAll(t *testing.T, ctx context.Context, c redis.UniversalClient, sync ...time.Duration) {
 	t.Helper()
+	var opts []lock.Option
+	var rwOpts []rwlock.Option
+	var semOpts []semaphore.Option
+	for _, d := range sync {
+		opts = append(opts, lock.WithReplicaSync(d))
+		rwOpts = append(rwOpts, rwlock.WithReplicaSync(d))
+		semOpts = append(semOpts, semaphore.WithReplicaSync(d))
+	}
 	mu := lock.New(c, "job", opts...)
 	held, err := mu.TryLock(ctx)
 	require.NoError(t, err)
@@ -77,7 +86,7 @@ func acquireAll(t *testing.T, ctx context.Context, c redis.UniversalClient, opts
 	require.NoError(t, mu.Unlock(inner))
 	require.NoError(t, mu.Unlock(held))
 
-	rw := rwlock.New(c, "doc", opts...)
+	rw := rwlock.New(c, "doc", rwOpts...)
 	r, err := rw.RLock(ctx)
 	require.NoError(t, err)
 	require.NoError(t, rw.RUnlock(r))
@@ -85,7 +94,7 @@ func acquireAll(t *testing.T, ctx context.Context, c redis.UniversalClient, opts
 	require.NoError(t, err)
 	require.NoError(t, rw.Unlock(w))
 
-	sem := semaphore.New(c, "pool", 3, opts...)
+	sem := semaphore.New(c, "pool", 3, semOpts...)
 	p, err := sem.Acquire(ctx, 2)
 	require.NoError(t, err)
 	require.NoError(t, sem.Release(p))
@@ -117,7 +126,7 @@ func TestReplicaSyncWaitsOnlyWithReplicas(t *testing.T) {
 		require.Equal(t, 5, p.withWait()-pipes, "each WAIT rides on its script's pipeline")
 
 		before = waitCalls(t, ctx, c)
-		acquireAll(t, ctx, c, lock.WithReplicaSync(0))
+		acquireAll(t, ctx, c, 0)
 		require.Equal(t, before, waitCalls(t, ctx, c), "WithReplicaSync(0) sends no WAIT")
 	})
 }
@@ -133,7 +142,7 @@ func TestReplicaSyncStalledReplica(t *testing.T) {
 	synced := lock.WithReplicaSync(timeout)
 
 	// Learn the replica count while the replica answers.
-	acquireAll(t, ctx, c, synced)
+	acquireAll(t, ctx, c, timeout)
 	g.Replicas[0].Pause(t)
 
 	requireRefused := func(err error, took time.Duration) {
@@ -152,13 +161,13 @@ func TestReplicaSyncStalledReplica(t *testing.T) {
 	require.Contains(t, err.Error(), `"job"`)
 
 	start = time.Now()
-	_, err = rwlock.New(c, "doc", synced).TryLock(ctx)
+	_, err = rwlock.New(c, "doc", rwlock.WithReplicaSync(timeout)).TryLock(ctx)
 	requireRefused(err, time.Since(start))
 	start = time.Now()
-	_, err = rwlock.New(c, "doc", synced).TryRLock(ctx)
+	_, err = rwlock.New(c, "doc", rwlock.WithReplicaSync(timeout)).TryRLock(ctx)
 	requireRefused(err, time.Since(start))
 	start = time.Now()
-	_, err = semaphore.New(c, "pool", 3, synced).TryAcquire(ctx, 2)
+	_, err = semaphore.New(c, "pool", 3, semaphore.WithReplicaSync(timeout)).TryAcquire(ctx, 2)
 	requireRefused(err, time.Since(start))
 
 	// A waiting Lock tries again until its wait bound, then says why.

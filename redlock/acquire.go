@@ -43,11 +43,11 @@ type acquisition struct {
 }
 
 // acquire is Lock and, once, TryLock: op names the call in errors.
-func (l *Lock) acquire(ctx context.Context, op string, once bool, opts []Option) (context.Context, error) {
+func (l *Lock) acquire(ctx context.Context, op string, once bool, opts []LockOption) (context.Context, error) {
 	if err := l.ident().Check(op, ctx, unmade); err != nil {
 		return nil, err
 	}
-	cfg, bad := l.cfg.PerCall(l.primitive(), opts)
+	cfg, bad := l.cfg.PerCall(l.primitive(), lockOptions(opts))
 	if bad != "" {
 		return nil, l.id.Refuse(op, bad)
 	}

@@ -53,6 +53,25 @@ func histMasters(t *testing.T, b redistest.Backend, n, processes int) [][]redis.
 // of its members') grows with every hold since every member's does; a
 // quorum Redlock's token is advisory (two holds may share no member whose
 // counter orders them) and is not checked.
+// histLock is a Redlock or a Mutex taken without options: each package
+// takes options of its own, so the two have no Lock method in common.
+type histLock struct {
+	lock   func(context.Context) (context.Context, error)
+	unlock func(context.Context) error
+	drain  func(context.Context) error // a Redlock's
+}
+
+func histLockOf[O any](l interface {
+	Lock(context.Context, ...O) (context.Context, error)
+	Unlock(context.Context) error
+}) histLock {
+	h := histLock{lock: func(ctx context.Context) (context.Context, error) { return l.Lock(ctx) }, unlock: l.Unlock}
+	if d, ok := l.(interface{ Drain(context.Context) error }); ok {
+		h.drain = d.Drain
+	}
+	return h
+}
+
 func TestHistoryRedlockContention(t *testing.T) {
 	for _, b := range redistest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
@@ -69,10 +88,7 @@ func TestHistoryRedlockContention(t *testing.T) {
 					rng := rand.New(rand.NewPCG(uint64(p), uint64(g)))
 					wg.Go(func() {
 						for range iters {
-							var l interface {
-								Lock(context.Context, ...redlock.Option) (context.Context, error)
-								Unlock(context.Context) error
-							}
+							var l histLock
 							// The resources the hold excludes others from, and
 							// whether its fencing token is checked under that name.
 							type res struct {
@@ -82,19 +98,19 @@ func TestHistoryRedlockContention(t *testing.T) {
 							var names []res
 							switch rng.IntN(3) {
 							case 0:
-								l = redlock.New([]redlock.Member{lock.New(cs[0], "hist:q"), lock.New(cs[1], "hist:q"), lock.New(cs[2], "hist:q")})
+								l = histLockOf[redlock.LockOption](redlock.New([]redlock.Member{lock.New(cs[0], "hist:q"), lock.New(cs[1], "hist:q"), lock.New(cs[2], "hist:q")}))
 								names = []res{{"redlock hist:q", false}}
 								quorum.Add(1)
 							case 1:
-								l = redlock.NewMulti([]redlock.Member{lock.New(cs[0], "hist:x"), lock.New(cs[1], "hist:y")})
+								l = histLockOf[redlock.LockOption](redlock.NewMulti([]redlock.Member{lock.New(cs[0], "hist:x"), lock.New(cs[1], "hist:y")}))
 								names = []res{{"hist:x", false}, {"hist:y", false}, {"multi hist:x,hist:y", true}}
 								multi.Add(1)
 							default:
-								l = lock.New(cs[0], "hist:x")
+								l = histLockOf[lock.LockOption](lock.New(cs[0], "hist:x"))
 								names = []res{{"hist:x", true}}
 								single.Add(1)
 							}
-							held, err := l.Lock(ctx)
+							held, err := l.lock(ctx)
 							if err != nil {
 								t.Errorf("lock %v: %v", names, err)
 								return
@@ -102,14 +118,14 @@ func TestHistoryRedlockContention(t *testing.T) {
 							acquired := time.Now()
 							time.Sleep(time.Duration(rng.IntN(500)) * time.Microsecond)
 							released := time.Now()
-							if err := l.Unlock(held); err != nil {
+							if err := l.unlock(held); err != nil {
 								t.Errorf("unlock %v: %v", names, err)
 								return
 							}
 							// Unlock returns once a quorum released; the other
 							// members' releases run on in the background.
-							if d, ok := l.(interface{ Drain(context.Context) error }); ok {
-								if err := d.Drain(ctx); err != nil {
+							if l.drain != nil {
+								if err := l.drain(ctx); err != nil {
 									t.Errorf("drain %v: %v", names, err)
 									return
 								}

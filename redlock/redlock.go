@@ -40,50 +40,50 @@ type Member interface {
 	acquire.MemberSource
 }
 
-// Option configures a Lock: the options of package lock, plus
-// WithNodeTimeout and WithDrift.
-type Option = options.Option
-
 // WithLeaseTime: see lock.WithLeaseTime.
-func WithLeaseTime(d time.Duration) Option { return options.WithLeaseTime(d) }
+func WithLeaseTime(d time.Duration) CommonOption { return common(options.WithLeaseTime(d)) }
 
 // WithWatchdogTimeout: see lock.WithWatchdogTimeout.
-func WithWatchdogTimeout(d time.Duration) Option { return options.WithWatchdogTimeout(d) }
+func WithWatchdogTimeout(d time.Duration) CommonOption { return common(options.WithWatchdogTimeout(d)) }
 
 // WithWaitTimeout: see lock.WithWaitTimeout.
-func WithWaitTimeout(d time.Duration) Option { return options.WithWaitTimeout(d) }
+func WithWaitTimeout(d time.Duration) CommonOption { return common(options.WithWaitTimeout(d)) }
 
 // WithUnlockTimeout: see lock.WithUnlockTimeout.
-func WithUnlockTimeout(d time.Duration) Option { return options.WithUnlockTimeout(d) }
+func WithUnlockTimeout(d time.Duration) Option { return newOnly(options.WithUnlockTimeout(d)) }
 
 // WithTracerProvider: see lock.WithTracerProvider.
-func WithTracerProvider(tp trace.TracerProvider) Option { return options.WithTracerProvider(tp) }
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return newOnly(options.WithTracerProvider(tp))
+}
 
 // WithMeterProvider: see lock.WithMeterProvider. A Redlock also records
 // the members won by each round (relock.redlock.nodes_won).
-func WithMeterProvider(mp metric.MeterProvider) Option { return options.WithMeterProvider(mp) }
+func WithMeterProvider(mp metric.MeterProvider) Option { return newOnly(options.WithMeterProvider(mp)) }
 
 // WithHoldScopedToContext: see lock.WithHoldScopedToContext (off by
 // default: the acquiring context bounds the wait only).
-func WithHoldScopedToContext() Option { return options.WithHoldScopedToContext() }
+func WithHoldScopedToContext() CommonOption { return common(options.WithHoldScopedToContext()) }
 
 // WithNameInMetrics: see lock.WithNameInMetrics (off by default, for
 // cardinality); the name is the members' names joined with commas.
-func WithNameInMetrics() Option { return options.WithNameInMetrics() }
+func WithNameInMetrics() Option { return newOnly(options.WithNameInMetrics()) }
 
 // WithWatchdog: see lock.WithWatchdog.
-func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog((*lease.Watchdog)(w)) }
+func WithWatchdog(w *watchdog.Watchdog) Option {
+	return newOnly(options.WithWatchdog((*lease.Watchdog)(w)))
+}
 
 // WithNodeTimeout bounds each member's attempt (default
 // DefaultNodeTimeout, or lease/10 when that is shorter), so that a dead
 // master costs at most that, not the client's own timeouts. A round
 // returns as soon as its outcome is decided, so the node timeout is paid
 // only when the members that answered cannot decide it alone.
-func WithNodeTimeout(d time.Duration) Option { return options.WithNodeTimeout(d) }
+func WithNodeTimeout(d time.Duration) Option { return newOnly(options.WithNodeTimeout(d)) }
 
 // WithDrift sets the clock drift allowance subtracted from the validity
 // time (default lease/100 + 2 ms).
-func WithDrift(d time.Duration) Option { return options.WithDrift(d) }
+func WithDrift(d time.Duration) Option { return newOnly(options.WithDrift(d)) }
 
 // DefaultNodeTimeout bounds a member's attempt unless WithNodeTimeout says
 // otherwise: many round trips of a loaded master on a LAN or across zones
@@ -165,7 +165,7 @@ func New(members []Member, opts ...Option) *Lock { return newLock(members, false
 func NewMulti(members []Member, opts ...Option) *Lock { return newLock(members, true, opts) }
 
 func newLock(members []Member, multi bool, opts []Option) *Lock {
-	l := &Lock{multi: multi, cfg: options.Apply(opts)}
+	l := &Lock{multi: multi, cfg: options.Apply(newOptions(opts))}
 	l.id.Primitive = l.primitive()
 	names := make([]string, 0, len(members))
 	// Every member is looked at, so that an error names the whole lock.
@@ -309,13 +309,13 @@ func (l *Lock) key() hold.Key {
 // again, until ctx or WithWaitTimeout ends the wait. The returned context is as lock.Mutex.Lock's; its fencing
 // token is the largest of the members won (advisory: see the package
 // documentation).
-func (l *Lock) Lock(ctx context.Context, opts ...Option) (context.Context, error) {
+func (l *Lock) Lock(ctx context.Context, opts ...LockOption) (context.Context, error) {
 	return l.acquire(ctx, "lock", false, opts)
 }
 
 // TryLock makes one round: ErrNotAcquired (joined with each member's
 // outcome) when the quorum was not won.
-func (l *Lock) TryLock(ctx context.Context, opts ...Option) (context.Context, error) {
+func (l *Lock) TryLock(ctx context.Context, opts ...LockOption) (context.Context, error) {
 	return l.acquire(ctx, "trylock", true, opts)
 }
 

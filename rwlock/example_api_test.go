@@ -237,7 +237,7 @@ func ExampleRWMutex_ReadLocker() {
 	ctx := context.Background()
 
 	var read interface {
-		Lock(context.Context, ...rwlock.Option) (context.Context, error)
+		Lock(context.Context, ...rwlock.LockOption) (context.Context, error)
 		Unlock(context.Context) error
 	} = rwlock.New(rdb, "catalog").ReadLocker()
 	a, _ := read.Lock(ctx)

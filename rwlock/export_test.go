@@ -1,5 +1,7 @@
 package rwlock
 
+import "github.com/relock-go/relock/internal/options"
+
 // AcquireScriptSources are the read and write acquire scripts as sent to
 // Redis, for tests that tell them apart in a command hook.
 func AcquireScriptSources() []string { return []string{readAcquire.Source(), writeAcquire.Source()} }
@@ -7,3 +9,13 @@ func AcquireScriptSources() []string { return []string{readAcquire.Source(), wri
 // WriteReleaseSource is the script a writer's release runs (which may hand
 // the read lock to local readers).
 func WriteReleaseSource() string { return writeRelease.Source() }
+
+// Options wraps the options that optionstest builds for the fuzz tests,
+// which share them across primitives.
+func Options(opts []options.Option) []Option {
+	out := make([]Option, len(opts))
+	for i, o := range opts {
+		out[i] = newOnly(o)
+	}
+	return out
+}

@@ -77,10 +77,10 @@ func FuzzRWMutex(f *testing.F) {
 		require.NoError(t, client.FlushAll(ctx).Err())
 		opts, valid, effective := fuzzOptions(mask, lease, wdt, wait, unlock)
 		valid = valid && name != "" && scripts.CheckName(name) == ""
-		rw := rwlock.New(client, name, opts...)
+		rw := rwlock.New(client, name, rwlock.Options(opts)...)
 		op %= fuzzOps
 		write := op >= fuzzWrite
-		var acquire func(context.Context, ...rwlock.Option) (context.Context, error)
+		var acquire func(context.Context, ...rwlock.LockOption) (context.Context, error)
 		switch {
 		case write && useLock:
 			acquire = rw.Lock
@@ -98,8 +98,8 @@ func FuzzRWMutex(f *testing.F) {
 		if !valid {
 			require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
 			require.Nil(t, held)
-			downgrade := func(ctx context.Context, _ ...rwlock.Option) (context.Context, error) { return rw.Downgrade(ctx) }
-			for _, f := range []func(context.Context, ...rwlock.Option) (context.Context, error){rw.RLock, rw.TryRLock, rw.Lock, rw.TryLock, downgrade} {
+			downgrade := func(ctx context.Context, _ ...rwlock.LockOption) (context.Context, error) { return rw.Downgrade(ctx) }
+			for _, f := range []func(context.Context, ...rwlock.LockOption) (context.Context, error){rw.RLock, rw.TryRLock, rw.Lock, rw.TryLock, downgrade} {
 				_, err := f(ctx)
 				require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
 			}

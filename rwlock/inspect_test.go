@@ -159,8 +159,10 @@ func TestPerCallOptions(t *testing.T) {
 		_, err = rw.Lock(lock.NewOwner(ctx), rwlock.WithWaitTimeout(50*time.Millisecond))
 		require.ErrorIs(t, err, rwlock.ErrNotAcquired, "the per-call wait bound ended the wait")
 		require.NoError(t, rw.RUnlock(r))
-		_, err = rw.RLock(ctx, rwlock.WithWatchdog(nil))
+		_, err = rw.RLock(ctx, rwlock.WithLeaseTime(0))
 		require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
+		_, perCall := rwlock.WithWatchdog(nil).(rwlock.LockOption)
+		require.False(t, perCall, "the watchdog configures the RWMutex: RLock does not compile with it")
 		require.Equal(t, int64(0), env.Universal.Exists(ctx, "pc").Val())
 	})
 }
@@ -171,13 +173,13 @@ func TestPerCallOptions(t *testing.T) {
 func TestHolderLabel(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		rw := rwlock.New(env.Universal, "lab", lock.WithHolderLabel("pod-7"))
+		rw := rwlock.New(env.Universal, "lab", rwlock.WithHolderLabel("pod-7"))
 		r, err := rw.RLock(ctx)
 		require.NoError(t, err)
 		id, _ := hold.Owner(r)
 		key := scripts.HolderLabel("lab", id)
 		require.True(t, strings.HasPrefix(env.Universal.Get(ctx, key).Val(), "pod-7\t"))
-		_, err = rwlock.New(env.Universal, "lab", lock.WithHolderLabel("pod-8")).TryLock(ctx)
+		_, err = rwlock.New(env.Universal, "lab", rwlock.WithHolderLabel("pod-8")).TryLock(ctx)
 		require.ErrorIs(t, err, rwlock.ErrNotAcquired)
 		require.Contains(t, err.Error(), "held by pod-7 for ")
 		require.NoError(t, rw.RUnlock(r))
@@ -219,12 +221,13 @@ func TestExtendBoundsAndDowngradeKeepsTheLease(t *testing.T) {
 	})
 }
 
-// The force-unlock notice is refused where it is not kept.
+// The force-unlock notice is not kept by an RWMutex, which does not offer
+// it: package lock's option does not satisfy rwlock's types.
 func TestForceUnlockNoticeRefused(t *testing.T) {
-	_, client := redistest.Miniredis(t)
-	_, err := rwlock.New(client, "n", lock.WithForceUnlockNotice()).RLock(context.Background())
-	require.ErrorIs(t, err, rwlock.ErrInvalidArgument)
-	require.Contains(t, err.Error(), "lock.Mutex holds")
+	o := lock.WithForceUnlockNotice()
+	_, isNew := o.(rwlock.Option)
+	_, perCall := o.(rwlock.LockOption)
+	require.False(t, isNew || perCall)
 }
 
 // A labeled read hold unlocked out of order (outer first) keeps its label
@@ -232,7 +235,7 @@ func TestForceUnlockNoticeRefused(t *testing.T) {
 func TestHolderLabelOutOfOrder(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		rw := rwlock.New(env.Universal, "lab:ooo", lock.WithHolderLabel("pod-7"))
+		rw := rwlock.New(env.Universal, "lab:ooo", rwlock.WithHolderLabel("pod-7"))
 		outer, err := rw.RLock(ctx)
 		require.NoError(t, err)
 		inner, err := rw.RLock(outer)

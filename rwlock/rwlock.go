@@ -39,50 +39,51 @@ var (
 	ErrUpgradeNotSupported = errors.New("upgrade from read to write lock not supported")
 )
 
-// Option configures an RWMutex: the same options as package lock.
-type Option = options.Option
-
 // WithLeaseTime: see lock.WithLeaseTime.
-func WithLeaseTime(d time.Duration) Option { return options.WithLeaseTime(d) }
+func WithLeaseTime(d time.Duration) CommonOption { return common(options.WithLeaseTime(d)) }
 
 // WithWatchdogTimeout: see lock.WithWatchdogTimeout.
-func WithWatchdogTimeout(d time.Duration) Option { return options.WithWatchdogTimeout(d) }
+func WithWatchdogTimeout(d time.Duration) CommonOption { return common(options.WithWatchdogTimeout(d)) }
 
 // WithWaitTimeout: see lock.WithWaitTimeout.
-func WithWaitTimeout(d time.Duration) Option { return options.WithWaitTimeout(d) }
+func WithWaitTimeout(d time.Duration) CommonOption { return common(options.WithWaitTimeout(d)) }
 
 // WithUnlockTimeout: see lock.WithUnlockTimeout.
-func WithUnlockTimeout(d time.Duration) Option { return options.WithUnlockTimeout(d) }
+func WithUnlockTimeout(d time.Duration) Option { return newOnly(options.WithUnlockTimeout(d)) }
 
 // WithLogger: see lock.WithLogger.
-func WithLogger(l *slog.Logger) Option { return options.WithLogger(l) }
+func WithLogger(l *slog.Logger) CommonOption { return common(options.WithLogger(l)) }
 
 // WithTracerProvider: see lock.WithTracerProvider.
-func WithTracerProvider(tp trace.TracerProvider) Option { return options.WithTracerProvider(tp) }
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return newOnly(options.WithTracerProvider(tp))
+}
 
 // WithMeterProvider: see lock.WithMeterProvider. The metrics of an
 // RWMutex carry the side (lock.side: read or write).
-func WithMeterProvider(mp metric.MeterProvider) Option { return options.WithMeterProvider(mp) }
+func WithMeterProvider(mp metric.MeterProvider) Option { return newOnly(options.WithMeterProvider(mp)) }
 
 // WithHoldScopedToContext: see lock.WithHoldScopedToContext (off by
 // default: the acquiring context bounds the wait only).
-func WithHoldScopedToContext() Option { return options.WithHoldScopedToContext() }
+func WithHoldScopedToContext() CommonOption { return common(options.WithHoldScopedToContext()) }
 
 // WithNameInMetrics: see lock.WithNameInMetrics (off by default, for
 // cardinality).
-func WithNameInMetrics() Option { return options.WithNameInMetrics() }
+func WithNameInMetrics() Option { return newOnly(options.WithNameInMetrics()) }
 
 // WithReplicaSync bounds how long an acquisition waits for the replicas
 // of its server to acknowledge it (default 1s; 0: off); see
 // lock.WithReplicaSync.
-func WithReplicaSync(timeout time.Duration) Option { return options.WithReplicaSync(timeout) }
+func WithReplicaSync(timeout time.Duration) Option { return newOnly(options.WithReplicaSync(timeout)) }
 
 // WithMinReplicas is how many replicas must acknowledge an acquisition
 // (default 1); see lock.WithReplicaSync.
-func WithMinReplicas(n int) Option { return options.WithMinReplicas(n) }
+func WithMinReplicas(n int) Option { return newOnly(options.WithMinReplicas(n)) }
 
 // WithWatchdog: see lock.WithWatchdog.
-func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog((*lease.Watchdog)(w)) }
+func WithWatchdog(w *watchdog.Watchdog) Option {
+	return newOnly(options.WithWatchdog((*lease.Watchdog)(w)))
+}
 
 //go:embed lua/*.lua
 var luaFS embed.FS
@@ -149,7 +150,7 @@ type RWMutex struct {
 // New returns the RWMutex called name on client. It does not touch Redis;
 // bad arguments are reported as ErrInvalidArgument by every method.
 func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
-	rw := &RWMutex{client: client, name: name, cfg: options.Apply(opts)}
+	rw := &RWMutex{client: client, name: name, cfg: options.Apply(newOptions(opts))}
 	rw.keys = [2]hold.Key{read: hold.NewKey(client, "rlock", name, ""), write: hold.NewKey(client, "wlock", name, "")}
 	rw.id = errs.Ident{Primitive: primitive, Name: name, Invalid: rw.cfg.Check(client, "lock", name)}
 	if rw.id.Invalid != "" {
@@ -208,25 +209,25 @@ func (rw *RWMutex) timeoutPrefix(ownerID string) string {
 // RLock takes the read lock, waiting while a writer holds it or waits for
 // it. The returned context is as lock.Mutex.Lock's; opts are this
 // acquisition's own, as lock.Mutex.Lock's.
-func (rw *RWMutex) RLock(ctx context.Context, opts ...Option) (context.Context, error) {
+func (rw *RWMutex) RLock(ctx context.Context, opts ...LockOption) (context.Context, error) {
 	return rw.acquire(ctx, "rlock", read, false, opts)
 }
 
 // TryRLock makes one attempt at the read lock: ErrNotAcquired when a
 // writer holds it or waits for it.
-func (rw *RWMutex) TryRLock(ctx context.Context, opts ...Option) (context.Context, error) {
+func (rw *RWMutex) TryRLock(ctx context.Context, opts ...LockOption) (context.Context, error) {
 	return rw.acquire(ctx, "tryrlock", read, true, opts)
 }
 
 // Lock takes the write lock, waiting while anyone else holds the lock.
 // While it waits, new readers are held back. ErrUpgradeNotSupported when
 // ctx's owner holds only the read lock. opts are as RLock's.
-func (rw *RWMutex) Lock(ctx context.Context, opts ...Option) (context.Context, error) {
+func (rw *RWMutex) Lock(ctx context.Context, opts ...LockOption) (context.Context, error) {
 	return rw.acquire(ctx, "lock", write, false, opts)
 }
 
 // TryLock makes one attempt at the write lock.
-func (rw *RWMutex) TryLock(ctx context.Context, opts ...Option) (context.Context, error) {
+func (rw *RWMutex) TryLock(ctx context.Context, opts ...LockOption) (context.Context, error) {
 	return rw.acquire(ctx, "trylock", write, true, opts)
 }
 
@@ -256,11 +257,11 @@ func (rw *RWMutex) Unlock(ctx context.Context) error {
 // shares with Redisson's RFencedLock of the same name.
 func FencingToken(ctx context.Context) (int64, bool) { return hold.Token(ctx) }
 
-func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, opts []Option) (context.Context, error) {
+func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, opts []LockOption) (context.Context, error) {
 	if err := rw.ident().Check(op, ctx, unmade); err != nil {
 		return nil, err
 	}
-	cfg, bad := rw.cfg.PerCall(primitive, opts)
+	cfg, bad := rw.cfg.PerCall(primitive, lockOptions(opts))
 	if bad != "" {
 		return nil, rw.id.Refuse(op, bad)
 	}
@@ -421,7 +422,7 @@ func (rw *RWMutex) locker(write bool) *Side {
 }
 
 // Lock takes this side (RLock or Lock); opts are as RLock's.
-func (s *Side) Lock(ctx context.Context, opts ...Option) (context.Context, error) {
+func (s *Side) Lock(ctx context.Context, opts ...LockOption) (context.Context, error) {
 	if s == nil {
 		return nil, nilSide("lock")
 	}
@@ -432,7 +433,7 @@ func (s *Side) Lock(ctx context.Context, opts ...Option) (context.Context, error
 }
 
 // TryLock tries this side once.
-func (s *Side) TryLock(ctx context.Context, opts ...Option) (context.Context, error) {
+func (s *Side) TryLock(ctx context.Context, opts ...LockOption) (context.Context, error) {
 	if s == nil {
 		return nil, nilSide("trylock")
 	}

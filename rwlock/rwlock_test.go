@@ -903,7 +903,7 @@ func TestWatchdogKeepsReadHoldThroughFiveLeases(t *testing.T) {
 func TestDeletedHashReportedLost(t *testing.T) {
 	type side struct {
 		name   string
-		lock   func(rw *rwlock.RWMutex, ctx context.Context, opts ...rwlock.Option) (context.Context, error)
+		lock   func(rw *rwlock.RWMutex, ctx context.Context, opts ...rwlock.LockOption) (context.Context, error)
 		unlock func(rw *rwlock.RWMutex, ctx context.Context) error
 	}
 	sides := []side{

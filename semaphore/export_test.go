@@ -1,6 +1,8 @@
 package semaphore
 
 import (
+	"github.com/relock-go/relock/internal/options"
+
 	"regexp"
 	"strconv"
 	"time"
@@ -26,3 +28,13 @@ var KeySlack = func() time.Duration {
 	ms, _ := strconv.Atoi(m[1])
 	return time.Duration(ms) * time.Millisecond
 }()
+
+// Options wraps the options that optionstest builds for the fuzz tests,
+// which share them across primitives.
+func Options(opts []options.Option) []Option {
+	out := make([]Option, len(opts))
+	for i, o := range opts {
+		out[i] = newOnly(o)
+	}
+	return out
+}

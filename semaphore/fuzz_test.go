@@ -79,7 +79,7 @@ func FuzzSemaphore(f *testing.F) {
 		opts, optsValid, effective := fuzzOptions(mask, lease, wdt, wait, unlock)
 		semValid := optsValid && name != "" && scripts.CheckName(name) == "" && size > 0 && size <= fuzzExactSize
 		valid := semValid && n > 0 && n <= size
-		s := semaphore.New(client, name, size, opts...)
+		s := semaphore.New(client, name, size, semaphore.Options(opts)...)
 		acquire := s.TryAcquire
 		if useAcquire {
 			acquire = s.Acquire

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/semaphore"
 )
 
@@ -81,8 +80,10 @@ func TestPerCallOptions(t *testing.T) {
 		require.NoError(t, s.Extend(held, 6*time.Second), "a fixed lease for this hold")
 		_, err = s.Acquire(ctx, 1, semaphore.WithWaitTimeout(50*time.Millisecond))
 		require.ErrorIs(t, err, semaphore.ErrNotAcquired)
-		_, err = s.TryAcquire(ctx, 1, semaphore.WithMeterProvider(nil))
+		_, err = s.TryAcquire(ctx, 1, semaphore.WithWaitTimeout(0))
 		require.ErrorIs(t, err, semaphore.ErrInvalidArgument)
+		_, perCall := semaphore.WithMeterProvider(nil).(semaphore.AcquireOption)
+		require.False(t, perCall, "the meter provider configures the Semaphore: Acquire does not compile with it")
 		require.NoError(t, s.Release(held))
 	})
 }
@@ -131,21 +132,21 @@ func TestRecordedSizeAcrossADeploy(t *testing.T) {
 func TestHolderLabel(t *testing.T) {
 	each(t, func(t *testing.T, env *env) {
 		ctx := ctxT(t)
-		s := semaphore.New(env.Universal, "lab", 2, lock.WithHolderLabel("pod-7"))
+		s := semaphore.New(env.Universal, "lab", 2, semaphore.WithHolderLabel("pod-7"))
 		held, err := s.Acquire(ctx, 2)
 		require.NoError(t, err)
 		labels, err := env.Universal.Keys(ctx, "relock_holder:*").Result()
 		if env.Mini != nil || err == nil && len(labels) > 0 { // a cluster scans one node
 			require.Len(t, labels, 1)
 		}
-		_, err = semaphore.New(env.Universal, "lab", 2, lock.WithHolderLabel("pod-8")).TryAcquire(ctx, 1)
+		_, err = semaphore.New(env.Universal, "lab", 2, semaphore.WithHolderLabel("pod-8")).TryAcquire(ctx, 1)
 		require.ErrorIs(t, err, semaphore.ErrNotAcquired)
 		require.Contains(t, err.Error(), "held by pod-7 for ")
 		require.NoError(t, s.Release(held))
 		if len(labels) > 0 {
 			require.Zero(t, env.Universal.Exists(ctx, labels...).Val(), "the label went with the permits")
 		}
-		_, err = semaphore.New(env.Universal, "lab", 2, lock.WithHolderLabel("pod-8")).TryAcquire(ctx, 3)
+		_, err = semaphore.New(env.Universal, "lab", 2, semaphore.WithHolderLabel("pod-8")).TryAcquire(ctx, 3)
 		require.ErrorIs(t, err, semaphore.ErrInvalidArgument)
 	})
 }

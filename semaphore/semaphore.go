@@ -41,49 +41,50 @@ var (
 	ErrSizeMismatch = errors.New("semaphore size mismatch")
 )
 
-// Option configures a Semaphore: the same options as package lock.
-type Option = options.Option
-
 // WithLeaseTime gives every permit a fixed lease and no renewal.
-func WithLeaseTime(d time.Duration) Option { return options.WithLeaseTime(d) }
+func WithLeaseTime(d time.Duration) CommonOption { return common(options.WithLeaseTime(d)) }
 
 // WithWatchdogTimeout sets the permit lease the watchdog keeps renewing.
-func WithWatchdogTimeout(d time.Duration) Option { return options.WithWatchdogTimeout(d) }
+func WithWatchdogTimeout(d time.Duration) CommonOption { return common(options.WithWatchdogTimeout(d)) }
 
 // WithWaitTimeout bounds how long Acquire waits.
-func WithWaitTimeout(d time.Duration) Option { return options.WithWaitTimeout(d) }
+func WithWaitTimeout(d time.Duration) CommonOption { return common(options.WithWaitTimeout(d)) }
 
 // WithUnlockTimeout bounds Release.
-func WithUnlockTimeout(d time.Duration) Option { return options.WithUnlockTimeout(d) }
+func WithUnlockTimeout(d time.Duration) Option { return newOnly(options.WithUnlockTimeout(d)) }
 
 // WithLogger: see lock.WithLogger.
-func WithLogger(l *slog.Logger) Option { return options.WithLogger(l) }
+func WithLogger(l *slog.Logger) CommonOption { return common(options.WithLogger(l)) }
 
 // WithTracerProvider sets where acquire spans go.
-func WithTracerProvider(tp trace.TracerProvider) Option { return options.WithTracerProvider(tp) }
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return newOnly(options.WithTracerProvider(tp))
+}
 
 // WithMeterProvider: see lock.WithMeterProvider.
-func WithMeterProvider(mp metric.MeterProvider) Option { return options.WithMeterProvider(mp) }
+func WithMeterProvider(mp metric.MeterProvider) Option { return newOnly(options.WithMeterProvider(mp)) }
 
 // WithHoldScopedToContext: see lock.WithHoldScopedToContext (off by
 // default: the acquiring context bounds the wait only).
-func WithHoldScopedToContext() Option { return options.WithHoldScopedToContext() }
+func WithHoldScopedToContext() CommonOption { return common(options.WithHoldScopedToContext()) }
 
 // WithNameInMetrics: see lock.WithNameInMetrics (off by default, for
 // cardinality).
-func WithNameInMetrics() Option { return options.WithNameInMetrics() }
+func WithNameInMetrics() Option { return newOnly(options.WithNameInMetrics()) }
 
 // WithReplicaSync bounds how long an acquisition waits for the replicas
 // of its server to acknowledge it (default 1s; 0: off); see
 // lock.WithReplicaSync.
-func WithReplicaSync(timeout time.Duration) Option { return options.WithReplicaSync(timeout) }
+func WithReplicaSync(timeout time.Duration) Option { return newOnly(options.WithReplicaSync(timeout)) }
 
 // WithMinReplicas is how many replicas must acknowledge an acquisition
 // (default 1); see lock.WithReplicaSync.
-func WithMinReplicas(n int) Option { return options.WithMinReplicas(n) }
+func WithMinReplicas(n int) Option { return newOnly(options.WithMinReplicas(n)) }
 
 // WithWatchdog sets the watchdog that renews permits.
-func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog((*lease.Watchdog)(w)) }
+func WithWatchdog(w *watchdog.Watchdog) Option {
+	return newOnly(options.WithWatchdog((*lease.Watchdog)(w)))
+}
 
 // WithRecordedSize makes the Semaphore use the size Redis records for the
 // name when it differs from its own, instead of failing with
@@ -94,7 +95,7 @@ func WithWatchdog(w *watchdog.Watchdog) Option { return options.WithWatchdog((*l
 // gone), or at once by Resize. Size still reports the size it was built
 // with; Available and the permits it grants follow the recorded one, and
 // an Acquire of more than the recorded size is refused.
-func WithRecordedSize() Option { return options.WithRecordedSize() }
+func WithRecordedSize() Option { return newOnly(options.WithRecordedSize()) }
 
 //go:embed lua/*.lua
 var luaFS embed.FS
@@ -177,7 +178,7 @@ func checkSize(size int64) string {
 // name, size <= 0 or > MaxSize, a bad option) are reported as
 // ErrInvalidArgument.
 func New(client redis.UniversalClient, name string, size int64, opts ...Option) *Semaphore {
-	s := &Semaphore{client: client, name: name, cfg: options.Apply(opts)}
+	s := &Semaphore{client: client, name: name, cfg: options.Apply(newOptions(opts))}
 	s.hkey = hold.NewKey(client, primitive, name, "")
 	s.size.Store(size)
 	s.id = errs.Ident{Primitive: primitive, Name: name, Invalid: s.cfg.Check(client, "semaphore", name)}
@@ -253,21 +254,21 @@ func (s *Semaphore) mismatch(recorded, mine int64) error {
 // this acquisition's permit; Release on it gives exactly those n back. It
 // is done when the permit ends (cause ErrLockLost when its lease was
 // lost). n <= 0 or n > size is ErrInvalidArgument at once.
-func (s *Semaphore) Acquire(ctx context.Context, n int64, opts ...Option) (context.Context, error) {
+func (s *Semaphore) Acquire(ctx context.Context, n int64, opts ...AcquireOption) (context.Context, error) {
 	return s.acquire(ctx, "acquire", n, false, opts)
 }
 
 // TryAcquire takes n permits if they are free now and nobody waits ahead:
 // ErrNotAcquired otherwise.
-func (s *Semaphore) TryAcquire(ctx context.Context, n int64, opts ...Option) (context.Context, error) {
+func (s *Semaphore) TryAcquire(ctx context.Context, n int64, opts ...AcquireOption) (context.Context, error) {
 	return s.acquire(ctx, "tryacquire", n, true, opts)
 }
 
-func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, opts []Option) (context.Context, error) {
+func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, opts []AcquireOption) (context.Context, error) {
 	if err := s.ident().Check(op, ctx, unmade); err != nil {
 		return nil, err
 	}
-	cfg, bad := s.cfg.PerCall(primitive, opts)
+	cfg, bad := s.cfg.PerCall(primitive, acquireOptions(opts))
 	if bad != "" {
 		return nil, s.id.Refuse(op, bad)
 	}

@@ -61,7 +61,7 @@ func run(ctx context.Context, out io.Writer) error {
 	var mu sync.Mutex
 	var served []string
 	var wg sync.WaitGroup
-	queueUp := func(service string, rdb *redis.Client, opts ...lock.Option) {
+	queueUp := func(service string, rdb *redis.Client, opts ...lock.LockOption) {
 		defer wg.Done()
 		fair := lock.NewFair(rdb, name)
 		h, err := fair.Lock(ctx, opts...)
@@ -87,7 +87,7 @@ func run(ctx context.Context, out io.Writer) error {
 	for i, s := range services {
 		rdb := srv.Client()
 		defer rdb.Close()
-		var opts []lock.Option
+		var opts []lock.LockOption
 		if s == "quitter" {
 			opts = append(opts, lock.WithWaitTimeout(300*time.Millisecond))
 		}

@@ -75,12 +75,11 @@ func run(ctx context.Context, out io.Writer) (err error) {
 	// The watchdog reports renewals to its own meter provider; a watchdog of
 	// our own carries it (by default every primitive shares watchdog.Default()).
 	wd := watchdog.New(watchdog.WithMeterProvider(mp))
-	opts := []lock.Option{ // the same options fit every relock primitive
+	// Each package has its own options; the same settings go to each.
+	const renewed = 300 * time.Millisecond // renewed every 100 ms
+	mu := lock.New(rdb, "examples:tracing:order",
 		lock.WithTracerProvider(tp), lock.WithMeterProvider(mp), lock.WithWatchdog(wd),
-		lock.WithWatchdogTimeout(300 * time.Millisecond), // renewed every 100 ms
-	}
-
-	mu := lock.New(rdb, "examples:tracing:order", opts...)
+		lock.WithWatchdogTimeout(renewed))
 	fmt.Fprintln(out, "== Lock")
 	held, err := mu.Lock(ctx)
 	if err != nil {
@@ -100,13 +99,17 @@ func run(ctx context.Context, out io.Writer) (err error) {
 	}
 
 	fmt.Fprintln(out, "== RLock")
-	rw := rwlock.New(rdb, "examples:tracing:catalog", opts...)
+	rw := rwlock.New(rdb, "examples:tracing:catalog",
+		rwlock.WithTracerProvider(tp), rwlock.WithMeterProvider(mp), rwlock.WithWatchdog(wd),
+		rwlock.WithWatchdogTimeout(renewed))
 	rheld, err := rw.RLock(ctx)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "== Acquire 2 permits of 3")
-	sem := semaphore.New(rdb, "examples:tracing:exports", 3, opts...)
+	sem := semaphore.New(rdb, "examples:tracing:exports", 3,
+		semaphore.WithTracerProvider(tp), semaphore.WithMeterProvider(mp), semaphore.WithWatchdog(wd),
+		semaphore.WithWatchdogTimeout(renewed))
 	permits, err := sem.Acquire(ctx, 2)
 	if err != nil {
 		return errors.Join(err, rw.RUnlock(rheld))

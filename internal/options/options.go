@@ -88,7 +88,10 @@ func (c *Config) onlyNew(option string) {
 // acquisition are its lease (WithLeaseTime, or WithWatchdogTimeout for a
 // renewed one), its wait bound, WithHoldScopedToContext, the holder label
 // and the force-unlock notice; an option primitive does not keep is refused
-// too (Unsupported). Without opts it returns c itself, at no cost.
+// too (Unsupported). Without opts it returns c itself, at no cost. The
+// public packages' option types already keep both kinds from an
+// acquisition at compile time; the check stays so that nothing given
+// another way (a test, a wrapper inside the module) is ignored.
 func (c *Config) PerCall(primitive string, opts []Option) (*Config, string) {
 	if len(opts) == 0 {
 		return c, c.Unsupported(primitive)
@@ -518,4 +521,21 @@ func (c *Config) Instruments(primitive, side, name, releaseSpan string, attrs ..
 		Primitive: primitive, Side: side, Name: name, Renewed: c.Renewed(),
 		ReleaseSpan: releaseSpan, Attrs: attrs,
 	})
+}
+
+// From returns the options behind a package's typed options (get unwraps
+// one), skipping nil ones: each public package wraps Option in types of
+// its own so that the compiler refuses another package's option, or a
+// constructor-only one given to one acquisition.
+func From[T any](opts []T, get func(T) Option) []Option {
+	if len(opts) == 0 {
+		return nil
+	}
+	out := make([]Option, 0, len(opts))
+	for _, o := range opts {
+		if any(o) != nil {
+			out = append(out, get(o))
+		}
+	}
+	return out
 }

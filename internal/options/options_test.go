@@ -113,3 +113,23 @@ func TestAdopt(t *testing.T) {
 		})
 	}
 }
+
+// The public packages' types keep a constructor-only option from one
+// acquisition and an option from a primitive that does not keep it; the
+// run-time checks behind them still refuse such an option by name.
+func TestRefusalsNameTheOption(t *testing.T) {
+	c := Apply(nil)
+	for name, o := range map[string]Option{
+		"WithTracerProvider": WithTracerProvider(nil), "WithUnlockTimeout": WithUnlockTimeout(time.Second),
+		"WithWatchdog": WithWatchdog(nil), "WithReplicaSync": WithReplicaSync(0), "WithDrift": WithDrift(0),
+		"WithNodeTimeout": WithNodeTimeout(time.Second), "WithRecordedSize": WithRecordedSize(),
+	} {
+		_, why := c.PerCall("lock", []Option{o})
+		require.Contains(t, why, name, name)
+	}
+	label := Apply([]Option{WithHolderLabel("pod-7")})
+	require.Contains(t, label.Unsupported("redlock"), "WithHolderLabel")
+	notice := Apply([]Option{WithForceUnlockNotice()})
+	require.Contains(t, notice.Unsupported("semaphore"), "WithForceUnlockNotice")
+	require.Empty(t, notice.Unsupported("lock"))
+}

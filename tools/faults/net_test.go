@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/lock"
 )
 
@@ -30,7 +29,7 @@ func TestFaultLatencyAboveLease(t *testing.T) {
 			checkLeaks(t)
 			e := newEnv(t, p.masters, true)
 			name := lockName(t)
-			opt := options.WithWatchdogTimeout(faultLease)
+			opt := faultLease
 			holder := p.a(e.proxied, name, opt)
 			other := p.b(e.direct, name, opt)
 
@@ -110,7 +109,7 @@ func TestFaultPartitionMidHold(t *testing.T) {
 			checkLeaks(t)
 			e := newEnv(t, p.masters, true)
 			name := lockName(t)
-			opt := options.WithWatchdogTimeout(faultLease)
+			opt := faultLease
 			holder := p.a(e.proxied, name, opt)
 			other := p.b(e.direct, name, opt)
 

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/relock-go/relock/internal/options"
 )
 
 // TestFaultRedisRestartMidHold kills redis-server (every master of the
@@ -24,7 +22,7 @@ func TestFaultRedisRestartMidHold(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			checkLeaks(t)
 			e := newEnv(t, p.masters, false)
-			opt := options.WithWatchdogTimeout(faultLease)
+			opt := faultLease
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			var wg sync.WaitGroup

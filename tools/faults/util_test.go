@@ -17,7 +17,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/relock-go/relock/internal/errs"
-	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/redlock"
@@ -28,49 +27,73 @@ import (
 // locker is what every primitive under test offers, as one exclusive side:
 // a semaphore of one permit, one side of an RWMutex, a Redlock.
 type locker interface {
-	Lock(ctx context.Context, opts ...lock.Option) (context.Context, error)
-	TryLock(ctx context.Context, opts ...lock.Option) (context.Context, error)
+	Lock(ctx context.Context) (context.Context, error)
+	TryLock(ctx context.Context) (context.Context, error)
 	Unlock(ctx context.Context) error
 }
+
+// sides adapts a primitive whose acquisitions take options of its own
+// package (O) to locker; the cases give none per acquisition.
+type sides[O any] struct {
+	lock, tryLock func(context.Context, ...O) (context.Context, error)
+	unlock        func(context.Context) error
+}
+
+func (s sides[O]) Lock(ctx context.Context) (context.Context, error)    { return s.lock(ctx) }
+func (s sides[O]) TryLock(ctx context.Context) (context.Context, error) { return s.tryLock(ctx) }
+func (s sides[O]) Unlock(ctx context.Context) error                     { return s.unlock(ctx) }
 
 // semLocker is a semaphore of size 1 taken one permit at a time, so that
 // its holders exclude each other as a mutex's do.
 type semLocker struct{ s *semaphore.Semaphore }
 
-func (l semLocker) Lock(ctx context.Context, opts ...lock.Option) (context.Context, error) {
-	return l.s.Acquire(ctx, 1, opts...)
+func (l semLocker) Lock(ctx context.Context) (context.Context, error) {
+	return l.s.Acquire(ctx, 1)
 }
-func (l semLocker) TryLock(ctx context.Context, opts ...lock.Option) (context.Context, error) {
-	return l.s.TryAcquire(ctx, 1, opts...)
+func (l semLocker) TryLock(ctx context.Context) (context.Context, error) {
+	return l.s.TryAcquire(ctx, 1)
 }
 func (l semLocker) Unlock(ctx context.Context) error { return l.s.Release(ctx) }
 
 // makeFn builds one side of a primitive called name on one client per
-// master.
-type makeFn func(cs []redis.UniversalClient, name string, opts ...options.Option) locker
+// master, with the watchdog timeout given (the default without one).
+type makeFn func(cs []redis.UniversalClient, name string, watchdogTimeout ...time.Duration) locker
 
-func mutexOn(cs []redis.UniversalClient, name string, opts ...options.Option) locker {
-	return lock.New(cs[0], name, opts...)
+func mutexOn(cs []redis.UniversalClient, name string, wdt ...time.Duration) locker {
+	mu := lock.New(cs[0], name, typed[lock.Option](wdt, lock.WithWatchdogTimeout)...)
+	return sides[lock.LockOption]{mu.Lock, mu.TryLock, mu.Unlock}
 }
 
-func readOn(cs []redis.UniversalClient, name string, opts ...options.Option) locker {
-	return rwlock.New(cs[0], name, opts...).ReadLocker()
+func readOn(cs []redis.UniversalClient, name string, wdt ...time.Duration) locker {
+	s := rwlock.New(cs[0], name, typed[rwlock.Option](wdt, rwlock.WithWatchdogTimeout)...).ReadLocker()
+	return sides[rwlock.LockOption]{s.Lock, s.TryLock, s.Unlock}
 }
 
-func writeOn(cs []redis.UniversalClient, name string, opts ...options.Option) locker {
-	return rwlock.New(cs[0], name, opts...).WriteLocker()
+func writeOn(cs []redis.UniversalClient, name string, wdt ...time.Duration) locker {
+	s := rwlock.New(cs[0], name, typed[rwlock.Option](wdt, rwlock.WithWatchdogTimeout)...).WriteLocker()
+	return sides[rwlock.LockOption]{s.Lock, s.TryLock, s.Unlock}
 }
 
-func semOn(cs []redis.UniversalClient, name string, opts ...options.Option) locker {
-	return semLocker{semaphore.New(cs[0], name, 1, opts...)}
+func semOn(cs []redis.UniversalClient, name string, wdt ...time.Duration) locker {
+	return semLocker{semaphore.New(cs[0], name, 1, typed[semaphore.Option](wdt, semaphore.WithWatchdogTimeout)...)}
 }
 
-func redlockOn(cs []redis.UniversalClient, name string, opts ...options.Option) locker {
+func redlockOn(cs []redis.UniversalClient, name string, wdt ...time.Duration) locker {
 	members := make([]redlock.Member, len(cs))
 	for i, c := range cs {
-		members[i] = lock.New(c, name, opts...)
+		members[i] = lock.New(c, name, typed[lock.Option](wdt, lock.WithWatchdogTimeout)...)
 	}
-	return redlock.New(members, opts...)
+	rl := redlock.New(members, typed[redlock.Option](wdt, redlock.WithWatchdogTimeout)...)
+	return sides[redlock.LockOption]{rl.Lock, rl.TryLock, rl.Unlock}
+}
+
+// typed makes each package's option of the durations given.
+func typed[O, C any](ds []time.Duration, with func(time.Duration) C) []O {
+	out := make([]O, len(ds))
+	for i, d := range ds {
+		out[i] = any(with(d)).(O)
+	}
+	return out
 }
 
 // prim is one primitive under test: side a is the one the case is named

@@ -1,0 +1,41 @@
+package rwlock
+
+import "github.com/relock-go/relock/internal/options"
+
+// Option configures an RWMutex when it is made (New). Only this package's
+// options satisfy it, so an option of another package given here does not
+// compile.
+type Option interface{ newOption() options.Option }
+
+// LockOption configures one acquisition (RLock, TryRLock, Lock, TryLock,
+// Side.Lock, Side.TryLock) over New's options. The options that configure
+// the RWMutex itself (providers, watchdog, unlock timeout, replica sync)
+// are not LockOptions, so giving one to a single acquisition does not
+// compile.
+type LockOption interface{ lockOption() options.Option }
+
+// CommonOption is an option given either to New or to one acquisition.
+type CommonOption interface {
+	Option
+	LockOption
+}
+
+// newOnly is an option of New alone.
+type newOnly options.Option
+
+func (o newOnly) newOption() options.Option { return options.Option(o) }
+
+// common is an option of New or of one acquisition.
+type common options.Option
+
+func (o common) newOption() options.Option  { return options.Option(o) }
+func (o common) lockOption() options.Option { return options.Option(o) }
+
+func newOptions(opts []Option) []options.Option { return options.From(opts, Option.newOption) }
+
+func lockOptions(opts []LockOption) []options.Option {
+	return options.From(opts, LockOption.lockOption)
+}
+
+// WithHolderLabel: see lock.WithHolderLabel. The label is kept next to each hold, read or write.
+func WithHolderLabel(s string) CommonOption { return common(options.WithHolderLabel(s)) }
