@@ -24,9 +24,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/testkit/redistest"
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/redlock"
 	"github.com/relock-go/relock/rwlock"

@@ -11,9 +11,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/conn"
 )
 
 // A round is one attempt on every member under one member owner id. A
