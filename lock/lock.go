@@ -226,7 +226,7 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []LockOp
 	}
 	switch {
 	case once:
-		req.Entry = acquire.TryOnce
+		req.Entry = acquire.SingleTry
 	case existing != nil:
 		req.Entry = acquire.Reenter
 	case seated && m.contended.Load():
@@ -287,9 +287,9 @@ type tryReply struct {
 	ttl          time.Duration
 }
 
-// TryOnce runs the acquire script once (acquire.Bounded calls it).
-func (a *attempt) TryOnce(ctx context.Context) (tryReply, error) {
-	c, tok, ttl, err := a.m.tryOnce(ctx, a.cfg.ReplicaPolicy(), a.owner, a.seat, a.lease, a.mode, a.latch, a.mark)
+// Send runs the acquire script once (acquire.Bounded calls it).
+func (a *attempt) Send(ctx context.Context) (tryReply, error) {
+	c, tok, ttl, err := a.m.runAcquire(ctx, a.cfg.ReplicaPolicy(), a.owner, a.seat, a.lease, a.mode, a.latch, a.mark)
 	return tryReply{c, tok, ttl}, err
 }
 
@@ -549,7 +549,7 @@ func (m *Mutex) redlockNode() (acquire.Member, error) {
 		Reenter: []hold.Key{m.key()},
 		TTL:     m.TTL,
 		Try: func(ctx context.Context, ownerID string, lease time.Duration) (bool, int64, time.Duration, error) {
-			count, token, ttl, err := m.tryOnce(ctx, m.cfg.ReplicaPolicy(), ownerID, ownerID, lease, scripts.ModeNone, "", 0)
+			count, token, ttl, err := m.runAcquire(ctx, m.cfg.ReplicaPolicy(), ownerID, ownerID, lease, scripts.ModeNone, "", 0)
 			return count > 0, token, ttl, err
 		},
 		Release: func(ctx context.Context, ownerID string, timeout time.Duration) (bool, error) {

@@ -10,13 +10,13 @@ import (
 	"github.com/relock-go/relock/internal/scripts"
 )
 
-// tryOnce runs the acquire script once for ownerID in mode; latch names
+// runAcquire runs the acquire script once for ownerID in mode; latch names
 // the acquire latch (scripts.ModeLatch). It returns the hold count after it (0
 // when another owner holds the lock, for ttl) and the token. An
 // acquisition too few replicas acknowledged (sync) is given back, and
 // reported as ErrNotReplicated. A fair lock's waiter takes its place in
 // the list (or keeps it) when mark is its mark life; with 0 it takes none.
-func (m *Mutex) tryOnce(ctx context.Context, sync scripts.ReplicaPolicy, ownerID, waiterID string, lease time.Duration, mode any, latch string, mark time.Duration) (count, token int64, ttl time.Duration, err error) {
+func (m *Mutex) runAcquire(ctx context.Context, sync scripts.ReplicaPolicy, ownerID, waiterID string, lease time.Duration, mode any, latch string, mark time.Duration) (count, token int64, ttl time.Duration, err error) {
 	var latchArg any = m.nameArg // a key of the slot, unused without a latch
 	if latch != "" {
 		latchArg = latch

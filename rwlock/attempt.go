@@ -53,8 +53,8 @@ func (a *attempt) Try(ctx context.Context, atHead bool) (acquire.Result, error) 
 	if a.side == write && atHead {
 		member = a.owner // only the head of the local queue marks
 	}
-	r, err := acquire.Bounded(ctx, a.rw.workers, a.cfg.UnlockTimeout, acquire.OnceFunc[tryReply](func(ctx context.Context) (tryReply, error) {
-		c, tok, ttl, err := a.rw.tryOnce(ctx, a.cfg.ReplicaPolicy(), a.side, a.owner, a.lease, member, a.mode, a.latch)
+	r, err := acquire.Bounded(ctx, a.rw.workers, a.cfg.UnlockTimeout, acquire.CallFunc[tryReply](func(ctx context.Context) (tryReply, error) {
+		c, tok, ttl, err := a.rw.runAcquire(ctx, a.cfg.ReplicaPolicy(), a.side, a.owner, a.lease, member, a.mode, a.latch)
 		return tryReply{c, tok, ttl}, err
 	}))
 	c, tok, ttl := r.count, r.token, r.ttl
@@ -87,7 +87,7 @@ func (a *attempt) request(once, direct bool) (acquire.Trace, acquire.Request) {
 	}
 	switch {
 	case once:
-		req.Entry = acquire.TryOnce
+		req.Entry = acquire.SingleTry
 	case direct:
 		req.Entry = acquire.Reenter
 	}

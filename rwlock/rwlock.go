@@ -496,7 +496,7 @@ func (s *Side) redlockNode() (acquire.Member, error) {
 		Reenter: []hold.Key{rw.key(read), rw.key(write)},
 		TTL:     rw.TTL,
 		Try: func(ctx context.Context, ownerID string, leaseTime time.Duration) (bool, int64, time.Duration, error) {
-			count, token, ttl, err := rw.tryOnce(ctx, rw.cfg.ReplicaPolicy(), sd, ownerID, leaseTime, "", scripts.ModeNone, "")
+			count, token, ttl, err := rw.runAcquire(ctx, rw.cfg.ReplicaPolicy(), sd, ownerID, leaseTime, "", scripts.ModeNone, "")
 			return count > 0, token, ttl, err
 		},
 		Release: func(ctx context.Context, ownerID string, timeout time.Duration) (bool, error) {

@@ -16,13 +16,13 @@ type tryReply struct {
 	ttl          time.Duration
 }
 
-// tryOnce runs side s's acquire script once for ownerID: the count after
+// runAcquire runs side s's acquire script once for ownerID: the count after
 // it (0 when it must wait, for ttl) and the token. member marks a waiting
 // writer ("" for none); mode and latch (the acquire latch, with
 // scripts.ModeLatch) make a second run return the first run's grant. An
 // acquisition too few replicas acknowledged (sync) is given back, and
 // reported as ErrNotReplicated.
-func (rw *RWMutex) tryOnce(ctx context.Context, sync scripts.ReplicaPolicy, s access, ownerID string, leaseTime time.Duration, member string, mode any, latch string) (count, token int64, ttl time.Duration, err error) {
+func (rw *RWMutex) runAcquire(ctx context.Context, sync scripts.ReplicaPolicy, s access, ownerID string, leaseTime time.Duration, member string, mode any, latch string) (count, token int64, ttl time.Duration, err error) {
 	latchKey := rw.name // a key of the slot, unused without a latch
 	if latch != "" {
 		latchKey = latch

@@ -52,7 +52,7 @@ func (t *permitTry) Try(ctx context.Context, atHead bool) (acquire.Result, error
 		waiterID = permitID // the local head takes its turn in Redis
 	}
 	t.claim.sentAt = t.wd.Now()
-	r, err := acquire.Bounded(ctx, s.workers, t.cfg.UnlockTimeout, acquire.OnceFunc[tryReply](func(ctx context.Context) (tryReply, error) {
+	r, err := acquire.Bounded(ctx, s.workers, t.cfg.UnlockTimeout, acquire.CallFunc[tryReply](func(ctx context.Context) (tryReply, error) {
 		return t.runScript(ctx, waiterID)
 	}))
 	vals, acks, size := r.vals, r.acks, r.size
@@ -123,7 +123,7 @@ func (t *permitTry) request(size int64, once bool) (acquire.Trace, acquire.Reque
 		Attempt:  t,
 	}
 	if once {
-		req.Entry = acquire.TryOnce
+		req.Entry = acquire.SingleTry
 	} else {
 		req.HandOff = &t.claim
 	}

@@ -73,8 +73,8 @@ const (
 	// TryThenQueue tries first, then queues behind local waiters if the
 	// lock is held (or tries after them if some already wait).
 	TryThenQueue Entry = iota
-	// TryOnce makes a single try (TryLock): contention is ErrNotAcquired.
-	TryOnce
+	// SingleTry makes a single try (TryLock): contention is ErrNotAcquired.
+	SingleTry
 	// Reenter skips the local queue: the owner already holds the lock,
 	// and a re-entry must not queue behind those waiting for it.
 	Reenter
@@ -107,13 +107,13 @@ type Request struct {
 
 // Do runs the loop inside the acquisition's span (tr) and, when it fails,
 // has the attempt clean up. It returns nil when acquired, ErrNotAcquired
-// on contention (TryOnce) or when Wait passed, the context's cause when
+// on contention (SingleTry) or when Wait passed, the context's cause when
 // ctx ended, or the error of a try.
 // It also reports whether the acquire's span was recording: the hold's
 // release is traced only then (a hold is traced whole or not at all, and
 // an untraced one pays nothing for its release's span).
 func Do(ctx context.Context, tr Trace, req Request) (traced bool, err error) {
-	sctx, rec := tr.Begin(ctx, req.Owner, req.Entry == TryOnce, req.Wait)
+	sctx, rec := tr.Begin(ctx, req.Owner, req.Entry == SingleTry, req.Wait)
 	began := time.Now()
 	attempts, err := loop(sctx, &req)
 	rec.End(sctx, err, attempts, time.Since(began))
@@ -153,7 +153,7 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 	}
 	r := run{ctx: ctx, req: *req}
 	var deadline time.Time
-	if req.Wait > 0 && req.Entry != TryOnce {
+	if req.Wait > 0 && req.Entry != SingleTry {
 		deadline = time.Now().Add(req.Wait) // measured from the call, as Redisson does
 	}
 	if req.Entry != QueueFirst && (req.Entry != TryThenQueue || !req.Hub.Waiting(req.Channel)) {
@@ -212,7 +212,7 @@ func (r *run) first() (over bool, err error) {
 		if d := r.done(); d != nil {
 			return true, d
 		}
-		if r.req.Entry == TryOnce || !errors.Is(err, errs.ErrNotReplicated) {
+		if r.req.Entry == SingleTry || !errors.Is(err, errs.ErrNotReplicated) {
 			return true, err
 		}
 		r.lastErr = err
@@ -222,7 +222,7 @@ func (r *run) first() (over bool, err error) {
 	switch {
 	case res.Acquired:
 		return true, nil
-	case r.req.Entry == TryOnce:
+	case r.req.Entry == SingleTry:
 		return true, errs.ErrNotAcquired
 	}
 	return false, nil

@@ -274,7 +274,7 @@ func TestUncontendedTriesOnceAndNeverSubscribes(t *testing.T) {
 	})
 }
 
-func TestTryOnceUnderContention(t *testing.T) {
+func TestSingleTryUnderContention(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
@@ -282,7 +282,7 @@ func TestTryOnceUnderContention(t *testing.T) {
 		m := newMock("other", long)
 
 		req := request(hub, channelOf(t), m.try("me"))
-		req.Entry = acquire.TryOnce
+		req.Entry = acquire.SingleTry
 		err := do(ctx, req)
 		require.ErrorIs(t, err, errs.ErrNotAcquired)
 		assert.Equal(t, 1, m.tries(), "one attempt")
@@ -698,7 +698,7 @@ func TestSpan(t *testing.T) {
 		{
 			name:     "TryLock contention",
 			mock:     func() *mockLock { return newMock("other", long) },
-			adjust:   func(r *acquire.Request) { r.Entry = acquire.TryOnce },
+			adjust:   func(r *acquire.Request) { r.Entry = acquire.SingleTry },
 			wantErr:  errs.ErrNotAcquired,
 			outcome:  tracing.OutcomeNotAcquired,
 			attempts: 1,

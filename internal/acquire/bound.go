@@ -10,18 +10,18 @@ import (
 	"github.com/relock-go/relock/internal/errs"
 )
 
-// Once is one try of a primitive: its script and what follows it on the
+// Call is one try of a primitive: its script and what follows it on the
 // same server (a WAIT, a give-back for want of replicas), returning what
 // the primitive reads of the reply.
-type Once[T any] interface {
-	TryOnce(ctx context.Context) (T, error)
+type Call[T any] interface {
+	Send(ctx context.Context) (T, error)
 }
 
-// OnceFunc is a function that makes one try, as a Once.
-type OnceFunc[T any] func(ctx context.Context) (T, error)
+// CallFunc is a function that makes one try, as a Call.
+type CallFunc[T any] func(ctx context.Context) (T, error)
 
-// TryOnce calls f.
-func (f OnceFunc[T]) TryOnce(ctx context.Context) (T, error) { return f(ctx) }
+// Send calls f.
+func (f CallFunc[T]) Send(ctx context.Context) (T, error) { return f(ctx) }
 
 // Bounded runs one try so that it returns when ctx ends, whatever the
 // client does meanwhile (go-redis ignores context deadlines unless told,
@@ -35,7 +35,7 @@ func (f OnceFunc[T]) TryOnce(ctx context.Context) (T, error) { return f(ctx) }
 // on its way when the wait bound (ErrWaitBound) passes has up to patience
 // more to answer: the bound limits waiting, and a healthy server's answer
 // is kept rather than given back.
-func Bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration, t Once[T]) (T, error) {
+func Bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration, t Call[T]) (T, error) {
 	v, err := bounded(ctx, pool, patience, t)
 	if !errs.TryAgain(err) {
 		return v, err
@@ -52,15 +52,15 @@ func Bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration
 	return v, err
 }
 
-func bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration, t Once[T]) (T, error) {
+func bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration, t Call[T]) (T, error) {
 	if ctx.Done() == nil {
-		return t.TryOnce(ctx)
+		return t.Send(ctx)
 	}
 	var out struct {
 		v   T
 		err error
 	}
-	late := pool.Bound(ctx, 0, func() { out.v, out.err = t.TryOnce(ctx) })
+	late := pool.Bound(ctx, 0, func() { out.v, out.err = t.Send(ctx) })
 	if late == nil {
 		return out.v, out.err
 	}

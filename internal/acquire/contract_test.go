@@ -54,7 +54,7 @@ func TestLoopAbandonsOnlyWhatFailed(t *testing.T) {
 
 		held := &recorded{try: newMock("other", long).try("me")}
 		req := request(hub, channelOf(t), nil)
-		req.Attempt, req.Entry = held, acquire.TryOnce
+		req.Attempt, req.Entry = held, acquire.SingleTry
 		err := do(ctx, req)
 		require.ErrorIs(t, err, errs.ErrNotAcquired)
 		_, abandoned := held.seen()

@@ -53,7 +53,7 @@ func Example() {
 	tr := acquire.Trace{Tracer: noop.NewTracerProvider().Tracer("example"), Name: tracing.SpanAcquireLock}
 	do := func(req acquire.Request) error { _, err := acquire.Do(ctx, tr, req); return err }
 	fmt.Println("alice lock:", do(request("alice", acquire.TryThenQueue)))
-	fmt.Println("bob trylock:", do(request("bob", acquire.TryOnce)))
+	fmt.Println("bob trylock:", do(request("bob", acquire.SingleTry)))
 
 	done := make(chan error, 1)
 	go func() { done <- do(request("bob", acquire.TryThenQueue)) }()
