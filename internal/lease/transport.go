@@ -110,9 +110,10 @@ type scriptGroup struct {
 
 // renewScriptCall is one renewal script: leases of one (kind, slot), at most w.batch.
 type renewScriptCall struct {
-	kind *RenewScript
-	rs   []renewal
-	cmd  *redis.Cmd
+	kind   *RenewScript
+	rs     []renewal
+	cmd    *redis.Cmd
+	reload bool // the server lacked the script: send it as EVAL
 }
 
 // flush sends rs, whose round started at sentAt, to c: one script per
@@ -215,8 +216,8 @@ func (w *Watchdog) exec(c redis.UniversalClient, calls []renewScriptCall, sentAt
 	w.record(span, calls, sentAt)
 }
 
-// sendPipeline sends calls as one pipeline, once more after loading the scripts
-// a server did not know (NOSCRIPT). It returns the span of the renewal,
+// sendPipeline sends calls as one pipeline, once more with the scripts a
+// server did not know (NOSCRIPT) sent as EVAL. It returns the span of the renewal,
 // nil when nothing was sent (every lease stopped meanwhile).
 func (w *Watchdog) sendPipeline(c redis.UniversalClient, calls []renewScriptCall) trace.Span {
 	var span trace.Span
@@ -242,31 +243,26 @@ func (w *Watchdog) sendPipeline(c redis.UniversalClient, calls []renewScriptCall
 		w.stats.roundTrips.Add(1)
 		w.stats.scripts.Add(int64(pipe.Len()))
 		_, _ = pipe.Exec(ctx) // per-command errors are read below
-		noscript := preloadMissing(ctx, c, calls)
 		cancel()
-		if !noscript {
+		if !reloadMissing(calls) {
 			break
 		}
 	}
 	return span
 }
 
-// preloadMissing loads the scripts that calls found missing (NOSCRIPT),
-// each once, and reports whether there were any. They are then sent
-// again: not for leases stopped meanwhile, whose Stop has returned
-// (commit leaves them out).
-func preloadMissing(ctx context.Context, c redis.UniversalClient, calls []renewScriptCall) bool {
-	var loaded map[*RenewScript]bool
-	for _, p := range calls {
-		if p.cmd != nil && scripts.IsNoScript(p.cmd.Err()) && !loaded[p.kind] {
-			if loaded == nil {
-				loaded = map[*RenewScript]bool{}
-			}
-			loaded[p.kind] = true
-			_ = p.kind.Lua.Preload(ctx, c)
+// reloadMissing marks the calls whose script the server did not know
+// (NOSCRIPT), to be sent again as EVAL, which loads it, and reports
+// whether there were any. Leases stopped meanwhile, whose Stop has
+// returned, are not sent again (commit leaves them out).
+func reloadMissing(calls []renewScriptCall) bool {
+	missing := false
+	for i := range calls {
+		if p := &calls[i]; p.cmd != nil && scripts.IsNoScript(p.cmd.Err()) {
+			p.reload, missing = true, true
 		}
 	}
-	return loaded != nil
+	return missing
 }
 
 // record reads the replies of calls, completes each lease's renewal (a
@@ -342,17 +338,27 @@ func (w *Watchdog) build(p redis.Pipeliner, calls []renewScriptCall) {
 		if len(pt.rs) == 0 {
 			continue
 		}
-		ks := make([]string, 0, len(pt.rs)*pt.kind.KeysPer)
-		args := make([]any, 0, len(pt.rs)*(pt.kind.ArgsPer+1))
+		nkeys := 0
+		for _, r := range pt.rs {
+			nkeys += len(r.targetOf().Keys)
+		}
+		argv := make([]any, nkeys, nkeys+len(pt.rs)*(pt.kind.ArgsPer+1))
+		ks := argv[:0] // the keys come first, then each lease's arguments
 		for _, r := range pt.rs {
 			t := r.targetOf()
 			if to := r.l.spec.Timeout; to != lastT {
 				lastT, boxed = to, to.Milliseconds()
 			}
-			ks = append(ks, t.Keys...)
-			args = append(args, boxed)
-			args = append(args, t.Args...)
+			for _, k := range t.Keys {
+				ks = append(ks, k)
+			}
+			argv = append(argv, boxed)
+			argv = append(argv, t.Args...)
 		}
-		pt.cmd = pt.kind.Lua.EvalSha(context.Background(), p, ks, args...)
+		pt.cmd = pt.kind.Lua.Cmd(context.Background(), nkeys, argv...)
+		if pt.reload {
+			pt.cmd = pt.kind.Lua.Reload(context.Background(), pt.cmd)
+		}
+		_ = p.Process(context.Background(), pt.cmd)
 	}
 }

@@ -291,3 +291,33 @@ func TestLapsedAfterTheLossDeadline(t *testing.T) {
 	clk.Advance(100 * time.Millisecond)
 	require.True(t, l.Lapsed(), "past the loss deadline")
 }
+
+func TestRenewalReloadsAScriptTheServerForgot(t *testing.T) {
+	for _, b := range redistest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			env := b.New(t)
+			ctx := context.Background()
+			clk := NewFakeClock(epoch)
+			w := New(WithClock(clk))
+			require.NoError(t, stringRenewer.Lua.Preload(ctx, env.Client))
+			l := hold(t, ctx, w, env.Client, "forgot", 30*time.Second, true)
+			defer l.Stop()
+
+			// A restart or failover leaves the server without the script:
+			// the round's EVALSHA is refused, and its EVAL loads it.
+			require.NoError(t, env.Client.ScriptFlush(ctx).Err())
+			advance(t, clk, 10*time.Second)
+			require.Eventually(t, func() bool { return w.Stats().Renewed == 1 }, 5*time.Second, time.Millisecond)
+			require.EqualValues(t, 2, w.Stats().RoundTrips, "NOSCRIPT, then EVAL")
+			exists, err := env.Client.ScriptExists(ctx, stringRenewer.Lua.Hash()).Result()
+			require.NoError(t, err)
+			require.Equal(t, []bool{true}, exists, "the EVAL loaded the script")
+
+			advance(t, clk, 10*time.Second)
+			require.Eventually(t, func() bool { return w.Stats().Renewed == 2 }, 5*time.Second, time.Millisecond)
+			require.EqualValues(t, 3, w.Stats().RoundTrips, "EVALSHA alone once loaded")
+			require.Zero(t, w.Stats().Lost)
+			require.NoError(t, l.Lost())
+		})
+	}
+}

@@ -35,16 +35,15 @@ func Example() {
 
 	client.ScriptFlush(ctx)
 	pipe := client.Pipeline()
-	cmd := greet.EvalSha(ctx, pipe, []string{"pipeline"}, "hi")
+	cmd := greet.Cmd(ctx, 1, "pipeline", "hi")
+	_ = pipe.Process(ctx, cmd)
 	_, _ = pipe.Exec(ctx)
 	fmt.Println("noscript:", scripts.IsNoScript(cmd.Err()))
 
-	if err := greet.Preload(ctx, client); err != nil {
-		fmt.Println(err)
-		return
-	}
+	// On a pipeline of its own, the caller sends Reload's EVAL instead.
 	pipe = client.Pipeline()
-	cmd = greet.EvalSha(ctx, pipe, []string{"pipeline"}, "hi")
+	cmd = greet.Reload(ctx, cmd)
+	_ = pipe.Process(ctx, cmd)
 	_, _ = pipe.Exec(ctx)
 	fmt.Println(cmd.Val())
 	// Output:

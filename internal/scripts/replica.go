@@ -172,13 +172,12 @@ func SyncNeeded(ctx context.Context, c redis.UniversalClient, p ReplicaPolicy, k
 // replica count anew.
 func (srv *server) send(ctx context.Context, node *redis.Client, p ReplicaPolicy, s *Script, n int, refresh bool, nkeys int, argv []any) (*redis.Cmd, Acks) {
 	n = min(n, max(p.Min, 1))
-	evalsha, eval := s.Cmds(ctx, nkeys, argv...)
-	cmd := evalsha()
+	cmd := s.Cmd(ctx, nkeys, argv...)
 	wait, info := pipeline(ctx, node, cmd, p, n, refresh)
 	if IsNoScript(cmd.Err()) {
 		// Not in this server's cache (a restart, a failover): EVAL loads
 		// it, and the WAIT follows it again.
-		cmd = eval()
+		cmd = s.Reload(ctx, cmd)
 		wait, info = pipeline(ctx, node, cmd, p, n, refresh)
 	}
 	if refresh {

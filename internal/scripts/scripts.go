@@ -98,11 +98,7 @@ func (s *Script) send(ctx context.Context, c redis.UniversalClient, nkeys int, a
 	a[0], a[1], a[2] = "evalsha", s.hash, nkeys
 	cmd := newCmd(ctx, nkeys, a)
 	if err := conn.PipeFor(c).Process(ctx, cmd); IsNoScript(err) {
-		// Not in this server's cache (a restart, a failover, SCRIPT
-		// FLUSH): EVAL loads it, once, so later calls find it again.
-		e := slices.Clone(a)
-		e[0], e[1] = "eval", s.src
-		cmd = newCmd(ctx, nkeys, e)
+		cmd = s.Reload(ctx, cmd)
 		_ = c.Process(ctx, cmd)
 	}
 	Unreachable(ctx, c, cmd.Err())
@@ -126,18 +122,24 @@ func Unreachable(ctx context.Context, c redis.UniversalClient, err error) {
 	}
 }
 
-// Cmds returns the EVALSHA command of a call and the EVAL command that
-// replaces it after a NOSCRIPT reply, for a caller that sends the script
-// on a pipeline of its own (argv as Call takes it).
-func (s *Script) Cmds(ctx context.Context, nkeys int, argv ...any) (evalsha func() *redis.Cmd, eval func() *redis.Cmd) {
+// Cmd is the EVALSHA command of one call (argv as Call takes it), for a
+// caller that sends it on a pipeline of its own; after a NOSCRIPT reply
+// it sends Reload's command in its place. Every call of a script goes
+// through these two, so NOSCRIPT is handled one way everywhere.
+func (s *Script) Cmd(ctx context.Context, nkeys int, argv ...any) *redis.Cmd {
 	a := append(make([]any, 3, 3+len(argv)), argv...)
 	a[0], a[1], a[2] = "evalsha", s.hash, nkeys
-	return func() *redis.Cmd { return newCmd(ctx, nkeys, a) },
-		func() *redis.Cmd {
-			e := slices.Clone(a)
-			e[0], e[1] = "eval", s.src
-			return newCmd(ctx, nkeys, e)
-		}
+	return newCmd(ctx, nkeys, a)
+}
+
+// Reload is the EVAL command that replaces cmd, the script's EVALSHA, when
+// the server's cache lacks the script (a restart, a failover, SCRIPT
+// FLUSH): EVAL loads it, once, so later calls find it again.
+func (s *Script) Reload(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
+	a := slices.Clone(cmd.Args())
+	a[0], a[1] = "eval", s.src
+	nkeys, _ := a[2].(int)
+	return newCmd(ctx, nkeys, a)
 }
 
 func newCmd(ctx context.Context, nkeys int, a []any) *redis.Cmd {
@@ -148,14 +150,8 @@ func newCmd(ctx context.Context, nkeys int, a []any) *redis.Cmd {
 	return cmd
 }
 
-// EvalSha queues the script on a pipeline. A NOSCRIPT reply is reported by
-// IsNoScript; the caller loads the script (Preload) and sends again.
-func (s *Script) EvalSha(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
-	return s.rs.EvalSha(ctx, c, keys, args...)
-}
-
 // Preload loads the script into the script cache (of every master on a
-// cluster client).
+// cluster client), sparing the first call its NOSCRIPT round trip.
 func (s *Script) Preload(ctx context.Context, c redis.Scripter) error {
 	return s.rs.Load(ctx, c).Err()
 }

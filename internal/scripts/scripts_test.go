@@ -159,13 +159,14 @@ func TestRunUsesEvalShaAndFallsBackOnNoScript(t *testing.T) {
 	})
 }
 
-func TestEvalShaInAPipeline(t *testing.T) {
+func TestPipelinedCallReloadsAfterNoScript(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 
 		pipe := env.Client.Pipeline()
-		first := incr.EvalSha(ctx, pipe, []string{"a"}, 1)
+		first := incr.Cmd(ctx, 1, "a", 1)
+		_ = pipe.Process(ctx, first)
 		set := pipe.Set(ctx, "b", "x", 0)
 		_, err := pipe.Exec(ctx)
 		require.Error(t, err)
@@ -176,17 +177,21 @@ func TestEvalShaInAPipeline(t *testing.T) {
 		require.NoError(t, err)
 		assert.Zero(t, n, "the script did not run")
 
-		require.NoError(t, incr.Preload(ctx, env.Client))
+		pipe = env.Client.Pipeline()
+		a := incr.Reload(ctx, first)
+		_ = pipe.Process(ctx, a)
+		_, err = pipe.Exec(ctx)
+		require.NoError(t, err, "Reload's EVAL runs the script")
+		assert.Equal(t, int64(1), a.Val())
 		exists, err := env.Client.ScriptExists(ctx, incr.Hash()).Result()
 		require.NoError(t, err)
-		assert.Equal(t, []bool{true}, exists)
+		assert.Equal(t, []bool{true}, exists, "and loaded it")
 
 		pipe = env.Client.Pipeline()
-		a := incr.EvalSha(ctx, pipe, []string{"a"}, 1)
-		a2 := incr.EvalSha(ctx, pipe, []string{"a"}, 10)
+		a2 := incr.Cmd(ctx, 1, "a", 10)
+		_ = pipe.Process(ctx, a2)
 		_, err = pipe.Exec(ctx)
-		require.NoError(t, err, "EvalSha works once the script is preloaded")
-		assert.Equal(t, int64(1), a.Val())
+		require.NoError(t, err, "EVALSHA works once the script is loaded")
 		assert.Equal(t, int64(11), a2.Val())
 	})
 }
@@ -249,7 +254,8 @@ func TestCluster(t *testing.T) {
 	pipe := cc.Pipeline()
 	cmds := map[string]*redis.Cmd{}
 	for _, key := range byNode {
-		cmds[key] = incr.EvalSha(ctx, pipe, []string{key}, 3)
+		cmds[key] = incr.Cmd(ctx, 1, key, 3)
+		_ = pipe.Process(ctx, cmds[key])
 	}
 	_, err := pipe.Exec(ctx)
 	require.NoError(t, err)
