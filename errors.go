@@ -29,6 +29,9 @@ var (
 	// check before writing, Redis 6): waiters wake when the lock's lease
 	// ends instead of at once.
 	ErrWaitersNotTold = errors.New("released, waiters not told")
+	// ErrNoLeader: an election has no leader now (none elected, or the
+	// last one resigned or lost its lease).
+	ErrNoLeader = errors.New("no leader")
 )
 
 // Error is the type of every error the primitives return: it names the

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"slices"
 
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/lease"
@@ -15,6 +16,25 @@ func (m *Mutex) heldBy(ctx context.Context, err error) error {
 		return err
 	}
 	return hold.HeldBy(ctx, m.client, m.name, holders, m.cfg.UnlockTimeout, err)
+}
+
+// addKeys adds to a first count's spec the keys renewed with its hold:
+// its label (WithHolderLabel), then a key kept with it (hold.KeepWith).
+func (m *Mutex) addKeys(ctx context.Context, a *attempt, spec *lease.Spec) {
+	labeled := a.cfg.HolderLabel != ""
+	if labeled {
+		hold.AddLabel(ctx, m.client, spec, labeledRenewer, m.name, a.owner, a.cfg.HolderLabel, a.lease)
+	}
+	key, ok := hold.Kept(ctx, m.name)
+	if !ok {
+		return
+	}
+	t := &spec.Targets[0]
+	t.Keys = append(slices.Clone(t.Keys), key)
+	spec.Renewer = keptRenewer
+	if labeled {
+		spec.Renewer = labeledKeptRenewer
+	}
 }
 
 // holdExtras are what a first count of a hold set up beside it: its
@@ -37,7 +57,7 @@ func (x *holdExtras) unwatch() {
 // its own, bounded by the unlock timeout; a hold whose lease is lost ends
 // its notice.
 func (m *Mutex) watch(ctx context.Context, x *holdExtras, ls *lease.Lease, ownerID string) {
-	check := func() {
+	check := func(string) {
 		go func() {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.UnlockTimeout)
 			defer cancel()

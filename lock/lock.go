@@ -54,8 +54,11 @@ var (
 	// renewer renews lock leases in batches (internal/lease).
 	renewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 1, ArgsPer: 1}
 	// labeledRenewer renews a labeled hold's lease and its label key (the
-	// same script, with one more key per lease).
-	labeledRenewer = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 2, ArgsPer: 1}
+	// same script, with one more key per lease); keptRenewer a hold's lease
+	// and a key kept with it (hold.KeepWith); labeledKeptRenewer both.
+	labeledRenewer     = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 2, ArgsPer: 1}
+	keptRenewer        = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 2, ArgsPer: 1}
+	labeledKeptRenewer = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 3, ArgsPer: 1}
 )
 
 const (
@@ -144,6 +147,16 @@ func (m *Mutex) Name() string {
 		return ""
 	}
 	return m.name
+}
+
+// Err is why New refused its arguments (ErrInvalidArgument with the
+// reason, which every call then returns), nil when it did not: a service
+// may check its configuration at start-up, before any call.
+func (m *Mutex) Err() error {
+	if err := m.ident().Check("new", context.Background(), unmade); err != nil {
+		return err
+	}
+	return nil
 }
 
 // unmade is the identity of a Mutex not made by New (its zero value).
@@ -386,10 +399,11 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Co
 		Primitive: primitive,
 		Token:     a.token,
 	}
-	// A first count records its label and starts its notice; a re-entry
-	// shares the outer hold's lease, which has them already.
-	if a.count == 1 && a.cfg.HolderLabel != "" {
-		hold.AddLabel(ctx, m.client, &spec, labeledRenewer, m.name, a.owner, a.cfg.HolderLabel, a.lease)
+	// A first count records its label, keeps a key asked for and starts
+	// its notice; a re-entry shares the outer hold's lease, which has them
+	// already.
+	if a.count == 1 {
+		m.addKeys(ctx, a, &spec)
 	}
 	ls := hold.Lease(m.cfg.Watchdog, spec, a.count > 1, a.mode == scripts.ModeMinted, a.sentAt)
 	var taken any
@@ -430,7 +444,7 @@ func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
 	}
 	// Released whole: the label goes too, whichever count of a labeled
 	// hold (shared lease) was the last.
-	if res >= 1 && h.Lease.Renewer() == labeledRenewer { // 2: released, waiters not told
+	if r := h.Lease.Renewer(); res >= 1 && (r == labeledRenewer || r == labeledKeptRenewer) { // 2: released, waiters not told
 		hold.DropLabel(ctx, m.client, m.name, h.Owner)
 	}
 	return hold.Released(res, err, h.Lease, "the lock was no longer held in Redis")

@@ -135,3 +135,31 @@ func Meter(mp metric.MeterProvider) metric.Meter {
 	}
 	return mp.Meter(ScopeName, metric.WithInstrumentationVersion(Version))
 }
+
+// The election's span, attributes and instruments. An election's name is
+// on its metrics always: a service runs a handful of elections, not one
+// per request, so the series stay few.
+const (
+	// SpanCampaignElection is the span of one Campaign (and of each
+	// campaign of Run): from the call to the leadership or the failure.
+	SpanCampaignElection = "campaign election"
+	// ElectionValue is the value a candidate campaigned with.
+	ElectionValue = attribute.Key("election.value")
+	// ElectionEpoch is the epoch of the leadership won.
+	ElectionEpoch = attribute.Key("election.epoch")
+	// ElectionTransition is what changed: one of the Transition values.
+	ElectionTransition = attribute.Key("election.transition")
+	// MetricElectionLeading is an up-down counter of the leaderships this
+	// process holds ("{leadership}"), by LockName: 1 on the leader.
+	MetricElectionLeading = "relock.election.leading"
+	// MetricElectionTransitions counts this process's leaderships won and
+	// ended ("{transition}"), by LockName and ElectionTransition.
+	MetricElectionTransitions = "relock.election.transitions"
+)
+
+// What ended or began a leadership (ElectionTransition values).
+const (
+	TransitionElected  = "elected"
+	TransitionResigned = "resigned"
+	TransitionLost     = "lost"
+)

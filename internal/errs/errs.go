@@ -16,6 +16,7 @@ var (
 	ErrInvalidArgument = relock.ErrInvalidArgument
 	ErrNotReplicated   = relock.ErrNotReplicated
 	ErrWaitersNotTold  = relock.ErrWaitersNotTold
+	ErrNoLeader        = relock.ErrNoLeader
 )
 
 // Error is relock.Error.

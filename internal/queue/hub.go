@@ -269,7 +269,7 @@ type line struct {
 	waiters []*Waiter
 	// watchers are called on each message of the channel (see Watch);
 	// they keep the subscription as waiters do.
-	watchers []*func()
+	watchers []*func(payload string)
 	sub      *conn.Subscription
 	// seat: the channel is a seat's, kept while the seat lives.
 	seat bool
@@ -326,7 +326,7 @@ func (l *listener) Missed(channel string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if q := h.queues[channel]; q != nil {
-		q.heard()
+		q.heard("")
 	}
 }
 
@@ -360,26 +360,27 @@ func (h *Hub) deliver(channel, payload string) {
 			return
 		}
 	}
-	q.heard()
+	q.heard(payload)
 }
 
-// heard wakes the heads and calls the watchers: a message came, or may
-// have been missed.
-func (q *line) heard() {
+// heard wakes the heads and calls the watchers with payload: a message
+// came, or ("") may have been missed.
+func (q *line) heard(payload string) {
 	q.wakeHead()
 	for _, f := range q.watchers {
-		(*f)()
+		(*f)(payload)
 	}
 }
 
-// Watch calls f on every message of channel (and on a reconnect of its
-// connection, when a message may have been missed) until stop is called.
+// Watch calls f with every message of channel (and with "" on a
+// reconnect of its connection, when a message may have been missed) until
+// stop is called.
 // It shares the channel's subscription with its waiters and does not wait
 // for Redis to confirm it: a holder uses it to hear of a ForceUnlock made
 // elsewhere, which its lease's renewal would find later anyway. f runs on
 // the hub's receiving goroutine, under the hub's lock: it must only hand
 // the work on (start a goroutine, signal a channel).
-func (h *Hub) Watch(ctx context.Context, channel string, f func()) (stop func(), err error) {
+func (h *Hub) Watch(ctx context.Context, channel string, f func(payload string)) (stop func(), err error) {
 	fp := &f
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -403,7 +404,7 @@ func (h *Hub) Watch(ctx context.Context, channel string, f func()) (stop func(),
 	}, nil
 }
 
-func (h *Hub) unwatchLocked(channel string, q *line, fp *func()) {
+func (h *Hub) unwatchLocked(channel string, q *line, fp *func(payload string)) {
 	for i, o := range q.watchers {
 		if o == fp {
 			q.watchers = append(q.watchers[:i], q.watchers[i+1:]...)

@@ -1163,13 +1163,14 @@ func TestWatch(t *testing.T) {
 		ctx := testContext(t)
 		h := queue.For(env.Client)
 		ch := chanName(t, 0)
-		heard := make(chan struct{}, 8)
-		stop, err := h.Watch(ctx, ch, func() { heard <- struct{}{} })
+		heard := make(chan string, 8)
+		stop, err := h.Watch(ctx, ch, func(p string) { heard <- p })
 		require.NoError(t, err)
 		requireNumSubEventually(t, ctx, env.Client, 1, ch)
 		require.Equal(t, int64(1), env.Client.Publish(ctx, ch, "x").Val())
 		select {
-		case <-heard:
+		case p := <-heard:
+			require.Equal(t, "x", p, "the watcher hears the message itself")
 		case <-time.After(5 * time.Second):
 			t.Fatal("the watcher heard nothing")
 		}

@@ -1,0 +1,150 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/relock-go/relock/internal/errs"
+	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/lock"
+	"github.com/relock-go/relock/tracing"
+)
+
+// Campaign waits until this candidate is elected, then returns the leading
+// context: it carries the leadership (Epoch, Resign, Proclaim) and is done
+// when the leadership ends, with ErrLockLost as its cause the moment the
+// renewal engine knows the lease is lost (as a lock's hold is). ctx bounds
+// the wait only: its end returns ctx's error and takes the candidate out
+// of the line; once elected, the leadership lasts until Resign or its
+// loss, whatever ctx does. Candidates are elected first come, first
+// served, across processes (a fair lock's line; a candidate that dies is
+// skipped within seconds). value is the leader's value for observers and
+// Leader, at most MaxValue bytes.
+func (e *Election) Campaign(ctx context.Context, value string) (context.Context, error) {
+	if err := e.ident().Check("campaign", ctx, unmade); err != nil {
+		return nil, err
+	}
+	if len(value) > MaxValue {
+		return nil, e.id.Refuse("campaign", fmt.Sprintf("value of %d bytes, longer than %d", len(value), MaxValue))
+	}
+	if termOf(ctx, e) != nil {
+		return nil, e.id.Refuse("campaign", errLeading.Error())
+	}
+	start := time.Now()
+	ctx, span := e.inst.tracer.Start(ctx, tracing.SpanCampaignElection, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(tracing.LockName.String(e.name), tracing.Primitive.String(primitive), tracing.ElectionValue.String(value)))
+	defer span.End()
+	leading, t, err := e.campaign(ctx, value)
+	span.SetAttributes(tracing.WaitMillis.Int64(time.Since(start).Milliseconds()))
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		return nil, err
+	}
+	span.SetAttributes(tracing.ElectionEpoch.Int64(t.epoch))
+	return leading, nil
+}
+
+// campaign takes the fair lock, with the record kept alive with its hold,
+// then writes the record (lua/elect.lua).
+func (e *Election) campaign(ctx context.Context, value string) (context.Context, *term, error) {
+	held, err := e.fair.Lock(hold.KeepWith(ctx, e.name, e.record))
+	if err != nil {
+		return nil, nil, e.id.Wrap("campaign", errs.Reason(err))
+	}
+	owner, _ := hold.Owner(held)
+	epoch, _ := lock.FencingToken(held)
+	t := &term{e: e, owner: owner, epoch: epoch, held: held}
+	reply := electScript.CallRetrying(held, e.client, e.cfg.unlockTimeout, 3, e.name, e.record, e.channel,
+		owner, epoch, value, e.hub.PublishCommand())
+	vals, err := reply.Int64Slice()
+	if err == nil && (len(vals) != 3 || vals[0] != 1) {
+		err = fmt.Errorf("%w: the lease lapsed before the leader's record was written", ErrLockLost)
+	}
+	if err != nil {
+		if uerr := e.fair.Unlock(held); uerr != nil && !errors.Is(uerr, ErrLockLost) {
+			e.logger().Warn("relock: election could not give back a leadership it could not record",
+				"election", e.name, "epoch", epoch, "err", uerr)
+		}
+		return nil, nil, e.id.Wrap("campaign", err)
+	}
+	t.since = time.UnixMilli(vals[1])
+	e.mu.Lock()
+	e.current = t
+	e.mu.Unlock()
+	e.inst.transition(ctx, elected, 1)
+	// A leadership lost (not resigned) is counted when its hold ends.
+	t.stopAF = context.AfterFunc(held, func() { e.ended(t, lost) })
+	return context.WithValue(held, termKey{}, t), t, nil
+}
+
+// Run campaigns with value, runs lead while leading, resigns only after
+// lead returns, and campaigns again, until ctx ends (Run returns nil) or
+// lead returns an error of its own (Run returns it, after resigning).
+// lead's context is done when the leadership is lost (cause ErrLockLost)
+// or ctx ends; an error lead returns because of that (its context's
+// error or cause) ends the term, not Run. lead is called only once
+// elected: a process that never leads runs nothing. A campaign that fails
+// for another reason than ctx (Redis unreachable) is made again after a
+// pause, with a warning logged; bad input ends Run at once.
+func (e *Election) Run(ctx context.Context, value string, lead func(leading context.Context) error) error {
+	if err := e.ident().Check("run", ctx, unmade); err != nil {
+		return err
+	}
+	if lead == nil {
+		return e.id.Refuse("run", "nil lead func")
+	}
+	pause := 100 * time.Millisecond
+	for {
+		leading, err := e.Campaign(ctx, value)
+		switch {
+		case ctx.Err() != nil:
+			if leading != nil {
+				_ = e.Resign(leading)
+			}
+			return nil
+		case errors.Is(err, ErrInvalidArgument):
+			return err
+		case err != nil:
+			e.logger().Warn("relock: election campaign failed; campaigning again", "election", e.name, "err", err, "pause", pause)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, 5*time.Second)
+			continue
+		}
+		pause = 100 * time.Millisecond
+		if err := e.term(ctx, leading, lead); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// term runs lead for one leadership, then resigns. It returns lead's
+// error unless the leadership's end or ctx's caused it.
+func (e *Election) term(ctx context.Context, leading context.Context, lead func(context.Context) error) error {
+	lctx, cancel := context.WithCancelCause(leading)
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	lerr := lead(lctx)
+	stop()
+	if rerr := e.Resign(leading); rerr != nil && !errors.Is(rerr, ErrLockLost) {
+		e.logger().Warn("relock: election could not resign; the leadership lapses with its lease",
+			"election", e.name, "err", rerr)
+	}
+	ended := lctx.Err() != nil && (errors.Is(lerr, lctx.Err()) || errors.Is(lerr, context.Cause(lctx)))
+	cancel(nil)
+	if lerr != nil && !ended {
+		return lerr
+	}
+	return nil
+}

@@ -1,0 +1,345 @@
+package election
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/errs"
+	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/queue"
+	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/lock"
+)
+
+//go:embed lua/*.lua
+var luaFS embed.FS
+
+var (
+	electScript    = scripts.Load(luaFS, "lua/elect.lua", scripts.Checks)
+	resignScript   = scripts.Load(luaFS, "lua/resign.lua", scripts.Checks)
+	proclaimScript = scripts.Load(luaFS, "lua/proclaim.lua", scripts.Checks)
+	leaderScript   = scripts.Load(luaFS, "lua/leader.lua")
+)
+
+const primitive = "election"
+
+// MaxValue bounds a campaign's value: it travels in every change message.
+const MaxValue = 64 << 10
+
+// ErrNoLeader is returned by Leader when the election is vacant. It is
+// relock.ErrNoLeader.
+var ErrNoLeader = errs.ErrNoLeader
+
+// The sentinels an Election's calls wrap, as in every package.
+var (
+	ErrNotHeld         = errs.ErrNotHeld
+	ErrLockLost        = errs.ErrLockLost
+	ErrInvalidArgument = errs.ErrInvalidArgument
+)
+
+// Leader is an election's state: who leads, or (the zero Leader) nobody.
+type Leader struct {
+	Value string    // what the leader campaigned or proclaimed with; "" and Epoch 0 when vacant
+	Epoch int64     // strictly increasing across leaderships: the fencing token
+	Since time.Time // server time the leadership began
+}
+
+// Vacant reports whether l is the state of an election without a leader.
+func (l Leader) Vacant() bool { return l.Epoch == 0 }
+
+// Election elects one leader at a time among the candidates of every
+// process that campaigns under its name, first come, first served. Its
+// methods are safe for concurrent use; a leadership travels in the
+// context Campaign returns, as a lock's hold does.
+type Election struct {
+	id      errs.Ident
+	client  redis.UniversalClient
+	name    string
+	fair    *lock.Mutex // the candidates' line and the leader's hold
+	record  string // relock_election:{<name>}
+	channel string // relock_election__channel:{<name>}
+	cfg     config
+	hub     *queue.Hub
+	pool    *conn.Pool
+	inst    instruments
+
+	mu      sync.Mutex
+	current *term // the leadership Campaign last won here, until it ends
+}
+
+// term is one leadership: what its context carries.
+type term struct {
+	e      *Election
+	owner  string
+	epoch  int64
+	since  time.Time
+	held   context.Context // the fair lock's hold
+	endMu  sync.Mutex
+	ended  bool
+	stopAF func() bool
+}
+
+type termKey struct{}
+
+// New returns the election name on client: its candidates wait in the
+// fair lock name (lock.NewFair, whose options apply through this
+// package's), its record is relock_election:{name}. Bad arguments are
+// reported by every call (and by Err), with ErrInvalidArgument.
+func New(client redis.UniversalClient, name string, opts ...Option) *Election {
+	cfg := newConfig(opts)
+	e := &Election{client: client, name: name, cfg: cfg}
+	e.id = errs.Ident{Primitive: primitive, Name: name}
+	e.fair = lock.NewFair(client, name, cfg.lock...)
+	if err := e.fair.Err(); err != nil {
+		e.id.Invalid = invalidReason(err)
+		return e
+	}
+	e.record = scripts.Prefix("relock_election", name)
+	e.channel = scripts.Prefix("relock_election__channel", name)
+	e.hub = queue.For(client)
+	e.pool = conn.PoolFor(client)
+	e.inst = newInstruments(cfg, name)
+	return e
+}
+
+// invalidReason is the reason in a constructor's ErrInvalidArgument.
+func invalidReason(err error) string {
+	msg := errs.Reason(err).Error()
+	prefix := ErrInvalidArgument.Error() + ": "
+	if len(msg) > len(prefix) && msg[:len(prefix)] == prefix {
+		return msg[len(prefix):]
+	}
+	return msg
+}
+
+// unmade is the identity of an Election not made by New.
+var unmade = errs.Ident{Primitive: primitive, Invalid: "Election not made by election.New"}
+
+func (e *Election) ident() *errs.Ident {
+	if e == nil {
+		return &errs.Ident{Primitive: primitive, Invalid: "nil *election.Election"}
+	}
+	return &e.id
+}
+
+// Err is why New refused its arguments, nil when it did not.
+func (e *Election) Err() error { return e.ident().Check("new", context.Background(), unmade) }
+
+// Name is the election's name: the fair lock's.
+func (e *Election) Name() string {
+	if e == nil {
+		return ""
+	}
+	return e.name
+}
+
+// Epoch returns the epoch of the leadership that returned leading (or
+// that leading was derived from): the fencing token of its hold, for a
+// store to refuse the writes of a leader that has since been superseded.
+func Epoch(leading context.Context) (int64, bool) {
+	t := termOf(leading, nil)
+	if t == nil {
+		return 0, false
+	}
+	return t.epoch, true
+}
+
+// termOf returns the leadership leading carries, of e (any election when
+// e is nil).
+func termOf(leading context.Context, e *Election) *term {
+	if leading == nil {
+		return nil
+	}
+	t, ok := leading.Value(termKey{}).(*term)
+	if !ok || (e != nil && t.e != e) {
+		return nil
+	}
+	return t
+}
+
+func (e *Election) logger() *slog.Logger {
+	if e.cfg.logger != nil {
+		return e.cfg.logger
+	}
+	return slog.Default()
+}
+
+// Leader returns the current leader, or ErrNoLeader when the election is
+// vacant. A leadership whose lease has lapsed on the server is never
+// returned: the record counts only while its holder's field is in the
+// fair lock. It is bounded by the unlock timeout and ctx's deadline.
+func (e *Election) Leader(ctx context.Context) (Leader, error) {
+	if err := e.ident().Check("leader", ctx, unmade); err != nil {
+		return Leader{}, err
+	}
+	st, err := e.read(ctx)
+	if err != nil {
+		return Leader{}, e.id.Wrap("leader", err)
+	}
+	if st.vacant {
+		return Leader{}, e.id.Wrap("leader", ErrNoLeader)
+	}
+	return st.Leader, nil
+}
+
+// read runs lua/leader.lua.
+func (e *Election) read(ctx context.Context) (state, error) {
+	var vals []any
+	err := conn.Within(ctx, e.pool, e.cfg.unlockTimeout, func(ctx context.Context) (err error) {
+		vals, err = leaderScript.Call(ctx, e.client, 2, e.name, e.record).Slice()
+		return err
+	})
+	if err != nil {
+		return state{}, err
+	}
+	return parseRecord(vals)
+}
+
+// parseRecord reads lua/leader.lua's reply.
+func parseRecord(vals []any) (state, error) {
+	if len(vals) == 0 {
+		return state{vacant: true}, nil
+	}
+	if len(vals) != 6 {
+		return state{}, fmt.Errorf("leader record: %d fields", len(vals))
+	}
+	var n [5]int64
+	for i := range n {
+		v, ok := vals[i].(int64)
+		if !ok {
+			return state{}, fmt.Errorf("leader record: field %d is %T", i+1, vals[i])
+		}
+		n[i] = v
+	}
+	value, _ := vals[5].(string)
+	return state{
+		Leader: Leader{Value: value, Epoch: n[0], Since: time.UnixMilli(n[2])},
+		rev:    n[1],
+		lease:  time.Duration(n[3]) * time.Millisecond,
+		pttl:   time.Duration(n[4]) * time.Millisecond,
+	}, nil
+}
+
+// Proclaim changes the value of the leadership leading carries, for the
+// observers and Leader. It is refused with ErrNotHeld, writing nothing,
+// when that leadership has ended or been superseded (its hold is no
+// longer in Redis, or the record is another epoch's). Bounded by the
+// unlock timeout.
+func (e *Election) Proclaim(leading context.Context, value string) error {
+	if err := e.ident().Check("proclaim", leading, unmade); err != nil {
+		return err
+	}
+	if len(value) > MaxValue {
+		return e.id.Refuse("proclaim", fmt.Sprintf("value of %d bytes, longer than %d", len(value), MaxValue))
+	}
+	t := termOf(leading, e)
+	if t == nil {
+		return e.id.Wrap("proclaim", fmt.Errorf("%w: the context carries no leadership of this election", ErrNotHeld))
+	}
+	if err := t.held.Err(); err != nil {
+		return e.id.Wrap("proclaim", fmt.Errorf("%w: the leadership has ended: %w", ErrNotHeld, context.Cause(t.held)))
+	}
+	var rev int64
+	err := conn.Within(leading, e.pool, e.cfg.unlockTimeout, func(ctx context.Context) (err error) {
+		rev, err = proclaimScript.Call(ctx, e.client, 3, e.name, e.record, e.channel,
+			t.owner, t.epoch, value, e.hub.PublishCommand()).Int64()
+		return err
+	})
+	switch {
+	case err != nil:
+		return e.id.Wrap("proclaim", err)
+	case rev == 0:
+		return e.id.Wrap("proclaim", fmt.Errorf("%w: epoch %d is not the current leadership", ErrNotHeld, t.epoch))
+	}
+	return nil
+}
+
+// Resign ends the leadership leading carries: the record goes, observers
+// are told the election is vacant, and the fair lock is released, which
+// elects the next candidate in line at once. leading is done once Resign
+// returns. It returns ErrNotHeld when leading carries no live leadership
+// of this election, and an error matching ErrLockLost when the leadership
+// had been lost. Bounded by the unlock timeout.
+func (e *Election) Resign(leading context.Context) error {
+	if err := e.ident().Check("resign", leading, unmade); err != nil {
+		return err
+	}
+	t := termOf(leading, e)
+	if t == nil {
+		return e.id.Wrap("resign", fmt.Errorf("%w: the context carries no leadership of this election", ErrNotHeld))
+	}
+	reply := resignScript.CallRetrying(leading, e.client, e.cfg.unlockTimeout, 2, e.record, e.channel,
+		t.owner, t.epoch, e.hub.PublishCommand())
+	rerr := reply.Err()
+	e.ended(t, resigned) // before the release ends the hold, which would count it lost
+	uerr := e.fair.Unlock(t.held)
+	if rerr != nil && uerr == nil {
+		// The hold is released, so the next candidate is elected and
+		// writes its record; only observers missed the vacancy between.
+		e.logger().Warn("relock: election resigned, but its record could not be removed",
+			"election", e.name, "epoch", t.epoch, "err", rerr)
+	}
+	if uerr != nil {
+		return e.id.Wrap("resign", errs.Reason(uerr))
+	}
+	return nil
+}
+
+// errLeading refuses a campaign made with a leading context of the same
+// election: a leader campaigning again would only wait for itself.
+var errLeading = errors.New("the context already leads this election")
+
+// ended records the end of t once: metrics, and the Election forgets it.
+func (e *Election) ended(t *term, how transition) {
+	t.endMu.Lock()
+	done := t.ended
+	t.ended = true
+	t.endMu.Unlock()
+	if done {
+		return
+	}
+	if t.stopAF != nil {
+		t.stopAF()
+	}
+	e.mu.Lock()
+	if e.current == t {
+		e.current = nil
+	}
+	e.mu.Unlock()
+	e.inst.transition(context.Background(), how, -1)
+}
+
+// Check reports whether this Election's leadership is healthy, for a
+// readiness probe: nil when this process does not lead here, or leads
+// with its lease renewed in time; an error when the leadership is lost, or
+// when a renewal due at a third of the lease has not succeeded by half of
+// it (the leader is told before its lease can lapse, which comes at the
+// earliest one lease after the last renewal that succeeded).
+func (e *Election) Check(ctx context.Context) error {
+	if err := e.ident().Check("check", ctx, unmade); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	t := e.current
+	e.mu.Unlock()
+	if t == nil {
+		return nil
+	}
+	if err := t.held.Err(); err != nil {
+		return e.id.Wrap("check", fmt.Errorf("%w: leadership of epoch %d", context.Cause(t.held), t.epoch))
+	}
+	left, ok := hold.Remaining(t.held)
+	if ok && !e.cfg.fixed && left < e.cfg.lease/2 {
+		return e.id.Wrap("check", fmt.Errorf("leadership of epoch %d not renewed in time: %v of its %v lease left",
+			t.epoch, left.Round(time.Millisecond), e.cfg.lease))
+	}
+	return nil
+}
