@@ -64,8 +64,8 @@ type Election struct {
 	client  redis.UniversalClient
 	name    string
 	fair    *lock.Mutex // the candidates' line and the leader's hold
-	record  string // relock_election:{<name>}
-	channel string // relock_election__channel:{<name>}
+	record  string      // relock_election:{<name>}
+	channel string      // relock_election__channel:{<name>}
 	cfg     config
 	hub     *queue.Hub
 	pool    *conn.Pool
@@ -318,11 +318,12 @@ func (e *Election) ended(t *term, how transition) {
 }
 
 // Check reports whether this Election's leadership is healthy, for a
-// readiness probe: nil when this process does not lead here, or leads
-// with its lease renewed in time; an error when the leadership is lost, or
-// when a renewal due at a third of the lease has not succeeded by half of
-// it (the leader is told before its lease can lapse, which comes at the
-// earliest one lease after the last renewal that succeeded).
+// readiness or liveness probe: an error while this process leads with a
+// renewal due at a third of the lease not succeeded by half of it (so the
+// probe fails before the lease can lapse, one lease after the last
+// renewal that succeeded); nil when it leads with its lease renewed in
+// time, or does not lead (a follower, or a leader whose leadership ended:
+// its context is done, and Run campaigns again).
 func (e *Election) Check(ctx context.Context) error {
 	if err := e.ident().Check("check", ctx, unmade); err != nil {
 		return err
@@ -333,8 +334,8 @@ func (e *Election) Check(ctx context.Context) error {
 	if t == nil {
 		return nil
 	}
-	if err := t.held.Err(); err != nil {
-		return e.id.Wrap("check", fmt.Errorf("%w: leadership of epoch %d", context.Cause(t.held), t.epoch))
+	if t.held.Err() != nil {
+		return nil
 	}
 	left, ok := hold.Remaining(t.held)
 	if ok && !e.cfg.fixed && left < e.cfg.lease/2 {

@@ -97,8 +97,8 @@ func (o *observer) next(s state) []state {
 // lease, and at the instant the leader's lease would lapse unless renewed,
 // so a leadership whose lease lapsed on the server is reported ended
 // within a round trip of it. A consumer that falls behind delays the
-// reports, never reorders or drops them. On an Election New refused, the
-// channel is closed at once.
+// reports and never reorders them; past 16,384 waiting, the oldest are
+// dropped. On an Election New refused, the channel is closed at once.
 func (e *Election) Observe(ctx context.Context) <-chan Leader {
 	out := make(chan Leader)
 	if e.ident().Check("observe", ctx, unmade) != nil {
@@ -135,10 +135,17 @@ func (f *feed) signal() {
 	}
 }
 
-// observe runs one Observe until ctx ends.
+// maxPending bounds the reports an observer keeps for a consumer that
+// falls behind; past it the oldest are dropped, and the consumer still
+// ends on the current state.
+const maxPending = 1 << 14
+
+// observe runs one Observe until ctx ends. It keeps taking messages while
+// its consumer is slow, so that the hub's buffer never overflows because
+// of it; the reports wait in pending.
 func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 	defer close(out)
-	f := &feed{msgs: make(chan string, 256), missed: make(chan struct{}, 1)}
+	f := &feed{msgs: make(chan string, 1024), missed: make(chan struct{}, 1)}
 	var stop func()
 	subscribe := func() {
 		if stop == nil {
@@ -152,14 +159,23 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 		}
 	}()
 	var o observer
+	var pending []Leader
 	timer := time.NewTimer(0) // the first read at once
 	defer timer.Stop()
 	for {
+		var send chan<- Leader // nil, so not chosen, while nothing waits
+		var head Leader
+		if len(pending) > 0 {
+			send, head = out, pending[0]
+		}
 		var s state
 		var ok bool
 		select {
 		case <-ctx.Done():
 			return
+		case send <- head:
+			pending = pending[1:]
+			continue
 		case p := <-f.msgs:
 			s, ok = parseMessage(p)
 		case <-f.missed:
@@ -173,18 +189,19 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 			continue
 		}
 		for _, r := range o.next(s) {
-			select {
-			case out <- r.Leader:
-			case <-ctx.Done():
-				return
-			}
+			pending = append(pending, r.Leader)
+		}
+		if len(pending) > maxPending {
+			pending = pending[len(pending)-maxPending:]
 		}
 		timer.Reset(e.nextRead(o.cur, s))
 	}
 }
 
 // retryRead is how soon a failed read is made again.
-func (e *Election) retryRead() time.Duration { return min(max(e.cfg.lease/30, 10*time.Millisecond), time.Second) }
+func (e *Election) retryRead() time.Duration {
+	return min(max(e.cfg.lease/30, 10*time.Millisecond), time.Second)
+}
 
 // readState reads the record; a failed read is retried at the next timer.
 func (e *Election) readState(ctx context.Context) (state, bool) {
