@@ -63,7 +63,9 @@ func (e *Election) campaign(ctx context.Context, value string) (context.Context,
 	reply := electScript.CallRetrying(held, e.client, e.cfg.unlockTimeout, 3, e.name, e.record, e.channel,
 		owner, epoch, value, e.hub.PublishCommand())
 	vals, err := reply.Int64Slice()
-	if err == nil && (len(vals) != 3 || vals[0] != 1) {
+	if err != nil {
+		err = fmt.Errorf("writing the leader's record %s: %w", e.record, err)
+	} else if len(vals) != 3 || vals[0] != 1 {
 		err = fmt.Errorf("%w: the lease lapsed before the leader's record was written", ErrLockLost)
 	}
 	if err != nil {

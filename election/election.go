@@ -102,8 +102,8 @@ func New(client redis.UniversalClient, name string, opts ...Option) *Election {
 		e.id.Invalid = invalidReason(err)
 		return e
 	}
-	e.record = scripts.Prefix("relock_election", name)
-	e.channel = scripts.Prefix("relock_election__channel", name)
+	e.record = scripts.ElectionRecord(name)
+	e.channel = scripts.ElectionChannel(name)
 	e.hub = queue.For(client)
 	e.pool = conn.PoolFor(client)
 	e.inst = newInstruments(cfg, name)

@@ -18,10 +18,13 @@ const (
 	// servers: each server needs its member primitive's ACL, and the
 	// adapter sends nothing of its own.
 	Redlock Primitive = "redlock"
+	// Election is a fair lock with the leader's record and the change
+	// channel beside it.
+	Election Primitive = "election"
 )
 
 // Primitives lists every primitive MinimalACL knows, in the README's order.
-var Primitives = []Primitive{Lock, FairLock, RWLock, Semaphore, Redlock}
+var Primitives = []Primitive{Lock, FairLock, RWLock, Semaphore, Redlock, Election}
 
 // Deployment says what, beside the primitive, decides the commands a user
 // needs.
@@ -139,10 +142,15 @@ func tagged(prefix string) []string { return []string{prefix + "*", "{" + prefix
 // MinimalACL is the ACL a user needs to run p on names beginning with
 // prefix ("app:" for names like "app:order:1"), deployed as d.
 func MinimalACL(p Primitive, prefix string, d Deployment) ACL {
-	if p == Redlock {
+	switch p {
+	case Redlock:
 		a := MinimalACL(Lock, prefix, d)
 		a.Primitive = Redlock
 		return a
+	case Election:
+		channels := prefixed("relock_election__channel", prefix)
+		return Union(Election, MinimalACL(FairLock, prefix, d), ACL{Commands: []string{"hmget"},
+			Keys: slices.Concat(prefixed("relock_election", prefix), channels), Channels: channels})
 	}
 	cmds := slices.Clone(connCommands)
 	if d.ReplicaSync {

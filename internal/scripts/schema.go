@@ -54,6 +54,13 @@ const FairWaitersPrefix = "relock_fair_waiter:"
 // directly (relock's own key beside RFairLock's layout).
 func FairWaiters(name string) string { return Prefix("relock_fair_waiter", name) }
 
+// ElectionRecord is an election's leader record: owner, value, epoch,
+// since, revision and lease, kept alive with the leader's hold.
+func ElectionRecord(name string) string { return Prefix("relock_election", name) }
+
+// ElectionChannel is where an election's changes are published.
+func ElectionChannel(name string) string { return Prefix("relock_election__channel", name) }
+
 // Token is the fencing counter of a lock or rwlock (RFencedLock's).
 func Token(name string) string { return Prefix("redisson_lock_token", name) }
 

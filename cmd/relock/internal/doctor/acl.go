@@ -33,6 +33,8 @@ func sampleKeys(p scripts.Primitive, name string) []string {
 			scripts.ReadTimeout(name, sampleOwner, 1), scripts.WriteWaiters(name))
 	case scripts.Semaphore:
 		return append(common, scripts.Permits(name), scripts.Weights(name), scripts.Waiters(name), scripts.WaiterExpiry(name))
+	case scripts.Election:
+		return append(sampleKeys(scripts.FairLock, name), scripts.ElectionRecord(name))
 	}
 	return nil
 }
@@ -48,6 +50,8 @@ func sampleChannels(p scripts.Primitive, name string) []string {
 		return []string{scripts.RWLockChannel(name)}
 	case scripts.Semaphore:
 		return []string{scripts.SemaphoreChannel(name)}
+	case scripts.Election:
+		return append(sampleChannels(scripts.FairLock, name), scripts.ElectionChannel(name))
 	}
 	return nil
 }
