@@ -89,14 +89,14 @@ func (m *Mutex) grantArg(ctx context.Context) any {
 // caller releases as usual. The result is releaseLast's: 1 released or
 // handed over, -1 not held, -2 more counts held (nothing done).
 func (m *Mutex) fairRelease(ctx context.Context, ownerID string, timeout time.Duration, held *lease.Lease) (res int64, ran bool, err error) {
-	ws, claims := m.hub.ReserveSeated(m.channel)
+	ws, _ := m.hub.Reserve(m.channel, queue.Pick{Seats: true}, nil)
 	if len(ws) == 0 {
 		return 0, false, nil
 	}
-	sentAt := make([]time.Time, len(claims))
-	argv := append(make([]any, 0, 10+3*len(claims)), m.nameArg, m.tokenArg, m.fair[0], m.fair[1], m.channelArg, m.fair[2], ownerID, unlockMessage, m.publishArg, "1")
-	for i, c := range claims {
-		a := c.(*attempt)
+	sentAt := make([]time.Time, len(ws))
+	argv := append(make([]any, 0, 10+3*len(ws)), m.nameArg, m.tokenArg, m.fair[0], m.fair[1], m.channelArg, m.fair[2], ownerID, unlockMessage, m.publishArg, "1")
+	for i, w := range ws {
+		a := w.Claimant().(*attempt)
 		sentAt[i] = a.wd.Now()
 		argv = append(argv, a.seat, a.owner, a.m.msArg(a.lease))
 	}
@@ -107,19 +107,19 @@ func (m *Mutex) fairRelease(ctx context.Context, ownerID string, timeout time.Du
 	}
 	if err != nil {
 		for _, w := range ws {
-			w.Refuse()
+			w.End(queue.Refused, queue.Grant{})
 		}
 		return 0, true, err
 	}
 	res, _ = vals[0].(int64)
 	to, _ := vals[2].(string)
 	for i, w := range ws {
-		if res == 1 && claims[i].(*attempt).seat == to {
+		if res == 1 && w.Claimant().(*attempt).seat == to {
 			token, _ := vals[1].(int64)
-			w.Grant(queue.Grant{Token: token, SentAt: sentAt[i]})
+			w.End(queue.Handed, queue.Grant{Token: token, SentAt: sentAt[i]})
 			continue
 		}
-		w.Unreserve()
+		w.End(queue.Passed, queue.Grant{})
 	}
 	switch {
 	case res == 0:

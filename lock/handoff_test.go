@@ -954,9 +954,9 @@ func TestHandOffChainBoundSurvivesDrainedQueue(t *testing.T) {
 
 // TestHandOffRefusedWaiterIsWoken: an unlock message reaches a waiter
 // while a release is reserving it (its try is refused), and the hand-off
-// then fails (the releaser's hold is gone: ForceUnlock): Refuse must wake
-// the waiter, which finds the lock free, instead of leaving it asleep until
-// its fallback timer.
+// then fails (the releaser's hold is gone: ForceUnlock): End(Refused) must
+// wake the waiter, which finds the lock free, instead of leaving it asleep
+// until its fallback timer.
 func TestHandOffRefusedWaiterIsWoken(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)

@@ -460,8 +460,8 @@ func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
 func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, timeout time.Duration, passOn bool, held *lease.Lease) (int64, error) {
 	var res int64
 	var err error
-	var w *queue.Waiter
-	var c queue.Claimant
+	var room [1]*queue.Waiter
+	var ws []*queue.Waiter
 	yield := false
 	// A hand-over writes the next owner's grant inside the release, with
 	// no WAIT after it: on a server with replicas the next waiter takes
@@ -474,10 +474,10 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 			}
 			return m.runUnlock(ctx, ownerID, leaseTime, timeout)
 		}
-		w, c, yield = m.hub.Reserve(m.channel)
+		ws, yield = m.hub.Reserve(m.channel, queue.Pick{Head: true}, room[:0])
 	}
-	if w != nil {
-		res, err = m.runTransfer(ctx, w, c.(*attempt), ownerID)
+	if len(ws) == 1 {
+		res, err = m.runTransfer(ctx, ws[0], ws[0].Claimant().(*attempt), ownerID)
 	} else {
 		reply := m.scripts.unlockLast(ctx, m, ownerID, timeout)
 		res, err = reply.Int64()
@@ -518,16 +518,16 @@ func (m *Mutex) runTransfer(ctx context.Context, w *queue.Waiter, next *attempt,
 		m.nameArg, m.tokenArg, ownerID, next.owner, next.m.msArg(next.lease)).Int64Slice()
 	switch {
 	case err != nil:
-		w.Refuse()
+		w.End(queue.Refused, queue.Grant{})
 		return 0, err
 	case len(vals) != 2:
-		w.Refuse()
+		w.End(queue.Refused, queue.Grant{})
 		return 0, fmt.Errorf("unexpected reply %v", vals)
 	case vals[0] == 1:
-		w.Grant(queue.Grant{Token: vals[1], SentAt: sentAt})
+		w.End(queue.Handed, queue.Grant{Token: vals[1], SentAt: sentAt})
 		return 1, nil
 	}
-	w.Refuse()
+	w.End(queue.Refused, queue.Grant{})
 	return vals[0], nil
 }
 

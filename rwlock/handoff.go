@@ -62,36 +62,37 @@ func (rw *RWMutex) releaseWrite(ctx context.Context, h *hold.Hold) error {
 }
 
 // releaseToReaders releases ownerID's write count, handing the read lock
-// to the readers ReserveShared finds, if any: runRelease's result.
+// to the readers at the front of the local queue, if any: runRelease's
+// result.
 func (rw *RWMutex) releaseToReaders(ctx context.Context, ownerID string, timeout time.Duration) (int64, error) {
-	ws, claims := rw.hub.ReserveShared(rw.channel, maxReaderHandOff)
+	ws, _ := rw.hub.Reserve(rw.channel, queue.Pick{Max: maxReaderHandOff, Shared: true}, nil)
 	if len(ws) == 0 {
 		return rw.runRelease(ctx, write, ownerID, timeout)
 	}
-	readers := make([]any, 0, 2*len(claims))
-	for _, c := range claims {
-		rc := c.(*readClaim)
+	readers := make([]any, 0, 2*len(ws))
+	for _, w := range ws {
+		rc := w.Claimant().(*readClaim)
 		readers = append(readers, rc.owner, rc.lease.Milliseconds())
 	}
 	sentAt := rw.cfg.Watchdog.Now()
 	vals, err := rw.writeRelease(ctx, ownerID, timeout, readers)
 	if err != nil {
-		for i, w := range ws {
-			claims[i].(*readClaim).mayHold = true // written before Refuse wakes it
-			w.Refuse()
+		for _, w := range ws {
+			w.Claimant().(*readClaim).mayHold = true // written before End wakes it
+			w.End(queue.Refused, queue.Grant{})
 		}
 		return 0, err
 	}
 	handed := vals[0] == 1 && len(vals) == 1+len(ws)
 	for i, w := range ws {
 		if handed {
-			w.Grant(queue.Grant{Token: vals[1+i], SentAt: sentAt})
+			w.End(queue.Handed, queue.Grant{Token: vals[1+i], SentAt: sentAt})
 			continue
 		}
 		// It tries: a writer waits, counts remain, or an earlier run
 		// took its lock.
-		claims[i].(*readClaim).mayHold = vals[0] == 1
-		w.Refuse()
+		w.Claimant().(*readClaim).mayHold = vals[0] == 1
+		w.End(queue.Refused, queue.Grant{})
 	}
 	if vals[0] == 1 {
 		rw.hub.Release(rw.channel)

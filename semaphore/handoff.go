@@ -48,17 +48,16 @@ func (w *waiter) Discard(queue.Grant) { _ = w.s.undo(w.ctx, w.permitID) }
 // served; the ones served are granted.
 func (s *Semaphore) releaseServing(ctx context.Context, permitID string, n int64) (int64, error) {
 	var ws []*queue.Waiter
-	var claims []queue.Claimant
 	// Permits written inside a release have no WAIT after them: where one
 	// is needed, the waiters try themselves.
 	if n > 0 && !scripts.SyncNeeded(ctx, s.client, s.cfg.ReplicaPolicy(), s.name) {
-		ws, claims = s.hub.ReserveFront(s.channel, int(min(n, maxOffered)))
+		ws, _ = s.hub.Reserve(s.channel, queue.Pick{Max: int(min(n, maxOffered))}, nil)
 	}
 	sentAt := s.cfg.Watchdog.Now()
-	argv := make([]any, 0, 3+3*len(claims))
+	argv := make([]any, 0, 3+3*len(ws))
 	argv = append(argv, permitID, s.hub.PublishCommand(), s.cfg.LatchArg(s.cfg.UnlockTimeout))
-	for _, c := range claims {
-		w := c.(*waiter)
+	for _, qw := range ws {
+		w := qw.Claimant().(*waiter)
 		argv = append(argv, w.permitID, w.n, w.lease.Milliseconds())
 	}
 	latch := hold.RequestKey(s.latchPrefix)
@@ -68,17 +67,17 @@ func (s *Semaphore) releaseServing(ctx context.Context, permitID string, n int64
 	}
 	if err != nil {
 		for _, w := range ws {
-			w.Refuse()
+			w.End(queue.Refused, queue.Grant{})
 		}
 		return 0, err
 	}
 	res, served, free := vals[0], int(vals[1]), vals[2]
 	for i, w := range ws {
 		if i < served {
-			w.Grant(queue.Grant{SentAt: sentAt, NoneLeft: free == 0})
+			w.End(queue.Handed, queue.Grant{SentAt: sentAt, NoneLeft: free == 0})
 			continue
 		}
-		w.Unreserve()
+		w.End(queue.Passed, queue.Grant{})
 	}
 	if res == 1 && served == 0 {
 		s.hub.Release(s.channel)

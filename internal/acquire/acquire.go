@@ -181,11 +181,8 @@ func loop(ctx context.Context, req *Request) (attempts int, err error) {
 	}
 	passOn := req.Admits == Several
 	defer func() {
-		if req.HandOff == nil {
-			w.Leave(acquired && !passOn, req.Fallback)
-			return
-		}
-		if given, handed := w.Quit(acquired && !passOn, req.Fallback); handed && !acquired {
+		// Only a waiter with a claim (HandOff) is handed anything.
+		if given, handed := w.Leave(acquired && !passOn, req.Fallback); handed && !acquired {
 			req.HandOff.Discard(given) // after leaving: the lock may pass to the next
 		}
 	}()
@@ -308,7 +305,7 @@ func (r *run) wait(w *queue.Waiter) (acquired, passOn bool, err error) {
 	}
 	for {
 		if tryNow && req.HandOff != nil && !w.BeginTry() {
-			// A release is handing the lock over: its Grant or Refuse
+			// A release is handing the lock over: its End (Handed or not)
 			// wakes this waiter; the fallback timer stays armed meanwhile.
 			tryNow = false
 			if fallback < 0 {

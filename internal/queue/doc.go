@@ -12,4 +12,25 @@
 // the lock on the same subscription. Nothing piles up: a line, its
 // hand-off count and subscription go with its last waiter (a seat's,
 // Linger later), and a Hub goes with its client (see package conn).
+//
+// Who wakes a waiter, and why ("heads": the head, or the run of readers at
+// the front; kick: try now; a wake while reserved is noted for End):
+//
+//	event                             woken                    why
+//	unlock message (deliver)          heads, kick; watchers    the lock may be free
+//	grant message for the head's      the head, granted        the hold is its already
+//	  owner (deliver)
+//	local release (Hub.Release)       heads, kick              as an unlock message, sooner
+//	resubscribed, slot moved (Missed) heads, kick; watchers    a message may be lost
+//	connection broken (Broken)        heads, kick              a message may be lost
+//	the head gives up (Leave)         new heads, kick          their turn
+//	the head got the lock alone       new head, hint           nothing to try: a fallback
+//	  (Leave acquired)                                         timer for the hold
+//	a reader head got in (Leave)      new heads, kick          readers may join; a writer
+//	                                                           must mark itself waiting
+//	End(Handed)                       the waiter, granted      the lock is its
+//	End(Refused)                      the waiter, kick         its wake went to a refused
+//	                                                           try; the lock may be free
+//	End(Passed)                       the waiter, kick if it   it is owed that try
+//	                                  was refused a try
 package queue

@@ -10,3 +10,11 @@ func (h *Hub) Footprint() (queues, handOffs, channels int) {
 	defer h.mu.Unlock()
 	return len(h.queues), len(h.handOffs), h.ps.Channels()
 }
+
+// Claim makes w a waiter that a release may hand the lock to, for owner,
+// as JoinClaimant does.
+func (w *Waiter) Claim(owner string, claim Claimant) {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	w.owner, w.claim = owner, claim
+}

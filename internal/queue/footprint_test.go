@@ -102,13 +102,13 @@ func TestIdleNamesLeaveNothing(t *testing.T) {
 						// ends the chain; or its hold is lost, never
 						// released, and a later waiter gives up.
 						w.Claim("me", claimant("me"))
-						r, _, _ := h.Reserve(ch)
-						if r != w {
+						r, _ := h.Reserve(ch, queue.Pick{Head: true}, nil)
+						if len(r) != 1 || r[0] != w {
 							errs <- fmt.Errorf("%s: not reserved", ch)
 							return
 						}
-						r.Grant(queue.Grant{})
-						if _, ok := w.Quit(true, time.Second); !ok {
+						r[0].End(queue.Handed, queue.Grant{})
+						if _, ok := w.Leave(true, time.Second); !ok {
 							errs <- fmt.Errorf("%s: not granted", ch)
 							return
 						}
@@ -121,7 +121,7 @@ func TestIdleNamesLeaveNothing(t *testing.T) {
 							w2.Leave(false, 0)
 							continue
 						}
-						if n, _, _ := h.Reserve(ch); n != nil {
+						if n, _ := h.Reserve(ch, queue.Pick{Head: true}, nil); n != nil {
 							errs <- fmt.Errorf("%s: reserved with no waiter", ch)
 							return
 						}

@@ -100,7 +100,7 @@ type Waiter struct {
 	claim    Claimant
 	trying   bool
 	reserved chan struct{} // closed when the release decided
-	// chained: reserved by Reserve, whose hand-offs count towards the
+	// chained: reserved by Pick.Head, whose hand-offs count towards the
 	// chain bound; missed: a wake came while reserved.
 	chained, missed bool
 	grant           Grant
@@ -202,10 +202,21 @@ func (h *Hub) JoinClaimant(ctx context.Context, channel string, shared bool, own
 // hold may last, its fallback timer; after a shared waiter got in, though,
 // the new heads are woken to try (readers may join it, a writer must mark
 // itself). Otherwise the next head is woken to try.
-func (w *Waiter) Leave(acquired bool, hold time.Duration) {
+//
+// Leaving stops any further reservation of w in the same critical section;
+// Leave then waits for a hand-off already under way (its release waits on
+// nothing of w's) and returns the lock if w was given it: a waiter that
+// gives up must give that back (one that acquired by itself keeps its own
+// hold and ignores it). A waiter without a claim is handed nothing.
+func (w *Waiter) Leave(acquired bool, hold time.Duration) (Grant, bool) {
 	w.h.mu.Lock()
-	defer w.h.mu.Unlock()
+	r := w.reserved
 	w.h.removeLocked(w, acquired, hold)
+	w.h.mu.Unlock()
+	if r != nil {
+		<-r
+	}
+	return w.Granted()
 }
 
 func (h *Hub) removeLocked(w *Waiter, acquired bool, hold time.Duration) {

@@ -994,9 +994,6 @@ func TestFailedJoinLeavesNoSubscriptionBehind(t *testing.T) {
 	requirePubSubConnsEventually(t, ctx, admin, 0)
 }
 
-// TestQuitStopsReservations: once Quit returns, no release can reserve the
-// waiter; a reservation made before Quit is waited for, and the lock it
-// granted is returned so that the waiter gives it back.
 // claimant is a hand-off's receiving side that records nothing: the hub
 // only carries it.
 type claimant string
@@ -1004,7 +1001,10 @@ type claimant string
 func (claimant) Granted(queue.Grant) {}
 func (claimant) Discard(queue.Grant) {}
 
-func TestQuitStopsReservations(t *testing.T) {
+// TestLeaveStopsReservations: once Leave returns, no release can reserve the
+// waiter; a reservation made before Leave is waited for, and the lock it
+// granted is returned so that the waiter gives it back.
+func TestLeaveStopsReservations(t *testing.T) {
 	_, client := redistest.Miniredis(t)
 	h := queue.For(client)
 	ctx := testContext(t)
@@ -1012,38 +1012,38 @@ func TestQuitStopsReservations(t *testing.T) {
 
 	w := join(t, ctx, h, ch, false)
 	w.Claim("me", claimant("me"))
-	given, handed := w.Quit(false, 0)
+	given, handed := w.Leave(false, 0)
 	require.False(t, handed, given)
-	r, _, _ := h.Reserve(ch)
-	require.Nil(t, r, "a waiter that quit is not reserved")
+	r, _ := h.Reserve(ch, queue.Pick{Head: true}, nil)
+	require.Empty(t, r, "a waiter that left is not reserved")
 
 	w = join(t, ctx, h, ch, false)
 	w.Claim("me", claimant("me"))
-	r, claim, _ := h.Reserve(ch)
-	require.Same(t, w, r)
-	require.Equal(t, claimant("me"), claim)
+	r, _ = h.Reserve(ch, queue.Pick{Head: true}, nil)
+	require.Equal(t, []*queue.Waiter{w}, r)
+	require.Equal(t, claimant("me"), w.Claimant())
 	quit := make(chan queue.Grant, 1)
 	go func() {
-		g, ok := w.Quit(false, 0)
+		g, ok := w.Leave(false, 0)
 		require.True(t, ok)
 		quit <- g
 	}()
 	select {
 	case <-quit:
-		t.Fatal("Quit returned while a hand-off to the waiter was under way")
+		t.Fatal("Leave returned while a hand-off to the waiter was under way")
 	case <-time.After(30 * time.Millisecond):
 	}
-	w.Grant(queue.Grant{Token: 42})
+	w.End(queue.Handed, queue.Grant{Token: 42})
 	select {
 	case g := <-quit:
 		require.Equal(t, int64(42), g.Token)
 	case <-time.After(5 * time.Second):
-		t.Fatal("Quit did not return after the grant")
+		t.Fatal("Leave did not return after the grant")
 	}
 }
 
-// TestRefuseKicksTheWaiter: a refused hand-off wakes the waiter to try.
-func TestRefuseKicksTheWaiter(t *testing.T) {
+// TestRefusedKicksTheWaiter: a refused hand-off wakes the waiter to try.
+func TestRefusedKicksTheWaiter(t *testing.T) {
 	_, client := redistest.Miniredis(t)
 	h := queue.For(client)
 	ctx := testContext(t)
@@ -1051,22 +1051,22 @@ func TestRefuseKicksTheWaiter(t *testing.T) {
 	w := join(t, ctx, h, ch, false)
 	defer w.Leave(false, 0)
 	w.Claim("me", claimant("me"))
-	r, _, _ := h.Reserve(ch)
-	require.Same(t, w, r)
+	r, _ := h.Reserve(ch, queue.Pick{Head: true}, nil)
+	require.Equal(t, []*queue.Waiter{w}, r)
 	require.False(t, w.BeginTry(), "no try while reserved")
-	w.Refuse()
-	requireWoken(t, w, "after Refuse")
+	w.End(queue.Refused, queue.Grant{})
+	requireWoken(t, w, "after a refusal")
 	kick, _ := w.Take()
 	require.True(t, kick)
 	require.True(t, w.BeginTry())
 	w.EndTry()
 }
 
-// TestUnreserveKicksAWaiterRefusedATry: a release that reserved a waiter
-// (ReserveSeated) and then found it was not first in line owes it the try
+// TestPassedKicksAWaiterRefusedATry: a release that reserved a waiter
+// (Pick.Seats) and then found it was not first in line owes it the try
 // BeginTry refused meanwhile: the waiter may not be in line at all yet (it
 // subscribed before its first try), and nothing else would wake it.
-func TestUnreserveKicksAWaiterRefusedATry(t *testing.T) {
+func TestPassedKicksAWaiterRefusedATry(t *testing.T) {
 	_, client := redistest.Miniredis(t)
 	h := queue.For(client)
 	ctx := testContext(t)
@@ -1083,18 +1083,18 @@ func TestUnreserveKicksAWaiterRefusedATry(t *testing.T) {
 	refused.Claim("a", claimant("a"))
 	idle.Claim("b", claimant("b"))
 	other.Claim("x", claimant("x"))
-	ws, _ := h.ReserveSeated(prefix)
+	ws, _ := h.Reserve(prefix, queue.Pick{Seats: true}, nil)
 	require.Len(t, ws, 2, "the seats' waiters alone")
 	require.False(t, refused.BeginTry(), "no try while reserved")
 	for _, w := range ws {
-		w.Unreserve()
+		w.End(queue.Passed, queue.Grant{})
 	}
-	requireWoken(t, refused, "after Unreserve")
+	requireWoken(t, refused, "after it was passed over")
 	kick, _ := refused.Take()
 	require.True(t, kick)
 	require.True(t, refused.BeginTry())
 	refused.EndTry()
-	requireNotSignalled(t, idle, "an idle waiter after Unreserve")
+	requireNotSignalled(t, idle, "an idle waiter passed over")
 	kick, _ = idle.Take()
 	require.False(t, kick)
 }
@@ -1120,18 +1120,18 @@ func TestReserveFront(t *testing.T) {
 	after.Claim("after", claimant("after"))
 
 	require.True(t, ws[1].BeginTry(), "waiter 1 tries on its own")
-	first, _ := h.ReserveFront(ch, 1)
+	first, _ := h.Reserve(ch, queue.Pick{Max: 1}, nil)
 	require.Equal(t, []*queue.Waiter{ws[0]}, first)
-	got, claims := h.ReserveFront(ch, 10)
+	got, _ := h.Reserve(ch, queue.Pick{Max: 10}, nil)
 	require.Equal(t, []*queue.Waiter{ws[2], ws[3], ws[4]}, got, "0 reserved, 1 trying: passed over; the reader ends the front")
-	require.Equal(t, []queue.Claimant{claimant("2"), claimant("3"), claimant("4")}, claims)
+	require.Equal(t, claimant("2"), got[0].Claimant())
 	ws[1].EndTry()
 	for _, w := range got {
-		w.Unreserve()
+		w.End(queue.Passed, queue.Grant{})
 	}
 	// A release that came during a hand-off: the next waiter must try.
 	h.Release(ch)
-	first[0].Grant(queue.Grant{NoneLeft: true})
+	first[0].End(queue.Handed, queue.Grant{NoneLeft: true})
 	g, ok := first[0].Granted()
 	require.True(t, ok)
 	require.False(t, g.NoneLeft, "a release came meanwhile")

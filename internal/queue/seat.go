@@ -21,7 +21,7 @@ import (
 // taken for the next one's (see deliver).
 
 // seats are a lock's seats: the free ones, oldest first, and the taken
-// ones (whose waiters a release may hand the lock to: ReserveSeated).
+// ones (whose waiters a release may hand the lock to: Pick.Seats).
 type seats struct {
 	free  []freeSeat
 	taken []string

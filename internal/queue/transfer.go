@@ -65,14 +65,9 @@ type Claimant interface {
 	Discard(Grant)
 }
 
-// Claim makes w a waiter that a release may hand the lock to, for owner;
-// claim is its primitive's side of the hand-off (which knows the lease
-// the release writes for it).
-func (w *Waiter) Claim(owner string, claim Claimant) {
-	w.h.mu.Lock()
-	defer w.h.mu.Unlock()
-	w.owner, w.claim = owner, claim
-}
+// Claimant returns w's claim (JoinClaimant): set before w can be reserved,
+// and never after, so a release reads it without the hub's lock.
+func (w *Waiter) Claimant() Claimant { return w.claim }
 
 // BeginTry reports whether w may try the lock now; false when a release is
 // handing the lock to it (the hand-off's outcome comes as a wake, and a
@@ -99,110 +94,89 @@ func (w *Waiter) EndTry() {
 	w.trying = false
 }
 
-// Reserve returns the head of channel's queue, reserved for a hand-off,
-// or nil when there is none to hand to: no waiter, the head is shared, has
-// no claim, is trying or leaving, or the chain of hand-offs is long
-// enough. Grant or Refuse must follow a reservation. Yield reports that
-// the chain bound was reached: the release goes through Redis and must not
-// wake the local head itself (Release), so that it races the waiters of
-// other processes on equal terms, woken by the same unlock message.
-func (h *Hub) Reserve(channel string) (w *Waiter, claim Claimant, yield bool) {
+// Pick says whom a release serves (Reserve), as each primitive needs:
+//
+//	Pick{Head: true}            a lock: the head of channel's queue, within
+//	                            the chain bound
+//	Pick{Seats: true}           a fair lock: the head of every taken seat of
+//	                            the prefix channel (TakeSeat)
+//	Pick{Max: n}                a semaphore: up to n claimants at the front
+//	Pick{Max: n, Shared: true}  an rwlock writer: up to n readers at the front
+type Pick struct {
+	Head, Seats bool
+	Max         int
+	Shared      bool
+}
+
+// Reserve reserves, for a hand-off, the waiters pick names, returned in
+// order in ws's room (room for one on the caller's stack spares a lock's
+// release an allocation). End must follow each reservation. Only an idle
+// claimant is reserved: not in a try of its own (which could re-enter the
+// lock it is being given), leaving, or in another release's hand-off.
+//
+// Head serves the head alone, if it can be reserved; hand-offs in a row
+// are bounded, so that waiters of other processes, who cannot be handed
+// anything, get their turn. When the bound is reached, yield is true: the
+// release goes through Redis and must not wake the local head itself
+// (Release), so that it races the others on equal terms, woken by the same
+// unlock message. The others have no chain bound: a fair lock's script
+// serves the seat first in line in Redis, and a semaphore's or rwlock's
+// line in Redis keeps the other processes' turn. A front ends at the first
+// waiter of the other kind, or at a lone waiter without a claim (a
+// semaphore's that cannot be handed anything); the idle claimants within
+// it are reserved, the others passed over (their try, another release or
+// the wake after this one serves them).
+func (h *Hub) Reserve(channel string, pick Pick, ws []*Waiter) (_ []*Waiter, yield bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	q := h.queues[channel]
-	if q == nil || len(q.waiters) == 0 {
-		delete(h.handOffs, channel) // released through Redis: the chain ends
-		return nil, nil, false
+	ws = ws[:0]
+	switch {
+	case pick.Head:
+		return h.reserveHeadLocked(channel, ws)
+	case pick.Seats:
+		if p := h.seats[channel]; p != nil {
+			for _, id := range p.taken {
+				if q := h.queues[channel+":"+id]; q != nil && len(q.waiters) > 0 && q.waiters[0].idleLocked() {
+					ws = append(ws, q.waiters[0].reserveLocked(false))
+				}
+			}
+		}
+		return ws, false
 	}
-	w = q.waiters[0]
-	if !w.grantableLocked() || w.trying {
+	if q := h.queues[channel]; q != nil {
+		for _, w := range q.waiters {
+			if len(ws) == pick.Max || w.shared != pick.Shared || w.left || (!w.shared && w.claim == nil) {
+				break
+			}
+			if w.claim != nil && w.reserved == nil && !w.granted && !w.trying {
+				ws = append(ws, w.reserveLocked(false))
+			}
+		}
+	}
+	return ws, false
+}
+
+// reserveHeadLocked is Reserve's Head. A release that reserves nobody
+// goes through Redis, which ends the chain.
+func (h *Hub) reserveHeadLocked(channel string, ws []*Waiter) ([]*Waiter, bool) {
+	q := h.queues[channel]
+	if q == nil || len(q.waiters) == 0 || !q.waiters[0].idleLocked() {
 		delete(h.handOffs, channel)
-		return nil, nil, false
+		return ws, false
 	}
 	if h.handOffs[channel] >= MaxHandOffs {
 		delete(h.handOffs, channel)
-		return nil, nil, true
+		return ws, true
 	}
+	return append(ws, q.waiters[0].reserveLocked(true)), false
+}
+
+// reserveLocked reserves w; chained: its hand-off counts towards the
+// chain bound.
+func (w *Waiter) reserveLocked(chained bool) *Waiter {
 	w.reserved = make(chan struct{})
-	w.chained = true
-	return w, w.claim, false
-}
-
-// ReserveSeated reserves, for a hand-off, the waiter of every taken seat
-// of prefix (TakeSeat) that has one to hand to (as Reserve judges it): a
-// fair lock's waiters, each on its own channel, of which the release's
-// script picks the one first in line in Redis, if any. There is no chain
-// bound: the order in Redis is fair to other processes already. Grant or
-// Unreserve must follow each reservation.
-func (h *Hub) ReserveSeated(prefix string) (ws []*Waiter, claims []Claimant) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	p := h.seats[prefix]
-	if p == nil {
-		return nil, nil
-	}
-	for _, id := range p.taken {
-		q := h.queues[prefix+":"+id]
-		if q == nil || len(q.waiters) == 0 {
-			continue
-		}
-		w := q.waiters[0]
-		if !w.grantableLocked() || w.trying {
-			continue
-		}
-		w.reserved = make(chan struct{})
-		w.chained, w.missed = false, false
-		ws, claims = append(ws, w), append(claims, w.claim)
-	}
-	return ws, claims
-}
-
-// ReserveFront reserves, for a hand-off, up to max waiters at the front of
-// channel's queue, in order: a semaphore's release offers its permits to
-// them, and its script serves them in that order while they fit. Waiters
-// in a try of their own or in another release's hand-off are passed over
-// (that release, or their try, serves them); the first waiter there is
-// nothing to hand to at all (a reader, one without a claim) ends the
-// front. There is no chain bound: a semaphore's line in Redis keeps the
-// other processes' turn. Grant or Unreserve must follow each reservation.
-func (h *Hub) ReserveFront(channel string, max int) (ws []*Waiter, claims []Claimant) {
-	return h.reserveFront(channel, max, false)
-}
-
-// ReserveShared reserves, for a hand-off, the shared waiters (readers) at
-// the front of channel's queue, up to max, in order: an rwlock's writer
-// releasing takes the read lock for them in its script. Readers in a try
-// of their own or without a claim are passed over (their try, or the
-// wake that follows the release, serves them); the first waiter that is
-// not shared ends the front. Grant, Refuse or Unreserve must follow each
-// reservation.
-func (h *Hub) ReserveShared(channel string, max int) (ws []*Waiter, claims []Claimant) {
-	return h.reserveFront(channel, max, true)
-}
-
-// reserveFront reserves up to max idle claimants among the waiters at the
-// front of channel's queue that are shared (readers) or not, as asked;
-// the first other waiter ends the front, and so does one without a claim
-// when not shared (a semaphore's waiter that cannot be handed anything).
-func (h *Hub) reserveFront(channel string, max int, shared bool) (ws []*Waiter, claims []Claimant) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	q := h.queues[channel]
-	if q == nil {
-		return nil, nil
-	}
-	for _, w := range q.waiters {
-		if len(ws) == max || w.shared != shared || w.left || (!shared && w.claim == nil) {
-			break
-		}
-		if w.claim == nil || w.reserved != nil || w.granted || w.trying {
-			continue
-		}
-		w.reserved = make(chan struct{})
-		w.chained, w.missed = false, false
-		ws, claims = append(ws, w), append(claims, w.claim)
-	}
-	return ws, claims
+	w.chained, w.missed = chained, false
+	return w
 }
 
 // Settled reports whether no waiter of channel is in the middle of a try
@@ -222,55 +196,56 @@ func (h *Hub) Settled(channel string) bool {
 	return true
 }
 
-// Unreserve ends a reservation without a hand-off to w, which was not
-// first in line: it is kicked to try only if it was refused a try while
-// reserved (woken, or not yet in line at all).
-func (w *Waiter) Unreserve() {
-	w.h.mu.Lock()
-	defer w.h.mu.Unlock()
-	close(w.reserved)
-	w.reserved = nil
-	if w.missed {
-		w.kicked = true
-		w.signal()
-	}
-}
-
 // grantableLocked reports whether w can be given the lock now: it has a
 // claim, is still waiting, alone (not a reader), and no hand-off is under
-// way for it. (A release also needs it idle: not in a try of its own.)
+// way for it. (A release also needs it idle: idleLocked.)
 func (w *Waiter) grantableLocked() bool {
 	return w.claim != nil && !w.shared && !w.left && w.reserved == nil && !w.granted
 }
 
-// Grant completes a hand-off: the lock is w's, with what the release's
-// script returned (g); w is woken to take it.
-func (w *Waiter) Grant(g Grant) {
-	w.h.mu.Lock()
-	defer w.h.mu.Unlock()
-	if w.chained {
-		w.h.handOffs[w.channel]++
-	}
-	if w.missed {
-		// A release came during the hand-off: something may be free for
-		// the next waiter after all.
-		g.NoneLeft = false
-	}
-	w.grant, w.granted = g, true
-	close(w.reserved)
-	w.reserved = nil
-	w.signal()
-}
+// idleLocked reports whether w can be given the lock by a release: also
+// not in a try of its own.
+func (w *Waiter) idleLocked() bool { return w.grantableLocked() && !w.trying }
 
-// Refuse ends a reservation without a hand-off (the release kept a count,
-// or failed). w is kicked to try: a wake that came while it was reserved
-// was spent on a try BeginTry refused, and the lock may be free now.
-func (w *Waiter) Refuse() {
+// Outcome is how a release ends a reservation (End).
+type Outcome uint8
+
+const (
+	// Handed: the lock is the waiter's; it is woken to take it.
+	Handed Outcome = iota
+	// Refused: no hand-off, and the lock may be free (the release kept a
+	// count, or failed). The waiter is kicked to try: a wake that came
+	// while it was reserved was spent on a try BeginTry refused.
+	Refused
+	// Passed: no hand-off, for the waiter was not first in line. It is
+	// kicked only if it was refused a try while reserved (woken, or not
+	// yet in line at all).
+	Passed
+)
+
+// End ends w's reservation with o; g is what the release's script
+// returned when Handed.
+func (w *Waiter) End(o Outcome, g Grant) {
 	w.h.mu.Lock()
 	defer w.h.mu.Unlock()
 	close(w.reserved)
 	w.reserved = nil
-	w.kicked = true
+	switch {
+	case o == Handed:
+		if w.chained {
+			w.h.handOffs[w.channel]++
+		}
+		if w.missed {
+			// A release came during the hand-off: something may be free
+			// for the next waiter after all.
+			g.NoneLeft = false
+		}
+		w.grant, w.granted = g, true
+	case o == Passed && !w.missed:
+		return
+	default:
+		w.kicked = true
+	}
 	w.signal()
 }
 
@@ -281,20 +256,4 @@ func (w *Waiter) Granted() (Grant, bool) {
 	g, ok := w.grant, w.granted
 	w.grant, w.granted = Grant{}, false
 	return g, ok
-}
-
-// Quit takes w out of its queue, as Leave does, in the same critical
-// section that stops any further reservation of it; it then waits for a
-// hand-off already under way and returns the lock if one was given: a
-// waiter that gives up must give that back (one that acquired by itself
-// keeps its own hold and ignores it).
-func (w *Waiter) Quit(acquired bool, hold time.Duration) (Grant, bool) {
-	w.h.mu.Lock()
-	r := w.reserved
-	w.h.removeLocked(w, acquired, hold)
-	w.h.mu.Unlock()
-	if r != nil {
-		<-r
-	}
-	return w.Granted()
 }
