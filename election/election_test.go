@@ -19,6 +19,9 @@ func TestMain(m *testing.M) {
 	if addr := os.Getenv(candidateEnv); addr != "" {
 		os.Exit(candidateProcess(addr)) // a candidate process of TestLeaderProcessKilled
 	}
+	if addr := os.Getenv(writerEnv); addr != "" {
+		os.Exit(writerProcess(addr)) // the leader of TestStoppedLeaderLearnsItLostBeforeWriting
+	}
 	goleak.VerifyTestMain(redistest.Main(m), goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
 }
 
@@ -180,4 +183,23 @@ func TestBadInputIsRefused(t *testing.T) {
 	keys, err := client.Keys(ctx, "*").Result()
 	require.NoError(t, err)
 	require.NotContains(t, keys, "relock_election:{x}")
+}
+
+// TestReplicaSyncedLeadership: on a master with a replica, the leader's
+// hold and record reach the replica before Campaign returns (replica sync
+// is on by default).
+func TestReplicaSyncedLeadership(t *testing.T) {
+	g := redistest.StartReplicated(t, 1)
+	ctx := ctxT(t)
+	e := election.New(g.Master.Client(t), "synced")
+	leading, err := e.Campaign(ctx, "a")
+	require.NoError(t, err)
+	replica := g.Replicas[0].Client(t)
+	n, err := replica.Exists(ctx, "synced").Result()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n, "the hold is on the replica")
+	require.Eventually(t, func() bool {
+		return replica.HGet(ctx, "relock_election:{synced}", "value").Val() == "a"
+	}, 5*time.Second, 5*time.Millisecond, "the record follows")
+	require.NoError(t, e.Resign(leading))
 }

@@ -19,7 +19,34 @@ import (
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
-const candidateEnv = "RELOCK_ELECTION_CANDIDATE"
+const (
+	candidateEnv = "RELOCK_ELECTION_CANDIDATE"
+	writerEnv    = "RELOCK_ELECTION_WRITER"
+)
+
+// writerProcess leads, then writes every 5 ms while its leading context
+// is live, checking it before each write, as a leader with work to do
+// would: "write" per write, "lost" when it finds the leadership gone.
+func writerProcess(addr string) int {
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	defer client.Close()
+	e := election.New(client, "stopped", election.WithWatchdogTimeout(500*time.Millisecond))
+	leading, err := e.Campaign(context.Background(), "writer")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	epoch, _ := election.Epoch(leading)
+	fmt.Printf("leading %d\n", epoch)
+	for {
+		if leading.Err() != nil {
+			fmt.Printf("lost %d\n", epoch)
+			return 0
+		}
+		fmt.Printf("write %d\n", epoch)
+		time.Sleep(5 * time.Millisecond)
+	}
+}
 
 // candidateProcess runs Run until killed, printing "leading <epoch>" when
 // elected.
@@ -104,4 +131,49 @@ func TestLeaderProcessKilled(t *testing.T) {
 	require.Less(t, took, time.Second+500*time.Millisecond, "within the lease and a little")
 	require.True(t, (<-changes).Vacant(), "observers see the vacancy")
 	require.Equal(t, ep2, (<-changes).Epoch)
+}
+
+// TestStoppedLeaderLearnsItLostBeforeWriting: a leader SIGSTOPped past its
+// lease is superseded; when it resumes, its leading context is done
+// before its next check lets a write through (at most the one write
+// already past its check when it stopped).
+func TestStoppedLeaderLearnsItLostBeforeWriting(t *testing.T) {
+	srv := redistest.StartServer(t)
+	client := srv.Client(t)
+	ctx := ctxT(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), writerEnv+"="+srv.Addr)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := make(chan string, 1<<16)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	require.True(t, strings.HasPrefix(<-lines, "leading "))
+	require.Equal(t, "write", strings.Fields(<-lines)[0])
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGSTOP))
+	time.Sleep(20 * time.Millisecond)
+	for len(lines) > 0 { // what it wrote before the stop
+		<-lines
+	}
+	e := election.New(client, "stopped", election.WithWatchdogTimeout(500*time.Millisecond))
+	leading, err := e.Campaign(ctx, "successor")
+	require.NoError(t, err, "elected once the stopped leader's lease lapsed")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGCONT))
+	writes := 0
+	for l := range lines {
+		if strings.HasPrefix(l, "lost ") {
+			break
+		}
+		writes++
+	}
+	require.LessOrEqual(t, writes, 1, "the resumed leader wrote after its lease lapsed")
+	require.NoError(t, e.Resign(leading))
 }
