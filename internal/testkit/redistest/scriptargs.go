@@ -86,7 +86,6 @@ func (h *captureHook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.Proce
 // variadic tail, a last field holding it: a slice, which MirrorsHeader
 // fills when it is a []any and leaves empty otherwise.
 type Wrapper struct {
-	Src   string                               // the script's source
 	Value any                                  // a value of the wrapper struct
 	Run   func(w any, c redis.UniversalClient) // runs w (of Value's type) on c
 	// Partial is set where Run leaves out the trailing keys and
@@ -127,7 +126,7 @@ func MirrorsHeader(t testing.TB, w Wrapper, keys, args []string) {
 		t.Fatalf("%s has %d fields before its tail; the header lists %d keys %q and %d arguments %q",
 			v.Type(), fixed, len(keys), keys, len(args), args)
 	}
-	for i, text := range append(keys, args...) {
+	for i, text := range slices.Concat(keys, args) {
 		if text == "" {
 			t.Fatalf("the header of %s skips entry %d", v.Type(), i+1)
 		}
