@@ -7,30 +7,18 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
-var (
-	fairAcquireScript  = scripts.Load(luaFS, "lua/fair_acquire.lua", scripts.Fence, wakeLib)
-	fairWithdrawScript = scripts.Load(luaFS, "lua/fair_withdraw.lua", scripts.Fence, wakeLib)
-	fairTransferScript = scripts.Load(luaFS, "lua/fair_transfer.lua", scripts.Fence, wakeLib)
-	fairRequeueScript  = scripts.Load(luaFS, "lua/fair_requeue.lua", scripts.Fence, wakeLib)
-
-	// The lock's release scripts, with the libraries that serve a fair
-	// lock's first waiter.
-	fairUnlockScript     = scripts.Load(luaFS, "lua/unlock.lua", scripts.Fence, wakeLib)
-	fairUnlockLastScript = scripts.Load(luaFS, "lua/unlock_last.lua", scripts.Fence, wakeLib)
-	fairGiveBackScript   = scripts.Load(luaFS, "lua/give_back.lua", scripts.Fence, wakeLib)
-)
-
 // requeue gives back a fair lock a waiter took as the first in line, and
 // puts it back at the head of the line, retried for the unlock timeout.
 func (m *Mutex) requeue(ctx context.Context, ownerID, waiterID string, mark, lease time.Duration) error {
-	return fairRequeueScript.CallRetrying(context.WithoutCancel(ctx), m.client, m.cfg.UnlockTimeout, 4,
-		m.nameArg, m.fair[0], m.fair[1], m.fair[2], ownerID, mark.Milliseconds(), m.msArg(lease), waiterID).Err()
+	return fairRequeueLua{
+		Lock: m.nameArg, Queue: m.fair[0], Timeouts: m.fair[1], Waiters: m.fair[2],
+		Owner: ownerID, MarkLifeMS: mark.Milliseconds(), LeaseMS: m.msArg(lease), Waiter: waiterID,
+	}.callRetrying(context.WithoutCancel(ctx), m.client, m.cfg.UnlockTimeout).Err()
 }
 
 // fairMarkLife is how long a fair lock's waiter keeps its place in the
@@ -68,7 +56,10 @@ func NewFair(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 // (acquire.Withdraw). A place left behind (Redis unreachable) lapses with
 // its deadline; the error says so.
 func (m *Mutex) withdraw(ctx context.Context, ownerID, waiterID string) error {
-	return acquire.Withdraw(ctx, nil, fairWithdrawScript, m.client, m.cfg.UnlockTimeout, 6, m.name, m.channel, m.fair[0], m.fair[1], m.tokenArg, m.fair[2], waiterID, unlockMessage, m.publishArg, m.grantArg(ctx), ownerID)
+	return fairWithdrawLua{
+		Lock: m.name, Channel: m.channel, Queue: m.fair[0], Timeouts: m.fair[1], TokenCounter: m.tokenArg, Waiters: m.fair[2],
+		Waiter: waiterID, UnlockMessage: unlockMessage, Publish: m.publishArg, Grant: m.grantArg(ctx), Owner: ownerID,
+	}.withdraw(ctx, nil, m.client, m.cfg.UnlockTimeout)
 }
 
 // grantArg says whether a release may write the first waiter's hold
@@ -94,13 +85,13 @@ func (m *Mutex) fairRelease(ctx context.Context, ownerID string, timeout time.Du
 		return 0, false, nil
 	}
 	sentAt := make([]time.Time, len(ws))
-	argv := append(make([]any, 0, 10+3*len(ws)), m.nameArg, m.tokenArg, m.fair[0], m.fair[1], m.channelArg, m.fair[2], ownerID, unlockMessage, m.publishArg, "1")
 	for i, w := range ws {
-		a := w.Claimant().(*attempt)
-		sentAt[i] = a.wd.Now()
-		argv = append(argv, a.seat, a.owner, a.m.msArg(a.lease))
+		sentAt[i] = w.Claimant().(*attempt).wd.Now()
 	}
-	reply := fairTransferScript.CallRetrying(ctx, m.client, timeout, 6, argv...)
+	reply := fairTransferLua{
+		Lock: m.nameArg, TokenCounter: m.tokenArg, Queue: m.fair[0], Timeouts: m.fair[1], Channel: m.channelArg, Waiters: m.fair[2],
+		Owner: ownerID, UnlockMessage: unlockMessage, Publish: m.publishArg, Grant: "1", Candidates: ws,
+	}.callRetrying(ctx, m.client, timeout)
 	vals, err := reply.Slice()
 	if err == nil && len(vals) != 3 {
 		err = fmt.Errorf("unexpected reply %v", vals)

@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -31,34 +30,6 @@ var (
 	ErrLockLost        = relock.ErrLockLost
 	ErrInvalidArgument = relock.ErrInvalidArgument
 	ErrNotReplicated   = relock.ErrNotReplicated
-)
-
-//go:embed lua/*.lua
-var luaFS embed.FS
-
-// wakeLib wakes a lock's waiters: all on its channel, or a fair lock's
-// first waiter on its own.
-var wakeLib = scripts.NewLib(luaFS, "lua/wake.lua")
-
-var (
-	acquireScript = scripts.Load(luaFS, "lua/acquire.lua", scripts.Fence)
-	// A lock's release scripts carry only the permission checks: Lua
-	// defines a library's functions anew on every run, which the common
-	// unlock need not pay for the fencing library. A fair lock's load it
-	// (fair.go).
-	unlockScript     = scripts.Load(luaFS, "lua/unlock.lua", scripts.Checks)
-	unlockLastScript = scripts.Load(luaFS, "lua/unlock_last.lua", scripts.Checks)
-	transferScript   = scripts.Load(luaFS, "lua/transfer.lua", scripts.Fence)
-	giveBackScript   = scripts.Load(luaFS, "lua/give_back.lua", scripts.Checks)
-
-	// renewer renews lock leases in batches (internal/lease).
-	renewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 1, ArgsPer: 1}
-	// labeledRenewer renews a labeled hold's lease and its label key (the
-	// same script, with one more key per lease); keptRenewer a hold's lease
-	// and a key kept with it (hold.KeepWith); labeledKeptRenewer both.
-	labeledRenewer     = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 2, ArgsPer: 1}
-	keptRenewer        = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 2, ArgsPer: 1}
-	labeledKeptRenewer = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 3, ArgsPer: 1}
 )
 
 const (
@@ -514,8 +485,10 @@ func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout ti
 // more counts held (nothing done).
 func (m *Mutex) runTransfer(ctx context.Context, w *queue.Waiter, next *attempt, ownerID string) (int64, error) {
 	sentAt := next.wd.Now()
-	vals, err := transferScript.CallRetrying(ctx, m.client, m.cfg.UnlockTimeout, 2,
-		m.nameArg, m.tokenArg, ownerID, next.owner, next.m.msArg(next.lease)).Int64Slice()
+	vals, err := transferLua{
+		Lock: m.nameArg, TokenCounter: m.tokenArg,
+		Owner: ownerID, NextOwner: next.owner, NextLeaseMS: next.m.msArg(next.lease),
+	}.callRetrying(ctx, m.client, m.cfg.UnlockTimeout).Int64Slice()
 	switch {
 	case err != nil:
 		w.End(queue.Refused, queue.Grant{})

@@ -12,7 +12,7 @@ import (
 
 // scriptSet runs the scripts of one kind of Mutex, chosen once by New
 // (plainSet) or NewFair (fairSet), so that no call on the path asks which
-// kind it runs. The Lua files' headers give their KEYS and ARGV.
+// kind it runs, each through its script's wrapper (luacalls.go).
 type scriptSet interface {
 	// acquire runs the acquire script once, followed by the replicas'
 	// acknowledgement when sync asks for it.
@@ -46,17 +46,24 @@ type acquireArgs struct {
 type plainSet struct{}
 
 func (plainSet) acquire(ctx context.Context, m *Mutex, sync scripts.ReplicaPolicy, a acquireArgs) (*redis.Cmd, scripts.Acks) {
-	return scripts.CallSynced(ctx, m.client, sync, acquireScript, 3, m.nameArg, m.tokenArg, a.latch,
-		m.msArg(a.lease), a.owner, a.mode, m.cfg.LatchArg(m.cfg.UnlockTimeout))
+	return acquireLua{
+		Lock: m.nameArg, TokenCounter: m.tokenArg, Latch: a.latch,
+		LeaseMS: m.msArg(a.lease), Owner: a.owner, Mode: a.mode, LatchLife: m.cfg.LatchArg(m.cfg.UnlockTimeout),
+	}.callSynced(ctx, m.client, sync)
 }
 
 func (plainSet) unlockLast(ctx context.Context, m *Mutex, owner string, timeout time.Duration) scripts.Reply {
-	return unlockLastScript.CallRetrying(ctx, m.client, timeout, 2, m.nameArg, m.channelArg, unlockMessage, owner, m.publishArg)
+	return unlockLastLua{
+		Lock: m.nameArg, Channel: m.channelArg,
+		UnlockMessage: unlockMessage, Owner: owner, Publish: m.publishArg,
+	}.callRetrying(ctx, m.client, timeout)
 }
 
 func (plainSet) unlock(ctx context.Context, m *Mutex, latch, owner string, lease, timeout time.Duration) scripts.Reply {
-	return unlockScript.CallRetrying(ctx, m.client, timeout, 3, m.name, m.channel, latch,
-		unlockMessage, m.msArg(lease), owner, m.publishArg, m.cfg.LatchArg(timeout))
+	return unlockLua{
+		Lock: m.name, Channel: m.channel, Latch: latch,
+		UnlockMessage: unlockMessage, LeaseMS: m.msArg(lease), Owner: owner, Publish: m.publishArg, LatchLife: m.cfg.LatchArg(timeout),
+	}.callRetrying(ctx, m.client, timeout)
 }
 
 func (plainSet) seat(m *Mutex, _ *attempt, _ bool) (string, bool) { return m.channel, false }
@@ -66,7 +73,10 @@ func (plainSet) handOver(context.Context, *Mutex, string, time.Duration, *lease.
 }
 
 func (plainSet) giveBack(ctx context.Context, m *Mutex, latch, owner string, timeout time.Duration) scripts.Reply {
-	return giveBackScript.CallRetrying(ctx, m.client, timeout, 3, m.name, latch, m.channel, owner, unlockMessage, m.publishArg)
+	return giveBackLua{
+		Lock: m.name, Latch: latch, Channel: m.channel,
+		Owner: owner, UnlockMessage: unlockMessage, Publish: m.publishArg,
+	}.callRetrying(ctx, m.client, timeout)
 }
 
 // fairSet is a fair Mutex's scripts: the release scripts are the plain
@@ -79,23 +89,33 @@ type fairSet struct {
 }
 
 func (f fairSet) acquire(ctx context.Context, m *Mutex, sync scripts.ReplicaPolicy, a acquireArgs) (*redis.Cmd, scripts.Acks) {
-	return scripts.CallSynced(ctx, m.client, sync, fairAcquireScript, 6, m.nameArg, m.tokenArg, a.latch, f.queue, f.timeouts, f.waiters,
-		m.msArg(a.lease), a.owner, a.mode, m.cfg.LatchArg(m.cfg.UnlockTimeout), a.mark.Milliseconds(), a.waiter)
+	return fairAcquireLua{
+		Lock: m.nameArg, TokenCounter: m.tokenArg, Latch: a.latch, Queue: f.queue, Timeouts: f.timeouts, Waiters: f.waiters,
+		LeaseMS: m.msArg(a.lease), Owner: a.owner, Mode: a.mode, LatchLife: m.cfg.LatchArg(m.cfg.UnlockTimeout),
+		MarkLifeMS: a.mark.Milliseconds(), Waiter: a.waiter,
+	}.callSynced(ctx, m.client, sync)
 }
 
 func (f fairSet) unlockLast(ctx context.Context, m *Mutex, owner string, timeout time.Duration) scripts.Reply {
-	return fairUnlockLastScript.CallRetrying(ctx, m.client, timeout, 6, m.nameArg, m.channelArg, f.queue, f.timeouts, m.tokenArg, f.waiters,
-		unlockMessage, owner, m.publishArg, m.grantArg(ctx))
+	return unlockLastLua{
+		Lock: m.nameArg, Channel: m.channelArg, Queue: f.queue, Timeouts: f.timeouts, TokenCounter: m.tokenArg, Waiters: f.waiters,
+		UnlockMessage: unlockMessage, Owner: owner, Publish: m.publishArg, Grant: m.grantArg(ctx),
+	}.callFairRetrying(ctx, m.client, timeout)
 }
 
 func (f fairSet) unlock(ctx context.Context, m *Mutex, latch, owner string, lease, timeout time.Duration) scripts.Reply {
-	return fairUnlockScript.CallRetrying(ctx, m.client, timeout, 7, m.name, m.channel, latch, f.queue, f.timeouts, m.tokenArg, f.waiters,
-		unlockMessage, m.msArg(lease), owner, m.publishArg, m.cfg.LatchArg(timeout), m.grantArg(ctx))
+	return unlockLua{
+		Lock: m.name, Channel: m.channel, Latch: latch, Queue: f.queue, Timeouts: f.timeouts, TokenCounter: m.tokenArg, Waiters: f.waiters,
+		UnlockMessage: unlockMessage, LeaseMS: m.msArg(lease), Owner: owner, Publish: m.publishArg, LatchLife: m.cfg.LatchArg(timeout),
+		Grant: m.grantArg(ctx),
+	}.callFairRetrying(ctx, m.client, timeout)
 }
 
 func (f fairSet) giveBack(ctx context.Context, m *Mutex, latch, owner string, timeout time.Duration) scripts.Reply {
-	return fairGiveBackScript.CallRetrying(ctx, m.client, timeout, 7, m.name, latch, m.channel, f.queue, f.timeouts, m.tokenArg, f.waiters,
-		owner, unlockMessage, m.publishArg, m.grantArg(ctx))
+	return giveBackLua{
+		Lock: m.name, Latch: latch, Channel: m.channel, Queue: f.queue, Timeouts: f.timeouts, TokenCounter: m.tokenArg, Waiters: f.waiters,
+		Owner: owner, UnlockMessage: unlockMessage, Publish: m.publishArg, Grant: m.grantArg(ctx),
+	}.callFairRetrying(ctx, m.client, timeout)
 }
 
 func (fairSet) seat(m *Mutex, a *attempt, once bool) (string, bool) {

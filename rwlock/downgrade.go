@@ -27,7 +27,10 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 	var vals []int64
 	var derr error // the script's, read by a give-back only once it returned
 	err = conn.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) error {
-		vals, derr = downgrade.Call(context.WithoutCancel(ctx), rw.client, 4, rw.name, rw.channel, rw.timeoutPrefix(wh.Owner), rw.tokenKey, cfg.Lease().Milliseconds(), wh.Owner, wh.Owner+":write", rw.hub.PublishCommand()).Int64Slice()
+		vals, derr = downgradeLua{
+			Lock: rw.name, Channel: rw.channel, LeaseKeys: rw.timeoutPrefix(wh.Owner), TokenCounter: rw.tokenKey,
+			LeaseMS: cfg.Lease().Milliseconds(), Owner: wh.Owner, WriteOwner: wh.Owner + ":write", Publish: rw.hub.PublishCommand(),
+		}.call(context.WithoutCancel(ctx), rw.client).Int64Slice()
 		return derr
 	})
 	if err == nil && len(vals) != 2 {

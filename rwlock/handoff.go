@@ -105,9 +105,10 @@ func (rw *RWMutex) releaseToReaders(ctx context.Context, ownerID string, timeout
 // read lock to at zero: {1, token per reader handed} released, {0}
 // counts remain, {-1} not held.
 func (rw *RWMutex) writeRelease(ctx context.Context, ownerID string, timeout time.Duration, readers []any) ([]int64, error) {
-	argv := append(make([]any, 0, 9+len(readers)), rw.name, rw.channel, rw.latch(), rw.waiters, rw.tokenKey, rw.prefix,
-		ownerID+":write", rw.hub.PublishCommand(), rw.cfg.LatchArg(timeout))
-	vals, err := writeRelease.CallRetrying(ctx, rw.client, timeout, 6, append(argv, readers...)...).Int64Slice()
+	vals, err := writeReleaseLua{
+		Lock: rw.name, Channel: rw.channel, Latch: rw.latch(), WriteWaiters: rw.waiters, TokenCounter: rw.tokenKey, Prefix: rw.prefix,
+		WriteOwner: ownerID + ":write", Publish: rw.hub.PublishCommand(), LatchLife: rw.cfg.LatchArg(timeout), Readers: readers,
+	}.callRetrying(ctx, rw.client, timeout).Int64Slice()
 	if err == nil && len(vals) == 0 {
 		err = fmt.Errorf("unexpected reply %v", vals)
 	}

@@ -2,7 +2,6 @@ package rwlock
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -84,23 +83,6 @@ func WithMinReplicas(n int) Option { return newOnly(options.WithMinReplicas(n)) 
 func WithWatchdog(w *watchdog.Watchdog) Option {
 	return newOnly(options.WithWatchdog((*lease.Watchdog)(w)))
 }
-
-//go:embed lua/*.lua
-var luaFS embed.FS
-
-var (
-	readAcquire  = scripts.Load(luaFS, "lua/read_acquire.lua", scripts.Fence)
-	writeAcquire = scripts.Load(luaFS, "lua/write_acquire.lua", scripts.Fence)
-	readRelease  = scripts.Load(luaFS, "lua/read_release.lua", scripts.Checks)
-	// writeRelease may also hand the read lock to local readers (handoff.go).
-	writeRelease = scripts.Load(luaFS, "lua/write_release.lua", scripts.Fence)
-	downgrade    = scripts.Load(luaFS, "lua/downgrade.lua", scripts.Fence)
-	withdraw     = scripts.Load(luaFS, "lua/withdraw.lua", scripts.Checks)
-	giveBack     = scripts.Load(luaFS, "lua/give_back.lua")
-
-	readRenewer  = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew_read.lua"), KeysPer: 2, ArgsPer: 1}
-	writeRenewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew_write.lua"), KeysPer: 1, ArgsPer: 1}
-)
 
 const primitive = "rwlock"
 
@@ -330,7 +312,10 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 // A try still in flight (late, when not nil) may write the mark when it
 // lands: the withdrawal follows it.
 func (rw *RWMutex) withdrawMark(ctx context.Context, ownerID string, late <-chan struct{}) {
-	acquire.Withdraw(ctx, late, withdraw, rw.client, rw.cfg.UnlockTimeout, 2, rw.waiters, rw.channel, ownerID, rw.hub.PublishCommand())
+	_ = withdrawLua{
+		WriteWaiters: rw.waiters, Channel: rw.channel,
+		Owner: ownerID, Publish: rw.hub.PublishCommand(),
+	}.withdraw(ctx, late, rw.client, rw.cfg.UnlockTimeout)
 }
 
 func (rw *RWMutex) spec(s access, ownerID string, leaseTime time.Duration, renewed bool) lease.Spec {
@@ -376,7 +361,10 @@ func (rw *RWMutex) runRelease(ctx context.Context, s access, ownerID string, tim
 	var res int64
 	var err error
 	if s == read {
-		res, err = readRelease.CallRetrying(ctx, rw.client, timeout, 5, rw.name, rw.channel, rw.timeoutPrefix(ownerID), rw.prefix, rw.latch(), ownerID, rw.hub.PublishCommand(), rw.cfg.LatchArg(timeout)).Int64()
+		res, err = readReleaseLua{
+			Lock: rw.name, Channel: rw.channel, LeaseKeys: rw.timeoutPrefix(ownerID), Prefix: rw.prefix, Latch: rw.latch(),
+			Owner: ownerID, Publish: rw.hub.PublishCommand(), LatchLife: rw.cfg.LatchArg(timeout),
+		}.callRetrying(ctx, rw.client, timeout).Int64()
 	} else {
 		var vals []int64
 		vals, err = rw.writeRelease(ctx, ownerID, timeout, nil)

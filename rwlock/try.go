@@ -30,9 +30,17 @@ func (rw *RWMutex) runAcquire(ctx context.Context, sync scripts.ReplicaPolicy, s
 	var cmd *redis.Cmd
 	var acks scripts.Acks
 	if s == read {
-		cmd, acks = scripts.CallSynced(ctx, rw.client, sync, readAcquire, 5, rw.name, rw.timeoutPrefix(ownerID), rw.waiters, rw.tokenKey, latchKey, leaseTime.Milliseconds(), ownerID, ownerID+":write", mode, rw.cfg.LatchArg(rw.cfg.UnlockTimeout))
+		cmd, acks = readAcquireLua{
+			Lock: rw.name, LeaseKeys: rw.timeoutPrefix(ownerID), WriteWaiters: rw.waiters, TokenCounter: rw.tokenKey, Latch: latchKey,
+			LeaseMS: leaseTime.Milliseconds(), Owner: ownerID, WriteOwner: ownerID + ":write", Mode: mode,
+			LatchLife: rw.cfg.LatchArg(rw.cfg.UnlockTimeout),
+		}.callSynced(ctx, rw.client, sync)
 	} else {
-		cmd, acks = scripts.CallSynced(ctx, rw.client, sync, writeAcquire, 5, rw.name, rw.waiters, rw.tokenKey, rw.prefix, latchKey, leaseTime.Milliseconds(), ownerID+":write", ownerID, member, mode, rw.cfg.LatchArg(rw.cfg.UnlockTimeout))
+		cmd, acks = writeAcquireLua{
+			Lock: rw.name, WriteWaiters: rw.waiters, TokenCounter: rw.tokenKey, Prefix: rw.prefix, Latch: latchKey,
+			LeaseMS: leaseTime.Milliseconds(), WriteOwner: ownerID + ":write", Owner: ownerID, Member: member, Mode: mode,
+			LatchLife: rw.cfg.LatchArg(rw.cfg.UnlockTimeout),
+		}.callSynced(ctx, rw.client, sync)
 	}
 	vals, err := cmd.Int64Slice()
 	switch {

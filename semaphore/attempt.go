@@ -94,7 +94,11 @@ func (t *permitTry) runScript(ctx context.Context, waiterID string) (tryReply, e
 	s.resizing.RLock()
 	defer s.resizing.RUnlock()
 	size := s.size.Load() // a Resize of this Semaphore during the wait counts
-	cmd, acks := scripts.CallSynced(ctx, s.client, t.sync, acquireScript, 6, s.name, s.permits, s.weights, s.waiters, s.marks, s.channel, size, t.claim.n, t.claim.permitID, leaseTime.Milliseconds(), waiterID, s.hub.PublishCommand(), min(leaseTime, maxMarkLife).Milliseconds(), s.sizePolicy())
+	cmd, acks := acquireLua{
+		Semaphore: s.name, Permits: s.permits, Weights: s.weights, Waiters: s.waiters, Marks: s.marks, Channel: s.channel,
+		Size: size, N: t.claim.n, PermitID: t.claim.permitID, LeaseMS: leaseTime.Milliseconds(), Waiter: waiterID,
+		Publish: s.hub.PublishCommand(), MarkLifeMS: min(leaseTime, maxMarkLife).Milliseconds(), SizePolicy: s.sizePolicy(),
+	}.callSynced(ctx, s.client, t.sync)
 	vals, err := cmd.Int64Slice()
 	return tryReply{vals, acks, size}, err
 }

@@ -54,14 +54,11 @@ func (s *Semaphore) releaseServing(ctx context.Context, permitID string, n int64
 		ws, _ = s.hub.Reserve(s.channel, queue.Pick{Max: int(min(n, maxOffered))}, nil)
 	}
 	sentAt := s.cfg.Watchdog.Now()
-	argv := make([]any, 0, 3+3*len(ws))
-	argv = append(argv, permitID, s.hub.PublishCommand(), s.cfg.LatchArg(s.cfg.UnlockTimeout))
-	for _, qw := range ws {
-		w := qw.Claimant().(*waiter)
-		argv = append(argv, w.permitID, w.n, w.lease.Milliseconds())
-	}
-	latch := hold.RequestKey(s.latchPrefix)
-	vals, err := releaseScript.CallRetrying(ctx, s.client, s.cfg.UnlockTimeout, 7, append([]any{s.name, s.permits, s.weights, s.channel, latch, s.waiters, s.marks}, argv...)...).Int64Slice()
+	vals, err := releaseLua{
+		Semaphore: s.name, Permits: s.permits, Weights: s.weights, Channel: s.channel, Latch: hold.RequestKey(s.latchPrefix),
+		Waiters: s.waiters, Marks: s.marks,
+		PermitID: permitID, Publish: s.hub.PublishCommand(), LatchLife: s.cfg.LatchArg(s.cfg.UnlockTimeout), Offered: ws,
+	}.callRetrying(ctx, s.client, s.cfg.UnlockTimeout).Int64Slice()
 	if err == nil && len(vals) != 3 {
 		err = fmt.Errorf("unexpected reply %v", vals)
 	}

@@ -2,7 +2,6 @@ package semaphore
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -96,21 +95,6 @@ func WithWatchdog(w *watchdog.Watchdog) Option {
 // with; Available and the permits it grants follow the recorded one, and
 // an Acquire of more than the recorded size is refused.
 func WithRecordedSize() Option { return newOnly(options.WithRecordedSize()) }
-
-//go:embed lua/*.lua
-var luaFS embed.FS
-
-var (
-	// state is the purge and the key lifetimes every script that writes
-	// the semaphore's state shares.
-	state           = scripts.NewLib(luaFS, "lua/state.lua")
-	acquireScript   = scripts.Load(luaFS, "lua/acquire.lua", scripts.Checks, state)
-	releaseScript   = scripts.Load(luaFS, "lua/release.lua", scripts.Checks, state)
-	availableScript = scripts.Load(luaFS, "lua/available.lua", scripts.Checks, state)
-	resizeScript    = scripts.Load(luaFS, "lua/resize.lua", scripts.Checks, state)
-	withdrawScript  = scripts.Load(luaFS, "lua/withdraw.lua", scripts.Checks, state)
-	renewer         = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 3, ArgsPer: 1}
-)
 
 // resizedLife is how long a size recorded by Resize outlives the last
 // permit or waiter (with none, how long it lives): long enough for the
@@ -329,7 +313,10 @@ const maxMarkLife = 3 * time.Second
 // A try still in flight (late, when not nil) may write the mark when it
 // lands: the withdrawal follows it.
 func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string, late <-chan struct{}) {
-	acquire.Withdraw(ctx, late, withdrawScript, s.client, s.cfg.UnlockTimeout, 6, s.waiters, s.marks, s.channel, s.name, s.permits, s.weights, waiterID, s.hub.PublishCommand())
+	_ = withdrawLua{
+		Waiters: s.waiters, Marks: s.marks, Channel: s.channel, Semaphore: s.name, Permits: s.permits, Weights: s.weights,
+		Waiter: waiterID, Publish: s.hub.PublishCommand(),
+	}.withdraw(ctx, late, s.client, s.cfg.UnlockTimeout)
 }
 
 // giveBack releases, in the background, the permits an acquire that gave
@@ -401,7 +388,10 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 		s.resizing.RLock()
 		defer s.resizing.RUnlock()
 		size = s.size.Load()
-		vals, err = availableScript.Call(ctx, s.client, 5, s.name, s.permits, s.weights, s.waiters, s.marks, size, s.sizePolicy()).Int64Slice()
+		vals, err = availableLua{
+			Semaphore: s.name, Permits: s.permits, Weights: s.weights, Waiters: s.waiters, Marks: s.marks,
+			Size: size, SizePolicy: s.sizePolicy(),
+		}.call(ctx, s.client).Int64Slice()
 		return err
 	})
 	if err != nil {
@@ -433,7 +423,11 @@ func (s *Semaphore) Resize(ctx context.Context, size int64) error {
 	return s.id.Wrap("resize", conn.Within(ctx, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) error {
 		s.resizing.Lock()
 		defer s.resizing.Unlock()
-		if err := resizeScript.Call(ctx, s.client, 6, s.name, s.channel, s.permits, s.weights, s.waiters, s.marks, size, s.hub.PublishCommand(), resizedLife.Milliseconds()).Err(); err != nil {
+		resize := resizeLua{
+			Semaphore: s.name, Channel: s.channel, Permits: s.permits, Weights: s.weights, Waiters: s.waiters, Marks: s.marks,
+			Size: size, Publish: s.hub.PublishCommand(), RecordLifeMS: resizedLife.Milliseconds(),
+		}
+		if err := resize.call(ctx, s.client).Err(); err != nil {
 			return err
 		}
 		s.size.Store(size)

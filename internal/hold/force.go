@@ -2,7 +2,6 @@ package hold
 
 import (
 	"context"
-	"embed"
 	"errors"
 
 	"github.com/redis/go-redis/v9"
@@ -10,13 +9,6 @@ import (
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/scripts"
 )
-
-//go:embed lua/*.lua
-var luaFS embed.FS
-
-// ForceUnlockScript is the script ForceUnlock runs (tests tell it apart by
-// its source).
-var ForceUnlockScript = scripts.Load(luaFS, "lua/force_unlock.lua")
 
 // The kinds of lock ForceUnlock knows, as Redis tells them apart (the
 // hash's fields).
@@ -60,17 +52,16 @@ func ForceUnlockAndTell(ctx context.Context, c redis.UniversalClient, wd *lease.
 // on a cluster). It reports whether anything was held, and ErrChanged when
 // the name is of another kind.
 func ForceUnlock(ctx context.Context, c redis.UniversalClient, kind, name, publish string) (bool, error) {
-	argv := make([]any, 0, 6)
+	s := forceUnlockLua{Hash: name, Kind: kind, Publish: publish}
 	switch kind {
 	case KindRWLock:
-		argv = append(argv, name, scripts.RWLockChannel(name), scripts.Tag(name))
+		s.Channel, s.PrefixOrPermits = scripts.RWLockChannel(name), scripts.Tag(name)
 	case KindSemaphore:
-		argv = append(argv, name, scripts.SemaphoreChannel(name), scripts.Permits(name), scripts.Weights(name))
+		s.Channel, s.PrefixOrPermits, s.Weights = scripts.SemaphoreChannel(name), scripts.Permits(name), scripts.Weights(name)
 	default:
-		argv = append(argv, name, scripts.LockChannel(name))
+		s.Channel = scripts.LockChannel(name)
 	}
-	nkeys := len(argv)
-	n, err := ForceUnlockScript.Call(ctx, c, nkeys, append(argv, kind, publish)...).Int64()
+	n, err := s.call(ctx, c).Int64()
 	switch {
 	case err != nil:
 		return false, err

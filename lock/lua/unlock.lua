@@ -5,9 +5,11 @@
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the unlock channel, redisson_lock__channel:{<name>}
 -- KEYS[3]  the unlock latch, redisson_unlock_latch:{<name>}:<request id>
--- KEYS[4]  a fair lock's waiter list, KEYS[5] its deadlines, KEYS[6] its
---          fencing counter and KEYS[7] its waiters hash (absent for a
---          lock; see lua/wake.lua)
+-- KEYS[4]  a fair lock's waiter list, redisson_lock_queue:{<name>}
+--          (KEYS[4] to KEYS[7] are absent for a lock; see lua/wake.lua)
+-- KEYS[5]  a fair lock's deadlines, redisson_lock_timeout:{<name>}
+-- KEYS[6]  a fair lock's fencing counter, redisson_lock_token:{<name>}
+-- KEYS[7]  a fair lock's waiters hash, relock_fair_waiter:{<name>}
 -- ARGV[1]  the unlock message (Redisson's UNLOCK_MESSAGE, 0)
 -- ARGV[2]  lease in milliseconds, re-applied while counts remain
 -- ARGV[3]  owner id

@@ -7,10 +7,12 @@
 --
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the unlock channel, redisson_lock__channel:{<name>}
--- KEYS[3]  a fair lock's waiter list, redisson_lock_queue:{<name>},
--- KEYS[4]  its deadlines, redisson_lock_timeout:{<name>}, KEYS[5] its
---          fencing counter and KEYS[6] its waiters hash (absent for a lock:
---          wake, from lua/wake.lua, publishes on the channel)
+-- KEYS[3]  a fair lock's waiter list, redisson_lock_queue:{<name>}
+--          (KEYS[3] to KEYS[6] are absent for a lock: wake, from
+--          lua/wake.lua, publishes on the channel)
+-- KEYS[4]  a fair lock's deadlines, redisson_lock_timeout:{<name>}
+-- KEYS[5]  a fair lock's fencing counter, redisson_lock_token:{<name>}
+-- KEYS[6]  a fair lock's waiters hash, relock_fair_waiter:{<name>}
 -- ARGV[1]  the unlock message (Redisson's UNLOCK_MESSAGE, 0)
 -- ARGV[2]  owner id
 -- ARGV[3]  publish command: publish, or spublish on a cluster

@@ -1,0 +1,214 @@
+package lock
+
+import (
+	"context"
+	"embed"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/lease"
+	"github.com/relock-go/relock/internal/queue"
+	"github.com/relock-go/relock/internal/scripts"
+)
+
+// The lock's scripts, and one typed wrapper per Lua file: a struct whose
+// fields are the script's KEYS then its ARGV, in the order and with the
+// names of the file's header, so that a call site names what it passes
+// (TestEveryScriptWrapperMirrorsItsHeader holds them to the headers).
+// Fields of type any take values the Mutex boxed once.
+
+//go:embed lua/*.lua
+var luaFS embed.FS
+
+// wakeLib wakes a lock's waiters: all on its channel, or a fair lock's
+// first waiter on its own.
+var wakeLib = scripts.NewLib(luaFS, "lua/wake.lua")
+
+var (
+	acquireScript = scripts.Load(luaFS, "lua/acquire.lua", scripts.Fence)
+	// A lock's release scripts carry only the permission checks: Lua
+	// defines a library's functions anew on every run, which the common
+	// unlock need not pay for the fencing library. A fair lock's load it.
+	unlockScript     = scripts.Load(luaFS, "lua/unlock.lua", scripts.Checks)
+	unlockLastScript = scripts.Load(luaFS, "lua/unlock_last.lua", scripts.Checks)
+	transferScript   = scripts.Load(luaFS, "lua/transfer.lua", scripts.Fence)
+	giveBackScript   = scripts.Load(luaFS, "lua/give_back.lua", scripts.Checks)
+
+	// renewer renews lock leases in batches (internal/lease).
+	renewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 1, ArgsPer: 1}
+	// labeledRenewer renews a labeled hold's lease and its label key (the
+	// same script, with one more key per lease).
+	labeledRenewer = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 2, ArgsPer: 1}
+	// keptRenewer renews a hold's lease and a key kept with it
+	// (hold.KeepWith); labeledKeptRenewer, a labeled hold's and both keys.
+	keptRenewer        = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 2, ArgsPer: 1}
+	labeledKeptRenewer = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 3, ArgsPer: 1}
+
+	fairAcquireScript  = scripts.Load(luaFS, "lua/fair_acquire.lua", scripts.Fence, wakeLib)
+	fairWithdrawScript = scripts.Load(luaFS, "lua/fair_withdraw.lua", scripts.Fence, wakeLib)
+	fairTransferScript = scripts.Load(luaFS, "lua/fair_transfer.lua", scripts.Fence, wakeLib)
+	fairRequeueScript  = scripts.Load(luaFS, "lua/fair_requeue.lua", scripts.Fence, wakeLib)
+
+	// The lock's release scripts, with the libraries that serve a fair
+	// lock's first waiter.
+	fairUnlockScript     = scripts.Load(luaFS, "lua/unlock.lua", scripts.Fence, wakeLib)
+	fairUnlockLastScript = scripts.Load(luaFS, "lua/unlock_last.lua", scripts.Fence, wakeLib)
+	fairGiveBackScript   = scripts.Load(luaFS, "lua/give_back.lua", scripts.Fence, wakeLib)
+)
+
+// acquireLua runs lua/acquire.lua.
+type acquireLua struct {
+	Lock, TokenCounter, Latch any
+	LeaseMS                   any
+	Owner                     string
+	Mode, LatchLife           any
+}
+
+func (s acquireLua) callSynced(ctx context.Context, c redis.UniversalClient, p scripts.ReplicaPolicy) (*redis.Cmd, scripts.Acks) {
+	return scripts.CallSynced(ctx, c, p, acquireScript, 3, s.Lock, s.TokenCounter, s.Latch,
+		s.LeaseMS, s.Owner, s.Mode, s.LatchLife)
+}
+
+// fairAcquireLua runs lua/fair_acquire.lua.
+type fairAcquireLua struct {
+	Lock, TokenCounter, Latch, Queue, Timeouts, Waiters any
+	LeaseMS                                             any
+	Owner                                               string
+	Mode, LatchLife                                     any
+	MarkLifeMS                                          int64 // 0 takes no place in the list
+	Waiter                                              string
+}
+
+func (s fairAcquireLua) callSynced(ctx context.Context, c redis.UniversalClient, p scripts.ReplicaPolicy) (*redis.Cmd, scripts.Acks) {
+	return scripts.CallSynced(ctx, c, p, fairAcquireScript, 6, s.Lock, s.TokenCounter, s.Latch, s.Queue, s.Timeouts, s.Waiters,
+		s.LeaseMS, s.Owner, s.Mode, s.LatchLife, s.MarkLifeMS, s.Waiter)
+}
+
+// unlockLastLua runs lua/unlock_last.lua. Queue, Timeouts, TokenCounter,
+// Waiters and Grant are a fair lock's, which callFairRetrying sends;
+// callRetrying, a lock's, leaves them out.
+type unlockLastLua struct {
+	Lock, Channel                          any
+	Queue, Timeouts, TokenCounter, Waiters any
+	UnlockMessage                          int
+	Owner                                  string
+	Publish, Grant                         any
+}
+
+func (s unlockLastLua) callRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
+	return unlockLastScript.CallRetrying(ctx, c, timeout, 2, s.Lock, s.Channel, s.UnlockMessage, s.Owner, s.Publish)
+}
+
+func (s unlockLastLua) callFairRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
+	return fairUnlockLastScript.CallRetrying(ctx, c, timeout, 6, s.Lock, s.Channel, s.Queue, s.Timeouts, s.TokenCounter, s.Waiters,
+		s.UnlockMessage, s.Owner, s.Publish, s.Grant)
+}
+
+// unlockLua runs lua/unlock.lua. Queue, Timeouts, TokenCounter, Waiters
+// and Grant are a fair lock's, which callFairRetrying sends;
+// callRetrying, a lock's, leaves them out.
+type unlockLua struct {
+	Lock, Channel, Latch                   any
+	Queue, Timeouts, TokenCounter, Waiters any
+	UnlockMessage                          int
+	LeaseMS                                any
+	Owner                                  string
+	Publish, LatchLife, Grant              any
+}
+
+func (s unlockLua) callRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
+	return unlockScript.CallRetrying(ctx, c, timeout, 3, s.Lock, s.Channel, s.Latch,
+		s.UnlockMessage, s.LeaseMS, s.Owner, s.Publish, s.LatchLife)
+}
+
+func (s unlockLua) callFairRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
+	return fairUnlockScript.CallRetrying(ctx, c, timeout, 7, s.Lock, s.Channel, s.Latch, s.Queue, s.Timeouts, s.TokenCounter, s.Waiters,
+		s.UnlockMessage, s.LeaseMS, s.Owner, s.Publish, s.LatchLife, s.Grant)
+}
+
+// giveBackLua runs lua/give_back.lua. Queue, Timeouts, TokenCounter,
+// Waiters and Grant are a fair lock's, which callFairRetrying sends;
+// callRetrying, a lock's, leaves them out.
+type giveBackLua struct {
+	Lock, Latch, Channel                   any
+	Queue, Timeouts, TokenCounter, Waiters any
+	Owner                                  string
+	UnlockMessage                          int
+	Publish, Grant                         any
+}
+
+func (s giveBackLua) callRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
+	return giveBackScript.CallRetrying(ctx, c, timeout, 3, s.Lock, s.Latch, s.Channel, s.Owner, s.UnlockMessage, s.Publish)
+}
+
+func (s giveBackLua) callFairRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
+	return fairGiveBackScript.CallRetrying(ctx, c, timeout, 7, s.Lock, s.Latch, s.Channel, s.Queue, s.Timeouts, s.TokenCounter, s.Waiters,
+		s.Owner, s.UnlockMessage, s.Publish, s.Grant)
+}
+
+// transferLua runs lua/transfer.lua.
+type transferLua struct {
+	Lock, TokenCounter any
+	Owner, NextOwner   string
+	NextLeaseMS        any
+}
+
+func (s transferLua) callRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
+	return transferScript.CallRetrying(ctx, c, timeout, 2, s.Lock, s.TokenCounter, s.Owner, s.NextOwner, s.NextLeaseMS)
+}
+
+// fairTransferLua runs lua/fair_transfer.lua.
+type fairTransferLua struct {
+	Lock, TokenCounter, Queue, Timeouts, Channel, Waiters any
+	Owner                                                 string
+	UnlockMessage                                         int
+	Publish, Grant                                        any
+	// Candidates are the waiters of this process to offer the lock
+	// (ARGV[5], ...), each claimed by an *attempt, sent as its seat, owner
+	// id and lease in ms. They are read here, not passed as built
+	// arguments, so that the call builds its arguments with one
+	// allocation.
+	Candidates []*queue.Waiter
+}
+
+func (s fairTransferLua) callRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
+	argv := append(make([]any, 0, 10+3*len(s.Candidates)), s.Lock, s.TokenCounter, s.Queue, s.Timeouts, s.Channel, s.Waiters,
+		s.Owner, s.UnlockMessage, s.Publish, s.Grant)
+	for _, w := range s.Candidates {
+		a := w.Claimant().(*attempt)
+		argv = append(argv, a.seat, a.owner, a.m.msArg(a.lease))
+	}
+	return fairTransferScript.CallRetrying(ctx, c, timeout, 6, argv...)
+}
+
+// fairRequeueLua runs lua/fair_requeue.lua.
+type fairRequeueLua struct {
+	Lock, Queue, Timeouts, Waiters any
+	Owner                          string
+	MarkLifeMS                     int64
+	LeaseMS                        any
+	Waiter                         string
+}
+
+func (s fairRequeueLua) callRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
+	return fairRequeueScript.CallRetrying(ctx, c, timeout, 4, s.Lock, s.Queue, s.Timeouts, s.Waiters,
+		s.Owner, s.MarkLifeMS, s.LeaseMS, s.Waiter)
+}
+
+// fairWithdrawLua runs lua/fair_withdraw.lua.
+type fairWithdrawLua struct {
+	Lock, Channel, Queue, Timeouts, TokenCounter, Waiters any
+	Waiter                                                string
+	UnlockMessage                                         int
+	Publish, Grant                                        any
+	Owner                                                 string
+}
+
+// withdraw runs it as acquire.Withdraw does, after after when not nil.
+func (s fairWithdrawLua) withdraw(ctx context.Context, after <-chan struct{}, c redis.UniversalClient, unlockTimeout time.Duration) error {
+	return acquire.Withdraw(ctx, after, fairWithdrawScript, c, unlockTimeout, 6,
+		s.Lock, s.Channel, s.Queue, s.Timeouts, s.TokenCounter, s.Waiters,
+		s.Waiter, s.UnlockMessage, s.Publish, s.Grant, s.Owner)
+}

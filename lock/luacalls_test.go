@@ -1,0 +1,70 @@
+package lock
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/testkit/redistest"
+)
+
+// TestEveryScriptWrapperMirrorsItsHeader holds each script's wrapper to
+// the KEYS and ARGV its Lua file's header lists, so that neither changes
+// without the other.
+func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
+	ctx := context.Background()
+	const timeout = 0 // one send: the error reply is final anyway
+	wrappers := map[string]redistest.Wrapper{
+		"acquire.lua": {Value: acquireLua{}, Run: func(w any, c redis.UniversalClient) {
+			w.(acquireLua).callSynced(ctx, c, scripts.ReplicaPolicy{})
+		}},
+		"fair_acquire.lua": {Value: fairAcquireLua{}, Run: func(w any, c redis.UniversalClient) {
+			w.(fairAcquireLua).callSynced(ctx, c, scripts.ReplicaPolicy{})
+		}},
+		"unlock_last.lua": {Value: unlockLastLua{}, Run: func(w any, c redis.UniversalClient) {
+			w.(unlockLastLua).callFairRetrying(ctx, c, timeout)
+		}},
+		"unlock_last.lua, a lock's": {Value: unlockLastLua{}, Partial: true, Run: func(w any, c redis.UniversalClient) {
+			w.(unlockLastLua).callRetrying(ctx, c, timeout)
+		}},
+		"unlock.lua": {Value: unlockLua{}, Run: func(w any, c redis.UniversalClient) {
+			w.(unlockLua).callFairRetrying(ctx, c, timeout)
+		}},
+		"unlock.lua, a lock's": {Value: unlockLua{}, Partial: true, Run: func(w any, c redis.UniversalClient) {
+			w.(unlockLua).callRetrying(ctx, c, timeout)
+		}},
+		"give_back.lua": {Value: giveBackLua{}, Run: func(w any, c redis.UniversalClient) {
+			w.(giveBackLua).callFairRetrying(ctx, c, timeout)
+		}},
+		"give_back.lua, a lock's": {Value: giveBackLua{}, Partial: true, Run: func(w any, c redis.UniversalClient) {
+			w.(giveBackLua).callRetrying(ctx, c, timeout)
+		}},
+		"transfer.lua": {Value: transferLua{}, Run: func(w any, c redis.UniversalClient) {
+			w.(transferLua).callRetrying(ctx, c, timeout)
+		}},
+		"fair_transfer.lua": {Value: fairTransferLua{}, Run: func(w any, c redis.UniversalClient) {
+			w.(fairTransferLua).callRetrying(ctx, c, timeout)
+		}},
+		"fair_requeue.lua": {Value: fairRequeueLua{}, Run: func(w any, c redis.UniversalClient) {
+			w.(fairRequeueLua).callRetrying(ctx, c, timeout)
+		}},
+		"fair_withdraw.lua": {Value: fairWithdrawLua{}, Run: func(w any, c redis.UniversalClient) {
+			_ = w.(fairWithdrawLua).withdraw(ctx, nil, c, timeout)
+		}},
+	}
+	for file, w := range wrappers {
+		t.Run(file, func(t *testing.T) {
+			src, err := luaFS.ReadFile("lua/" + strings.TrimSuffix(file, ", a lock's"))
+			require.NoError(t, err)
+			keys, args := scripts.Header(string(src))
+			redistest.MirrorsHeader(t, w, keys, args)
+		})
+	}
+	// wake.lua is a library; renew.lua takes strided batches, laid out by
+	// internal/lease.
+	redistest.EveryScriptWrapped(t, luaFS, wrappers, "wake.lua", "renew.lua")
+}

@@ -1,0 +1,53 @@
+package rwlock
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/testkit/redistest"
+)
+
+// TestEveryScriptWrapperMirrorsItsHeader holds each script's wrapper to
+// the KEYS and ARGV its Lua file's header lists, so that neither changes
+// without the other.
+func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
+	ctx := context.Background()
+	const timeout = 0 // one send: the error reply is final anyway
+	wrappers := map[string]redistest.Wrapper{
+		"read_acquire.lua": {Value: readAcquireLua{}, Run: func(w any, c redis.UniversalClient) {
+			w.(readAcquireLua).callSynced(ctx, c, scripts.ReplicaPolicy{})
+		}},
+		"write_acquire.lua": {Value: writeAcquireLua{}, Run: func(w any, c redis.UniversalClient) {
+			w.(writeAcquireLua).callSynced(ctx, c, scripts.ReplicaPolicy{})
+		}},
+		"read_release.lua": {Value: readReleaseLua{}, Run: func(w any, c redis.UniversalClient) {
+			w.(readReleaseLua).callRetrying(ctx, c, timeout)
+		}},
+		"write_release.lua": {Value: writeReleaseLua{}, Run: func(w any, c redis.UniversalClient) {
+			w.(writeReleaseLua).callRetrying(ctx, c, timeout)
+		}},
+		"downgrade.lua": {Value: downgradeLua{}, Run: func(w any, c redis.UniversalClient) {
+			w.(downgradeLua).call(ctx, c)
+		}},
+		"withdraw.lua": {Value: withdrawLua{}, Run: func(w any, c redis.UniversalClient) {
+			_ = w.(withdrawLua).withdraw(ctx, nil, c, timeout)
+		}},
+		"give_back.lua": {Value: giveBackLua{}, Run: func(w any, c redis.UniversalClient) {
+			w.(giveBackLua).callRetrying(ctx, c, timeout)
+		}},
+	}
+	for file, w := range wrappers {
+		t.Run(file, func(t *testing.T) {
+			src, err := luaFS.ReadFile("lua/" + file)
+			require.NoError(t, err)
+			keys, args := scripts.Header(string(src))
+			redistest.MirrorsHeader(t, w, keys, args)
+		})
+	}
+	// The renewal scripts take strided batches, laid out by internal/lease.
+	redistest.EveryScriptWrapped(t, luaFS, wrappers, "renew_read.lua", "renew_write.lua")
+}

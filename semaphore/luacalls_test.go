@@ -1,0 +1,48 @@
+package semaphore
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/testkit/redistest"
+)
+
+// TestEveryScriptWrapperMirrorsItsHeader holds each script's wrapper to
+// the KEYS and ARGV its Lua file's header lists, so that neither changes
+// without the other.
+func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
+	ctx := context.Background()
+	const timeout = 0 // one send: the error reply is final anyway
+	wrappers := map[string]redistest.Wrapper{
+		"acquire.lua": {Value: acquireLua{}, Run: func(w any, c redis.UniversalClient) {
+			w.(acquireLua).callSynced(ctx, c, scripts.ReplicaPolicy{})
+		}},
+		"release.lua": {Value: releaseLua{}, Run: func(w any, c redis.UniversalClient) {
+			w.(releaseLua).callRetrying(ctx, c, timeout)
+		}},
+		"available.lua": {Value: availableLua{}, Run: func(w any, c redis.UniversalClient) {
+			w.(availableLua).call(ctx, c)
+		}},
+		"resize.lua": {Value: resizeLua{}, Run: func(w any, c redis.UniversalClient) {
+			w.(resizeLua).call(ctx, c)
+		}},
+		"withdraw.lua": {Value: withdrawLua{}, Run: func(w any, c redis.UniversalClient) {
+			_ = w.(withdrawLua).withdraw(ctx, nil, c, timeout)
+		}},
+	}
+	for file, w := range wrappers {
+		t.Run(file, func(t *testing.T) {
+			src, err := luaFS.ReadFile("lua/" + file)
+			require.NoError(t, err)
+			keys, args := scripts.Header(string(src))
+			redistest.MirrorsHeader(t, w, keys, args)
+		})
+	}
+	// state.lua is a library; renew.lua takes strided batches, laid out
+	// by internal/lease.
+	redistest.EveryScriptWrapped(t, luaFS, wrappers, "state.lua", "renew.lua")
+}
