@@ -60,8 +60,8 @@ func (e *Election) campaign(ctx context.Context, value string) (context.Context,
 	owner, _ := hold.Owner(held)
 	epoch, _ := lock.FencingToken(held)
 	t := &term{e: e, owner: owner, epoch: epoch, held: held}
-	reply := electScript.CallRetrying(held, e.client, e.cfg.unlockTimeout, 3, e.name, e.record, e.channel,
-		owner, epoch, value, e.hub.PublishCommand())
+	reply := electLua{Lock: e.name, Record: e.record, Channel: e.channel,
+		Owner: owner, Epoch: epoch, Value: value, Publish: e.hub.PublishCommand()}.callRetrying(held, e.client, e.cfg.unlockTimeout)
 	vals, err := reply.Int64Slice()
 	if err != nil {
 		err = fmt.Errorf("writing the leader's record %s: %w", e.record, err)

@@ -2,7 +2,6 @@ package election
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,16 +16,6 @@ import (
 	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/lock"
-)
-
-//go:embed lua/*.lua
-var luaFS embed.FS
-
-var (
-	electScript    = scripts.Load(luaFS, "lua/elect.lua", scripts.Checks)
-	resignScript   = scripts.Load(luaFS, "lua/resign.lua", scripts.Checks)
-	proclaimScript = scripts.Load(luaFS, "lua/proclaim.lua", scripts.Checks)
-	leaderScript   = scripts.Load(luaFS, "lua/leader.lua")
 )
 
 const primitive = "election"
@@ -194,7 +183,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 func (e *Election) read(ctx context.Context) (state, error) {
 	var vals []any
 	err := conn.Within(ctx, e.pool, e.cfg.unlockTimeout, func(ctx context.Context) (err error) {
-		vals, err = leaderScript.Call(ctx, e.client, 2, e.name, e.record).Slice()
+		vals, err = leaderLua{Lock: e.name, Record: e.record}.call(ctx, e.client).Slice()
 		return err
 	})
 	if err != nil {
@@ -249,8 +238,8 @@ func (e *Election) Proclaim(leading context.Context, value string) error {
 	}
 	var rev int64
 	err := conn.Within(leading, e.pool, e.cfg.unlockTimeout, func(ctx context.Context) (err error) {
-		rev, err = proclaimScript.Call(ctx, e.client, 3, e.name, e.record, e.channel,
-			t.owner, t.epoch, value, e.hub.PublishCommand()).Int64()
+		rev, err = proclaimLua{Lock: e.name, Record: e.record, Channel: e.channel,
+			Owner: t.owner, Epoch: t.epoch, Value: value, Publish: e.hub.PublishCommand()}.call(ctx, e.client).Int64()
 		return err
 	})
 	switch {
@@ -276,8 +265,8 @@ func (e *Election) Resign(leading context.Context) error {
 	if t == nil {
 		return e.id.Wrap("resign", fmt.Errorf("%w: the context carries no leadership of this election", ErrNotHeld))
 	}
-	reply := resignScript.CallRetrying(leading, e.client, e.cfg.unlockTimeout, 2, e.record, e.channel,
-		t.owner, t.epoch, e.hub.PublishCommand())
+	reply := resignLua{Record: e.record, Channel: e.channel, Owner: t.owner, Epoch: t.epoch,
+		Publish: e.hub.PublishCommand()}.callRetrying(leading, e.client, e.cfg.unlockTimeout)
 	rerr := reply.Err()
 	e.ended(t, resigned) // before the release ends the hold, which would count it lost
 	uerr := e.fair.Unlock(t.held)

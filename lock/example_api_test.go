@@ -532,3 +532,18 @@ func ExampleWithLogger() {
 	// <nil>
 	// true
 }
+
+// Err reports a bad argument at start-up, before any call.
+func ExampleMutex_Err() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+
+	fmt.Println(lock.New(rdb, "order:1").Err())
+	err := lock.New(rdb, "order:1", lock.WithLeaseTime(time.Millisecond)).Err()
+	fmt.Println(errors.Is(err, lock.ErrInvalidArgument))
+	// Output:
+	// <nil>
+	// true
+}

@@ -1,0 +1,42 @@
+package election
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/testkit/redistest"
+)
+
+// TestEveryScriptWrapperMirrorsItsHeader holds each script's wrapper to
+// the KEYS and ARGV its Lua file's header lists, so that neither changes
+// without the other.
+func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
+	ctx := context.Background()
+	wrappers := map[string]redistest.Wrapper{
+		"elect.lua": {Value: electLua{}, Run: func(w any, c redis.UniversalClient) {
+			w.(electLua).callRetrying(ctx, c, 0)
+		}},
+		"resign.lua": {Value: resignLua{}, Run: func(w any, c redis.UniversalClient) {
+			w.(resignLua).callRetrying(ctx, c, 0)
+		}},
+		"proclaim.lua": {Value: proclaimLua{}, Run: func(w any, c redis.UniversalClient) {
+			w.(proclaimLua).call(ctx, c)
+		}},
+		"leader.lua": {Value: leaderLua{}, Run: func(w any, c redis.UniversalClient) {
+			w.(leaderLua).call(ctx, c)
+		}},
+	}
+	for name, w := range wrappers {
+		t.Run(name, func(t *testing.T) {
+			src, err := luaFS.ReadFile("lua/" + name)
+			require.NoError(t, err)
+			keys, args := scripts.Header(string(src))
+			redistest.MirrorsHeader(t, w, keys, args)
+		})
+	}
+	redistest.EveryScriptWrapped(t, luaFS, wrappers)
+}
