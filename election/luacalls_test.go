@@ -5,9 +5,7 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
@@ -30,13 +28,5 @@ func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
 			w.(leaderLua).call(ctx, c)
 		}},
 	}
-	for name, w := range wrappers {
-		t.Run(name, func(t *testing.T) {
-			src, err := luaFS.ReadFile("lua/" + name)
-			require.NoError(t, err)
-			keys, args := scripts.Header(string(src))
-			redistest.MirrorsHeader(t, w, keys, args)
-		})
-	}
-	redistest.EveryScriptWrapped(t, luaFS, wrappers)
+	redistest.WrappersMirrorHeaders(t, luaFS, wrappers)
 }

@@ -2,11 +2,9 @@ package lock
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
@@ -56,15 +54,7 @@ func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
 			_ = w.(fairWithdrawLua).withdraw(ctx, nil, c, timeout)
 		}},
 	}
-	for file, w := range wrappers {
-		t.Run(file, func(t *testing.T) {
-			src, err := luaFS.ReadFile("lua/" + strings.TrimSuffix(file, ", a lock's"))
-			require.NoError(t, err)
-			keys, args := scripts.Header(string(src))
-			redistest.MirrorsHeader(t, w, keys, args)
-		})
-	}
 	// wake.lua is a library; renew.lua takes strided batches, laid out by
 	// internal/lease.
-	redistest.EveryScriptWrapped(t, luaFS, wrappers, "wake.lua", "renew.lua")
+	redistest.WrappersMirrorHeaders(t, luaFS, wrappers, "wake.lua", "renew.lua")
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
@@ -40,14 +39,6 @@ func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
 			w.(giveBackLua).callRetrying(ctx, c, timeout)
 		}},
 	}
-	for file, w := range wrappers {
-		t.Run(file, func(t *testing.T) {
-			src, err := luaFS.ReadFile("lua/" + file)
-			require.NoError(t, err)
-			keys, args := scripts.Header(string(src))
-			redistest.MirrorsHeader(t, w, keys, args)
-		})
-	}
 	// The renewal scripts take strided batches, laid out by internal/lease.
-	redistest.EveryScriptWrapped(t, luaFS, wrappers, "renew_read.lua", "renew_write.lua")
+	redistest.WrappersMirrorHeaders(t, luaFS, wrappers, "renew_read.lua", "renew_write.lua")
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
@@ -34,15 +33,7 @@ func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
 			_ = w.(withdrawLua).withdraw(ctx, nil, c, timeout)
 		}},
 	}
-	for file, w := range wrappers {
-		t.Run(file, func(t *testing.T) {
-			src, err := luaFS.ReadFile("lua/" + file)
-			require.NoError(t, err)
-			keys, args := scripts.Header(string(src))
-			redistest.MirrorsHeader(t, w, keys, args)
-		})
-	}
 	// state.lua is a library; renew.lua takes strided batches, laid out
 	// by internal/lease.
-	redistest.EveryScriptWrapped(t, luaFS, wrappers, "state.lua", "renew.lua")
+	redistest.WrappersMirrorHeaders(t, luaFS, wrappers, "state.lua", "renew.lua")
 }

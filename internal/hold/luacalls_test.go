@@ -2,13 +2,10 @@ package hold
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
@@ -33,14 +30,5 @@ func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
 			s.call(ctx, c)
 		}},
 	}
-	for name, w := range wrappers {
-		t.Run(name, func(t *testing.T) {
-			file, _, _ := strings.Cut(name, ",")
-			src, err := luaFS.ReadFile("lua/" + file)
-			require.NoError(t, err)
-			keys, args := scripts.Header(string(src))
-			redistest.MirrorsHeader(t, w, keys, args)
-		})
-	}
-	redistest.EveryScriptWrapped(t, luaFS, wrappers)
+	redistest.WrappersMirrorHeaders(t, luaFS, wrappers)
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/scripts"
 )
 
 // ScriptArgs runs call on a client that sends nothing and returns what
@@ -141,6 +143,25 @@ func MirrorsHeader(t testing.TB, w Wrapper, keys, args []string) {
 	if !reflect.DeepEqual(got, append(want, tail...)) {
 		t.Fatalf("%s sends %v; want its fields in order, %d of them keys: %v", v.Type(), got, nkeys, append(want, tail...))
 	}
+}
+
+// WrappersMirrorHeaders runs MirrorsHeader for each of wrappers against
+// the header of its file in fsys's lua directory (named as
+// EveryScriptWrapped says), then EveryScriptWrapped.
+func WrappersMirrorHeaders(t *testing.T, fsys fs.FS, wrappers map[string]Wrapper, skip ...string) {
+	t.Helper()
+	for name, w := range wrappers {
+		t.Run(name, func(t *testing.T) {
+			file, _, _ := strings.Cut(name, ",")
+			src, err := fs.ReadFile(fsys, "lua/"+file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys, args := scripts.Header(string(src))
+			MirrorsHeader(t, w, keys, args)
+		})
+	}
+	EveryScriptWrapped(t, fsys, wrappers, skip...)
 }
 
 // EveryScriptWrapped fails t unless each file of fsys's lua directory is
