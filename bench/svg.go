@@ -69,6 +69,35 @@ func niceTicks(top float64, n int) []float64 {
 	}
 }
 
+// logRange returns the smallest and largest positive values.
+func (c *chart) logRange() (lo, hi float64) {
+	lo = math.Inf(1)
+	for _, s := range c.series {
+		for _, y := range s.ys {
+			if y > 0 {
+				lo, hi = min(lo, y), max(hi, y)
+			}
+		}
+	}
+	return lo, hi
+}
+
+// logTicks returns 1-2-5 ticks spanning lo..hi.
+func logTicks(lo, hi float64) []float64 {
+	var ticks []float64
+	for e := math.Floor(math.Log10(lo)); ; e++ {
+		for _, m := range []float64{1, 2, 5} {
+			v := m * math.Pow(10, e)
+			if v*2 > lo && (len(ticks) == 0 || ticks[len(ticks)-1] < hi) {
+				ticks = append(ticks, v)
+			}
+		}
+		if ticks[len(ticks)-1] >= hi {
+			return ticks
+		}
+	}
+}
+
 // fmtTick prints a tick value shortly: 0.5, 40, 12k.
 func fmtTick(v float64) string {
 	if v >= 1000 {
@@ -100,6 +129,14 @@ func (c *chart) svg() string {
 	ticks := niceTicks(top, 5)
 	yMax := ticks[len(ticks)-1]
 	py := func(v float64) float64 { return padT + plotH - v/yMax*plotH }
+	// Values over more than a decade and a half, as throughput from
+	// loopback to 2 ms, get a log scale: on a linear one the far rows
+	// lie flat on the axis.
+	if lo, hi := c.logRange(); !c.bars && hi >= 30*lo {
+		ticks = logTicks(lo, hi)
+		l0, l1 := math.Log10(ticks[0]), math.Log10(ticks[len(ticks)-1])
+		py = func(v float64) float64 { return padT + plotH - (math.Log10(v)-l0)/(l1-l0)*plotH }
+	}
 	for _, t := range ticks {
 		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`+"\n", padL, py(t), padL+plotW, py(t))
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" dy="4">%s</text>`+"\n", padL-6, py(t), fmtTick(t))

@@ -79,7 +79,7 @@ func TestLineChartSVG(t *testing.T) {
 	if counts["circle"] != 4+3+4 {
 		t.Errorf("%d point markers, want 11 (one value missing)", counts["circle"])
 	}
-	hasAll(t, texts, "Throughput <u1>", "pairs/s", "relock", "bsm/redislock", "redsync", "0", "0.2ms", "1ms", "2ms", "8k")
+	hasAll(t, texts, "Throughput <u1>", "pairs/s", "relock", "bsm/redislock", "redsync", "0", "0.2ms", "1ms", "2ms", "100", "10k")
 }
 
 func TestBarChartSVG(t *testing.T) {
@@ -140,4 +140,17 @@ func TestWriteCharts(t *testing.T) {
 		t.Errorf("max-wait chart: %d rects, want 7", counts["rect"])
 	}
 	hasAll(t, texts, libRaw, libRelock, "3")
+}
+
+func TestLogTicks(t *testing.T) {
+	got := logTicks(210, 12300)
+	want := []float64{200, 500, 1000, 2000, 5000, 10000, 20000}
+	if len(got) != len(want) {
+		t.Fatalf("logTicks = %v, want %v", got, want)
+	}
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-6 {
+			t.Fatalf("logTicks = %v, want %v", got, want)
+		}
+	}
 }
