@@ -216,7 +216,7 @@ func (c *chart) drawBars(b *strings.Builder, py func(float64) float64) {
 
 // ---- the sweep's charts ----
 
-// at returns the row of scenario and label at distance d.
+// rowAt returns the row of scenario and label at distance d.
 func rowAt(results []*result, scenario, label string, d time.Duration) *result {
 	for _, r := range results {
 		if r.scenario == scenario && r.label == label && r.at != nil && *r.at == d && len(r.roles) > 0 {
