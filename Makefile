@@ -92,7 +92,7 @@ example:
 
 # Side-by-side comparison with redsync, bsm/redislock and rueidislock
 # (bench/, a separate module, so the peers never enter this go.mod).
-.PHONY: bench-peers bench-allocs
+.PHONY: bench-peers bench-allocs bench-rtt
 
 bench-peers: redis-server
 	cd bench && $(GO) run . $(BENCH_ARGS)
@@ -100,3 +100,8 @@ bench-peers: redis-server
 
 bench-allocs:
 	cd bench && $(GO) test -run '^$$' -bench Uncontended -benchmem -count 5 .
+
+# The lock rows at 0 to 2 ms round trips through toxiproxy (~4 min), with
+# the charts rewritten into docs/bench.
+bench-rtt: redis-server
+	cd bench && $(GO) run . -rtt 0,0.2ms,1ms,2ms -only 'u1|64g|onekey|redlock' -duration 2s -runs 1 -svg ../docs/bench $(BENCH_ARGS)

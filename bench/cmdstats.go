@@ -82,7 +82,7 @@ func printCmdStats(w io.Writer, results []*result) {
 			total += s.usec
 			parts = append(parts, fmt.Sprintf("%s %.2f/%.1fµs", k, float64(s.calls)/float64(ops), float64(s.usec)/float64(ops)))
 		}
-		fmt.Fprintf(tw, "%s/%s\ttotal %.1fµs\t%s\n", r.scenario, r.label, float64(total)/float64(ops), strings.Join(parts, ", "))
+		fmt.Fprintf(tw, "%s/%s\ttotal %.1fµs\t%s\n", rowName(r.scenario, r.at), r.label, float64(total)/float64(ops), strings.Join(parts, ", "))
 	}
 	_ = tw.Flush()
 }

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis/rueidislock"
 )
@@ -36,6 +37,9 @@ type config struct {
 	// runs alone.
 	ilDuration time.Duration
 	ilOnly     bool
+	// The -rtt sweep (rtt.go) and where -svg writes its charts (svg.go).
+	rtts   []time.Duration
+	svgDir string
 }
 
 func main() {
@@ -52,6 +56,8 @@ func main() {
 	flag.DurationVar(&cfg.ilDuration, "interleaved-duration", 5*time.Second, "measured time of each interleaved table (split into 5 parts)")
 	flag.BoolVar(&cfg.ilOnly, "interleaved-only", false, "run only the interleaved uncontended tables, not the sequential rows")
 	flag.BoolVar(&contextTimeout, "context-timeout", false, "give every go-redis client ContextTimeoutEnabled (a relock release then runs on the caller's goroutine)")
+	rtts := flag.String("rtt", "", "run the u1, 64g, onekey and redlock rows at each of these round-trip times (e.g. 0,0.2ms,1ms,2ms), through a toxiproxy on loopback; no interleaved tables then")
+	flag.StringVar(&cfg.svgDir, "svg", "", "with -rtt: write SVG charts of the last run into this directory")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	flag.Parse()
 
@@ -69,6 +75,10 @@ func main() {
 			os.Exit(2)
 		}
 		cfg.retries = append(cfg.retries, d)
+	}
+	if err := cfg.setRTT(*rtts); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(2)
 	}
 	if cfg.runs < 1 || cfg.duration <= 0 || cfg.ilDuration <= 0 {
 		fmt.Fprintln(os.Stderr, "bench: -runs must be >= 1, -duration and -interleaved-duration > 0")
@@ -112,10 +122,24 @@ func main() {
 	}
 }
 
+// setRTT reads -rtt, and checks that -svg has it.
+func (cfg *config) setRTT(list string) error {
+	var err error
+	if cfg.rtts, err = parseRTT(list); err != nil {
+		return fmt.Errorf("-rtt: %w", err)
+	}
+	if cfg.svgDir != "" && len(cfg.rtts) == 0 {
+		return errors.New("-svg needs -rtt")
+	}
+	return nil
+}
+
 // node is one redis-server and one client per go-redis based library, all
 // with the same options.
 type node struct {
 	srv                       *server
+	addr                      string           // where the clients connect: srv.Addr, or proxy's
+	proxy                     *toxiproxy.Proxy // nil on loopback
 	raw, relock, redsync, bsm *redis.Client
 	sha                       string // compare-and-delete, loaded on raw
 	version                   string
@@ -129,16 +153,22 @@ type env struct {
 	single  *node
 	masters []*node
 	rueidis rueidislock.Locker
+	views   map[time.Duration]*env // the same servers at each -rtt distance
 }
 
 func run(ctx context.Context, cfg *config) (err error) {
 	// The sequential rows, each run -runs times, then the interleaved
 	// tables once.
 	var plan []rowSpec
-	if !cfg.ilOnly {
-		plan = rows(cfg)
+	var combos []ilCombo
+	switch {
+	case len(cfg.rtts) > 0:
+		plan = rttRows(cfg)
+	case cfg.ilOnly:
+		combos = ilCombos(cfg)
+	default:
+		plan, combos = rows(cfg), ilCombos(cfg)
 	}
-	combos := ilCombos(cfg)
 	if len(plan) == 0 && len(combos) == 0 {
 		return errors.New("-only matches no row")
 	}
@@ -159,23 +189,8 @@ func run(ctx context.Context, cfg *config) (err error) {
 		_ = os.RemoveAll(dir)
 	}()
 
-	if e.single, err = e.launch(ctx); err != nil {
+	if err := e.start(ctx, needMasters); err != nil {
 		return err
-	}
-	if needMasters {
-		for range 5 {
-			n, err := e.launch(ctx)
-			if err != nil {
-				return err
-			}
-			e.masters = append(e.masters, n)
-		}
-	}
-	if cfg.noLoop && !versionAtLeast(e.single.version, 7, 0, 5) {
-		return fmt.Errorf("-rueidis-noloop needs Redis >= 7.0.5, have %s", e.single.version)
-	}
-	if e.rueidis, err = newRueidisLocker(e.single.srv.Addr, cfg.noLoop); err != nil {
-		return fmt.Errorf("rueidislock: %w", err)
 	}
 
 	runs := cfg.runs
@@ -189,33 +204,22 @@ func run(ctx context.Context, cfg *config) (err error) {
 		e.single.version, runtime.GOMAXPROCS(0), runtime.NumCPU())
 
 	startG := runtime.NumGoroutine()
+	var last []*result
 	for i := range runs {
 		fmt.Printf("\n=== run %d/%d  (load average %s)\n", i+1, cfg.runs, loadavg())
-		var results []*result
-		for _, r := range plan {
-			if ctx.Err() != nil {
-				break
-			}
-			if err := e.flush(ctx); err != nil {
-				return err
-			}
-			before := runtime.NumGoroutine()
-			res := r.run(ctx, e)
-			res.gDelta = settleGoroutines(before) - before
-			res.scenario, res.label, res.family, res.kind = r.scenario, r.label, r.family, r.kind
-			results = append(results, res)
-			if res.stuck {
-				fmt.Fprintf(os.Stderr, "bench: %s/%s: workers still running %v after the row ended\n", r.scenario, r.label, stuckLimit)
-			}
-		}
-		printTable(os.Stdout, results)
-		printRatios(os.Stdout, results)
-		if cfg.cmdStats {
-			printCmdStats(os.Stdout, results)
+		if last, err = e.runOnce(ctx, plan); err != nil {
+			return err
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
+	}
+	if cfg.svgDir != "" && len(last) > 0 {
+		files, err := writeCharts(cfg.svgDir, cfg.rtts, last)
+		if err != nil {
+			return fmt.Errorf("-svg: %w", err)
+		}
+		fmt.Printf("\ncharts: %s\n", strings.Join(files, " "))
 	}
 	if len(combos) > 0 {
 		if err := e.runInterleaved(ctx, combos); err != nil {
@@ -227,13 +231,86 @@ func run(ctx context.Context, cfg *config) (err error) {
 	return nil
 }
 
+// start launches the single server, the five masters if asked, and the
+// rueidislock locker.
+func (e *env) start(ctx context.Context, masters bool) error {
+	var err error
+	if e.single, err = e.launch(ctx); err != nil {
+		return err
+	}
+	if masters {
+		for range 5 {
+			n, err := e.launch(ctx)
+			if err != nil {
+				return err
+			}
+			e.masters = append(e.masters, n)
+		}
+	}
+	if e.cfg.noLoop && !versionAtLeast(e.single.version, 7, 0, 5) {
+		return fmt.Errorf("-rueidis-noloop needs Redis >= 7.0.5, have %s", e.single.version)
+	}
+	if e.rueidis, err = newRueidisLocker(e.single.srv.Addr, e.cfg.noLoop); err != nil {
+		return fmt.Errorf("rueidislock: %w", err)
+	}
+	return nil
+}
+
+// runOnce runs every row of plan once and prints its table and ratios.
+func (e *env) runOnce(ctx context.Context, plan []rowSpec) ([]*result, error) {
+	var results []*result
+	for _, r := range plan {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := e.flush(ctx); err != nil {
+			return nil, err
+		}
+		re := e
+		if r.at != nil {
+			var err error
+			if re, err = e.at(ctx, *r.at); err != nil {
+				return nil, err
+			}
+		}
+		before := runtime.NumGoroutine()
+		res := r.run(ctx, re)
+		res.gDelta = settleGoroutines(before) - before
+		res.scenario, res.label, res.family, res.kind, res.at = r.scenario, r.label, r.family, r.kind, r.at
+		results = append(results, res)
+		if res.stuck {
+			fmt.Fprintf(os.Stderr, "bench: %s/%s: workers still running %v after the row ended\n", r.name(), r.label, stuckLimit)
+		}
+	}
+	printTable(os.Stdout, results)
+	if len(e.cfg.rtts) == 0 {
+		printRatios(os.Stdout, results)
+	}
+	for _, d := range e.cfg.rtts {
+		var at []*result
+		for _, r := range results {
+			if r.at != nil && *r.at == d {
+				at = append(at, r)
+			}
+		}
+		if len(at) > 0 {
+			fmt.Printf("\n--- at round-trip time %s", fmtRTT(d))
+			printRatios(os.Stdout, at)
+		}
+	}
+	if e.cfg.cmdStats {
+		printCmdStats(os.Stdout, results)
+	}
+	return results, nil
+}
+
 // launch starts one redis-server and its clients.
 func (e *env) launch(ctx context.Context) (*node, error) {
 	srv, err := launchServer(e.dir)
 	if err != nil {
 		return nil, err
 	}
-	n := &node{srv: srv}
+	n := &node{srv: srv, addr: srv.Addr}
 	n.raw, n.relock, n.redsync, n.bsm = newGoRedis(srv.Addr), newGoRedis(srv.Addr), newGoRedis(srv.Addr), newGoRedis(srv.Addr)
 	if n.sha, err = loadCAD(ctx, n.raw); err != nil {
 		n.close()
@@ -258,6 +335,11 @@ func (n *node) close() {
 			_ = c.Close()
 		}
 	}
+	// A node seen through a proxy shares its server with the direct one.
+	if n.proxy != nil {
+		n.proxy.Stop()
+		return
+	}
 	n.srv.Stop()
 }
 
@@ -270,6 +352,9 @@ func (e *env) nodes() []*node {
 }
 
 func (e *env) close() {
+	for _, v := range e.views {
+		v.close()
+	}
 	if e.rueidis != nil {
 		e.rueidis.Close()
 	}

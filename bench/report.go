@@ -80,11 +80,11 @@ func printTable(w io.Writer, results []*result) {
 	fmt.Fprintln(tw, "scenario\tlibrary\tlat\tops/s\tp50\tp99\tp99.9\tmax\tper-g ops min..max\tviol\terrs\tredis CPU\tµs/op\tclient CPU\tµs/op\tnotes")
 	prev := ""
 	for _, r := range results {
-		scen := r.scenario
+		scen := rowName(r.scenario, r.at)
 		if scen == prev {
 			scen = ""
 		}
-		prev = r.scenario
+		prev = rowName(r.scenario, r.at)
 		if len(r.roles) == 0 {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t%d\t-\t-\t-\t-\t-\t%s\n", scen, r.label, r.kind, r.violations, notes(r, role{}))
 			continue
@@ -266,6 +266,12 @@ func printRatios(w io.Writer, results []*result) {
 			scRW, fmtRate(rw.rate(rd)), fmtRate(rw.rate(wr)), fmtDur(wr.p(.99)), fmtDur(wr.maxLat()),
 			fmtDur(rd.p(.99)), fmtDur(rd.maxLat()), rw.violations)
 	}
+	printSemRatios(w, results)
+	fmt.Fprintf(w, "mutual-exclusion violations, all rows: %d; errors, all rows: %d\n", viol, errsN)
+}
+
+// printSemRatios prints the semaphore rows against their ceiling and floors.
+func printSemRatios(w io.Writer, results []*result) {
 	for _, sc := range []string{scSem, scSemSlept} {
 		for _, label := range []string{libInProcess, libRaw, libRelock} {
 			s := find(results, sc, label)
@@ -294,5 +300,4 @@ func printRatios(w io.Writer, results []*result) {
 			}
 		}
 	}
-	fmt.Fprintf(w, "mutual-exclusion violations, all rows: %d; errors, all rows: %d\n", viol, errsN)
 }

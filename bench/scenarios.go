@@ -44,13 +44,19 @@ type rowSpec struct {
 	label    string
 	family   string
 	kind     string
-	masters  bool // needs the five Redlock masters
+	masters  bool           // needs the five Redlock masters
+	at       *time.Duration // the -rtt distance the row runs at; nil on loopback without -rtt
 	run      func(ctx context.Context, e *env) *result
 }
+
+// name is the row's scenario as the table and -only show it: the short
+// name and the distance for a row of the -rtt sweep.
+func (r rowSpec) name() string { return rowName(r.scenario, r.at) }
 
 // result is what a row measured.
 type result struct {
 	scenario, label, family, kind string
+	at                            *time.Duration // as rowSpec.at
 
 	window     time.Duration // measured wall time
 	roles      []role        // one, or read and write for the RW row
@@ -65,13 +71,27 @@ type result struct {
 
 // rows lists the table's rows in order, filtered by -only.
 func rows(cfg *config) []rowSpec {
-	var all []rowSpec
-	add := func(r rowSpec) {
+	var out []rowSpec
+	for _, r := range allRows(cfg) {
 		if cfg.only == nil || cfg.only.MatchString(r.scenario+"/"+r.label) {
-			all = append(all, r)
+			out = append(out, r)
 		}
 	}
+	return out
+}
 
+// allRows lists every row of the table in order.
+func allRows(cfg *config) []rowSpec {
+	var all []rowSpec
+	add := func(r rowSpec) { all = append(all, r) }
+	uncontendedRows(add)
+	contendedRows(cfg, add)
+	redlockRows(add)
+	relockOnlyRows(cfg, add)
+	return all
+}
+
+func uncontendedRows(add func(rowSpec)) {
 	// Uncontended pairs: one key per goroutine.
 	for _, sc := range []struct {
 		name string
@@ -97,6 +117,9 @@ func rows(cfg *config) []rowSpec {
 		}
 	}
 
+}
+
+func contendedRows(cfg *config, add func(rowSpec)) {
 	// Contended: 16 goroutines on one key, ~100 µs critical sections. The
 	// polling peers run at every retry delay of -retry.
 	oneKey := func(int) string { return "bench:onekey" }
@@ -138,6 +161,9 @@ func rows(cfg *config) []rowSpec {
 	add(rowSpec{scenario: scOneKey4c, label: libRelock, family: libRelock, kind: kindWait, run: overClients(false)})
 	add(rowSpec{scenario: scFair, label: libRelock, family: libRelock, kind: kindWait, run: overClients(true)})
 
+}
+
+func redlockRows(add func(rowSpec)) {
 	// Redlock over five masters, one goroutine.
 	rlKey := func(int) string { return "bench:redlock" }
 	redlockRow := func(pick func(e *env) lib) func(context.Context, *env) *result {
@@ -165,6 +191,9 @@ func rows(cfg *config) []rowSpec {
 			})})
 	}
 
+}
+
+func relockOnlyRows(cfg *config, add func(rowSpec)) {
 	// relock only.
 	add(rowSpec{scenario: scReentrant, label: libRelock, family: libRelock, kind: kindPair,
 		run: func(ctx context.Context, e *env) *result { return e.reentrantRow(ctx) }})
@@ -199,7 +228,6 @@ func rows(cfg *config) []rowSpec {
 				}})
 		}
 	}
-	return all
 }
 
 func (e *env) singlePid() []int { return []int{e.single.srv.Pid()} }
