@@ -75,7 +75,6 @@ func (e *Election) campaign(ctx context.Context, value string) (context.Context,
 		}
 		return nil, nil, e.id.Wrap("campaign", err)
 	}
-	t.since = time.UnixMilli(vals[1])
 	e.mu.Lock()
 	e.current = t
 	e.mu.Unlock()

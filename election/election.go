@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,7 +70,6 @@ type term struct {
 	e      *Election
 	owner  string
 	epoch  int64
-	since  time.Time
 	held   context.Context // the fair lock's hold
 	endMu  sync.Mutex
 	ended  bool
@@ -102,11 +102,8 @@ func New(client redis.UniversalClient, name string, opts ...Option) *Election {
 // invalidReason is the reason in a constructor's ErrInvalidArgument.
 func invalidReason(err error) string {
 	msg := errs.Reason(err).Error()
-	prefix := ErrInvalidArgument.Error() + ": "
-	if len(msg) > len(prefix) && msg[:len(prefix)] == prefix {
-		return msg[len(prefix):]
-	}
-	return msg
+	reason, _ := strings.CutPrefix(msg, ErrInvalidArgument.Error()+": ")
+	return reason
 }
 
 // unmade is the identity of an Election not made by New.
