@@ -203,3 +203,31 @@ func TestReplicaSyncedLeadership(t *testing.T) {
 	}, 5*time.Second, 5*time.Millisecond, "the record follows")
 	require.NoError(t, e.Resign(leading))
 }
+
+// TestHandedOverLeadershipKeepsItsRecord: a leadership handed over inside
+// a release (the next candidate waits in this process) keeps its record
+// alive with its hold, past several leases.
+func TestHandedOverLeadershipKeepsItsRecord(t *testing.T) {
+	for _, b := range redistest.AllBackends()[1:] { // real servers: their TTLs run on their own
+		t.Run(b.Name, func(t *testing.T) {
+			env := b.New(t)
+			ctx := ctxT(t)
+			const lease = 600 * time.Millisecond
+			a := election.New(env.U(), "handed", election.WithWatchdogTimeout(lease))
+			c := election.New(env.U(), "handed", election.WithWatchdogTimeout(lease))
+			la, err := a.Campaign(ctx, "a")
+			require.NoError(t, err)
+			waiting := campaignAsync(ctx, c, "c")
+			time.Sleep(50 * time.Millisecond) // c is in line
+			require.NoError(t, a.Resign(la))
+			r := <-waiting
+			require.NoError(t, r.err)
+			time.Sleep(3 * lease)
+			require.NoError(t, r.leading.Err())
+			l, err := a.Leader(ctx)
+			require.NoError(t, err, "the record lives as long as the hold")
+			require.Equal(t, "c", l.Value)
+			require.NoError(t, c.Resign(r.leading))
+		})
+	}
+}
