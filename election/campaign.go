@@ -80,7 +80,12 @@ func (e *Election) campaign(ctx context.Context, value string) (context.Context,
 	e.mu.Unlock()
 	e.inst.transition(ctx, elected, 1)
 	// A leadership lost (not resigned) is counted when its hold ends.
-	t.stopAF = context.AfterFunc(held, func() { e.ended(t, lost) })
+	// It may run before AfterFunc returns (a hold already lost): stopAF
+	// is set under endMu, which ended reads it under.
+	stop := context.AfterFunc(held, func() { e.ended(t, lost) })
+	t.endMu.Lock()
+	t.stopAF = stop
+	t.endMu.Unlock()
 	return context.WithValue(held, termKey{}, t), t, nil
 }
 

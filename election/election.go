@@ -71,9 +71,9 @@ type term struct {
 	owner  string
 	epoch  int64
 	held   context.Context // the fair lock's hold
-	endMu  sync.Mutex
+	endMu  sync.Mutex      // guards ended and stopAF
 	ended  bool
-	stopAF func() bool
+	stopAF func() bool // ends the wait for the hold's loss
 }
 
 type termKey struct{}
@@ -286,14 +286,14 @@ var errLeading = errors.New("the context already leads this election")
 // ended records the end of t once: metrics, and the Election forgets it.
 func (e *Election) ended(t *term, how transition) {
 	t.endMu.Lock()
-	done := t.ended
+	done, stop := t.ended, t.stopAF
 	t.ended = true
 	t.endMu.Unlock()
 	if done {
 		return
 	}
-	if t.stopAF != nil {
-		t.stopAF()
+	if stop != nil {
+		stop()
 	}
 	e.mu.Lock()
 	if e.current == t {
