@@ -21,8 +21,9 @@ import (
 type Script struct {
 	name string
 	rs   *redis.Script
-	hash any // boxed once: EVALSHA's argument
-	src  any // EVAL's
+	hash any   // boxed once: EVALSHA's argument
+	src  any   // EVAL's
+	cmds []any // the commands it runs by name, for explain
 }
 
 // Lib is Lua shared by several scripts (a script cannot include another):
@@ -64,7 +65,7 @@ func Load(fsys fs.FS, file string, libs ...Lib) *Script {
 	b.WriteString(mustRead(fsys, file))
 	src := b.String()
 	rs := redis.NewScript(src)
-	return &Script{name: file, rs: rs, hash: rs.Hash(), src: src}
+	return &Script{name: file, rs: rs, hash: rs.Hash(), src: src, cmds: commandsOf(src)}
 }
 
 func mustRead(fsys fs.FS, file string) string {
@@ -100,6 +101,9 @@ func (s *Script) send(ctx context.Context, c redis.UniversalClient, nkeys int, a
 	if err := conn.PipeFor(c).Process(ctx, cmd); IsNoScript(err) {
 		cmd = s.Reload(ctx, cmd)
 		_ = c.Process(ctx, cmd)
+	}
+	if unnamedRefusal(cmd.Err()) {
+		s.explain(ctx, c, cmd)
 	}
 	Unreachable(ctx, c, cmd.Err())
 	return cmd

@@ -21,37 +21,44 @@
 --          (a caller that keeps its own count of runs: a Redlock member)
 -- ARGV[4]  the latch's life in milliseconds
 --
--- A command this user may not run is refused before anything is written
--- (may, from lua/fence.lua), with an error reply naming it.
+-- Reads come before the first write (HSET, HINCRBY or PEXPIRE of the
+-- hash), the token's included (draw, from lua/fence.lua): a refusal of
+-- any of those changes nothing, and internal/scripts names the command
+-- refused. What runs after the first write is asked beforehand (may),
+-- with an error reply naming it.
 --
 -- Returns the token alone when the lock was free (count 1): the common
 -- case, kept to the fewest calls and a scalar reply. Returns {count,
 -- token} on a re-entry or a second run, {0, pttl} when another owner holds
 -- it.
 local latch = ARGV[3] == 'latch' and KEYS[3]
-local no = may({{'exists', KEYS[1]}, {'hget', KEYS[1]}, {'pttl', KEYS[1]}, {'hset', KEYS[1]}, {'hincrby', KEYS[1]}, {'pexpire', KEYS[1]}, latch and {'set', latch}},
-  fenced(KEYS[2]))
+local no = may({{'pexpire', KEYS[1]}, {'set', KEYS[2]}})
 if no then
   return no
 end
 if redis.call('exists', KEYS[1]) == 0 then
+  local token = draw(KEYS[2])
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  return grant(KEYS[2], latch, ARGV[4])
+  return keep(KEYS[2], token, latch, ARGV[4])
 end
 local held = redis.call('hget', KEYS[1], ARGV[2])
 if held == false then
   return {0, redis.call('pttl', KEYS[1])}
 end
 if ARGV[3] == 'minted' then
-  -- an earlier run of this acquisition took it: the same grant
+  -- an earlier run of this acquisition took it: the same grant (the
+  -- token it drew, or a new one should the counter be gone)
+  local token = tonumber(redis.call('get', KEYS[2]))
+  local drawn = not token and draw(KEYS[2])
   redis.call('pexpire', KEYS[1], ARGV[1])
-  return {tonumber(held), last(KEYS[2])}
+  return {tonumber(held), token or keep(KEYS[2], drawn, false)}
 end
 local done = granted(latch)
 if done then
   return {tonumber(held), done}
 end
+local token = draw(KEYS[2])
 local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
 redis.call('pexpire', KEYS[1], ARGV[1])
-return {count, grant(KEYS[2], latch, ARGV[4])}
+return {count, keep(KEYS[2], token, latch, ARGV[4])}

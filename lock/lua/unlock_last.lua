@@ -19,8 +19,9 @@
 -- ARGV[4]  a fair lock's: '1' when a release may write the first waiter's
 --          hold (lua/wake.lua)
 --
--- A command this user may not run is refused before anything is written
--- (may), with an error reply naming it.
+-- HGET and DEL, the first write, are not asked beforehand: a refusal of
+-- either changes nothing, and internal/scripts names the command. What
+-- runs after the DEL is asked (may), with an error reply naming it.
 --
 -- Returns 1 when released (key deleted, message published), 2 when
 -- released but the message could not be published (a server too old to
@@ -28,8 +29,7 @@
 -- not hold the lock, -2 when it holds more than one count.
 -- may and tell come from internal/scripts' lua/acl.lua (scripts.Checks).
 local fair = KEYS[3] ~= nil
-local no = may({{'hget', KEYS[1]}, {'del', KEYS[1]}},
-  fair and woken(ARGV[3], KEYS[2], KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6]) or {{ARGV[3], KEYS[2]}})
+local no = may(fair and woken(ARGV[3], KEYS[2], KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6]) or {{ARGV[3], KEYS[2]}})
 if no then
   return no
 end

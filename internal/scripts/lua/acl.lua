@@ -4,8 +4,11 @@
 -- it (Redis 7); false stands for a check that does not apply. A script
 -- asks before its first write, so that a refusal changes nothing, and the
 -- reply names the command and the key or channel refused instead of the
--- script's SHA and line. Older servers and miniredis have no
--- acl_check_cmd: nil, and a refused command fails where it stands.
+-- script's SHA and line. A script may leave out what runs before its
+-- first write, and that write itself: their refusal changes nothing
+-- either, and Go names the command (lua/explain.lua) at no cost to the
+-- calls that pass. Older servers and miniredis have no acl_check_cmd:
+-- nil, and a refused command fails where it stands.
 local function may(...)
   local check = redis.acl_check_cmd
   if not check then

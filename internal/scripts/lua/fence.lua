@@ -23,13 +23,29 @@ local function fenced(key)
   return {{'time'}, {'get', key}, {'set', key}}
 end
 
-local function fence(key)
+-- draw(key) is the next token of counter key, read but not yet written:
+-- a script draws it before its first write, so that only keep's SET runs
+-- after that write.
+local function draw(key)
   local t = redis.call('time')
   local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
   local token = (tonumber(redis.call('get', key)) or 0) + 1
   if token < now then token = now end
-  redis.call('set', key, string.format('%.0f', token), 'px', 3600000)
   return token
+end
+
+-- keep(key, token, latch, ms) writes a drawn token to counter key, and to
+-- latch for ms when latch is not false (see grant).
+local function keep(key, token, latch, ms)
+  redis.call('set', key, string.format('%.0f', token), 'px', 3600000)
+  if latch then
+    redis.call('set', latch, string.format('%.0f', token), 'px', ms)
+  end
+  return token
+end
+
+local function fence(key)
+  return keep(key, draw(key), false)
 end
 
 -- An acquisition that may run twice (a retry after a lost reply) keeps
@@ -39,11 +55,7 @@ end
 
 -- grant(counter, latch, ms) draws the next token, kept in latch for ms.
 local function grant(counter, latch, ms)
-  local token = fence(counter)
-  if latch then
-    redis.call('set', latch, string.format('%.0f', token), 'px', ms)
-  end
-  return token
+  return keep(counter, draw(counter), latch, ms)
 end
 
 -- granted(latch) is the token an earlier run kept in latch, or nil.

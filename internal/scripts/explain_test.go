@@ -1,0 +1,37 @@
+package scripts_test
+
+import (
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/testkit/redistest"
+)
+
+// A script that asks beforehand only for what runs after its first write
+// (here: nothing) and is refused that write by Redis reports the command
+// by name, as may would have, and has written nothing.
+func TestRefusalBeforeTheFirstWriteIsNamed(t *testing.T) {
+	ctx := ctxT(t)
+	fsys := fstest.MapFS{"lua/t.lua": {Data: []byte(
+		"redis.call('get', KEYS[1])\nredis.call('hset', KEYS[1], 'f', 1)\nredis.call('pexpire', KEYS[1], 1000)\nreturn 1\n")}}
+	s := scripts.Load(fsys, "lua/t.lua", scripts.Checks)
+	admin := redistest.StartServer(t).Client(t)
+	for _, tc := range []struct{ rule, want string }{
+		{"-hset", "NOPERM relock: this user may not run HSET"},
+		{"-get", "NOPERM relock: this user may not run GET"},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			c := aclUser(t, ctx, admin, "u"+tc.rule[1:], tc.rule)
+			err := s.Call(ctx, c, 1, "k").Err()
+			require.EqualError(t, err, tc.want)
+			require.Zero(t, admin.Exists(ctx, "k").Val(), "nothing written")
+		})
+	}
+	// Allowed every command, the call runs as before.
+	c := aclUser(t, ctx, admin, "all")
+	require.NoError(t, s.Call(ctx, c, 1, "k").Err())
+	require.Equal(t, int64(1), admin.Exists(ctx, "k").Val())
+}
