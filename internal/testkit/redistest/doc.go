@@ -1,6 +1,7 @@
 // Package redistest holds the test helpers shared by every relock package:
 // an embedded miniredis, real redis-server processes on free loopback ports,
-// a real three-master Redis Cluster, and helpers that inspect server-side
+// a real three-master Redis Cluster, a stall server that holds back its
+// replies to SUBSCRIBE (StallServer), and helpers that inspect server-side
 // client state (CLIENT LIST) so tests can assert, for example, that one
 // pub/sub connection serves all waiters.
 //

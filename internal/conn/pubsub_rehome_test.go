@@ -1,0 +1,114 @@
+package conn_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/testkit/redistest"
+)
+
+// An SSUBSCRIBE sent on a stale view of the cluster reaches the slot's old
+// master, which answers MOVED: the subscription moves to the slot's new
+// master instead of failing for good, and its listener hears Missed and
+// then the messages published there.
+func TestSubscribeAnsweredMOVEDMovesToTheSlotsMaster(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	cc, servers := redistest.StartCluster(t, 2)
+	require.NotNil(t, cc)
+	ps := conn.PubSubFor(cc)
+
+	// Two channels of two slots of one master: keep holds the connection
+	// open, ch is subscribed once its slot has left.
+	node, err := cc.MasterForKey(ctx, chanName(t, 0))
+	require.NoError(t, err)
+	from := node.Options().Addr
+	keep := chanName(t, 0)
+	var ch string
+	for i := 1; ch == "" && i < 10000; i++ {
+		c := chanName(t, i)
+		n, err := cc.MasterForKey(ctx, c)
+		require.NoError(t, err)
+		if n.Options().Addr == from && conn.Slot(c) != conn.Slot(keep) {
+			ch = c
+		}
+	}
+	require.NotEmpty(t, ch)
+	rec := newRecorder()
+	subscribeReady(t, ctx, ps, keep, rec)
+
+	to := servers[0]
+	if to.Addr == from {
+		to = servers[1]
+	}
+	// Moved behind the client's back: its view still names the old master.
+	require.NoError(t, redistest.MoveSlot(ctx, servers, conn.Slot(ch), to))
+	sub := subscribe(t, ctx, ps, ch, rec)
+
+	newOwner := to.Client(t)
+	require.Eventually(t, func() bool {
+		res, err := newOwner.PubSubShardNumSub(ctx, ch).Result()
+		return err == nil && res[ch] == 1
+	}, settle, poll, "the subscription moved to the slot's new master")
+	rec.waitFor(t, "missed", ch, "after the move")
+	requireReady(t, sub, "the moved subscription")
+
+	n, err := newOwner.SPublish(ctx, ch, "unlocked").Result()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	rec.waitFor(t, "message", ch, "a message published on the new master")
+}
+
+// A subscription follows its slot through a failover: the dead master's
+// connection fails (Broken), the slot's promoted replica serves it, the
+// subscription is made there, and the listener hears Missed and then the
+// messages published on the new master.
+func TestSubscriptionFollowsItsSlotThroughAFailover(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	// Three masters: a failover needs the votes of a majority of them.
+	cc, masters, replicas := redistest.StartClusterWithReplicas(t, 3)
+	require.NotNil(t, cc)
+	ps := conn.PubSubFor(cc)
+	ch := chanName(t, 0)
+	node, err := cc.MasterForKey(ctx, ch)
+	require.NoError(t, err)
+	owner := -1
+	for i, m := range masters {
+		if m.Addr == node.Options().Addr {
+			owner = i
+		}
+	}
+	require.GreaterOrEqual(t, owner, 0)
+	rec := newRecorder()
+	sub := subscribeReady(t, ctx, ps, ch, rec)
+
+	masters[owner].Kill()
+	rec.waitFor(t, "broken", ch, "after its master died")
+	promoted := replicas[owner].Client(t)
+	if !assert.Eventually(t, func() bool {
+		role, err := promoted.Do(ctx, "ROLE").Slice()
+		return err == nil && len(role) > 0 && role[0] == "master"
+	}, 20*time.Second, 50*time.Millisecond, "the replica took over") {
+		for _, s := range append(masters, replicas...) {
+			t.Log(s.LogTail())
+		}
+		t.FailNow()
+	}
+	require.Eventually(t, func() bool {
+		res, err := promoted.PubSubShardNumSub(ctx, ch).Result()
+		return err == nil && res[ch] == 1
+	}, 20*time.Second, 50*time.Millisecond, "the subscription was made on the promoted replica")
+	rec.waitFor(t, "missed", ch, "after the failover")
+	requireReady(t, sub, "the moved subscription")
+
+	n, err := promoted.SPublish(ctx, ch, "unlocked").Result()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n, fmt.Sprintf("SPUBLISH on %s", replicas[owner].Addr))
+	rec.waitFor(t, "message", ch, "a message published on the promoted replica")
+}

@@ -1,0 +1,168 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/relock-go/relock/internal/queue"
+	"github.com/relock-go/relock/internal/testkit/redistest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const (
+	// wakeTimeout bounds every wait for a wake-up: generous, since the
+	// machine may be slow and -race slows it further.
+	wakeTimeout = 10 * time.Second
+	// settle bounds the waits for server-side state (NUMSUB, CLIENT LIST)
+	// and for the linger to pass.
+	settle = 15 * time.Second
+	poll   = 10 * time.Millisecond
+)
+
+func testContext(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// chanName is a channel named as the lock package names them.
+func chanName(t *testing.T, i int) string {
+	return fmt.Sprintf("redisson_lock__channel:{%s:%d}", t.Name(), i)
+}
+
+// join queues a waiter and makes sure it leaves at the end of the test, so
+// the hub's connection closes and no goroutine outlives the test.
+func join(t *testing.T, ctx context.Context, h *queue.Hub, channel string, shared bool) *queue.Waiter {
+	t.Helper()
+	w, err := h.Join(ctx, channel, shared)
+	require.NoError(t, err)
+	require.NotNil(t, w)
+	t.Cleanup(func() { w.Leave(false, 0) })
+	return w
+}
+
+func requireWoken(t *testing.T, w *queue.Waiter, what string) {
+	t.Helper()
+	select {
+	case <-w.Wake():
+	case <-time.After(wakeTimeout):
+		t.Fatalf("%s: not woken within %v", what, wakeTimeout)
+	}
+}
+
+// requireNotSignalled checks without blocking that w has no pending wake-up.
+// It is used right after an event whose wake-ups are all sent before the
+// call that caused them returns (Leave, Release), or after another waiter
+// woken by the same delivery was seen woken (the hub signals every head
+// of a delivery under one lock), so it is exact, not a timing guess.
+func requireNotSignalled(t *testing.T, w *queue.Waiter, what string) {
+	t.Helper()
+	select {
+	case <-w.Wake():
+		t.Fatalf("%s: woken, want not", what)
+	default:
+	}
+}
+
+func requireTake(t *testing.T, w *queue.Waiter, kick bool, hint time.Duration, what string) {
+	t.Helper()
+	gotKick, gotHint := w.Take()
+	require.Equal(t, kick, gotKick, "%s: Take kick", what)
+	require.Equal(t, hint, gotHint, "%s: Take hint", what)
+}
+
+func numSub(t *testing.T, ctx context.Context, c *redis.Client, channels ...string) map[string]int64 {
+	t.Helper()
+	n, err := c.PubSubNumSub(ctx, channels...).Result()
+	require.NoError(t, err)
+	return n
+}
+
+func requireNumSubEventually(t *testing.T, ctx context.Context, c *redis.Client, want int64, channels ...string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		n, err := c.PubSubNumSub(ctx, channels...).Result()
+		if err != nil {
+			return false
+		}
+		for _, ch := range channels {
+			if n[ch] != want {
+				return false
+			}
+		}
+		return true
+	}, settle, poll, "PUBSUB NUMSUB of %d channel(s) never became %d", len(channels), want)
+}
+
+func requirePubSubConnsEventually(t *testing.T, ctx context.Context, c *redis.Client, want int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		n, err := redistest.CountPubSubConns(ctx, c)
+		return err == nil && n == want
+	}, settle, poll, "pub/sub connections never became %d", want)
+}
+
+// pubSubConn returns the one connection of the server in pub/sub mode.
+func pubSubConn(t *testing.T, ctx context.Context, c *redis.Client) redistest.ClientInfo {
+	t.Helper()
+	infos, err := redistest.ClientList(ctx, c)
+	require.NoError(t, err)
+	var found []redistest.ClientInfo
+	for _, ci := range infos {
+		if ci.IsPubSub() {
+			found = append(found, ci)
+		}
+	}
+	require.Len(t, found, 1, "pub/sub connections: %+v", found)
+	return found[0]
+}
+
+func requireConnClosedEventually(t *testing.T, ctx context.Context, c *redis.Client, id int64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		infos, err := redistest.ClientList(ctx, c)
+		if err != nil {
+			return false
+		}
+		for _, ci := range infos {
+			if ci.ID == id {
+				return false
+			}
+		}
+		return true
+	}, settle, poll, "connection id=%d was never closed", id)
+}
+
+// forBackends runs fn on miniredis and on a real redis-server.
+func forBackends(t *testing.T, fn func(t *testing.T, env *redistest.Env)) {
+	t.Helper()
+	for _, b := range redistest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			env := b.New(t)
+			require.NotNil(t, env)
+			fn(t, env)
+		})
+	}
+}
+
+// claimant is a hand-off's receiving side that records nothing: the hub
+// only carries it.
+type claimant string
+
+func (claimant) Granted(queue.Grant) {}
+func (claimant) Discard(queue.Grant) {}
+
+// joined is what a Join run on its own goroutine returned.
+type joined struct {
+	w   *queue.Waiter
+	err error
+}
