@@ -238,7 +238,7 @@ func (l *lacks) finding(p scripts.Primitive, user, name string, acl scripts.ACL)
 		f.Message = fmt.Sprintf("%s: user %q may not use %s (tried with a lock named %q)", p, user, strings.Join(what, "; "), name)
 		f.Fix = "ACL SETUSER " + user + " " + strings.Join(grant, " ")
 		if len(l.keys)+len(l.channels) > 0 {
-			f.Fix += " (patterns for names beginning with " + name + "; the README lists the minimal ACL for a prefix)"
+			f.Fix += " (patterns for names beginning with " + name + "; docs/operations.md lists the minimal ACL for a prefix)"
 		}
 		f.Fix += ", or ignore this if you do not use " + string(p)
 	}
@@ -317,6 +317,6 @@ func (n *node) probe(ctx context.Context, why error) Finding {
 		what = append(what, s...)
 	}
 	f.Message += "this user may not use " + strings.Join(what, ", ") + ", which relock's primitives need"
-	f.Fix = "grant what is missing (the README lists the minimal ACL of each primitive), and " + f.Fix
+	f.Fix = "grant what is missing (docs/operations.md lists the minimal ACL of each primitive), and " + f.Fix
 	return f
 }
