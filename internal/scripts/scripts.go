@@ -192,8 +192,11 @@ func (s *Script) CallRetrying(ctx context.Context, c redis.UniversalClient, time
 	rc := retryCalls.Get().(*retryCall)
 	rc.s, rc.c, rc.nkeys, rc.timeout = s, c, nkeys, timeout
 	rc.a = append(make([]any, 3, 3+len(argv)), argv...)
-	rc.ctx = context.WithoutCancel(ctx)
 	stop, wait := conn.CallerWait(ctx, timeout)
+	rc.ctx = stop
+	if stop.Done() != nil { // else stop keeps ctx's values and never ends already
+		rc.ctx = context.WithoutCancel(ctx)
+	}
 	rc.window = 2 * timeout
 	pool := conn.PoolFor(c)
 	if conn.IsDetached(ctx) {
