@@ -34,13 +34,16 @@ func commandsOf(src string) []any {
 }
 
 // unnamedRefusal reports whether err is Redis's own refusal of a command a
-// script ran, which does not say which.
+// script ran: Redis 7.0 says "can't run this command" without naming it;
+// later servers may name it ("no permissions to run the 'hset' command"),
+// and then explain only puts it in the same words as may.
 func unnamedRefusal(err error) bool {
 	if err == nil {
 		return false
 	}
 	msg := err.Error()
-	return strings.Contains(msg, "can't run this command") && !strings.Contains(msg, "NOPERM relock:")
+	return (strings.Contains(msg, "can't run this command") || strings.Contains(msg, "permissions to run the")) &&
+		!strings.HasPrefix(msg, "NOPERM relock:")
 }
 
 // explain replaces the error of cmd, a call of s that Redis refused, with
