@@ -35,12 +35,10 @@
 -- to try again at the latest (ms).
 local latch = ARGV[4] == 'latch' and KEYS[5]
 local lease1 = KEYS[2] .. ':1'
--- Each command once: asked on lease1 (a key the script computes), a
--- command is asked too for the declared keys it also runs on.
-local no = may({{'zremrangebyscore', KEYS[3]}, {'zrange', KEYS[3]},
+local no = may({{'time'}, {'zremrangebyscore', KEYS[3]}, {'zrange', KEYS[3]},
   {'hget', KEYS[1]}, {'hset', KEYS[1]}, {'hincrby', KEYS[1]}, {'hdel', KEYS[1]}, {'hlen', KEYS[1]},
-  {'hexists', KEYS[1]}, {'del', KEYS[1]},
-  {'exists', lease1}, {'set', lease1}, {'pttl', lease1}, {'pexpire', lease1}}, fenced(KEYS[4]))
+  {'hexists', KEYS[1]}, {'del', KEYS[1]}, {'pttl', KEYS[1]}, {'pexpire', KEYS[1]},
+  {'exists', lease1}, {'set', lease1}, {'pttl', lease1}, {'pexpire', lease1}, latch and {'set', latch}}, fenced(KEYS[4]))
 if no then
   return no
 end

@@ -34,12 +34,11 @@
 -- no more than a third of the lease, so that the mark is kept fresh.
 local latch = ARGV[5] == 'latch' and KEYS[5]
 local lease1 = KEYS[4] .. ':' .. ARGV[3] .. ':rwlock_timeout:1' -- a reader's lease key
--- Each command once (may asks a declared key's command alone; time and
--- set are fenced's, pttl is asked on lease1).
-local no = may({{'zremrangebyscore', KEYS[2]}, {'zadd', KEYS[2]}, {'zrem', KEYS[2]}, {'pexpire', KEYS[2]},
+local no = may({{'time'}, {'zremrangebyscore', KEYS[2]}, {'zadd', KEYS[2]}, {'zrem', KEYS[2]},
+  {'pttl', KEYS[2]}, {'pexpire', KEYS[2]},
   {'hget', KEYS[1]}, {'hgetall', KEYS[1]}, {'hdel', KEYS[1]}, {'hlen', KEYS[1]}, {'del', KEYS[1]},
-  {'hset', KEYS[1]}, {'hincrby', KEYS[1]}, {'hexists', KEYS[1]},
-  {'pttl', lease1}}, fenced(KEYS[3]))
+  {'hset', KEYS[1]}, {'hincrby', KEYS[1]}, {'hexists', KEYS[1]}, {'pttl', KEYS[1]}, {'pexpire', KEYS[1]},
+  {'pttl', lease1}, latch and {'set', latch}}, fenced(KEYS[3]))
 if no then
   return no
 end

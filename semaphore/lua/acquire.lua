@@ -37,7 +37,8 @@
 -- of the mark's life so the mark stays fresh); {-2, size} when Redis records
 -- another size; {-3, size} when n exceeds the recorded size.
 local S = {hash = KEYS[1], permits = KEYS[2], weights = KEYS[3], waiters = KEYS[4], marks = KEYS[5]}
-local no = may(kept(S), {{'zscore', KEYS[2]}, {'zadd', KEYS[2]}, ARGV[5] ~= '' and {ARGV[6], KEYS[6]}})
+local no = may(kept(S), {{'zscore', KEYS[2]}, {'zadd', KEYS[2]}, {'hset', KEYS[3]}, {'zscore', KEYS[4]},
+  {'zadd', KEYS[4]}, {'zcard', KEYS[4]}, {'hset', KEYS[5]}, ARGV[5] ~= '' and {ARGV[6], KEYS[6]}})
 if no then
   return no
 end

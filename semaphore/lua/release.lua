@@ -33,7 +33,8 @@
 -- waiters were not told); {-1, 0, -1} when the permit is not held (it
 -- expired and was reclaimed, or was never taken).
 local S = {hash = KEYS[1], permits = KEYS[2], weights = KEYS[3], waiters = KEYS[6], marks = KEYS[7]}
-local no = may(kept(S), {{'get', KEYS[5]}, {'zscore', KEYS[2]}, {'zadd', KEYS[2]}, {ARGV[2], KEYS[4]}, {'set', KEYS[5]}})
+local no = may(kept(S), {{'get', KEYS[5]}, {'zscore', KEYS[2]}, {'zadd', KEYS[2]}, {'hset', KEYS[3]}, {'zcard', KEYS[6]},
+  {ARGV[2], KEYS[4]}, {'set', KEYS[5]}})
 if no then
   return no
 end

@@ -15,13 +15,12 @@
 
 -- kept(S) is what load, purge and settle run, as may checks it: each
 -- script asks before its first write, so that a refusal changes nothing.
--- may asks for a declared key's command alone, so each command is listed
--- once, with one of the keys it runs on (a script's own list leaves out
--- those listed here).
 local function kept(S)
   return {{'time'}, {'hmget', S.hash}, {'hset', S.hash}, {'pexpire', S.hash}, {'del', S.hash},
     {'zrangebyscore', S.permits}, {'zrem', S.permits}, {'zcard', S.permits}, {'zrange', S.permits},
-    {'hget', S.weights}, {'hdel', S.weights}, {'pttl', S.weights}, {'hvals', S.marks}}
+    {'pexpire', S.permits}, {'hget', S.weights}, {'hdel', S.weights}, {'pttl', S.weights},
+    {'pexpire', S.weights}, {'zrange', S.waiters}, {'zrem', S.waiters}, {'pexpire', S.waiters},
+    {'hget', S.marks}, {'hdel', S.marks}, {'hvals', S.marks}, {'pttl', S.marks}, {'pexpire', S.marks}}
 end
 
 local function server_ms()
