@@ -138,3 +138,19 @@ func releases(c redis.UniversalClient) []release {
 		}},
 	}
 }
+
+// A user whose ACL selector allows writes on the application's keys only
+// ("(+@write ~app:*)") may write the lock's hash but not its fencing
+// counter: the acquisition is refused before the hash is written, with
+// the command and key named, instead of leaving the hash held for its
+// lease with nobody told. The check asks each command on its own key.
+func TestSelectorRefusingTheCounterChangesNothing(t *testing.T) {
+	ctx := ctxT(t)
+	env := redistest.Backends()[1].New(t) // Redis 7's selectors: a redis-server
+	e := newACLEnv(t, ctx, env, "selector", "~*", "&*", "+@read", "+@scripting", "+@connection", "+time",
+		"(+@write ~app:*)")
+	before := keyspace(t, ctx, e.admin)
+	_, err := lock.New(e.user, "app:job", lock.WithReplicaSync(0)).TryLock(ctx)
+	require.ErrorContains(t, err, "NOPERM relock: this user may not SET on key redisson_lock_token:{app:job}")
+	require.Equal(t, before, keyspace(t, ctx, e.admin), "nothing written")
+}

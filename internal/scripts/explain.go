@@ -1,64 +1,66 @@
 package scripts
 
 import (
-	"context"
 	"regexp"
+	"strconv"
 	"strings"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // A script asks beforehand (may, in lua/acl.lua) only for the commands it
 // runs after its first write: what runs before can be refused without
 // changing anything, and asking costs each call about a microsecond of
-// server time per command. Redis's own refusal names neither the command
-// nor the permission to grant, so a call it refused is asked again, once,
-// which command that was (lua/explain.lua): the cost falls on the refusal.
+// server time per command. Redis's own refusal of a command in a script
+// does not name it on Redis 7.0 ("the user executing the script can't run
+// this command or subcommand"), but it gives the script's line, where the
+// command is written: named puts that in may's words, with no round trip.
 
-var explainScript = Load(libFS, "lua/explain.lua", Checks)
+var (
+	// refusedCommand and refusedKey are how Redis words a script's
+	// command refused by the ACL, and one refused one of its keys.
+	refusedCommand = regexp.MustCompile(`can't run this command|permissions to run the`)
+	refusedKey     = regexp.MustCompile(`can't access at least one of the keys|permissions to access`)
+	scriptLine     = regexp.MustCompile(`@user_script:(\d+)`)
+	// callee is a command a line runs by name.
+	callee = regexp.MustCompile(`redis\.p?call\(\s*'([a-z|]+)'`)
+)
 
-// callee finds the commands a script's source runs by name.
-var callee = regexp.MustCompile(`redis\.p?call\(\s*'([a-z|]+)'`)
+// Refusal is a refusal by the ACL of a command a script ran, in may's
+// words: a Redis error reply, like may's own.
+type Refusal string
 
-// commandsOf lists the commands src runs by name, once each, in order.
-func commandsOf(src string) []any {
-	var out []any
-	seen := map[string]bool{}
-	for _, m := range callee.FindAllStringSubmatch(src, -1) {
-		if !seen[m[1]] {
-			seen[m[1]] = true
-			out = append(out, m[1])
-		}
-	}
-	return out
-}
+func (e Refusal) Error() string { return string(e) }
 
-// unnamedRefusal reports whether err is Redis's own refusal of a command a
-// script ran: Redis 7.0 says "can't run this command" without naming it;
-// later servers may name it ("no permissions to run the 'hset' command"),
-// and then explain only puts it in the same words as may.
-func unnamedRefusal(err error) bool {
+// RedisError marks a Refusal as a reply of the server (redis.Error): the
+// script ran and stopped there, like any error reply.
+func (Refusal) RedisError() {}
+
+// named returns err, Redis's own refusal of a command of s, in may's
+// words when the line Redis reports runs one command by name; else nil.
+func (s *Script) named(err error) error {
 	if err == nil {
-		return false
+		return nil // before the string work, on every successful call
 	}
 	msg := err.Error()
-	return (strings.Contains(msg, "can't run this command") || strings.Contains(msg, "permissions to run the")) &&
-		!strings.HasPrefix(msg, "NOPERM relock:")
-}
-
-// explain replaces the error of cmd, a call of s that Redis refused, with
-// may's naming of the command refused, when a command of s is; else the
-// error stays (a refused key or channel names itself).
-func (s *Script) explain(ctx context.Context, c redis.UniversalClient, cmd *redis.Cmd) {
-	args := cmd.Args()
-	nkeys, _ := args[2].(int)
-	argv := append(append(make([]any, 0, nkeys+len(s.cmds)), args[3:3+nkeys]...), s.cmds...)
-	named := explainScript.Cmd(ctx, nkeys, argv...)
-	if _ = c.Process(ctx, named); IsNoScript(named.Err()) {
-		named = explainScript.Reload(ctx, named)
-		_ = c.Process(ctx, named)
+	command := refusedCommand.MatchString(msg)
+	if strings.HasPrefix(msg, "NOPERM relock:") || (!command && !refusedKey.MatchString(msg)) {
+		return nil
 	}
-	if err := named.Err(); err != nil && strings.HasPrefix(err.Error(), "NOPERM relock:") {
-		cmd.SetErr(err)
+	m := scriptLine.FindStringSubmatch(msg)
+	if m == nil {
+		return nil
 	}
+	n, _ := strconv.Atoi(m[1])
+	lines := strings.Split(s.Source(), "\n")
+	if n < 1 || n > len(lines) {
+		return nil
+	}
+	calls := callee.FindAllStringSubmatch(lines[n-1], -1)
+	if len(calls) != 1 {
+		return nil // none by name, or more than one: which is not known
+	}
+	name := strings.ToUpper(calls[0][1])
+	if command {
+		return Refusal("NOPERM relock: this user may not run " + name)
+	}
+	return Refusal("NOPERM relock: this user may not " + name + " on one of its keys")
 }

@@ -189,8 +189,9 @@ func (srv *server) send(ctx context.Context, node *redis.Client, p ReplicaPolicy
 		}
 	}
 	if err := cmd.Err(); err != nil {
-		if unnamedRefusal(err) {
-			s.explain(ctx, node, cmd)
+		if named := s.named(err); named != nil {
+			cmd.SetErr(named)
+			err = named
 		}
 		if errs.Transient(err) || redirected(err) {
 			srv.stale()

@@ -21,9 +21,8 @@ import (
 type Script struct {
 	name string
 	rs   *redis.Script
-	hash any   // boxed once: EVALSHA's argument
-	src  any   // EVAL's
-	cmds []any // the commands it runs by name, for explain
+	hash any // boxed once: EVALSHA's argument
+	src  any // EVAL's
 }
 
 // Lib is Lua shared by several scripts (a script cannot include another):
@@ -42,7 +41,8 @@ func NewLib(fsys fs.FS, file string) Lib { return Lib{src: mustRead(fsys, file)}
 var Checks = Lib{src: mustRead(libFS, "lua/acl.lua")}
 
 // Fence defines fence(counter key), which draws a lock's next fencing
-// token: max(counter + 1, server time in µs), kept FenceTTL; and, for an
+// token: max(counter + 1, server time in µs), kept FenceTTL (or draw, the
+// reads, then keep, the write, for a script that reads first); and, for an
 // acquisition that may run twice, grant (a token kept in its acquire
 // latch), granted (the token an earlier run kept) and last (the token
 // last drawn). It includes Checks, which its scripts use too.
@@ -65,7 +65,7 @@ func Load(fsys fs.FS, file string, libs ...Lib) *Script {
 	b.WriteString(mustRead(fsys, file))
 	src := b.String()
 	rs := redis.NewScript(src)
-	return &Script{name: file, rs: rs, hash: rs.Hash(), src: src, cmds: commandsOf(src)}
+	return &Script{name: file, rs: rs, hash: rs.Hash(), src: src}
 }
 
 func mustRead(fsys fs.FS, file string) string {
@@ -102,8 +102,8 @@ func (s *Script) send(ctx context.Context, c redis.UniversalClient, nkeys int, a
 		cmd = s.Reload(ctx, cmd)
 		_ = c.Process(ctx, cmd)
 	}
-	if unnamedRefusal(cmd.Err()) {
-		s.explain(ctx, c, cmd)
+	if named := s.named(cmd.Err()); named != nil {
+		cmd.SetErr(named)
 	}
 	Unreachable(ctx, c, cmd.Err())
 	return cmd

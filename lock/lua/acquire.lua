@@ -1,6 +1,7 @@
 -- Acquire, or re-enter, a reentrant lock in Redisson's RLock layout, and
--- draw a fencing token from Redisson RFencedLock's counter (fence, from
--- internal/scripts' lua/fence.lua, which Load puts before this source).
+-- draw a fencing token from Redisson RFencedLock's counter (draw and keep,
+-- from internal/scripts' lua/fence.lua, which Load puts before this
+-- source with lua/acl.lua's may).
 --
 -- Safe to run twice for one acquisition (a retry after a lost reply,
 -- go-redis's own resend after a read timeout), so that a grant is never
@@ -32,7 +33,9 @@
 -- token} on a re-entry or a second run, {0, pttl} when another owner holds
 -- it.
 local latch = ARGV[3] == 'latch' and KEYS[3]
-local no = may({{'pexpire', KEYS[1]}, {'set', KEYS[2]}})
+-- HGET too, though it runs before any write: the release needs it, and a
+-- user who could lock but not unlock would find out with the lock held.
+local no = may({{'hget', KEYS[1]}, {'pexpire', KEYS[1]}, {'set', KEYS[2]}, latch and {'set', latch}})
 if no then
   return no
 end

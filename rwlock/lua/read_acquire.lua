@@ -28,7 +28,7 @@
 -- ARGV[5]  the latch's life in milliseconds
 --
 -- A command this user may not run is refused before anything is written
--- (may, from internal/scripts' lua/fence.lua), with an error reply naming
+-- (may, from internal/scripts' lua/acl.lua), with an error reply naming
 -- it.
 --
 -- Returns {count, token} when acquired; {0, ttl} when not, ttl being when

@@ -25,7 +25,7 @@
 -- ARGV[6]  the latch's life in milliseconds
 --
 -- A command this user may not run is refused before anything is written
--- (may, from internal/scripts' lua/fence.lua), with an error reply naming
+-- (may, from internal/scripts' lua/acl.lua), with an error reply naming
 -- it.
 --
 -- Returns {count, token} when acquired; {-1, 0} when the owner holds only

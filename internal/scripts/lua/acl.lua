@@ -6,52 +6,38 @@
 -- reply names the command and the key or channel refused instead of the
 -- script's SHA and line. A script may leave out what runs before its
 -- first write, and that write itself: their refusal changes nothing
--- either, and Go names the command (lua/explain.lua) at no cost to the
--- calls that pass. Older servers and miniredis have no acl_check_cmd:
--- nil, and a refused command fails where it stands.
+-- either, and Go names the command from the line Redis reports
+-- (internal/scripts' named). Older servers and miniredis have no
+-- acl_check_cmd: nil, and a refused command fails where it stands.
 local function may(...)
   local check = redis.acl_check_cmd
   if not check then
     return nil
   end
-  -- The keys a script declares are checked, for reading and writing, with
-  -- the call itself: for those the command alone is asked (a command
-  -- listed twice is asked twice, cheaper than a table to remember it). A
-  -- channel is asked for whatever the keys say. No table is built here:
-  -- this runs on every call, and a table costs as much as a check.
+  -- Each check asks for its command on its own key or channel (a command
+  -- without one, TIME, on the first key): Redis 7's selectors may allow a
+  -- command on one key pattern and refuse it on another, so a key the
+  -- call declares is not enough. A check listed twice is asked twice,
+  -- cheaper than a table to remember it: this runs on every call.
   local k = KEYS[1] or 'x'
   for i = 1, select('#', ...) do
     local checks = select(i, ...)
     for j = 1, #checks do
       local c = checks[j]
       if c then
-        local cmd, arg = c[1], c[2]
-        local channel = cmd == 'publish' or cmd == 'spublish'
-        local undeclared = arg ~= nil and not channel
-        if undeclared then
-          for n = 1, #KEYS do
-            if KEYS[n] == arg then
-              undeclared = false
-              break
-            end
+        local cmd, arg = c[1], c[2] or k
+        -- Every check passes a command its full arguments, the key in each
+        -- place: a command asked with fewer than it takes makes the server
+        -- read past them (Redis 7.0 crashes on SET).
+        if not check(cmd, arg, arg, arg, arg) then
+          if cmd == 'publish' or cmd == 'spublish' then
+            return redis.error_reply('NOPERM relock: this user may not ' .. string.upper(cmd) .. ' to channel ' .. arg)
           end
-        end
-        -- Every check passes a command its full arguments, the key (or a
-        -- declared one) in each place: a command asked with fewer than it
-        -- takes makes the server read past them (Redis 7.0 crashes on SET).
-        if channel or undeclared then
-          if not check(cmd, arg, arg, arg, arg) then
-            -- A command refused whatever its channel reads as refused on
-            -- this one: there is no channel to ask it with that is sure
-            -- to be allowed.
-            if not channel and not check(cmd, k, k, k, k) then
-              return redis.error_reply('NOPERM relock: this user may not run ' .. string.upper(cmd))
-            end
-            return redis.error_reply('NOPERM relock: this user may not ' .. string.upper(cmd) ..
-              (channel and ' to channel ' or ' on key ') .. arg)
+          -- Refused on the first key too: the command, most likely.
+          if arg == k or not check(cmd, k, k, k, k) then
+            return redis.error_reply('NOPERM relock: this user may not run ' .. string.upper(cmd))
           end
-        elseif not check(cmd, k, k, k, k) then
-          return redis.error_reply('NOPERM relock: this user may not run ' .. string.upper(cmd))
+          return redis.error_reply('NOPERM relock: this user may not ' .. string.upper(cmd) .. ' on key ' .. arg)
         end
       end
     end
