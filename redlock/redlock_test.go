@@ -391,7 +391,11 @@ func TestWaitBounds(t *testing.T) {
 	require.ErrorIs(t, err, redlock.ErrNotAcquired)
 	require.GreaterOrEqual(t, time.Since(start), wait)
 	require.Less(t, time.Since(start), 5*time.Second)
-	require.Len(t, nodeErrors(err), 5)
+	// Every member that answered by the decision (three refusals put the
+	// quorum out of reach) or within its grace after it; on a loaded
+	// machine the fifth may be past its grace.
+	require.GreaterOrEqual(t, len(nodeErrors(err)), 3)
+	require.LessOrEqual(t, len(nodeErrors(err)), 5)
 
 	// A context deadline bounds it too, and says so.
 	dctx, cancel := context.WithTimeout(ctx, wait)
