@@ -20,7 +20,7 @@ import (
 // side is one way to hold a lock: how to acquire, read the token, release.
 type side struct {
 	prim, name   string
-	size         int64                                            // a semaphore's size; 0 otherwise
+	size         int64                                                       // a semaphore's size; 0 otherwise
 	acquire      func(ctx context.Context, n int64) (context.Context, error) // n: a permit's weight
 	token        func(held context.Context) int64
 	release      func(held context.Context) error
