@@ -1,8 +1,8 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -55,8 +55,15 @@ func (r *runner) finish(stopAt int64, events []FaultEvent, keys []KeyLeft) error
 		return err
 	}
 	printSummary(r, &res)
+	if !res.Pass {
+		return errViolations
+	}
 	return nil
 }
+
+// errViolations ends a run that found a violation: exit status 3, so that
+// a scheduled job fails while its report is still written.
+var errViolations = errors.New("violations found (see results.json and report.html)")
 
 func printSummary(r *runner, res *Results) {
 	fmt.Fprintf(r.log, "\n%d ops, %d holds, %d faults, %d anomalies\n", res.Ops, res.Holds, len(res.Faults), len(res.Anomalies))
@@ -72,7 +79,4 @@ func printSummary(r *runner, res *Results) {
 	}
 	abs, _ := filepath.Abs(filepath.Join(r.out, "report.html"))
 	fmt.Fprintf(r.log, "report: %s\n", abs)
-	if !res.Pass {
-		fmt.Fprintln(os.Stderr, "chaos: violations found (see results.json)")
-	}
 }

@@ -26,6 +26,9 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
+		if errors.Is(err, errViolations) {
+			os.Exit(3)
+		}
 		os.Exit(1)
 	}
 }
