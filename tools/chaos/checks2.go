@@ -69,8 +69,11 @@ func (h *history) fencingStats() (writes, refused int) {
 	return writes, refused
 }
 
-// livenessBound is how long a waiter may wait once the faults are over.
-func (h *history) livenessBound() time.Duration { return 4 * h.lease }
+// livenessBound is how long a waiter may wait once the faults are over:
+// six leases, well above the waits of the contention alone (a few
+// waiters behind holds of up to a lease), below a worker's own bound on a
+// wait (ten leases).
+func (h *history) livenessBound() time.Duration { return 6 * h.lease }
 
 // checkLiveness: an acquisition begun once the faults are over and their
 // effects settled (two leases) is served within the bound.

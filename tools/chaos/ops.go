@@ -162,8 +162,8 @@ func (w *worker) hold(ctx context.Context, s side, held context.Context, base Re
 	stop := context.AfterFunc(held, func() { lostAt.Store(now()) })
 	defer stop()
 	d := w.rnd.duration(20*time.Millisecond, 300*time.Millisecond)
-	if w.rnd.int64n(10) == 0 {
-		d = w.rnd.duration(w.lease/2, 2*w.lease)
+	if w.rnd.int64n(10) == 0 { // past a renewal (a third of the lease)
+		d = w.rnd.duration(w.lease/2, w.lease)
 	}
 	end := time.Now().Add(d)
 	for {

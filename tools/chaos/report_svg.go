@@ -125,7 +125,11 @@ func chart(b *strings.Builder, res *Results, t string, sc scale, title string, s
 	}
 	fmt.Fprintf(b, "<h3>%s</h3>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\">\n", title, chartW, h+plotTop+26)
 	faultBands(b, res, t, sc, 0, h+plotTop)
-	fmt.Fprintf(b, `<text x="4" y="%.0f" font-size="10">%.0f</text><text x="4" y="%.0f" font-size="10">0</text>`+"\n", plotTop+4, top, plotTop+h)
+	bottom := "0"
+	if logScale {
+		bottom = "≤1"
+	}
+	fmt.Fprintf(b, `<text x="4" y="%.0f" font-size="10">%.0f</text><text x="4" y="%.0f" font-size="10">%s</text>`+"\n", plotTop+4, top, plotTop+h, bottom)
 	for i, s := range ss {
 		var pts []string
 		for j, v := range s.v {

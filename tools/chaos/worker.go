@@ -66,7 +66,7 @@ func runWorker(args []string) error {
 		return err
 	}
 	defer rec.close()
-	w := &worker{topo: *topo, proc: fmt.Sprintf("%s#%d", *id, *inc), lease: *lease, wait: 10 * time.Second,
+	w := &worker{topo: *topo, proc: fmt.Sprintf("%s#%d", *id, *inc), lease: *lease, wait: 10 * *lease,
 		rec: rec, rnd: &lockedRand{r: rand.New(rand.NewPCG(*seed, uint64(*inc)))}, route: parseRoute(*route)}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
