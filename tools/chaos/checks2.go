@@ -50,7 +50,7 @@ func (h *history) checkTokens() ([]Anomaly, map[string]int) {
 func (h *history) fencingStats() (writes, refused int) {
 	by := map[string][]Record{}
 	for _, r := range h.recs {
-		if r.Op == opWrite && r.Token != 0 && r.Prim != "rlock" {
+		if r.Op == opHold && r.Token != 0 && r.Prim != "rlock" {
 			by[r.Topo+"|"+r.Name] = append(by[r.Topo+"|"+r.Name], r)
 		}
 	}

@@ -168,7 +168,7 @@ func (w *worker) hold(ctx context.Context, s side, held context.Context, base Re
 	end := time.Now().Add(d)
 	for {
 		wr := base
-		wr.Op, wr.Start, wr.OK = opWrite, now(), true
+		wr.Op, wr.Start, wr.OK = opHold, now(), true
 		wr.End = wr.Start
 		w.rec.add(wr)
 		left := time.Until(end)

@@ -132,12 +132,6 @@ func (p *proc) terminate(grace time.Duration) {
 	}
 }
 
-func (p *proc) running() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.cmd != nil && !isClosed(p.exited)
-}
-
 // waitAddr polls until addr accepts a connection or d passes.
 func waitAddr(addr string, d time.Duration) error {
 	deadline := time.Now().Add(d)

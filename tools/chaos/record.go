@@ -12,7 +12,7 @@ import (
 // Op kinds of a history record.
 const (
 	opAcquire = "acquire" // an acquisition attempt: Start is its call, End its reply
-	opWrite   = "write"   // a fenced write made while holding, at Start
+	opHold    = "hold"    // a fenced write made while holding, at Start (the store is the checker)
 	opRelease = "release" // Start: the release is called (the hold ends), End: it returned
 	opLost    = "lost"    // the hold's context ended with ErrLockLost, at Start
 	opObserve = "observe" // an observer heard of a leader (Token: its epoch; 0 vacant)

@@ -29,6 +29,8 @@ svg{display:block;margin:6px 0;border:1px solid #ddd;background:#fcfcfc}h2{margi
 	fmt.Fprintf(&b, "<h1>relock chaos run: seed %d, %s</h1>\n<p><b>%s</b>. %d operations, %d holds, %d faults, %d anomalies; lease %s; faults until %.0fs, then quiet.</p>\n",
 		res.Seed, res.Duration, verdict, res.Ops, res.Holds, len(res.Faults), len(res.Anomalies), res.Lease,
 		float64(res.QuietAt-res.Start)/1e9)
+	fmt.Fprintf(&b, "<p class=small>Replay this schedule: <code>make chaos SEED=%d DURATION=%s</code> (the workers' own timing differs from run to run; the faults do not).</p>\n",
+		res.Seed, res.Duration)
 	writeVerdicts(&b, res)
 	for _, t := range res.Topos {
 		fmt.Fprintf(&b, "<h2>topology %s</h2>\n", html.EscapeString(t))
