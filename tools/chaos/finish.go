@@ -40,6 +40,8 @@ func (r *runner) finish(stopAt int64, events []FaultEvent, keys []KeyLeft) error
 	quietAt := r.start.Add(r.quiet()).UnixNano()
 	h := newHistory(recs, events, ends, stopAt, quietAt, r.lease)
 	verdicts, anomalies := h.runChecks(r.lay.Topos, keys)
+	// Empty lists, not null, in results.json.
+	anomalies, keys, events = nonNil(anomalies), nonNil(keys), nonNil(events)
 	res := Results{Seed: r.seed, Duration: r.duration.String(), Lease: r.lease.String(), Topos: r.lay.Topos,
 		Start: r.start.UnixNano(), QuietAt: quietAt, StopAt: stopAt, Ops: len(recs), Holds: len(h.holds),
 		Faults: events, Verdicts: verdicts, Anomalies: anomalies, KeysLeft: keys, Pass: true}
@@ -79,4 +81,11 @@ func printSummary(r *runner, res *Results) {
 	}
 	abs, _ := filepath.Abs(filepath.Join(r.out, "report.html"))
 	fmt.Fprintf(r.log, "report: %s\n", abs)
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -158,9 +157,6 @@ func (w *worker) holdLoop(ctx context.Context, s side, g int) {
 // hold keeps the lock a random while (now and then past a renewal),
 // making fenced writes, and ends it by a release, or by its loss.
 func (w *worker) hold(ctx context.Context, s side, held context.Context, base Record) {
-	var lostAt atomic.Int64
-	stop := context.AfterFunc(held, func() { lostAt.Store(now()) })
-	defer stop()
 	d := w.rnd.duration(20*time.Millisecond, 300*time.Millisecond)
 	if w.rnd.int64n(10) == 0 { // past a renewal (a third of the lease)
 		d = w.rnd.duration(w.lease/2, w.lease)
@@ -178,7 +174,9 @@ func (w *worker) hold(ctx context.Context, s side, held context.Context, base Re
 		select {
 		case <-held.Done():
 			lost := base
-			lost.Op, lost.Start, lost.Err = opLost, lostAt.Load(), errText(context.Cause(held))
+			// The loop waits on Done alone, so now is when the loss was
+			// signalled (a paused process: when it ran again).
+			lost.Op, lost.Start, lost.Err = opLost, now(), errText(context.Cause(held))
 			lost.End, lost.OK = lost.Start, errors.Is(context.Cause(held), relock.ErrLockLost)
 			w.rec.add(lost)
 			_ = s.release(held) // frees the local state; the hold is gone
