@@ -15,6 +15,7 @@ type Hold struct {
 	Token, Weight, Size           int64
 	From, To                      int64
 	Ended                         string // release, lost, exit
+	NoSync                        bool   // taken with replica sync off
 }
 
 func (h Hold) String() string {
@@ -37,6 +38,7 @@ type Anomaly struct {
 	Limit  string `json:"limit,omitempty"` // the stated limit it is expected under
 	Faults []int  `json:"faults,omitempty"`
 	procs  []string
+	noSync bool // a hold involved was taken with replica sync off
 }
 
 // Verdict is one checker's result on one topology.
@@ -88,7 +90,7 @@ func buildHolds(recs []Record, incEnds map[string]int64, stopAt int64) []Hold {
 			continue
 		}
 		h := Hold{Topo: r.Topo, Proc: r.Proc, Prim: r.Prim, Name: r.Name, Owner: r.Owner,
-			Token: r.Token, Weight: r.Weight, Size: r.Size, From: r.End}
+			Token: r.Token, Weight: r.Weight, Size: r.Size, From: r.End, NoSync: r.NoSync}
 		if e, ok := ends[r.Topo+"|"+r.Owner]; ok {
 			h.To, h.Ended = e.Start, e.Op
 		} else if at, ok := incEnds[r.Proc]; ok {
@@ -143,20 +145,25 @@ func (h *history) classify(a *Anomaly, fenced bool) {
 
 // limitOf is the stated limit fault f puts the anomaly under, or "".
 func (h *history) limitOf(f FaultEvent, a *Anomaly) string {
-	const failover = "failover: replication is asynchronous; a hold the promoted replica had not received (replica sync off or its WAIT unacknowledged) is lost"
+	// With replica sync on, an acquisition no replica acknowledged is
+	// undone, so only a hold taken with it off may be lost in a failover.
+	failover := ""
+	if a.noSync {
+		failover = "failover with replica sync off: the promoted replica may not have the hold"
+	}
 	dataNode := !strings.Contains(f.Target, "/s") // not a Sentinel
 	switch f.Kind {
 	case fKillServer:
 		if dataNode && !strings.Contains(f.Note, "AOF fsync") {
 			return "server killed without AOF: its keys are lost with it"
 		}
-		if dataNode && f.Topo != "redlock" {
+		if dataNode {
 			return failover
 		}
 	case fPauseServer:
 		// Paused past down-after (1 s) or the node timeout (2 s), a master
 		// is failed over.
-		if dataNode && f.Topo != "redlock" {
+		if dataNode {
 			return failover
 		}
 	case fSentinelFail, fClusterFail:

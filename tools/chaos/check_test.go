@@ -174,3 +174,20 @@ func TestVerdicts(t *testing.T) {
 		t.Errorf("anomalies %+v: want the overlap and the key", as)
 	}
 }
+
+func TestFailoverIsALimitOnlyWithoutReplicaSync(t *testing.T) {
+	fo := FaultEvent{Fault: Fault{ID: 2, Kind: fSentinelFail, Topo: "t", Target: "master"}, At: 20 * ms, Until: 40 * ms}
+	for _, noSync := range []bool{false, true} {
+		a := acq("w0#0", "lock", "L", "a", 0, 0, 10)
+		b := acq("w1#0", "lock", "L", "b", 0, 50, 60)
+		a.NoSync = noSync
+		as, _ := hist([]Record{a, endOf(a, opRelease, 100), b, endOf(b, opRelease, 120)}, fo).checkMutex()
+		want := "violation"
+		if noSync {
+			want = "expected"
+		}
+		if len(as) != 1 || as[0].Class != want || len(as[0].Faults) != 1 {
+			t.Errorf("replica sync off %v: anomalies %+v, want one %s attributed to fault #2", noSync, as, want)
+		}
+	}
+}

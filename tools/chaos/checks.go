@@ -49,7 +49,7 @@ func (h *history) checkExclusion(check string, keep func(Hold) bool, conflict fu
 		overlaps(hs, conflict, func(a, b Hold) {
 			an := Anomaly{Check: check, Topo: a.Topo, Name: a.Name, From: b.From, To: min(a.To, b.To),
 				Detail: fmt.Sprintf("%s (%s) overlaps %s for %.1f ms", b, b.Ended, a,
-					float64(min(a.To, b.To)-b.From)/1e6), procs: []string{a.Proc, b.Proc}}
+					float64(min(a.To, b.To)-b.From)/1e6), procs: []string{a.Proc, b.Proc}, noSync: a.NoSync || b.NoSync}
 			h.classify(&an, a.Token != 0 && b.Token > a.Token)
 			out = append(out, an)
 		})
@@ -107,13 +107,15 @@ func (h *history) checkSemaphore() ([]Anomaly, map[string]int) {
 			case used > size && open == nil:
 				var who []string
 				var procs []string
+				noSync := false
 				for _, x := range held {
 					who = append(who, fmt.Sprintf("%s w%d", x.Owner, x.Weight))
 					procs = append(procs, x.Proc)
+					noSync = noSync || x.NoSync
 				}
 				slices.Sort(who)
 				open = &Anomaly{Check: "semaphore bound", Topo: e.h.Topo, Name: e.h.Name, From: e.at,
-					Detail: fmt.Sprintf("%d of %d permits held: %s", used, size, strings.Join(who, ", ")), procs: procs}
+					Detail: fmt.Sprintf("%d of %d permits held: %s", used, size, strings.Join(who, ", ")), procs: procs, noSync: noSync}
 			case used <= size && open != nil:
 				open.To = e.at
 				h.classify(open, false)

@@ -35,7 +35,7 @@ func (h *history) checkTokens() ([]Anomaly, map[string]int) {
 			if best.Token != 0 && r.Token <= best.Token {
 				an := Anomaly{Check: "token monotonicity", Topo: r.Topo, Name: r.Name, From: best.End, To: r.End,
 					Detail: fmt.Sprintf("%s got token %d, not above %d of %s, whose reply came first", r.Owner, r.Token, best.Token, best.Owner),
-					procs:  []string{r.Proc, best.Proc}}
+					procs:  []string{r.Proc, best.Proc}, noSync: r.NoSync || best.NoSync}
 				h.classify(&an, false)
 				out = append(out, an)
 			}

@@ -32,14 +32,20 @@ const semSize = 3
 // every primitive but the Redlock.
 func (w *worker) singleLoops(c redis.UniversalClient, withElection bool) []func(context.Context) {
 	wdt := w.lease
+	// Replica sync off (timeout 0) where the run asks for it, on (the
+	// default, 1 s) otherwise.
+	var syncT time.Duration
+	if w.sync {
+		syncT = time.Second
+	}
 	var sides []side
 	for _, name := range []string{"lock-0", "lock-1"} {
-		mu := lock.New(c, name, lock.WithWatchdogTimeout(wdt))
+		mu := lock.New(c, name, lock.WithWatchdogTimeout(wdt), lock.WithReplicaSync(syncT))
 		sides = append(sides, mutexSide("lock", name, mu, 2))
 	}
-	fair := lock.NewFair(c, "fair-0", lock.WithWatchdogTimeout(wdt))
+	fair := lock.NewFair(c, "fair-0", lock.WithWatchdogTimeout(wdt), lock.WithReplicaSync(syncT))
 	sides = append(sides, mutexSide("fair", "fair-0", fair, 2))
-	rw := rwlock.New(c, "rw-0", rwlock.WithWatchdogTimeout(wdt))
+	rw := rwlock.New(c, "rw-0", rwlock.WithWatchdogTimeout(wdt), rwlock.WithReplicaSync(syncT))
 	sides = append(sides,
 		side{prim: "rlock", name: "rw-0", copies: 2,
 			acquire: func(ctx context.Context, _ int64) (context.Context, error) { return rw.RLock(ctx) },
@@ -47,7 +53,7 @@ func (w *worker) singleLoops(c redis.UniversalClient, withElection bool) []func(
 		side{prim: "wlock", name: "rw-0", copies: 1,
 			acquire: func(ctx context.Context, _ int64) (context.Context, error) { return rw.Lock(ctx) },
 			token:   rwToken, release: rw.Unlock})
-	sem := semaphore.New(c, "sem-0", semSize, semaphore.WithWatchdogTimeout(wdt))
+	sem := semaphore.New(c, "sem-0", semSize, semaphore.WithWatchdogTimeout(wdt), semaphore.WithReplicaSync(syncT))
 	sides = append(sides, side{prim: "sem", name: "sem-0", size: semSize, copies: 2, maxW: 2,
 		acquire: func(ctx context.Context, n int64) (context.Context, error) { return sem.Acquire(ctx, n) },
 		token:   func(context.Context) int64 { return 0 }, release: sem.Release})
@@ -58,7 +64,7 @@ func (w *worker) singleLoops(c redis.UniversalClient, withElection bool) []func(
 		}
 	}
 	if withElection {
-		e := election.New(c, "elect-0", election.WithWatchdogTimeout(wdt))
+		e := election.New(c, "elect-0", election.WithWatchdogTimeout(wdt), election.WithReplicaSync(syncT))
 		loops = append(loops, func(ctx context.Context) { w.holdLoop(ctx, electionSide(e), 0) },
 			func(ctx context.Context) { w.observe(ctx, e) })
 	}
@@ -133,7 +139,7 @@ func (w *worker) holdLoop(ctx context.Context, s side, g int) {
 			weight = 1 + w.rnd.int64n(int64(s.maxW))
 		}
 		base := Record{Topo: w.topo, Proc: w.proc, Prim: s.prim, Name: s.name, Owner: owner,
-			Weight: weight, Size: s.size}
+			Weight: weight, Size: s.size, NoSync: !w.sync && w.topo != "redlock"}
 		actx, cancel := context.WithTimeout(ctx, w.wait)
 		rec := base
 		rec.Op, rec.Start = opAcquire, now()

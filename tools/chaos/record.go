@@ -30,6 +30,7 @@ type Record struct {
 	Token  int64  `json:"token,omitempty"`  // fencing token or epoch; 0 when none
 	Weight int64  `json:"weight,omitempty"` // a semaphore permit's weight
 	Size   int64  `json:"size,omitempty"`   // the semaphore's size
+	NoSync bool   `json:"nosync,omitempty"` // taken with replica sync off
 	Start  int64  `json:"start"`
 	End    int64  `json:"end"`
 	OK     bool   `json:"ok"`

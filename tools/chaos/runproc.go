@@ -53,7 +53,10 @@ func (r *runner) startWorker(exe, topo, id string, i int, route, data, sents []s
 			"-hist", filepath.Join(hist, fmt.Sprintf("%s-%d.jsonl", strings.ReplaceAll(id, "/", "-"), inc)),
 			"-lease", r.lease.String(), "-seed", strconv.FormatUint(r.seed*1000+uint64(i), 10),
 			"-route", strings.Join(route, ","), "-data", strings.Join(data, ","),
-			"-sentinels", strings.Join(sents, ",")}
+			"-sentinels", strings.Join(sents, ","),
+			// Worker 0 runs with replica sync off: a failover may then
+			// lose its holds, a stated limit; the others keep the default.
+			"-replica-sync=" + strconv.FormatBool(i != 0)}
 	}
 	p.onExit = func(p *proc, inc int, at time.Time) {
 		r.mu.Lock()

@@ -26,6 +26,7 @@ type worker struct {
 	rec   *recorder
 	rnd   *lockedRand
 	route map[string]string // server address -> this worker's proxy to it
+	sync  bool              // replica sync (WAIT after each acquisition) on
 }
 
 // lockedRand is a math/rand/v2 source shared by the worker's goroutines.
@@ -58,6 +59,7 @@ func runWorker(args []string) error {
 	route := fs.String("route", "", "addr=proxy,... : the proxies to dial instead of the servers")
 	data := fs.String("data", "", "data servers, comma-separated")
 	sentinels := fs.String("sentinels", "", "Sentinels, comma-separated")
+	replicaSync := fs.Bool("replica-sync", true, "WAIT for a replica after each acquisition (the default)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
@@ -67,7 +69,7 @@ func runWorker(args []string) error {
 	}
 	defer rec.close()
 	w := &worker{topo: *topo, proc: fmt.Sprintf("%s#%d", *id, *inc), lease: *lease, wait: 10 * *lease,
-		rec: rec, rnd: &lockedRand{r: rand.New(rand.NewPCG(*seed, uint64(*inc)))}, route: parseRoute(*route)}
+		rec: rec, rnd: &lockedRand{r: rand.New(rand.NewPCG(*seed, uint64(*inc)))}, route: parseRoute(*route), sync: *replicaSync}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	return w.run(ctx, splitList(*data), splitList(*sentinels))
