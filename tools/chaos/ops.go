@@ -32,20 +32,24 @@ const semSize = 3
 // every primitive but the Redlock.
 func (w *worker) singleLoops(c redis.UniversalClient, withElection bool) []func(context.Context) {
 	wdt := w.lease
-	// Replica sync off (timeout 0) where the run asks for it, on (the
-	// default, 1 s) otherwise.
-	var syncT time.Duration
-	if w.sync {
-		syncT = time.Second
+	// Replica sync off (timeout 0) where the run asks for it; otherwise
+	// the default, which fits itself to the client's read timeout.
+	var lo []lock.Option
+	var ro []rwlock.Option
+	var so []semaphore.Option
+	var eo []election.Option
+	if !w.sync {
+		lo, ro = []lock.Option{lock.WithReplicaSync(0)}, []rwlock.Option{rwlock.WithReplicaSync(0)}
+		so, eo = []semaphore.Option{semaphore.WithReplicaSync(0)}, []election.Option{election.WithReplicaSync(0)}
 	}
 	var sides []side
 	for _, name := range []string{"lock-0", "lock-1"} {
-		mu := lock.New(c, name, lock.WithWatchdogTimeout(wdt), lock.WithReplicaSync(syncT))
+		mu := lock.New(c, name, append(lo, lock.WithWatchdogTimeout(wdt))...)
 		sides = append(sides, mutexSide("lock", name, mu, 2))
 	}
-	fair := lock.NewFair(c, "fair-0", lock.WithWatchdogTimeout(wdt), lock.WithReplicaSync(syncT))
+	fair := lock.NewFair(c, "fair-0", append(lo, lock.WithWatchdogTimeout(wdt))...)
 	sides = append(sides, mutexSide("fair", "fair-0", fair, 2))
-	rw := rwlock.New(c, "rw-0", rwlock.WithWatchdogTimeout(wdt), rwlock.WithReplicaSync(syncT))
+	rw := rwlock.New(c, "rw-0", append(ro, rwlock.WithWatchdogTimeout(wdt))...)
 	sides = append(sides,
 		side{prim: "rlock", name: "rw-0", copies: 2,
 			acquire: func(ctx context.Context, _ int64) (context.Context, error) { return rw.RLock(ctx) },
@@ -53,7 +57,7 @@ func (w *worker) singleLoops(c redis.UniversalClient, withElection bool) []func(
 		side{prim: "wlock", name: "rw-0", copies: 1,
 			acquire: func(ctx context.Context, _ int64) (context.Context, error) { return rw.Lock(ctx) },
 			token:   rwToken, release: rw.Unlock})
-	sem := semaphore.New(c, "sem-0", semSize, semaphore.WithWatchdogTimeout(wdt), semaphore.WithReplicaSync(syncT))
+	sem := semaphore.New(c, "sem-0", semSize, append(so, semaphore.WithWatchdogTimeout(wdt))...)
 	sides = append(sides, side{prim: "sem", name: "sem-0", size: semSize, copies: 2, maxW: 2,
 		acquire: func(ctx context.Context, n int64) (context.Context, error) { return sem.Acquire(ctx, n) },
 		token:   func(context.Context) int64 { return 0 }, release: sem.Release})
@@ -64,7 +68,7 @@ func (w *worker) singleLoops(c redis.UniversalClient, withElection bool) []func(
 		}
 	}
 	if withElection {
-		e := election.New(c, "elect-0", election.WithWatchdogTimeout(wdt), election.WithReplicaSync(syncT))
+		e := election.New(c, "elect-0", append(eo, election.WithWatchdogTimeout(wdt))...)
 		loops = append(loops, func(ctx context.Context) { w.holdLoop(ctx, electionSide(e), 0) },
 			func(ctx context.Context) { w.observe(ctx, e) })
 	}
