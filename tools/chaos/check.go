@@ -132,14 +132,13 @@ func (h *history) classify(a *Anomaly, fenced bool) {
 			limits = append(limits, l)
 		}
 	}
-	switch {
-	case fenced:
-		a.Class, a.Limit = "expected", "fenced: the later hold has the larger token, so a store that checks tokens refuses the older holder's writes"
-	case len(limits) > 0:
-		slices.Sort(limits)
+	slices.Sort(limits)
+	if fenced { // first: it is what makes the overlap harmless
+		limits = slices.Insert(limits, 0, "fenced: the later hold has the larger token, so a store that checks tokens refuses the older holder's writes")
+	}
+	a.Class, a.Limit = "violation", ""
+	if len(limits) > 0 {
 		a.Class, a.Limit = "expected", strings.Join(limits, "; ")
-	default:
-		a.Class = "violation"
 	}
 }
 

@@ -191,3 +191,12 @@ func TestFailoverIsALimitOnlyWithoutReplicaSync(t *testing.T) {
 		}
 	}
 }
+
+func TestOlderReaderIsNotFenced(t *testing.T) {
+	r := acq("w0#0", "rlock", "RW", "r", 5, 0, 10)
+	w := acq("w1#0", "wlock", "RW", "w", 7, 50, 60)
+	as, _ := hist([]Record{r, endOf(r, opLost, 100), w, endOf(w, opRelease, 120)}).checkRW()
+	if len(as) != 1 || as[0].Class != "violation" {
+		t.Fatalf("anomalies %+v: a reader overlapping a later writer is a violation, whatever the tokens", as)
+	}
+}

@@ -50,7 +50,9 @@ func (h *history) checkExclusion(check string, keep func(Hold) bool, conflict fu
 			an := Anomaly{Check: check, Topo: a.Topo, Name: a.Name, From: b.From, To: min(a.To, b.To),
 				Detail: fmt.Sprintf("%s (%s) overlaps %s for %.1f ms", b, b.Ended, a,
 					float64(min(a.To, b.To)-b.From)/1e6), procs: []string{a.Proc, b.Proc}, noSync: a.NoSync || b.NoSync}
-			h.classify(&an, a.Token != 0 && b.Token > a.Token)
+			// A reader makes no writes for a token to fence: only an
+			// older writer (or lock holder) is fenced off.
+			h.classify(&an, a.Prim != "rlock" && a.Token != 0 && b.Token > a.Token)
 			out = append(out, an)
 		})
 	}

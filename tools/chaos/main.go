@@ -42,6 +42,7 @@ type config struct {
 	nWorkers int
 	topoList string
 	clock    bool
+	kinds    string
 }
 
 func parseFlags(args []string) (config, error) {
@@ -54,6 +55,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.nWorkers, "workers", 3, "client processes per topology")
 	fs.StringVar(&c.topoList, "topos", "sentinel,redlock,cluster", "topologies to run")
 	fs.BoolVar(&c.clock, "clock", true, "build the clock shim with cc and step servers' clocks")
+	fs.StringVar(&c.kinds, "kinds", "", "fault kinds to draw from, comma-separated (default: all)")
 	if err := fs.Parse(args); err != nil {
 		return c, fmt.Errorf("flags: %w", err)
 	}
@@ -139,7 +141,8 @@ func (r *runner) prepare() error {
 			r.shim, r.clock = "", false
 		}
 	}
-	r.lay = layout{Topos: strings.Split(r.topoList, ","), Workers: r.nWorkers, Lease: r.lease, Clock: r.clock}
+	r.lay = layout{Topos: strings.Split(r.topoList, ","), Workers: r.nWorkers, Lease: r.lease, Clock: r.clock,
+		Only: splitList(r.kinds)}
 	return nil
 }
 

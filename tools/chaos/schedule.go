@@ -56,7 +56,8 @@ type layout struct {
 	Topos   []string
 	Workers int // per topology
 	Lease   time.Duration
-	Clock   bool // the clock shim is in use
+	Clock   bool     // the clock shim is in use
+	Only    []string // when set, the fault kinds drawn from (a narrower run)
 }
 
 func (l layout) servers(topo string) []string {
@@ -91,6 +92,9 @@ func (l layout) kinds(topo string) []string {
 	if l.Clock {
 		ks = append(ks, fClockStep)
 	}
+	if len(l.Only) > 0 {
+		ks = slices.DeleteFunc(ks, func(k string) bool { return !slices.Contains(l.Only, k) })
+	}
 	return ks
 }
 
@@ -119,6 +123,9 @@ func makeSchedule(seed uint64, l layout, warmup, quiet time.Duration) []Fault {
 		}
 		topo := l.Topos[rng.IntN(len(l.Topos))]
 		ks := l.kinds(topo)
+		if len(ks) == 0 {
+			continue
+		}
 		f := l.draw(rng, between, topo, ks[rng.IntN(len(ks))])
 		f.Start, f.End = t, t+f.End
 		if f.End > quiet || conflicts(out, f) { // a fault cut short would not be the one drawn
