@@ -30,7 +30,7 @@ const semSize = 3
 
 // singleLoops are the loops on one Redis (a Sentinel group or a cluster):
 // every primitive but the Redlock.
-func (w *worker) singleLoops(c redis.UniversalClient, withElection bool) []func(context.Context) {
+func (w *worker) singleLoops(c redis.UniversalClient) []func(context.Context) {
 	wdt := w.lease
 	// Replica sync off (timeout 0) where the run asks for it; otherwise
 	// the default, which fits itself to the client's read timeout.
@@ -67,12 +67,9 @@ func (w *worker) singleLoops(c redis.UniversalClient, withElection bool) []func(
 			loops = append(loops, func(ctx context.Context) { w.holdLoop(ctx, s, i) })
 		}
 	}
-	if withElection {
-		e := election.New(c, "elect-0", append(eo, election.WithWatchdogTimeout(wdt))...)
-		loops = append(loops, func(ctx context.Context) { w.holdLoop(ctx, electionSide(e), 0) },
-			func(ctx context.Context) { w.observe(ctx, e) })
-	}
-	return loops
+	e := election.New(c, "elect-0", append(eo, election.WithWatchdogTimeout(wdt))...)
+	return append(loops, func(ctx context.Context) { w.holdLoop(ctx, electionSide(e), 0) },
+		func(ctx context.Context) { w.observe(ctx, e) })
 }
 
 func mutexSide(prim, name string, mu *lock.Mutex, copies int) side {

@@ -113,13 +113,13 @@ func (w *worker) run(ctx context.Context, data, sentinels []string) error {
 			Dialer: w.dial, DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second,
 			WriteTimeout: time.Second, ContextTimeoutEnabled: true})
 		closers = append(closers, c.Close)
-		loops = w.singleLoops(c, true)
+		loops = w.singleLoops(c)
 	case "cluster":
 		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: data, Dialer: w.dial,
 			DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second,
 			ContextTimeoutEnabled: true})
 		closers = append(closers, c.Close)
-		loops = w.singleLoops(c, true)
+		loops = w.singleLoops(c)
 	case "redlock":
 		var cs []redis.UniversalClient
 		for _, a := range data {
