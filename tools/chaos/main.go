@@ -43,6 +43,7 @@ type config struct {
 	topoList string
 	clock    bool
 	kinds    string
+	dryRun   bool
 }
 
 func parseFlags(args []string) (config, error) {
@@ -55,6 +56,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.nWorkers, "workers", 3, "client processes per topology")
 	fs.StringVar(&c.topoList, "topos", "sentinel,redlock,cluster", "topologies to run")
 	fs.BoolVar(&c.clock, "clock", true, "build the clock shim with cc and step servers' clocks")
+	fs.BoolVar(&c.dryRun, "dry-run", false, "print the schedule as JSON and exit: no server is started")
 	fs.StringVar(&c.kinds, "kinds", "", "fault kinds to draw from, comma-separated (default: all)")
 	if err := fs.Parse(args); err != nil {
 		return c, fmt.Errorf("flags: %w", err)
@@ -104,6 +106,9 @@ func runMain(args []string) error {
 	cfg, err := parseFlags(args)
 	if err != nil {
 		return err
+	}
+	if cfg.dryRun {
+		return dryRun(cfg)
 	}
 	r := &runner{config: cfg, log: os.Stdout, topos: map[string]*topology{}, servers: map[string]*server{},
 		workers: map[string]*proc{}, px: newProxies(), start: time.Now()}
@@ -229,4 +234,16 @@ func writeJSON(path string, v any) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// dryRun prints the schedule the flags give, as schedule.json holds it.
+func dryRun(c config) error {
+	lay := layout{Topos: strings.Split(c.topoList, ","), Workers: c.nWorkers, Lease: c.lease, Clock: c.clock,
+		Only: splitList(c.kinds)}
+	b, err := json.MarshalIndent(makeSchedule(c.seed, lay, c.warmup(), c.quiet()), "", "  ")
+	if err != nil {
+		return fmt.Errorf("schedule: %w", err)
+	}
+	_, err = fmt.Println(string(b))
+	return err
 }

@@ -37,9 +37,51 @@ func TestShortRunReport(t *testing.T) {
 	t.Logf("run output:\n%s", tail(string(log), 40))
 	checkResults(t, out)
 	checkNoProcessLeft(t, out)
+	// The run's schedule is the one the seed and flags give, without a run.
+	dry, err := exec.Command(bin, "-dry-run", "-seed", "3", "-duration", "25s").Output()
+	if err != nil {
+		t.Fatalf("-dry-run: %v", err)
+	}
+	if saved, _ := os.ReadFile(filepath.Join(out, "schedule.json")); !bytes.Equal(bytes.TrimSpace(saved), bytes.TrimSpace(dry)) {
+		t.Errorf("schedule.json differs from -dry-run's schedule for the same seed")
+	}
 	report := filepath.Join(out, "report.html")
 	checkScreenshot(t, report, filepath.Join(dir, "report.png"))
 	checkDOM(t, report)
+}
+
+// TestInterruptCleansUp sends SIGINT to a run midway: it must end soon
+// and leave no server or worker behind.
+func TestInterruptCleansUp(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "chaos")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out := filepath.Join(dir, "out")
+	cmd := exec.Command(bin, "-seed", "4", "-duration", "2m", "-out", out)
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(15 * time.Second) // servers up, workers and faults running
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(log.String(), "interrupted") {
+			t.Errorf("run ended with %v, want an interrupted run:\n%s", err, tail(log.String(), 10))
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("run still going 30 s after SIGINT:\n%s", tail(log.String(), 10))
+	}
+	time.Sleep(500 * time.Millisecond) // the kernel reaps the last children
+	checkNoProcessLeft(t, out)
 }
 
 func tail(s string, n int) string {
@@ -74,15 +116,17 @@ func checkResults(t *testing.T, out string) {
 	}
 }
 
-// checkNoProcessLeft looks for any process whose command line names the
-// run's output directory: servers and workers all do.
+// checkNoProcessLeft looks for any process working in the run's output
+// directory (every server does: redis-server rewrites its command line, so
+// that is not enough) or naming it on its command line (every worker).
 func checkNoProcessLeft(t *testing.T, out string) {
 	t.Helper()
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err == nil && bytes.Contains(b, []byte(out)) {
-			t.Errorf("process left behind: %s %q", p, bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		cwd, _ := os.Readlink(filepath.Join(d, "cwd"))
+		cmdline, _ := os.ReadFile(filepath.Join(d, "cmdline"))
+		if strings.HasPrefix(cwd, out) || bytes.Contains(cmdline, []byte(out)) {
+			t.Errorf("process left behind: %s in %s: %q", d, cwd, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
 		}
 	}
 }
