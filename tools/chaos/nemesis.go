@@ -80,7 +80,8 @@ func (r *runner) apply(f Fault) (func() error, string, error) {
 	case fSentinelFail:
 		return none, "", r.sentinelFailover()
 	case fClusterFail:
-		return none, "", r.clusterFailover(f.Target)
+		note, err := r.clusterFailover(f.Target)
+		return none, note, err
 	case fPartition:
 		return r.partition(f)
 	case fLatency:
@@ -150,19 +151,57 @@ func (r *runner) sentinelFailover() error {
 	return fmt.Errorf("SENTINEL FAILOVER: %w", errors.Join(errs...))
 }
 
-// clusterFailover sends CLUSTER FAILOVER to a node; a node that is no
-// longer a replica refuses it, and the fault is then a no-op.
-func (r *runner) clusterFailover(id string) error {
+// clusterFailover sends CLUSTER FAILOVER to the node the schedule names,
+// or, when an earlier failover made it a master, to a replica of it: the
+// fault then fails its shard back.
+func (r *runner) clusterFailover(id string) (string, error) {
 	s, err := r.server(id)
 	if err != nil {
-		return err
+		return "", err
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
 	c := admin(s.addr)
 	defer c.Close()
-	if err := c.Do(context.Background(), "CLUSTER", "FAILOVER").Err(); err != nil {
-		return fmt.Errorf("CLUSTER FAILOVER on %s: %w", id, err)
+	target, note := s, ""
+	if role, err := c.Do(ctx, "ROLE").Slice(); err == nil && len(role) > 0 && role[0] == "master" {
+		if target, err = r.replicaOf(ctx, c); err != nil {
+			return "", err
+		}
+		note = "now a master; failed over to its replica " + target.id
 	}
-	return nil
+	t := admin(target.addr)
+	defer t.Close()
+	if err := t.Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
+		return note, fmt.Errorf("CLUSTER FAILOVER on %s: %w", target.id, err)
+	}
+	return note, nil
+}
+
+// replicaOf finds a node of the cluster that replicates the master c
+// talks to.
+func (r *runner) replicaOf(ctx context.Context, c *redis.Client) (*server, error) {
+	myID, err := c.Do(ctx, "CLUSTER", "MYID").Text()
+	if err != nil {
+		return nil, fmt.Errorf("CLUSTER MYID: %w", err)
+	}
+	nodes, err := c.ClusterNodes(ctx).Result()
+	if err != nil {
+		return nil, fmt.Errorf("CLUSTER NODES: %w", err)
+	}
+	for _, line := range strings.Split(nodes, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 || f[3] != myID || strings.Contains(f[2], "fail") {
+			continue
+		}
+		addr, _, _ := strings.Cut(f[1], "@")
+		for _, s := range r.topos["cluster"].data {
+			if s.addr == addr {
+				return s, nil
+			}
+		}
+	}
+	return nil, errors.New("no live replica of " + myID)
 }
 
 func (r *runner) partition(f Fault) (func() error, string, error) {
