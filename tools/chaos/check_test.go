@@ -130,7 +130,7 @@ func TestTokenMonotonicity(t *testing.T) {
 }
 
 func TestLivenessAfterFaults(t *testing.T) {
-	late := acq("w0#0", "lock", "L", "a", 0, 95_000, 96_000) // quiet at 90 s, settled at 94 s
+	late := acq("w0#0", "fair", "L", "a", 0, 95_000, 96_000) // quiet at 90 s, settled at 94 s
 	late.OK, late.Err = false, "context deadline exceeded"
 	fine := acq("w1#0", "lock", "L", "b", 1, 95_000, 95_010)
 	early := acq("w2#0", "lock", "L", "c", 0, 91_000, 92_000) // before the settle time
@@ -198,5 +198,14 @@ func TestOlderReaderIsNotFenced(t *testing.T) {
 	as, _ := hist([]Record{r, endOf(r, opLost, 100), w, endOf(w, opRelease, 120)}).checkRW()
 	if len(as) != 1 || as[0].Class != "violation" {
 		t.Fatalf("anomalies %+v: a reader overlapping a later writer is a violation, whatever the tokens", as)
+	}
+}
+
+func TestLivenessOfAnUnfairLockIsALimit(t *testing.T) {
+	late := acq("w0#0", "lock", "L", "a", 0, 95_000, 96_000)
+	late.OK, late.Err = false, "context deadline exceeded"
+	as, _ := hist([]Record{late}).checkLiveness()
+	if len(as) != 1 || as[0].Class != "expected" || !strings.HasPrefix(as[0].Limit, "not fair") {
+		t.Fatalf("anomalies %+v: a plain lock's starved waiter is expected under the fairness limit", as)
 	}
 }

@@ -24,7 +24,8 @@ type Results struct {
 	Verdicts  []Verdict    `json:"verdicts"`
 	Anomalies []Anomaly    `json:"anomalies"`
 	KeysLeft  []KeyLeft    `json:"keys_left"`
-	Pass      bool         `json:"pass"` // no violation
+	IncEnds   []IncEnd     `json:"incarnation_ends"` // when each worker process ended
+	Pass      bool         `json:"pass"`             // no violation
 }
 
 // finish checks the history and writes results.json and report.html.
@@ -44,7 +45,7 @@ func (r *runner) finish(stopAt int64, events []FaultEvent, keys []KeyLeft) error
 	anomalies, keys, events = nonNil(anomalies), nonNil(keys), nonNil(events)
 	res := Results{Seed: r.seed, Duration: r.duration.String(), Lease: r.lease.String(), Topos: r.lay.Topos,
 		Start: r.start.UnixNano(), QuietAt: quietAt, StopAt: stopAt, Ops: len(recs), Holds: len(h.holds),
-		Faults: events, Verdicts: verdicts, Anomalies: anomalies, KeysLeft: keys, Pass: true}
+		Faults: events, Verdicts: verdicts, Anomalies: anomalies, KeysLeft: keys, IncEnds: ends, Pass: true}
 	for _, v := range verdicts {
 		if v.Verdict == "fail" {
 			res.Pass = false
