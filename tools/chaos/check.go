@@ -150,22 +150,14 @@ func (h *history) limitOf(f FaultEvent, a *Anomaly) string {
 	if a.noSync {
 		failover = "failover with replica sync off: the promoted replica may not have the hold"
 	}
-	dataNode := !strings.Contains(f.Target, "/s") // not a Sentinel
 	switch f.Kind {
 	case fKillServer:
-		if dataNode && !strings.Contains(f.Note, "AOF fsync") {
+		if !strings.Contains(f.Target, "/s") && !strings.Contains(f.Note, "AOF fsync") { // a data node
 			return "server killed without AOF: its keys are lost with it"
 		}
-		if dataNode {
-			return failover
-		}
-	case fPauseServer:
-		// Paused past down-after (1 s) or the node timeout (2 s), a master
-		// is failed over.
-		if dataNode {
-			return failover
-		}
-	case fSentinelFail, fClusterFail:
+	case fFailoverSeen:
+		// Whatever caused it: the schedule's failover, or a master
+		// paused, killed or CLIENT PAUSEd past the failure detection.
 		return failover
 	case fClockStep:
 		return "clock step: a server's clock stepped moves its leases' expiry"

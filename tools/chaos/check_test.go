@@ -176,7 +176,7 @@ func TestVerdicts(t *testing.T) {
 }
 
 func TestFailoverIsALimitOnlyWithoutReplicaSync(t *testing.T) {
-	fo := FaultEvent{Fault: Fault{ID: 2, Kind: fSentinelFail, Topo: "t", Target: "master"}, At: 20 * ms, Until: 40 * ms}
+	fo := FaultEvent{Fault: Fault{ID: 2, Kind: fFailoverSeen, Topo: "t", Target: "t/m1"}, At: 40 * ms, Until: 40 * ms}
 	for _, noSync := range []bool{false, true} {
 		a := acq("w0#0", "lock", "L", "a", 0, 0, 10)
 		b := acq("w1#0", "lock", "L", "b", 0, 50, 60)

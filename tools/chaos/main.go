@@ -183,12 +183,16 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	r.start = time.Now()
 	fmt.Fprintf(r.log, "%s workers started; faults until %v, run ends at %v\n", r.stamp(), r.quiet(), r.duration)
-	evCh := make(chan []FaultEvent, 1)
+	evCh, seenCh := make(chan []FaultEvent, 1), make(chan []FaultEvent, 1)
 	go func() { evCh <- r.nemesis(ctx, sched) }()
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go func() { seenCh <- r.watchMasters(wctx) }()
 	sleep(ctx, r.duration)
 	stopAt := now()
 	r.stopWorkers()
-	events := <-evCh
+	stopWatch()
+	events := append(<-evCh, numberSeen(<-seenCh, len(sched))...)
 	fmt.Fprintf(r.log, "%s workers stopped; draining %v\n", r.stamp(), r.lease+2*time.Second)
 	sleep(ctx, r.lease+2*time.Second)
 	keys := r.keyspace(ctx)

@@ -101,7 +101,7 @@ func faultColor(kind string) string {
 		return "#d62728"
 	case fPartition, fLatency:
 		return "#1f77b4"
-	case fSentinelFail, fClusterFail:
+	case fSentinelFail, fClusterFail, fFailoverSeen:
 		return "#9467bd"
 	case fClockStep:
 		return "#ff7f0e"
