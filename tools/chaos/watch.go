@@ -16,8 +16,9 @@ import (
 // long enough for the Sentinels or the cluster to give up on it).
 const fFailoverSeen = "failover-seen"
 
-// watchMasters polls, every 100 ms until ctx ends, which servers are
-// masters, and returns an event each time a data server becomes one.
+// watchMasters polls, every 100 ms until ctx ends, which server is the
+// master (the Sentinels' answer; each cluster node's ROLE), and returns an
+// event each time that changes.
 func (r *runner) watchMasters(ctx context.Context) []FaultEvent {
 	var (
 		mu  sync.Mutex
@@ -27,6 +28,18 @@ func (r *runner) watchMasters(ctx context.Context) []FaultEvent {
 	for _, name := range r.lay.Topos {
 		if name == "redlock" {
 			continue // independent masters: no failover
+		}
+		if name == "sentinel" {
+			// The Sentinels' view, not the servers' roles: after a
+			// SENTINEL FAILOVER the old master may stay a master for
+			// seconds before it is reconfigured.
+			wg.Go(func() {
+				evs := r.watchSentinels(ctx)
+				mu.Lock()
+				out = append(out, evs...)
+				mu.Unlock()
+			})
+			continue
 		}
 		for _, s := range r.topos[name].data {
 			wg.Go(func() {
@@ -50,6 +63,31 @@ func numberSeen(evs []FaultEvent, after int) []FaultEvent {
 		evs[i].ID = after + i + 1
 	}
 	return evs
+}
+
+// watchSentinels reports each change of the master the Sentinels name.
+func (r *runner) watchSentinels(ctx context.Context) []FaultEvent {
+	var out []FaultEvent
+	last := ""
+	for sleep(ctx, 100*time.Millisecond) {
+		addr, err := r.sentinelMasterAddr()
+		if err != nil || addr == last {
+			continue
+		}
+		if last != "" {
+			id := addr
+			for _, s := range r.topos["sentinel"].data {
+				if s.addr == addr {
+					id = s.id
+				}
+			}
+			t := time.Now().UnixNano()
+			out = append(out, FaultEvent{Fault: Fault{Kind: fFailoverSeen, Topo: "sentinel", Target: id},
+				At: t, Until: t, Note: "the Sentinels name " + id + " the master"})
+		}
+		last = addr
+	}
+	return out
 }
 
 // watchRole reports the moments s turned from a replica into a master.
