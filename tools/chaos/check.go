@@ -152,7 +152,9 @@ func (h *history) limitOf(f FaultEvent, a *Anomaly) string {
 	}
 	switch f.Kind {
 	case fKillServer:
-		if !strings.Contains(f.Target, "/s") && !strings.Contains(f.Note, "AOF fsync") { // a data node
+		// A master (or a server whose role could not be read) of data,
+		// not a Sentinel or a replica, whose keys are then lost.
+		if !strings.Contains(f.Target, "/s") && !strings.Contains(f.Note, "AOF fsync") && !strings.HasPrefix(f.Note, "replica") {
 			return "server killed without AOF: its keys are lost with it"
 		}
 	case fFailoverSeen:
@@ -160,7 +162,9 @@ func (h *history) limitOf(f FaultEvent, a *Anomaly) string {
 		// paused, killed or CLIENT PAUSEd past the failure detection.
 		return failover
 	case fClockStep:
-		return "clock step: a server's clock stepped moves its leases' expiry"
+		if !strings.HasPrefix(f.Note, "replica") { // a replica's clock expires nothing
+			return "clock step: a server's clock stepped moves its leases' expiry"
+		}
 	case fStopWorker:
 		for _, p := range a.procs {
 			if strings.HasPrefix(p, f.Target+"#") {

@@ -65,7 +65,7 @@ func TestFencedOverlapClassified(t *testing.T) {
 func TestOverlapUnderKillWithoutAOFIsExpected(t *testing.T) {
 	a := acq("w0#0", "lock", "L", "a", 0, 0, 10)
 	b := acq("w1#0", "lock", "L", "b", 0, 50, 60)
-	kill := FaultEvent{Fault: Fault{ID: 4, Kind: fKillServer, Topo: "t", Target: "t/m0"}, At: 20 * ms, Until: 40 * ms, Note: "no AOF"}
+	kill := FaultEvent{Fault: Fault{ID: 4, Kind: fKillServer, Topo: "t", Target: "t/m0"}, At: 20 * ms, Until: 40 * ms, Note: "master, no AOF"}
 	h := hist([]Record{a, endOf(a, opRelease, 100), b, endOf(b, opRelease, 120)}, kill)
 	as, _ := h.checkMutex()
 	if len(as) != 1 || as[0].Class != "expected" || !strings.Contains(as[0].Limit, "without AOF") ||
@@ -207,5 +207,16 @@ func TestLivenessOfAnUnfairLockIsALimit(t *testing.T) {
 	as, _ := hist([]Record{late}).checkLiveness()
 	if len(as) != 1 || as[0].Class != "expected" || !strings.HasPrefix(as[0].Limit, "not fair") {
 		t.Fatalf("anomalies %+v: a plain lock's starved waiter is expected under the fairness limit", as)
+	}
+}
+
+func TestReplicaKilledWithoutAOFIsNoLimit(t *testing.T) {
+	a := acq("w0#0", "lock", "L", "a", 0, 0, 10)
+	b := acq("w1#0", "lock", "L", "b", 0, 50, 60)
+	kill := FaultEvent{Fault: Fault{ID: 4, Kind: fKillServer, Topo: "t", Target: "t/m1"}, At: 20 * ms, Until: 40 * ms,
+		Note: "replica, no AOF"}
+	as, _ := hist([]Record{a, endOf(a, opRelease, 100), b, endOf(b, opRelease, 120)}, kill).checkMutex()
+	if len(as) != 1 || as[0].Class != "violation" || len(as[0].Faults) != 1 {
+		t.Fatalf("anomalies %+v: a replica killed without AOF explains nothing", as)
 	}
 }

@@ -115,9 +115,9 @@ func (r *runner) killServer(f Fault) (func() error, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	note := "no AOF"
+	note := roleOf(s) + ", no AOF"
 	if s.aof {
-		note = "AOF fsync always"
+		note = roleOf(s) + ", AOF fsync always"
 	}
 	s.kill()
 	return func() error {
@@ -313,5 +313,25 @@ func (r *runner) clockStep(f Fault) (func() error, string, error) {
 		}
 		return nil
 	}
-	return func() error { return set(0) }, "", set(f.Amount)
+	return func() error { return set(0) }, roleOf(s), set(f.Amount)
+}
+
+// roleOf is "master" or "replica" as the server says now, for the fault's
+// note: the classification needs it (a replica killed without AOF loses
+// nothing a client holds), or "role unknown".
+func roleOf(s *server) string {
+	c := admin(s.addr)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	role, err := c.Do(ctx, "ROLE").Slice()
+	switch {
+	case err != nil || len(role) == 0:
+		return "role unknown"
+	case role[0] == "master":
+		return "master"
+	case role[0] == "slave":
+		return "replica"
+	}
+	return fmt.Sprint(role[0])
 }
