@@ -28,6 +28,7 @@ var (
 // words: a Redis error reply, like may's own.
 type Refusal string
 
+// Error is the refusal as may words it.
 func (e Refusal) Error() string { return string(e) }
 
 // RedisError marks a Refusal as a reply of the server (redis.Error): the
