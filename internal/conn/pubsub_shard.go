@@ -103,6 +103,21 @@ func (ps *PubSub) subscribeLocked(ctx context.Context, channel string, l Listene
 	return sub, nil
 }
 
+// resubscribeEach sends an SSUBSCRIBE of its own for each channel of s.
+func (ps *PubSub) resubscribeEach(s *shard) {
+	ps.mu.Lock()
+	chans := make([]string, 0, len(s.chans))
+	for ch := range s.chans {
+		chans = append(chans, ch)
+	}
+	ps.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	for _, ch := range chans {
+		_ = s.ps.SSubscribe(ctx, ch) // a broken connection is retried by receive
+	}
+}
+
 // forgetLocked unsubscribes channel: a write on the socket; the reply comes
 // through receive. Errors are moot: go-redis drops the channel from its set
 // first, so a broken connection forgets it when it reconnects.
@@ -110,14 +125,16 @@ func (ps *PubSub) forgetLocked(s *shard, channel string) {
 	ps.forgetAllWithin(s, []string{channel}, time.Second)
 }
 
-// forgetAllWithin unsubscribes channels in one command, bounded by
+// forgetAllWithin unsubscribes channels (sharded: one by one), bounded by
 // timeout (the write may redial a broken connection, under the lock).
 func (ps *PubSub) forgetAllWithin(s *shard, channels []string, timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if s.ssub {
-		if s.ps.SUnsubscribe(ctx, channels...) == nil {
-			for _, ch := range channels {
+		// One SUNSUBSCRIBE per channel: the server refuses channels of
+		// several slots in one (CROSSSLOT).
+		for _, ch := range channels {
+			if s.ps.SUnsubscribe(ctx, ch) == nil {
 				s.own[ch]++
 			}
 		}
@@ -200,6 +217,14 @@ func (ps *PubSub) receive(s *shard) {
 // and the subscriptions that wait for a confirmation fail with err instead
 // of waiting for ever. A MOVED channel is moved to the slot's new node.
 func (ps *PubSub) refused(s *shard, err error, refused redis.Error) {
+	if s.ssub && strings.HasPrefix(refused.Error(), "CROSSSLOT") {
+		// go-redis subscribes a broken connection's channels again in one
+		// SSUBSCRIBE, which the server refuses when they sit in several
+		// slots (the channels of several locks): send each alone. Their
+		// confirmations stand for the one lost expected.
+		go ps.resubscribeEach(s)
+		return
+	}
 	var moved []string
 	slot, isMoved := errs.Redirect(refused)
 	ps.mu.Lock()
