@@ -159,24 +159,36 @@ var nilMutex = errs.Ident{Primitive: primitive, Invalid: "nil *lock.Mutex"}
 // itself (a provider, the watchdog, the unlock timeout) is refused with
 // ErrInvalidArgument. A re-entry keeps its hold's lease.
 func (m *Mutex) Lock(ctx context.Context, opts ...LockOption) (context.Context, error) {
-	return m.acquire(ctx, "lock", false, opts)
+	a, req, err := m.prepare(ctx, "lock", false, opts)
+	if err != nil {
+		return nil, err
+	}
+	traced, err := acquire.Do(ctx, m.trace(a), req)
+	return m.held(ctx, "lock", a, traced, err)
 }
 
 // TryLock makes one attempt: ErrNotAcquired when another owner holds the
 // lock. On success it is as Lock; opts are as Lock's.
 func (m *Mutex) TryLock(ctx context.Context, opts ...LockOption) (context.Context, error) {
-	return m.acquire(ctx, "trylock", true, opts)
+	a, req, err := m.prepare(ctx, "trylock", true, opts)
+	if err != nil {
+		return nil, err
+	}
+	traced, err := acquire.Do(ctx, m.trace(a), req)
+	return m.held(ctx, "trylock", a, traced, err)
 }
 
 func (m *Mutex) leaseID(ownerID string) string { return "lock\x00" + m.name + "\x00" + ownerID }
 
-func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []LockOption) (context.Context, error) {
+// prepare checks an acquisition's input and makes its attempt, and the
+// request acquire.Do runs it with.
+func (m *Mutex) prepare(ctx context.Context, op string, once bool, opts []LockOption) (*attempt, acquire.Request, error) {
 	if err := m.ident().Check(op, ctx, unmade); err != nil {
-		return nil, err
+		return nil, acquire.Request{}, err
 	}
 	cfg, bad := m.cfg.PerCall(primitive, lockOptions(opts))
 	if bad != "" {
-		return nil, m.id.Refuse(op, bad)
+		return nil, acquire.Request{}, m.id.Refuse(op, bad)
 	}
 	// Re-entry is per lock: only a hold of this lock in ctx lends its
 	// owner. A new owner is carried by the hold's context alone.
@@ -220,10 +232,19 @@ func (m *Mutex) acquire(ctx context.Context, op string, once bool, opts []LockOp
 		a.ctx = ctx
 		req.HandOff = a
 	}
-	tr := acquire.Trace{Tracer: m.inst.Tracer, Name: tracing.SpanAcquireLock, Start: m.inst.SpanStart, Lease: a.lease, Metrics: m.inst.Metrics}
-	traced, err := acquire.Do(ctx, tr, req)
+	return a, req, nil
+}
+
+// trace is how acquire.Do traces and measures a's acquisition.
+func (m *Mutex) trace(a *attempt) acquire.Trace {
+	return acquire.Trace{Tracer: m.inst.Tracer, Name: tracing.SpanAcquireLock, Start: m.inst.SpanStart, Lease: a.lease, Metrics: m.inst.Metrics}
+}
+
+// held returns the context of the hold a's acquisition took, or the error
+// that ended it (err, from acquire.Do), wrapped for op.
+func (m *Mutex) held(ctx context.Context, op string, a *attempt, traced bool, err error) (context.Context, error) {
 	if err != nil {
-		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
+		if a.cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
 			err = hold.NameHolders(ctx, m.workers, err, m.heldBy)
 		}
 		return nil, m.id.Wrap(op, err)
@@ -263,18 +284,6 @@ type attempt struct {
 	sentAt       time.Time
 	// late is closed when a try the caller stopped waiting for returns.
 	late <-chan struct{}
-}
-
-// tryReply is what one try of an attempt read of the acquire script's reply.
-type tryReply struct {
-	count, token int64
-	ttl          time.Duration
-}
-
-// Send runs the acquire script once (acquire.Bounded calls it).
-func (a *attempt) Send(ctx context.Context) (tryReply, error) {
-	c, tok, ttl, err := a.m.runAcquire(ctx, a.cfg.ReplicaPolicy(), a.owner, a.seat, a.lease, a.mode, a.latch, a.mark)
-	return tryReply{c, tok, ttl}, err
 }
 
 // Try makes one try of the acquisition (acquire.Attempt); a fair lock's
@@ -536,8 +545,9 @@ func (m *Mutex) redlockNode() (acquire.Member, error) {
 		Reenter: []hold.Key{m.key()},
 		TTL:     m.TTL,
 		Try: func(ctx context.Context, ownerID string, lease time.Duration) (bool, int64, time.Duration, error) {
-			count, token, ttl, err := m.runAcquire(ctx, m.cfg.ReplicaPolicy(), ownerID, ownerID, lease, scripts.ModeNone, "", 0)
-			return count > 0, token, ttl, err
+			a := &attempt{m: m, cfg: &m.cfg, owner: ownerID, seat: ownerID, lease: lease, mode: scripts.ModeNone}
+			r, err := a.Send(ctx)
+			return r.count > 0, r.token, r.ttl, err
 		},
 		Release: func(ctx context.Context, ownerID string, timeout time.Duration) (bool, error) {
 			// A member's hold is its owner's last count unless the owner

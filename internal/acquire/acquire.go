@@ -112,22 +112,55 @@ type Request struct {
 // It also reports whether the acquire's span was recording: the hold's
 // release is traced only then (a hold is traced whole or not at all, and
 // an untraced one pays nothing for its release's span).
+//
+// The loop reads as it runs: a first try, then joining the local queue,
+// then waiting there (run.wait).
 func Do(ctx context.Context, tr Trace, req Request) (traced bool, err error) {
-	sctx, rec := tr.Begin(ctx, req.Owner, req.Entry == SingleTry, req.Wait)
-	if !rec.Recording && !rec.Measured {
-		// Nothing records the outcome: the clock is not read.
-		_, err = loop(sctx, &req)
-	} else {
-		began := time.Now()
-		var attempts int
-		attempts, err = loop(sctx, &req)
-		rec.End(sctx, err, attempts, time.Since(began))
+	r := run{req: req}
+	r.sctx, r.rec = tr.Begin(ctx, req.Owner, req.Entry == SingleTry, req.Wait)
+	r.ctx, traced = r.sctx, r.rec.Recording
+	if traced || r.rec.Measured {
+		r.began = time.Now() // else nothing records the outcome: the clock is not read
 	}
-	rec.Span.End()
-	if err != nil {
-		req.Attempt.Abandon(ctx, err)
+	defer r.end(ctx, &err)
+	// A ctx that has already ended gets no try; any other acquire makes
+	// its first try whatever the wait bound, as Redisson's tryLock does:
+	// the bound limits waiting, and a free lock or a re-entry never waits.
+	if ctx.Err() != nil {
+		return traced, ended(ctx)
 	}
-	return rec.Recording, err
+	var deadline time.Time
+	if req.Wait > 0 && req.Entry != SingleTry {
+		deadline = time.Now().Add(req.Wait) // measured from the call, as Redisson does
+	}
+	if req.Entry != QueueFirst && (req.Entry != TryThenQueue || !req.Hub.Waiting(req.Channel)) {
+		r.attempts++
+		res, terr := req.Attempt.Try(r.ctx, false)
+		if over, err := r.first(res, terr); over {
+			return traced, err
+		}
+	}
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		r.ctx, cancel = context.WithDeadlineCause(r.ctx, deadline, ErrWaitBound)
+		defer cancel()
+		if d := r.done(); d != nil {
+			return traced, d // the bound passed during the first try
+		}
+	}
+	w, acquired, err := r.join()
+	if acquired || err != nil {
+		return traced, err
+	}
+	passOn := req.Admits == Several
+	defer func() {
+		// Only a waiter with a claim (HandOff) is handed anything.
+		if given, handed := w.Leave(acquired && !passOn, req.Fallback); handed && !acquired {
+			req.HandOff.Discard(given) // after leaving: the lock may pass to the next
+		}
+	}()
+	acquired, passOn, err = r.wait(w)
+	return traced, err
 }
 
 // ErrWaitBound is the cause of a wait that its bound (WithWaitTimeout)
@@ -136,10 +169,13 @@ func Do(ctx context.Context, tr Trace, req Request) (traced bool, err error) {
 var ErrWaitBound = errors.New("wait timeout")
 
 // run is one acquisition's way through the loop: a first try, joining
-// the local queue, waiting there. It lives on loop's stack.
+// the local queue, waiting there. It lives on Do's stack.
 type run struct {
 	ctx      context.Context // the acquiring context, then bounded by the wait
-	req      Request         // a copy: a pointer kept here would move the caller's to the heap
+	sctx     context.Context // the acquiring context, which the span's end reads
+	rec      Record
+	began    time.Time // when Do began, if rec records anything
+	req      Request   // a copy: a pointer kept here would move the caller's to the heap
 	attempts int
 	res      Result // of the last try
 	tried    bool   // a try was made before joining
@@ -150,44 +186,16 @@ type run struct {
 	lastErr error
 }
 
-func loop(ctx context.Context, req *Request) (attempts int, err error) {
-	// A ctx that has already ended gets no try; any other acquire makes
-	// its first try whatever the wait bound, as Redisson's tryLock does:
-	// the bound limits waiting, and a free lock or a re-entry never waits.
-	if ctx.Err() != nil {
-		return 0, ended(ctx)
+// end records the acquisition's outcome (*err) and ends its span; a
+// failed one has its attempt clean up, with the caller's ctx.
+func (r *run) end(ctx context.Context, err *error) {
+	if !r.began.IsZero() {
+		r.rec.End(r.sctx, *err, r.attempts, time.Since(r.began))
 	}
-	r := run{ctx: ctx, req: *req}
-	var deadline time.Time
-	if req.Wait > 0 && req.Entry != SingleTry {
-		deadline = time.Now().Add(req.Wait) // measured from the call, as Redisson does
+	r.rec.Span.End()
+	if *err != nil {
+		r.req.Attempt.Abandon(ctx, *err)
 	}
-	if req.Entry != QueueFirst && (req.Entry != TryThenQueue || !req.Hub.Waiting(req.Channel)) {
-		if over, err := r.first(); over {
-			return r.attempts, err
-		}
-	}
-	if !deadline.IsZero() {
-		var cancel context.CancelFunc
-		r.ctx, cancel = context.WithDeadlineCause(r.ctx, deadline, ErrWaitBound)
-		defer cancel()
-		if d := r.done(); d != nil {
-			return r.attempts, d // the bound passed during the first try
-		}
-	}
-	w, acquired, err := r.join()
-	if acquired || err != nil {
-		return r.attempts, err
-	}
-	passOn := req.Admits == Several
-	defer func() {
-		// Only a waiter with a claim (HandOff) is handed anything.
-		if given, handed := w.Leave(acquired && !passOn, req.Fallback); handed && !acquired {
-			req.HandOff.Discard(given) // after leaving: the lock may pass to the next
-		}
-	}()
-	acquired, passOn, err = r.wait(w)
-	return r.attempts, err
 }
 
 // done is the error of an acquisition whose ctx ended (nil while it
@@ -200,11 +208,9 @@ func (r *run) done() error {
 	return cause
 }
 
-// first makes the try before joining the queue. over reports that the
-// acquisition ends here, with err (nil: acquired).
-func (r *run) first() (over bool, err error) {
-	r.attempts++
-	res, err := r.req.Attempt.Try(r.ctx, false)
+// first reads the try made before joining the queue. over reports that
+// the acquisition ends here, with err (nil: acquired).
+func (r *run) first(res Result, err error) (over bool, _ error) {
 	if err != nil {
 		// As after every try: an error caused by the end of ctx is that
 		// end (the wait bound, the caller's cause). Any other error of the

@@ -35,27 +35,29 @@ func (f CallFunc[T]) Send(ctx context.Context) (T, error) { return f(ctx) }
 // on its way when the wait bound (ErrWaitBound) passes has up to patience
 // more to answer: the bound limits waiting, and a healthy server's answer
 // is kept rather than given back.
-func Bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration, t Call[T]) (T, error) {
-	v, err := bounded(ctx, pool, patience, t)
-	if !errs.TryAgain(err) {
-		return v, err
-	}
-	until := time.Now().Add(patience)
+func Bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration, t Call[T]) (v T, err error) {
+	var until time.Time
 	var bo backoff
-	for errs.TryAgain(err) {
-		d := bo.next()
-		if time.Until(until) < d || !clock.Sleep(ctx, d) {
+	for {
+		if ctx.Done() == nil {
+			v, err = t.Send(ctx)
+		} else {
+			v, err = onPool(ctx, pool, patience, t)
+		}
+		if !errs.TryAgain(err) {
 			return v, err
 		}
-		v, err = bounded(ctx, pool, patience, t)
+		if until.IsZero() {
+			until = time.Now().Add(patience)
+		}
+		if d := bo.next(); time.Until(until) < d || !clock.Sleep(ctx, d) {
+			return v, err
+		}
 	}
-	return v, err
 }
 
-func bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration, t Call[T]) (T, error) {
-	if ctx.Done() == nil {
-		return t.Send(ctx)
-	}
+// onPool runs one try of Bounded on pool.
+func onPool[T any](ctx context.Context, pool *conn.Pool, patience time.Duration, t Call[T]) (T, error) {
 	var out struct {
 		v   T
 		err error

@@ -95,7 +95,7 @@ const movedRetries = 3
 // fewer replicas answered than were asked.
 func CallSynced(ctx context.Context, c redis.UniversalClient, p ReplicaPolicy, s *Script, nkeys int, argv ...any) (*redis.Cmd, Acks) {
 	if p.Timeout <= 0 {
-		return s.Call(ctx, c, nkeys, argv...), Acks{}
+		return s.send(ctx, c, nkeys, evalArgs(argv)), Acks{}
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		// A WAIT cut by the call's deadline would leave the acquisition
@@ -106,7 +106,7 @@ func CallSynced(ctx context.Context, c redis.UniversalClient, p ReplicaPolicy, s
 	for retry := 0; ; retry++ {
 		node, srv, err := route(ctx, c, key)
 		if errors.Is(err, errUnsupported) {
-			return s.Call(ctx, c, nkeys, argv...), Acks{}
+			return s.send(ctx, c, nkeys, evalArgs(argv)), Acks{}
 		}
 		if err != nil {
 			return failed(ctx, err), Acks{}
@@ -117,7 +117,7 @@ func CallSynced(ctx context.Context, c redis.UniversalClient, p ReplicaPolicy, s
 			return failed(ctx, err), Acks{}
 		}
 		if n == 0 && !refresh {
-			cmd := s.Call(ctx, c, nkeys, argv...)
+			cmd := s.send(ctx, c, nkeys, evalArgs(argv))
 			if cmd.Err() != nil && errs.Transient(cmd.Err()) {
 				srv.stale()
 			}

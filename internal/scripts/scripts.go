@@ -91,8 +91,11 @@ func (s *Script) Hash() string { return s.rs.Hash() }
 // allocation. The EVALSHA goes through the client's batch.Pipe, so
 // concurrent scripts share round trips under load.
 func (s *Script) Call(ctx context.Context, c redis.UniversalClient, nkeys int, argv ...any) *redis.Cmd {
-	return s.send(ctx, c, nkeys, append(make([]any, 3, 3+len(argv)), argv...))
+	return s.send(ctx, c, nkeys, evalArgs(argv))
 }
+
+// evalArgs is argv behind room for the command, the script and nkeys.
+func evalArgs(argv []any) []any { return append(make([]any, 3, 3+len(argv)), argv...) }
 
 // send runs the script whose keys and arguments are a[3:].
 func (s *Script) send(ctx context.Context, c redis.UniversalClient, nkeys int, a []any) *redis.Cmd {
@@ -131,7 +134,7 @@ func Unreachable(ctx context.Context, c redis.UniversalClient, err error) {
 // it sends Reload's command in its place. Every call of a script goes
 // through these two, so NOSCRIPT is handled one way everywhere.
 func (s *Script) Cmd(ctx context.Context, nkeys int, argv ...any) *redis.Cmd {
-	a := append(make([]any, 3, 3+len(argv)), argv...)
+	a := evalArgs(argv)
 	a[0], a[1], a[2] = "evalsha", s.hash, nkeys
 	return newCmd(ctx, nkeys, a)
 }
@@ -191,7 +194,7 @@ type Reply struct {
 func (s *Script) CallRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration, nkeys int, argv ...any) Reply {
 	rc := retryCalls.Get().(*retryCall)
 	rc.s, rc.c, rc.nkeys, rc.timeout = s, c, nkeys, timeout
-	rc.a = append(make([]any, 3, 3+len(argv)), argv...)
+	rc.a = evalArgs(argv)
 	stop, wait := conn.CallerWait(ctx, timeout)
 	rc.ctx = stop
 	if stop.Done() != nil { // else stop keeps ctx's values and never ends already
