@@ -225,18 +225,6 @@ func pubSubConnsCreated(c *redis.Client) uint32 {
 	return c.PoolStats().PubSubStats.Created
 }
 
-func forBackends(t *testing.T, fn func(t *testing.T, env *redistest.Env)) {
-	t.Helper()
-	for _, b := range redistest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			env := b.New(t)
-			require.NotNil(t, env)
-			fn(t, env)
-		})
-	}
-}
-
 // requireNoPubSubEventually waits until the hub has left every channel
 // and, on a real server, closed its connection after the linger.
 func requireNoPubSubEventually(t *testing.T, ctx context.Context, env *redistest.Env, hub *queue.Hub, channel string) {
@@ -256,7 +244,7 @@ func requireNoPubSubEventually(t *testing.T, ctx context.Context, env *redistest
 
 func TestUncontendedTriesOnceAndNeverSubscribes(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		hub := queue.For(env.Client)
 		m := newMock("", long)
@@ -276,7 +264,7 @@ func TestUncontendedTriesOnceAndNeverSubscribes(t *testing.T) {
 
 func TestSingleTryUnderContention(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		hub := queue.For(env.Client)
 		m := newMock("other", long)
@@ -294,7 +282,7 @@ func TestSingleTryUnderContention(t *testing.T) {
 
 func TestHeadTriesAgainOnceSubscribed(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		hub := queue.For(env.Client)
 		// Freed between the first try and the subscription: no message
@@ -314,7 +302,7 @@ func TestHeadTriesAgainOnceSubscribed(t *testing.T) {
 
 func TestFallbackTimerRetriesAfterTheTTL(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		hub := queue.For(env.Client)
 		const ttl = 50 * time.Millisecond
@@ -333,7 +321,7 @@ func TestFallbackTimerRetriesAfterTheTTL(t *testing.T) {
 
 func TestUnlockMessageWakesBeforeTheTTL(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		hub := queue.For(env.Client)
 		ch := channelOf(t)
@@ -358,7 +346,7 @@ func TestUnlockMessageWakesBeforeTheTTL(t *testing.T) {
 
 func TestWaitBoundReturnsNotAcquired(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		hub := queue.For(env.Client)
 		m := newMock("other", long)
@@ -377,7 +365,7 @@ func TestWaitBoundReturnsNotAcquired(t *testing.T) {
 
 func TestEndedContext(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		hub := queue.For(env.Client)
 
 		t.Run("cancelled while waiting", func(t *testing.T) {
@@ -434,7 +422,7 @@ func TestEndedContext(t *testing.T) {
 
 func TestLocalWaitersAreServedInArrivalOrder(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		hub := queue.For(env.Client)
 		ch := channelOf(t)
@@ -497,7 +485,7 @@ func TestLocalWaitersAreServedInArrivalOrder(t *testing.T) {
 
 func TestNewcomerDoesNotBargePastWaiters(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		hub := queue.For(env.Client)
 		ch := channelOf(t)
@@ -534,7 +522,7 @@ func TestNewcomerDoesNotBargePastWaiters(t *testing.T) {
 
 func TestPromotedWaiterFallsBackOnTheHoldersLease(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		hub := queue.For(env.Client)
 		ch := channelOf(t)
@@ -566,7 +554,7 @@ func TestPromotedWaiterFallsBackOnTheHoldersLease(t *testing.T) {
 
 func TestDirectBypassesTheQueue(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		hub := queue.For(env.Client)
 		ch := channelOf(t)
@@ -595,7 +583,7 @@ func TestDirectBypassesTheQueue(t *testing.T) {
 func TestTryErrorsAreReturned(t *testing.T) {
 	t.Parallel()
 	errBoom := errors.New("boom")
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		hub := queue.For(env.Client)
 
 		t.Run("first try", func(t *testing.T) {

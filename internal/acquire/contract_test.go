@@ -48,7 +48,7 @@ func (r *recorded) seen() (atHead []bool, abandoned []error) {
 // with its error, and one that succeeds never is.
 func TestLoopAbandonsOnlyWhatFailed(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		hub := queue.For(env.Client)
 
@@ -81,7 +81,7 @@ func TestLoopAbandonsOnlyWhatFailed(t *testing.T) {
 // try, made before queueing, is not; the head's tries after joining are.
 func TestOnlyTheHeadTriesAtHead(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		hub := queue.For(env.Client)
 		m := newMock("other", long)

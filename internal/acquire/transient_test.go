@@ -23,7 +23,7 @@ import (
 // a held lock is refused after that one try, without subscribing.
 func TestShortWaitBound(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		hub := queue.For(env.Client)
 		for _, c := range []struct {
 			name   string
@@ -96,7 +96,7 @@ func refused() error {
 // came.
 func TestTransientErrorWhileWaitingKeepsWaiting(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		hub := queue.For(env.Client)
 		ctx := testContext(t)
 		// Try 1 finds the lock held; tries 2..6 (the one once subscribed,
@@ -119,7 +119,7 @@ func TestTransientErrorWhileWaitingKeepsWaiting(t *testing.T) {
 // such error, so the caller sees why it did not get the lock.
 func TestTransientErrorThenContextEndReturnsBoth(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		hub := queue.For(env.Client)
 		errDown := fmt.Errorf("relay: %w", syscall.ECONNREFUSED)
 
@@ -163,7 +163,7 @@ func TestTransientErrorThenContextEndReturnsBoth(t *testing.T) {
 // transient (a script error) ends a wait at once.
 func TestErrorsThatEndTheAcquire(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		hub := queue.For(env.Client)
 
 		t.Run("first try", func(t *testing.T) {

@@ -58,7 +58,7 @@ func TestShardedSubscriptionsOneConnectionPerMaster(t *testing.T) {
 	for addr, chs := range byNode {
 		admin := admins[addr]
 		require.NotNil(t, admin, addr)
-		info := pubSubConn(t, ctx, admin)
+		info := redistest.PubSubConn(t, ctx, admin)
 		connIDs[addr] = info.ID
 		assert.Equal(t, len(chs), info.SSub, "%s: shard channels", addr)
 		assert.Zero(t, info.Sub, "%s: no plain SUBSCRIBE on a cluster", addr)
@@ -95,8 +95,8 @@ func TestShardedSubscriptionsOneConnectionPerMaster(t *testing.T) {
 	ps.CancelAll(rest)
 	assert.Zero(t, ps.Channels())
 	for addr, admin := range admins {
-		requirePubSubConnsEventually(t, ctx, admin, 0)
-		requireConnClosedEventually(t, ctx, admin, connIDs[addr])
+		redistest.RequirePubSubConnsEventually(t, ctx, admin, 0)
+		redistest.RequireConnClosedEventually(t, ctx, admin, connIDs[addr])
 	}
 }
 
@@ -144,5 +144,5 @@ func TestSubscriptionFollowsItsSlotToANewMaster(t *testing.T) {
 		res, err := newOwner.PubSubShardNumSub(ctx, ch).Result()
 		return err == nil && res[ch] == 0
 	}, settle, poll, "the moved subscription was cancelled")
-	requirePubSubConnsEventually(t, ctx, newOwner, 0)
+	redistest.RequirePubSubConnsEventually(t, ctx, newOwner, 0)
 }

@@ -65,10 +65,10 @@ func TestManyChannelsShareOneConnection(t *testing.T) {
 
 	// Every subscription is confirmed: no waiting here.
 	assert.Equal(t, 1, pubSubConns(t, ctx, admin), "one pub/sub connection for every channel of the client")
-	info := pubSubConn(t, ctx, admin)
+	info := redistest.PubSubConn(t, ctx, admin)
 	assert.Equal(t, n, info.Sub, "the connection is subscribed to every channel")
 	assert.Equal(t, n, ps.Channels())
-	counts := numSub(t, ctx, admin, channels...)
+	counts := redistest.NumSub(t, ctx, admin, channels...)
 	for _, ch := range channels {
 		assert.Equal(t, int64(1), counts[ch], "PUBSUB NUMSUB %s", ch)
 	}
@@ -77,10 +77,10 @@ func TestManyChannelsShareOneConnection(t *testing.T) {
 		sub.Cancel()
 	}
 	assert.Zero(t, ps.Channels())
-	requireNumSubEventually(t, ctx, admin, 0, channels...)
+	redistest.RequireNumSubEventually(t, ctx, admin, 0, channels...)
 	// The connection closes PubSubLinger after its last channel.
-	requirePubSubConnsEventually(t, ctx, admin, 0)
-	requireConnClosedEventually(t, ctx, admin, info.ID)
+	redistest.RequirePubSubConnsEventually(t, ctx, admin, 0)
+	redistest.RequireConnClosedEventually(t, ctx, admin, info.ID)
 	rec.requireQuiet(t, "no message was published")
 }
 
@@ -88,7 +88,7 @@ func TestManyChannelsShareOneConnection(t *testing.T) {
 // right then reaches it.
 func TestReadySubscriptionHearsThePublishThatFollows(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		ps := conn.PubSubFor(env.Client)
 		publisher := redis.NewClient(&redis.Options{Addr: env.Client.Options().Addr})
@@ -125,7 +125,7 @@ func TestSubscriptionsComeBackAfterAServerRestart(t *testing.T) {
 	rec := newRecorder()
 
 	sub := subscribeReady(t, ctx, ps, ch, rec)
-	require.Equal(t, int64(1), numSub(t, ctx, admin, ch)[ch])
+	require.Equal(t, int64(1), redistest.NumSub(t, ctx, admin, ch)[ch])
 
 	srv.Kill()
 	// Unlock messages may have been lost while the connection was down.
@@ -134,7 +134,7 @@ func TestSubscriptionsComeBackAfterAServerRestart(t *testing.T) {
 	srv.Restart(t)
 	// go-redis subscribes the channel again on the new connection; its
 	// confirmation tells the listener a message may have been missed.
-	requireNumSubEventually(t, ctx, admin, 1, ch)
+	redistest.RequireNumSubEventually(t, ctx, admin, 1, ch)
 	rec.waitFor(t, "missed", ch, "after the resubscription")
 	rec.requireQuiet(t, "after the resubscription was confirmed")
 	assert.False(t, sub.Failed(), "the subscription survives the restart")
@@ -155,8 +155,8 @@ func TestSubscriptionsComeBackAfterAServerRestart(t *testing.T) {
 
 	sub.Cancel()
 	sub2.Cancel()
-	requireNumSubEventually(t, ctx, admin, 0, ch, ch2)
-	requirePubSubConnsEventually(t, ctx, admin, 0)
+	redistest.RequireNumSubEventually(t, ctx, admin, 0, ch, ch2)
+	redistest.RequirePubSubConnsEventually(t, ctx, admin, 0)
 }
 
 // A Subscribe whose SUBSCRIBE cannot be sent (the server is down) fails;
@@ -191,11 +191,11 @@ func TestSubscribeThatCannotBeSentLeavesNoChannelBehind(t *testing.T) {
 	assert.Equal(t, 1, ps.Channels(), "the failed channel is not counted")
 
 	srv.Restart(t)
-	requireNumSubEventually(t, ctx, admin, 1, kept)
-	assert.Equal(t, int64(0), numSub(t, ctx, admin, failed)[failed],
+	redistest.RequireNumSubEventually(t, ctx, admin, 1, kept)
+	assert.Equal(t, int64(0), redistest.NumSub(t, ctx, admin, failed)[failed],
 		"the channel of the failed Subscribe was subscribed again on reconnect")
 	sub.Cancel()
-	requirePubSubConnsEventually(t, ctx, admin, 0)
+	redistest.RequirePubSubConnsEventually(t, ctx, admin, 0)
 }
 
 // A SUBSCRIBE Redis refuses (NOPERM: Redis 7's default acl-pubsub-default

@@ -6,12 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/relock-go/relock/internal/queue"
-	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -77,81 +75,6 @@ func requireTake(t *testing.T, w *queue.Waiter, kick bool, hint time.Duration, w
 	gotKick, gotHint := w.Take()
 	require.Equal(t, kick, gotKick, "%s: Take kick", what)
 	require.Equal(t, hint, gotHint, "%s: Take hint", what)
-}
-
-func numSub(t *testing.T, ctx context.Context, c *redis.Client, channels ...string) map[string]int64 {
-	t.Helper()
-	n, err := c.PubSubNumSub(ctx, channels...).Result()
-	require.NoError(t, err)
-	return n
-}
-
-func requireNumSubEventually(t *testing.T, ctx context.Context, c *redis.Client, want int64, channels ...string) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		n, err := c.PubSubNumSub(ctx, channels...).Result()
-		if err != nil {
-			return false
-		}
-		for _, ch := range channels {
-			if n[ch] != want {
-				return false
-			}
-		}
-		return true
-	}, settle, poll, "PUBSUB NUMSUB of %d channel(s) never became %d", len(channels), want)
-}
-
-func requirePubSubConnsEventually(t *testing.T, ctx context.Context, c *redis.Client, want int) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		n, err := redistest.CountPubSubConns(ctx, c)
-		return err == nil && n == want
-	}, settle, poll, "pub/sub connections never became %d", want)
-}
-
-// pubSubConn returns the one connection of the server in pub/sub mode.
-func pubSubConn(t *testing.T, ctx context.Context, c *redis.Client) redistest.ClientInfo {
-	t.Helper()
-	infos, err := redistest.ClientList(ctx, c)
-	require.NoError(t, err)
-	var found []redistest.ClientInfo
-	for _, ci := range infos {
-		if ci.IsPubSub() {
-			found = append(found, ci)
-		}
-	}
-	require.Len(t, found, 1, "pub/sub connections: %+v", found)
-	return found[0]
-}
-
-func requireConnClosedEventually(t *testing.T, ctx context.Context, c *redis.Client, id int64) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		infos, err := redistest.ClientList(ctx, c)
-		if err != nil {
-			return false
-		}
-		for _, ci := range infos {
-			if ci.ID == id {
-				return false
-			}
-		}
-		return true
-	}, settle, poll, "connection id=%d was never closed", id)
-}
-
-// forBackends runs fn on miniredis and on a real redis-server.
-func forBackends(t *testing.T, fn func(t *testing.T, env *redistest.Env)) {
-	t.Helper()
-	for _, b := range redistest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			env := b.New(t)
-			require.NotNil(t, env)
-			fn(t, env)
-		})
-	}
 }
 
 // claimant is a hand-off's receiving side that records nothing: the hub

@@ -17,7 +17,7 @@ import (
 
 func TestMessageWakesOnlyTheHead(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		h := queue.For(env.Client)
 		ch := chanName(t, 0)
@@ -106,7 +106,7 @@ func TestLeaveAcquiredPromotesWithHint(t *testing.T) {
 
 func TestSharedWaitersAtTheFrontWakeTogether(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		h := queue.For(env.Client)
 		ch := chanName(t, 0)
@@ -193,7 +193,7 @@ func TestWriterPromotedByAReaderThatGotInIsKicked(t *testing.T) {
 
 func TestReleaseWakesTheHead(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		h := queue.For(env.Client)
 		ch := chanName(t, 0)

@@ -16,17 +16,17 @@ import (
 
 func TestChannelsAreReferenceCounted(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		h := queue.For(env.Client)
 		ch := chanName(t, 0)
 
 		w1 := join(t, ctx, h, ch, false)
 		w2 := join(t, ctx, h, ch, false)
-		assert.Equal(t, int64(1), numSub(t, ctx, env.Client, ch)[ch], "two waiters, one subscription")
+		assert.Equal(t, int64(1), redistest.NumSub(t, ctx, env.Client, ch)[ch], "two waiters, one subscription")
 		var connID int64
 		if env.Server != nil {
-			ps := pubSubConn(t, ctx, env.Client)
+			ps := redistest.PubSubConn(t, ctx, env.Client)
 			assert.Equal(t, 1, ps.Sub)
 			connID = ps.ID
 		}
@@ -43,10 +43,10 @@ func TestChannelsAreReferenceCounted(t *testing.T) {
 
 		w2.Leave(false, 0)
 		assert.False(t, h.Waiting(ch))
-		requireNumSubEventually(t, ctx, env.Client, 0, ch)
+		redistest.RequireNumSubEventually(t, ctx, env.Client, 0, ch)
 		if env.Server != nil {
-			requirePubSubConnsEventually(t, ctx, env.Client, 0)
-			requireConnClosedEventually(t, ctx, env.Client, connID)
+			redistest.RequirePubSubConnsEventually(t, ctx, env.Client, 0)
+			redistest.RequireConnClosedEventually(t, ctx, env.Client, connID)
 		}
 
 		// The channel can be joined again: it is subscribed afresh.
@@ -125,14 +125,14 @@ func TestJoinEndsWithItsContext(t *testing.T) {
 // every message, keeps the subscription when the last waiter leaves, and
 // its stop drops it when it is the last.
 func TestWatch(t *testing.T) {
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		h := queue.For(env.Client)
 		ch := chanName(t, 0)
 		heard := make(chan string, 8)
 		stop, err := h.Watch(ctx, ch, func(p string) { heard <- p })
 		require.NoError(t, err)
-		requireNumSubEventually(t, ctx, env.Client, 1, ch)
+		redistest.RequireNumSubEventually(t, ctx, env.Client, 1, ch)
 		require.Equal(t, int64(1), env.Client.Publish(ctx, ch, "x").Val())
 		select {
 		case p := <-heard:
@@ -148,7 +148,7 @@ func TestWatch(t *testing.T) {
 
 		stop()
 		stop() // twice is once
-		requireNumSubEventually(t, ctx, env.Client, 0, ch)
+		redistest.RequireNumSubEventually(t, ctx, env.Client, 0, ch)
 		require.False(t, h.Waiting(ch))
 	})
 }
@@ -179,7 +179,7 @@ func TestConcurrentJoinsOfManyChannels(t *testing.T) {
 		require.NoError(t, errs[i], channels[i])
 		t.Cleanup(func() { w.Leave(false, 0) })
 	}
-	subs := numSub(t, ctx, client, channels...)
+	subs := redistest.NumSub(t, ctx, client, channels...)
 	for _, ch := range channels {
 		assert.Equal(t, int64(1), subs[ch], "PUBSUB NUMSUB %s", ch)
 		assert.True(t, h.Waiting(ch), ch)
@@ -193,7 +193,7 @@ func TestConcurrentJoinsOfManyChannels(t *testing.T) {
 	}
 	_, _, subscribed := h.Footprint()
 	assert.Zero(t, subscribed, "the hub keeps no channel of a waiter that left")
-	requireNumSubEventually(t, ctx, client, 0, channels...)
+	redistest.RequireNumSubEventually(t, ctx, client, 0, channels...)
 }
 
 // A Join whose subscription cannot be made (the server is down) fails and
@@ -226,9 +226,9 @@ func TestJoinThatCannotSubscribeLeavesTheQueue(t *testing.T) {
 	assert.True(t, h.Waiting(kept), "the waiter already in line stays")
 
 	srv.Restart(t)
-	requireNumSubEventually(t, ctx, admin, 1, kept)
+	redistest.RequireNumSubEventually(t, ctx, admin, 1, kept)
 	w.Leave(false, 0)
-	requirePubSubConnsEventually(t, ctx, admin, 0)
+	redistest.RequirePubSubConnsEventually(t, ctx, admin, 0)
 }
 
 // A dropped connection may have lost an unlock message: the head alone is
@@ -245,7 +245,7 @@ func TestConnectionDropWakesTheHeadAlone(t *testing.T) {
 
 	w1 := join(t, ctx, h, ch, false)
 	w2 := join(t, ctx, h, ch, false)
-	require.Equal(t, int64(1), numSub(t, ctx, admin, ch)[ch])
+	require.Equal(t, int64(1), redistest.NumSub(t, ctx, admin, ch)[ch])
 
 	srv.Kill()
 	// Unlock messages may have been lost while the connection was down:
@@ -257,7 +257,7 @@ func TestConnectionDropWakesTheHeadAlone(t *testing.T) {
 
 	srv.Restart(t)
 	// go-redis subscribes the channel again on the new connection.
-	requireNumSubEventually(t, ctx, admin, 1, ch)
+	redistest.RequireNumSubEventually(t, ctx, admin, 1, ch)
 	// Drain the wake-ups of the failed reconnects, all sent before the
 	// connection that subscribed again was made.
 	select {
@@ -276,6 +276,6 @@ func TestConnectionDropWakesTheHeadAlone(t *testing.T) {
 
 	w1.Leave(false, 0)
 	w2.Leave(false, 0)
-	requireNumSubEventually(t, ctx, admin, 0, ch)
-	requirePubSubConnsEventually(t, ctx, admin, 0)
+	redistest.RequireNumSubEventually(t, ctx, admin, 0, ch)
+	redistest.RequirePubSubConnsEventually(t, ctx, admin, 0)
 }

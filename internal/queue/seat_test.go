@@ -15,7 +15,7 @@ import (
 // no seat of the lock was taken for Linger.
 func TestSeatKeepsItsSubscription(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		h := queue.For(env.Client)
 		lockCh := chanName(t, 0)
@@ -52,7 +52,7 @@ func TestSeatKeepsItsSubscription(t *testing.T) {
 			return queues == 0 && channels == 0
 		}, settle, poll, "idle seats are dropped with their subscriptions")
 		if env.Mini == nil {
-			requireNumSubEventually(t, ctx, env.Client, 0, ch)
+			redistest.RequireNumSubEventually(t, ctx, env.Client, 0, ch)
 		}
 	})
 }
@@ -72,7 +72,7 @@ func TestSeatNotReusedAfterAFailedWithdrawal(t *testing.T) {
 // wakes the seat's waiter to try; its own is taken.
 func TestGrantForAnotherOwnerIsAWake(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		h := queue.For(env.Client)
 		ch := chanName(t, 0)
@@ -98,7 +98,7 @@ func TestGrantForAnotherOwnerIsAWake(t *testing.T) {
 // lock stay taken (one long wait beside a burst that is over).
 func TestFreeSeatGoesWhileOthersAreTaken(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		h := queue.For(env.Client)
 		lockCh := chanName(t, 0)

@@ -39,18 +39,6 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
-func forBackends(t *testing.T, fn func(t *testing.T, env *redistest.Env)) {
-	t.Helper()
-	for _, b := range redistest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			env := b.New(t)
-			require.NotNil(t, env)
-			fn(t, env)
-		})
-	}
-}
-
 // recorder is a go-redis hook that notes the name of every command sent.
 type recorder struct {
 	mu   sync.Mutex
@@ -120,7 +108,7 @@ func TestLoadPanicsOnAMissingFile(t *testing.T) {
 
 func TestRunUsesEvalShaAndFallsBackOnNoScript(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		rec := &recorder{}
 		env.Client.AddHook(rec)
@@ -161,7 +149,7 @@ func TestRunUsesEvalShaAndFallsBackOnNoScript(t *testing.T) {
 
 func TestPipelinedCallReloadsAfterNoScript(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 
 		pipe := env.Client.Pipeline()
@@ -198,7 +186,7 @@ func TestPipelinedCallReloadsAfterNoScript(t *testing.T) {
 
 func TestIsNoScript(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, env *redistest.Env) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 		noScript := env.Client.EvalSha(ctx, "ffffffffffffffffffffffffffffffffffffffff", nil).Err()
 		require.Error(t, noScript)
