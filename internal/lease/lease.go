@@ -15,7 +15,9 @@ import (
 // batches of one cluster slot. KEYS holds KeysPer keys per lease; ARGV
 // holds, for each lease in turn, its lease time in milliseconds and then
 // its ArgsPer arguments (each lease may have its own lease time); it
-// returns an array with 1 (renewed) or 0 (gone) per lease.
+// returns an array with 1 (renewed) or 0 (gone) per lease. Its cmd
+// method lays a batch out so: the one wrapper of every renew script,
+// which all share that header.
 type RenewScript struct {
 	Lua     *scripts.Script
 	KeysPer int

@@ -331,34 +331,44 @@ func failureReason(err error) telemetry.Reason {
 
 // build queues one script per non-empty renewScriptCall on p.
 func (w *Watchdog) build(p redis.Pipeliner, calls []renewScriptCall) {
-	lastT, boxed := time.Duration(-1), any(nil) // the lease time, boxed once per pipeline mostly
 	for i := range calls {
 		pt := &calls[i]
 		pt.cmd = nil
 		if len(pt.rs) == 0 {
 			continue
 		}
-		nkeys := 0
-		for _, r := range pt.rs {
-			nkeys += len(r.targetOf().Keys)
-		}
-		argv := make([]any, nkeys, nkeys+len(pt.rs)*(pt.kind.ArgsPer+1))
-		ks := argv[:0] // the keys come first, then each lease's arguments
-		for _, r := range pt.rs {
-			t := r.targetOf()
-			if to := r.l.spec.Timeout; to != lastT {
-				lastT, boxed = to, to.Milliseconds()
-			}
-			for _, k := range t.Keys {
-				ks = append(ks, k)
-			}
-			argv = append(argv, boxed)
-			argv = append(argv, t.Args...)
-		}
-		pt.cmd = pt.kind.Lua.Cmd(context.Background(), nkeys, argv...)
-		if pt.reload {
-			pt.cmd = pt.kind.Lua.Reload(context.Background(), pt.cmd)
-		}
+		pt.cmd = pt.kind.cmd(pt.rs, pt.reload)
 		_ = p.Process(context.Background(), pt.cmd)
 	}
+}
+
+// cmd is the script's command for rs, leases of one slot, laid out as
+// every renew script's header says: KEYS holds each lease's Target.Keys
+// in turn (KeysPer each), ARGV each lease's time in milliseconds and then
+// its Target.Args (ArgsPer each). reload sends the source (EVAL) in place
+// of the hash, for a server that lacked the script.
+func (k *RenewScript) cmd(rs []renewal, reload bool) *redis.Cmd {
+	nkeys := 0
+	for _, r := range rs {
+		nkeys += len(r.targetOf().Keys)
+	}
+	argv := make([]any, nkeys, nkeys+len(rs)*(k.ArgsPer+1))
+	ks := argv[:0]                              // the keys come first, then each lease's arguments
+	lastT, boxed := time.Duration(-1), any(nil) // the lease time, boxed once per call mostly
+	for _, r := range rs {
+		t := r.targetOf()
+		if to := r.l.spec.Timeout; to != lastT {
+			lastT, boxed = to, to.Milliseconds()
+		}
+		for _, key := range t.Keys {
+			ks = append(ks, key)
+		}
+		argv = append(argv, boxed)
+		argv = append(argv, t.Args...)
+	}
+	cmd := k.Lua.Cmd(context.Background(), nkeys, argv...)
+	if reload {
+		cmd = k.Lua.Reload(context.Background(), cmd)
+	}
+	return cmd
 }
