@@ -20,7 +20,7 @@ import (
 
 var errGone = errors.New("lease key gone")
 
-// tgt is the target r renews.
+// targetOf is the target r renews.
 func (r renewal) targetOf() *Target { return &r.l.spec.Targets[r.target] }
 
 // send renews a round's batch, whose round started at sentAt. The wheel's

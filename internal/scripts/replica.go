@@ -88,7 +88,7 @@ const movedRetries = 3
 // online, WAIT <min(replicas, p.Min)> <p.Timeout> follows it on the same connection,
 // in the same round trip (the timeout shortened to end before ctx's
 // deadline), and Acks says what it answered; a server with no
-// replica gets the script alone, through the client's batch, as s.Call
+// replica gets the script alone, through the client's conn.Pipe, as s.Call
 // sends it. The replica count of each server is learned once (INFO
 // replication) and read again every 10 s, after an error that may
 // mean a failover, a reconnection or a resharding, and after a WAIT that

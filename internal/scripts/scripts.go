@@ -88,7 +88,7 @@ func (s *Script) Hash() string { return s.rs.Hash() }
 // Call runs the script with EVALSHA, falling back to EVAL on NOSCRIPT:
 // argv holds the nkeys keys, then the arguments (keys a primitive boxed
 // once cost nothing per call), and the command is built with one
-// allocation. The EVALSHA goes through the client's batch.Pipe, so
+// allocation. The EVALSHA goes through the client's conn.Pipe, so
 // concurrent scripts share round trips under load.
 func (s *Script) Call(ctx context.Context, c redis.UniversalClient, nkeys int, argv ...any) *redis.Cmd {
 	return s.send(ctx, c, nkeys, evalArgs(argv))
