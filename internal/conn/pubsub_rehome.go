@@ -32,12 +32,7 @@ const (
 // channel to move in the second case.
 func (ps *PubSub) dropped(s *shard, channel string) (move bool) {
 	ps.mu.Lock()
-	if n := s.own[channel]; n > 0 {
-		if n == 1 {
-			delete(s.own, channel)
-		} else {
-			s.own[channel] = n - 1
-		}
+	if ps.takeOwnLocked(s, channel) {
 		ps.mu.Unlock()
 		return false
 	}
@@ -49,6 +44,21 @@ func (ps *PubSub) dropped(s *shard, channel string) (move bool) {
 	ps.mu.Unlock()
 	if sub != nil {
 		sub.l.Missed(channel) // the lock may have moved with the slot, freed meanwhile
+	}
+	return true
+}
+
+// takeOwnLocked counts off the reply to an unsubscription sent on s, if
+// one is due for channel, and reports whether one was.
+func (ps *PubSub) takeOwnLocked(s *shard, channel string) bool {
+	n := s.own[channel]
+	switch {
+	case n == 0:
+		return false
+	case n == 1:
+		delete(s.own, channel)
+	default:
+		s.own[channel] = n - 1
 	}
 	return true
 }

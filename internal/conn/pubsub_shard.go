@@ -17,15 +17,16 @@ type shard struct {
 	ps    *redis.PubSub
 	ssub  bool                     // sharded pub/sub (cluster)
 	chans map[string]*channelState // subscribed channels
-	// stale counts, per channel, the SUBSCRIBE replies still due for
-	// subscriptions dropped before Redis confirmed them: they come ahead
-	// of the reply to a later SUBSCRIBE of the channel and must not be
-	// taken for its confirmation.
-	stale map[string]int
-	// own counts, per channel, the SUNSUBSCRIBE replies due for the
-	// unsubscriptions sent on a sharded connection: any other
-	// sunsubscribe is the server's own, dropping a channel whose slot
-	// left the node (a resharding, a failover).
+	// own counts, per channel, the (S)UNSUBSCRIBE replies due for the
+	// unsubscriptions sent on the connection. Until they come, a SUBSCRIBE
+	// reply of the channel belongs to a subscription they ended (it comes
+	// first), not to a later one. These replies are counted, not the
+	// SUBSCRIBE replies due, for a channel unsubscribed while its
+	// connection was down: go-redis subscribes again only the channels it
+	// still has, so the SUBSCRIBE reply expected of it would never come,
+	// and its next subscription would wait for ever. On a sharded
+	// connection any other sunsubscribe is the server's own, dropping a
+	// channel whose slot left the node (a resharding, a failover).
 	own    map[string]int
 	linger *time.Timer
 	closed bool
@@ -59,7 +60,7 @@ func (ps *PubSub) shardLocked(ctx context.Context, channel string) (*shard, erro
 	if s := ps.shards[addr]; s != nil {
 		return s, nil
 	}
-	s := &shard{addr: addr, chans: map[string]*channelState{}, stale: map[string]int{}, own: map[string]int{}, done: make(chan struct{})}
+	s := &shard{addr: addr, chans: map[string]*channelState{}, own: map[string]int{}, done: make(chan struct{})}
 	if node != nil {
 		s.ps, s.ssub = node.SSubscribe(ctx), true
 	} else {
@@ -138,16 +139,15 @@ func (ps *PubSub) forgetAllWithin(s *shard, channels []string, timeout time.Dura
 				s.own[ch]++
 			}
 		}
-	} else {
-		_ = s.ps.Unsubscribe(ctx, channels...)
+	} else if s.ps.Unsubscribe(ctx, channels...) == nil {
+		for _, ch := range channels {
+			s.own[ch]++
+		}
 	}
 }
 
 func (ps *PubSub) dropChannelLocked(s *shard, channel string) {
 	if st := s.chans[channel]; st != nil {
-		if due := st.sent - st.confirmed; due > 0 {
-			s.stale[channel] += due
-		}
 		for _, p := range st.pending {
 			close(p.ready) // the waiter is gone or failed; never block on it
 		}
@@ -203,6 +203,10 @@ func (ps *PubSub) receive(s *shard) {
 			switch m.Kind {
 			case "subscribe", "ssubscribe":
 				ps.confirm(s, m.Channel)
+			case "unsubscribe":
+				ps.mu.Lock()
+				ps.takeOwnLocked(s, m.Channel)
+				ps.mu.Unlock()
 			case "sunsubscribe":
 				if ps.dropped(s, m.Channel) {
 					go ps.moveWhenKnown(s, []string{m.Channel})
@@ -216,6 +220,12 @@ func (ps *PubSub) receive(s *shard) {
 // connection is intact and nothing was resubscribed, so the counts stay,
 // and the subscriptions that wait for a confirmation fail with err instead
 // of waiting for ever. A MOVED channel is moved to the slot's new node.
+// The refusal may answer an (S)UNSUBSCRIBE instead (a node that no longer
+// serves the slot refuses it too), whose reply own counts on: those of
+// the slot (all, when the error names none) are no longer counted on, so
+// that a later subscription of the channel is not refused its
+// confirmation for good; at worst one is taken early, and a message
+// missed then is made up by the waiters' fallback timers.
 func (ps *PubSub) refused(s *shard, err error, refused redis.Error) {
 	if s.ssub && strings.HasPrefix(refused.Error(), "CROSSSLOT") {
 		// go-redis subscribes a broken connection's channels again in one
@@ -228,6 +238,11 @@ func (ps *PubSub) refused(s *shard, err error, refused redis.Error) {
 	var moved []string
 	slot, isMoved := errs.Redirect(refused)
 	ps.mu.Lock()
+	for ch := range s.own {
+		if !isMoved || Slot(ch) == slot {
+			delete(s.own, ch)
+		}
+	}
 	for ch, st := range s.chans {
 		if len(st.pending) > 0 && s.ssub && isMoved && Slot(ch) == slot {
 			moved = append(moved, ch)
@@ -261,7 +276,6 @@ func (ps *PubSub) lost(s *shard) bool {
 		ps.mu.Unlock()
 		return false
 	}
-	clear(s.stale)
 	clear(s.own)
 	type heard struct {
 		l  Listener
@@ -293,14 +307,9 @@ func (ps *PubSub) lost(s *shard) bool {
 
 func (ps *PubSub) confirm(s *shard, channel string) {
 	ps.mu.Lock()
-	if n := s.stale[channel]; n > 0 {
-		if n == 1 {
-			delete(s.stale, channel)
-		} else {
-			s.stale[channel] = n - 1
-		}
+	if s.own[channel] > 0 {
 		ps.mu.Unlock()
-		return
+		return // the reply of a subscription since ended
 	}
 	st := s.chans[channel]
 	if st == nil {
