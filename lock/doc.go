@@ -63,9 +63,12 @@
 // and releases are not synced: after a failover a released lock may look
 // held until its lease runs out, and the hold keeps the lease the replica
 // last had. WAIT is not consensus: a replica that did not acknowledge may
-// be promoted, and a master with no replica online is written without
-// WAIT. The README's guarantees section says more. A server without
-// replicas pays nothing.
+// be promoted. A master with no replica online is written without WAIT
+// only where the client never saw a replica (a server run alone): once
+// it has, such a master is one that lost its replica or one side of a
+// failover, and the acquisition is refused (ErrNotReplicated) until a
+// replica is back. The README's guarantees section says more. A server
+// without replicas pays nothing.
 //
 // # Fencing tokens
 //

@@ -132,7 +132,10 @@ func WithForceUnlockNotice() CommonOption { return common(options.WithForceUnloc
 // back (waiters are woken) and counts as a failed try: Lock tries again
 // within its wait bound, TryLock returns ErrNotReplicated (which matches
 // ErrNotAcquired). A server without replicas gets no WAIT and pays
-// nothing. Renewals and releases are not synced: after a failover a
+// nothing, unless the client has seen a replica of its deployment: then
+// a master with none online refuses the acquisition (ErrNotReplicated,
+// with a warning logged) rather than write a hold a failover could
+// drop; WithReplicaSync(0) takes availability instead. Renewals and releases are not synced: after a failover a
 // released lock may show as held until its lease runs out, and a renewal
 // the new master missed shortens the hold to the lease last replicated.
 // The WAIT asks for WithMinReplicas of the replicas online (all of them

@@ -113,7 +113,9 @@ func TestClusterFailoverWakesWaiters(t *testing.T) {
 
 	waiter := redistest.NewClusterClient(servers)
 	defer waiter.Close()
-	got := lockAsync(lock.New(waiter, name), ctx)
+	// Replica sync off: the promoted replica has no replica of its own,
+	// and a synced acquisition is refused there.
+	got := lockAsync(lock.New(waiter, name, lock.WithReplicaSync(0)), ctx)
 	require.Eventually(t, func() bool {
 		n, err := redistest.Subscribers(ctx, holderClient, channel)
 		return err == nil && n == 1

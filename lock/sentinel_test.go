@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/testkit/history"
@@ -138,12 +139,15 @@ func TestSentinel(t *testing.T) {
 			require.NoError(t, mu.Unlock(held))
 		}
 
-		// The failover client follows the new master: another owner takes
-		// the lock, with a larger fencing token (the counter was replicated
+		// The failover client follows the new master: another owner, with
+		// replica sync off, takes the lock, with a larger fencing token (the counter was replicated
 		// with the hold).
 		// (The new master has no cached scripts: the EVALSHA falls back to
 		// EVAL.)
-		relock := lock.New(rdb, name, lock.WithWaitTimeout(sentinelRelockBound))
+		// A synced lock is refused there: the new master has no replica.
+		_, err = lock.New(rdb, name).TryLock(ctx)
+		require.ErrorIs(t, err, lock.ErrNotReplicated)
+		relock := lock.New(rdb, name, lock.WithReplicaSync(0), lock.WithWaitTimeout(sentinelRelockBound))
 		start := time.Now()
 		again, err := relock.Lock(ctx)
 		require.NoError(t, err)
@@ -265,11 +269,24 @@ func failoverOnce(t *testing.T, synced, stall bool) failoverOutcome {
 	} else {
 		require.Error(t, hist.Err(), "the history checker sees the double grant")
 	}
-	// The lock works on the new master.
-	again, err := lock.New(rdb, name, lock.WithWaitTimeout(sentinelRelockBound)).Lock(ctx)
-	require.NoError(t, err)
-	require.NoError(t, lock.New(rdb, name).Unlock(again))
+	requireNewMasterRefusesSyncedLocks(t, ctx, rdb, name, synced)
 	return out
+}
+
+// requireNewMasterRefusesSyncedLocks checks the promoted replica, which
+// has no replica of its own: a client that saw the deployment's replica
+// (synced) is refused a synced lock there, whose hold a second failover
+// would lose, and takes the lock with replica sync off.
+func requireNewMasterRefusesSyncedLocks(t *testing.T, ctx context.Context, rdb redis.UniversalClient, name string, synced bool) {
+	t.Helper()
+	if synced {
+		_, err := lock.New(rdb, name).TryLock(ctx)
+		require.ErrorIs(t, err, lock.ErrNotReplicated, "no replica online on the new master")
+	}
+	mu := lock.New(rdb, name, lock.WithReplicaSync(0), lock.WithWaitTimeout(sentinelRelockBound))
+	again, err := mu.Lock(ctx)
+	require.NoError(t, err)
+	require.NoError(t, mu.Unlock(again))
 }
 
 // TestSentinelReplicaSync is what replica sync is for. With it (the

@@ -89,7 +89,8 @@ const movedRetries = 3
 // in the same round trip (the timeout shortened to end before ctx's
 // deadline), and Acks says what it answered; a server with no
 // replica gets the script alone, through the client's conn.Pipe, as s.Call
-// sends it. The replica count of each server is learned once (INFO
+// sends it, unless the client has seen a replica online: then nothing
+// runs, and the error matches ErrNotReplicated. The replica count of each server is learned once (INFO
 // replication) and read again every 10 s, after an error that may
 // mean a failover, a reconnection or a resharding, and after a WAIT that
 // fewer replicas answered than were asked.
@@ -115,6 +116,15 @@ func CallSynced(ctx context.Context, c redis.UniversalClient, p ReplicaPolicy, s
 		if err != nil {
 			Unreachable(ctx, c, err)
 			return failed(ctx, err), Acks{}
+		}
+		if n == 0 && srv.replicated.Load() {
+			// A deployment that has shown a replica and now shows none
+			// is failing over or has lost one: a write here may be the
+			// side of a split that is thrown away. It is refused, and
+			// the next call asks the server again.
+			srv.stale()
+			warn(p.Logger, conn.Addr(node), "no-replica", "relock: replica sync: a master of a replicated deployment has no replica online; acquisitions there are refused until one is (WithReplicaSync(0) turns the sync off)")
+			return failed(ctx, fmt.Errorf("%w: the server has no replica online, %d required (replicas were seen on this deployment)", errs.ErrNotReplicated, max(p.Min, 1))), Acks{}
 		}
 		if n == 0 && !refresh {
 			cmd := s.send(ctx, c, nkeys, evalArgs(argv))
@@ -161,7 +171,7 @@ func SyncNeeded(ctx context.Context, c redis.UniversalClient, p ReplicaPolicy, k
 		return false
 	}
 	_, srv, err := route(ctx, c, key)
-	return err != nil || srv.n.Load() != 0
+	return err != nil || srv.n.Load() != 0 || srv.replicated.Load()
 }
 
 // send runs the script and, when the server has n > 0 replicas online,
@@ -238,11 +248,18 @@ var servers conn.Map[*topology]
 type topology struct {
 	single server   // a *redis.Client's one server
 	nodes  sync.Map // a cluster's: node address -> *server
+	// replicated: a server of this client has shown a replica online.
+	// From then on a master without one refuses a synced
+	// write instead of taking it unacknowledged: under Sentinel, or on
+	// a cluster, it is a master that lost its replica, or one side of a
+	// failover whose other side keeps the data.
+	replicated atomic.Bool
 }
 
 func newTopology(redis.UniversalClient) *topology {
 	t := &topology{}
 	t.single.n.Store(unknown)
+	t.single.replicated = &t.replicated
 	return t
 }
 
@@ -262,7 +279,7 @@ func route(ctx context.Context, c redis.UniversalClient, key string) (*redis.Cli
 		if v, ok := t.nodes.Load(addr); ok {
 			return node, v.(*server), nil
 		}
-		srv := &server{}
+		srv := &server{replicated: &t.replicated}
 		srv.n.Store(unknown)
 		v, _ := t.nodes.LoadOrStore(addr, srv)
 		return node, v.(*server), nil
@@ -284,6 +301,7 @@ type server struct {
 	pending    atomic.Bool  // a replica is connected but not yet online
 	checked    atomic.Int64 // when n was read (unix ns)
 	refreshing atomic.Bool  // a call carries an INFO to read n anew
+	replicated *atomic.Bool // its topology's
 }
 
 // count returns the server's replica count, asking the server when it is
@@ -357,6 +375,9 @@ func parseRole(role []any) int {
 }
 
 func (srv *server) set(r replicas) {
+	if r.online > 0 {
+		srv.replicated.Store(true) // not a replica still syncing: it may never come online
+	}
 	srv.checked.Store(time.Now().UnixNano())
 	srv.pending.Store(r.pending)
 	srv.n.Store(int64(r.online))

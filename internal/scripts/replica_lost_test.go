@@ -1,0 +1,60 @@
+package scripts_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/errs"
+	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/testkit/redistest"
+)
+
+// A master that showed a replica and then shows none (its replica
+// promoted beside it, as in a failover that splits the deployment) is
+// refused a synced write, which would be thrown away with its side of
+// the split: the script does not run, the error is ErrNotReplicated, and
+// writes are synced again once a replica is back. A server that never
+// showed one is written without WAIT (TestNoReplica).
+func TestMasterThatLostItsReplicaRefusesSyncedWrites(t *testing.T) {
+	ctx := ctxT(t)
+	g := redistest.StartReplicated(t, 1)
+	c := g.Master.Client(t)
+	admin := g.Master.Client(t)
+	replica := g.Replicas[0].Client(t)
+
+	cmd, acks := scripts.CallSynced(ctx, c, policy, setScript, 1, "before", "v")
+	require.NoError(t, cmd.Err())
+	require.Equal(t, scripts.Acks{Want: 1, Got: 1, Timeout: policy.Timeout}, acks)
+
+	require.NoError(t, replica.Do(ctx, "replicaof", "no", "one").Err())
+	require.Eventually(t, func() bool {
+		info, err := admin.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "connected_slaves:0")
+	}, 10*time.Second, 10*time.Millisecond)
+
+	// The count still says one: the WAIT finds none, and the count is
+	// read again by the next call.
+	_, acks = scripts.CallSynced(ctx, c, policy, setScript, 1, "short", "v")
+	require.Equal(t, scripts.Acks{Want: 1, Got: 0, Timeout: policy.Timeout}, acks)
+	for range 2 {
+		cmd, acks = scripts.CallSynced(ctx, c, policy, setScript, 1, "refused", "v")
+		require.ErrorIs(t, cmd.Err(), errs.ErrNotReplicated)
+		require.ErrorIs(t, cmd.Err(), errs.ErrNotAcquired)
+		require.False(t, errs.MayHaveRun(cmd.Err()), "the script did not run")
+		require.Equal(t, scripts.Acks{}, acks)
+	}
+	n, err := admin.Exists(ctx, "refused").Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing written")
+	require.True(t, scripts.SyncNeeded(ctx, c, policy, "refused"), "a hand-over inside a release is not made there either")
+
+	require.NoError(t, replica.Do(ctx, "replicaof", "127.0.0.1", strconv.Itoa(g.Master.Port)).Err())
+	g.WaitInSync(t, 20*time.Second)
+	cmd, acks = scripts.CallSynced(ctx, c, policy, setScript, 1, "after", "v")
+	require.NoError(t, cmd.Err())
+	require.Equal(t, scripts.Acks{Want: 1, Got: 1, Timeout: policy.Timeout}, acks)
+}
