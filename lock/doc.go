@@ -59,10 +59,13 @@
 // 1 s): the acquire script and WAIT <replicas> <timeout> go out in one
 // round trip, and an acquisition acknowledged too little is given back
 // and reported as ErrNotReplicated (Lock tries again within its wait
-// bound). So a failover to one of those replicas keeps the hold. Renewals
-// and releases are not synced: after a failover a released lock may look
-// held until its lease runs out, and the hold keeps the lease the replica
-// last had. WAIT is not consensus: a replica that did not acknowledge may
+// bound). So a failover to one of those replicas keeps the hold. Its
+// renewals are synced too: a renewal counts once a replica acknowledged
+// it (one WAIT per renewal pipeline), so a holder whose replicas stop
+// acknowledging is told ErrLockLost within its lease rather than trust a
+// lease a failover would not keep. Releases are not synced: after a
+// failover a released lock may look held until its lease runs out. WAIT
+// is not consensus: a replica that did not acknowledge may
 // be promoted. A master with no replica online is written without WAIT
 // only where the client never saw a replica (a server run alone): once
 // it has, such a master is one that lost its replica or one side of a

@@ -378,6 +378,7 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Co
 		Name:      m.name,
 		Primitive: primitive,
 		Token:     a.token,
+		Sync:      a.cfg.ReplicaPolicy(),
 	}
 	// A first count records its label, keeps a key asked for and starts
 	// its notice; a re-entry shares the outer hold's lease, which has them

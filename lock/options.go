@@ -135,9 +135,11 @@ func WithForceUnlockNotice() CommonOption { return common(options.WithForceUnloc
 // nothing, unless the client has seen a replica of its deployment: then
 // a master with none online refuses the acquisition (ErrNotReplicated,
 // with a warning logged) rather than write a hold a failover could
-// drop; WithReplicaSync(0) takes availability instead. Renewals and releases are not synced: after a failover a
-// released lock may show as held until its lease runs out, and a renewal
-// the new master missed shortens the hold to the lease last replicated.
+// drop; WithReplicaSync(0) takes availability instead. A synced hold's
+// renewals count once a replica acknowledged them, so its holder is told
+// ErrLockLost within a lease when its replicas stop acknowledging.
+// Releases are not synced: after a failover a released lock may show as
+// held until its lease runs out.
 // The WAIT asks for WithMinReplicas of the replicas online (all of them
 // when fewer are online), so it returns as soon as enough acknowledged.
 // The default is shortened to half the client's read timeout when that is

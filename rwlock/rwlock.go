@@ -325,6 +325,7 @@ func (rw *RWMutex) spec(s access, ownerID string, leaseTime time.Duration, renew
 		ID:        rw.leaseID(s, ownerID),
 		Name:      rw.name,
 		Primitive: primitive,
+		Sync:      rw.cfg.ReplicaPolicy(),
 	}
 	if s == read {
 		sp.Renewer = readRenewer

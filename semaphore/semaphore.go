@@ -287,6 +287,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 		ID:        primitive + "\x00" + s.name + "\x00" + permitID,
 		Name:      s.name,
 		Primitive: primitive,
+		Sync:      cfg.ReplicaPolicy(),
 	}
 	label := s.label(ctx, cfg, &spec, permitID, leaseTime)
 	l := wd.Start(spec, t.claim.sentAt)

@@ -52,6 +52,11 @@ type Spec struct {
 	Token int64
 	// Name and Primitive label the ErrLockLost the holder gets.
 	Name, Primitive string
+	// Sync is the replica sync of the acquisition (Timeout 0: off): a
+	// renewal counts only once replicas acknowledged it as Sync asks,
+	// since a renewal a failover drops would leave the holder believing
+	// in a lease the new master has let lapse.
+	Sync scripts.ReplicaPolicy
 }
 
 // Lease is one held lease.

@@ -208,34 +208,78 @@ func (w *Watchdog) flushNodes(cc *redis.ClusterClient, calls []renewScriptCall, 
 
 // exec sends one pipeline of calls and records the replies.
 func (w *Watchdog) exec(c redis.UniversalClient, calls []renewScriptCall, sentAt time.Time) {
-	span := w.sendPipeline(c, calls)
+	span, synced := w.sendPipeline(c, calls)
 	if span == nil {
 		return // nothing left to renew
 	}
 	defer span.End()
-	w.record(span, calls, sentAt)
+	w.record(span, calls, sentAt, synced)
+}
+
+// pipelineSync is the WAIT of a pipeline that renews synced leases.
+type pipelineSync struct {
+	p    scripts.ReplicaPolicy // the strictest of its leases'
+	plan scripts.Renewals
+	wait *redis.IntCmd
+}
+
+// err is why a renewal of a lease synced under p does not count (nil
+// when it does, or p is off).
+func (s *pipelineSync) err(p scripts.ReplicaPolicy) error {
+	if s == nil || p.Timeout <= 0 {
+		return nil
+	}
+	return s.plan.Acked(p, s.wait)
+}
+
+// syncOf plans the WAIT of a pipeline of calls: for the strictest sync
+// of their leases, on the server of their slot; nil when none is synced.
+func syncOf(c redis.UniversalClient, calls []renewScriptCall) *pipelineSync {
+	var p scripts.ReplicaPolicy
+	for _, pt := range calls {
+		for _, r := range pt.rs {
+			if s := r.l.spec.Sync; s.Timeout > 0 {
+				p.Timeout, p.Min = max(p.Timeout, s.Timeout), max(p.Min, s.Min)
+				p.Logger = s.Logger
+			}
+		}
+	}
+	if p.Timeout <= 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.Timeout)
+	defer cancel()
+	return &pipelineSync{p: p, plan: scripts.SyncRenewals(ctx, c, p, calls[0].rs[0].targetOf().Keys[0])}
 }
 
 // sendPipeline sends calls as one pipeline, once more with the scripts a
 // server did not know (NOSCRIPT) sent as EVAL. It returns the span of the renewal,
 // nil when nothing was sent (every lease stopped meanwhile).
-func (w *Watchdog) sendPipeline(c redis.UniversalClient, calls []renewScriptCall) trace.Span {
+func (w *Watchdog) sendPipeline(c redis.UniversalClient, calls []renewScriptCall) (trace.Span, *pipelineSync) {
 	var span trace.Span
 	spanCtx := context.Background()
+	synced := syncOf(c, calls)
+	var on redis.UniversalClient = c
+	if synced != nil && synced.plan.Node != nil {
+		on = synced.plan.Node // the WAIT answers for its own connection's writes
+	}
 	for attempt := 0; attempt < 2; attempt++ {
-		pipe := c.Pipeline()
+		pipe := on.Pipeline()
 		w.build(pipe, calls)
 		deadline, live, dropped := w.commit(calls)
 		if live == 0 {
 			break
 		}
 		if dropped {
-			pipe = c.Pipeline()
+			pipe = on.Pipeline()
 			w.build(pipe, calls)
 		}
 		// A reply after the earliest loss it carries is of no use; until
 		// then it is worth waiting for (a larger pipeline takes longer).
 		timeout := max(deadline.Sub(w.clock.Now()), minReplyTimeout)
+		if synced != nil {
+			synced.wait = synced.plan.Wait(spanCtx, pipe, min(synced.p.Timeout, timeout*3/4))
+		}
 		if span == nil {
 			spanCtx, span = w.tracer.Start(context.Background(), tracing.SpanWatchdogRenew, w.spanStart...)
 		}
@@ -248,7 +292,7 @@ func (w *Watchdog) sendPipeline(c redis.UniversalClient, calls []renewScriptCall
 			break
 		}
 	}
-	return span
+	return span, synced
 }
 
 // reloadMissing marks the calls whose script the server did not know
@@ -268,7 +312,7 @@ func reloadMissing(calls []renewScriptCall) bool {
 // record reads the replies of calls, completes each lease's renewal (a
 // lease found gone or failing past its deadline is lost, and told so
 // after the lock is released) and sets the span's counts.
-func (w *Watchdog) record(span trace.Span, calls []renewScriptCall, sentAt time.Time) {
+func (w *Watchdog) record(span trace.Span, calls []renewScriptCall, sentAt time.Time, synced *pipelineSync) {
 	now := w.clock.Now()
 	var lost []lossNotice
 	var leases, renewed, gone, failed int
@@ -285,7 +329,7 @@ func (w *Watchdog) record(span trace.Span, calls []renewScriptCall, sentAt time.
 			case err != nil:
 				res = err
 			case i < len(vals) && vals[i] == int64(1):
-				res = nil
+				res = synced.err(r.l.spec.Sync) // renewed, and acknowledged as its hold asks
 			}
 			leases++
 			switch {

@@ -58,3 +58,40 @@ func TestMasterThatLostItsReplicaRefusesSyncedWrites(t *testing.T) {
 	require.NoError(t, cmd.Err())
 	require.Equal(t, scripts.Acks{Want: 1, Got: 1, Timeout: policy.Timeout}, acks)
 }
+
+// Renewals are planned as acquisitions are sent: a WAIT on the slot's
+// master while it has replicas, acknowledged or not; none, and an
+// error, once a master that had them has none.
+func TestRenewalsSyncedLikeAcquisitions(t *testing.T) {
+	ctx := ctxT(t)
+	g := redistest.StartReplicated(t, 1)
+	c := g.Master.Client(t)
+	admin := g.Master.Client(t)
+
+	plan := scripts.SyncRenewals(ctx, c, policy, "k")
+	require.NoError(t, plan.Err)
+	require.Equal(t, 1, plan.Want)
+	pipe := plan.Node.Pipeline()
+	pipe.Set(ctx, "k", "v", time.Minute)
+	wait := plan.Wait(ctx, pipe, policy.Timeout)
+	_, err := pipe.Exec(ctx)
+	require.NoError(t, err)
+	require.NoError(t, plan.Acked(policy, wait))
+
+	g.Replicas[0].Pause(t)
+	pipe = plan.Node.Pipeline()
+	pipe.Set(ctx, "k", "v", time.Minute)
+	wait = plan.Wait(ctx, pipe, 100*time.Millisecond)
+	_, _ = pipe.Exec(ctx)
+	require.ErrorIs(t, plan.Acked(policy, wait), errs.ErrNotReplicated)
+	g.Replicas[0].Resume()
+
+	require.NoError(t, g.Replicas[0].Client(t).Do(ctx, "replicaof", "no", "one").Err())
+	require.Eventually(t, func() bool {
+		info, err := admin.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "connected_slaves:0")
+	}, 10*time.Second, 10*time.Millisecond)
+	plan = scripts.SyncRenewals(ctx, c, policy, "k")
+	require.ErrorIs(t, plan.Err, errs.ErrNotReplicated)
+	require.ErrorIs(t, plan.Acked(policy, nil), errs.ErrNotReplicated)
+}

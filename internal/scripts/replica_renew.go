@@ -1,0 +1,89 @@
+package scripts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/errs"
+)
+
+// Renewals is how a pipeline of renewals is synced: a renewal a new
+// master missed shortens the hold there to the lease last replicated,
+// while its holder, renewed on the old master, believes it holds; so a
+// renewal of a synced hold counts only once replicas acknowledged it, as
+// its acquisition did.
+type Renewals struct {
+	// Node is the server of the pipeline's slot (the client itself
+	// unless it is a cluster's): the WAIT must go on its connection.
+	Node *redis.Client
+	// Want is the replicas the WAIT asks for; 0: none is sent.
+	Want int
+	// Err is why the renewals cannot be synced (a master without a
+	// replica where the client has seen one, the count unknown): they
+	// are sent, and count as failed tries.
+	Err error
+	srv *server
+}
+
+// SyncRenewals plans the sync of renewals of key's slot under p: the
+// replica count of the slot's master, learned as CallSynced learns it.
+func SyncRenewals(ctx context.Context, c redis.UniversalClient, p ReplicaPolicy, key string) Renewals {
+	node, srv, err := route(ctx, c, key)
+	if errors.Is(err, errUnsupported) {
+		return Renewals{}
+	}
+	if err != nil {
+		return Renewals{Err: err}
+	}
+	n, refresh, err := srv.count(ctx, node, p.Logger)
+	if refresh {
+		srv.refreshing.Store(false) // an acquisition's round trip reads it
+	}
+	switch {
+	case err != nil:
+		return Renewals{Err: err}
+	case n == 0 && srv.replicated.Load():
+		return Renewals{Err: fmt.Errorf("%w: the server has no replica online (replicas were seen on this deployment)", errs.ErrNotReplicated)}
+	case n == 0:
+		return Renewals{}
+	}
+	return Renewals{Node: node, Want: min(n, max(p.Min, 1)), srv: srv}
+}
+
+// Wait queues the WAIT on pipe (Node's), bounded by timeout.
+func (r Renewals) Wait(ctx context.Context, pipe redis.Pipeliner, timeout time.Duration) *redis.IntCmd {
+	if r.Want == 0 {
+		return nil
+	}
+	cmd := redis.NewIntCmd(ctx, "wait", r.Want, max(timeout.Milliseconds(), 1))
+	_ = pipe.Process(ctx, cmd)
+	return cmd
+}
+
+// Acked reads the WAIT's reply: nil when the renewals count for a hold
+// synced under p, else why not. A short reply has the count read anew.
+func (r Renewals) Acked(p ReplicaPolicy, wait *redis.IntCmd) error {
+	if r.Err != nil {
+		return r.Err
+	}
+	if wait == nil {
+		return nil
+	}
+	got, err := wait.Result()
+	if err != nil {
+		r.srv.stale()
+		return waitErr(err)
+	}
+	acks := Acks{Want: r.Want, Got: int(got), Timeout: p.Timeout}
+	if int(got) < r.Want {
+		r.srv.stale()
+	}
+	if p.Enough(acks) {
+		return nil
+	}
+	return p.Err(acks)
+}
