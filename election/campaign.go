@@ -58,7 +58,13 @@ func (e *Election) campaign(ctx context.Context, value string) (context.Context,
 		return nil, nil, e.id.Wrap("campaign", errs.Reason(err))
 	}
 	owner, _ := hold.Owner(held)
-	epoch, _ := lock.FencingToken(held)
+	epoch, ok := lock.FencingToken(held)
+	if !ok {
+		// Lost as it was granted (a hand-over that came after its lease
+		// had lapsed): a term recorded now would have no epoch.
+		_ = e.fair.Unlock(held)
+		return nil, nil, e.id.Wrap("campaign", fmt.Errorf("%w: the lease lapsed as the leadership was granted", ErrLockLost))
+	}
 	t := &term{e: e, owner: owner, epoch: epoch, held: held}
 	reply := electLua{Lock: e.name, Record: e.record, Channel: e.channel,
 		Owner: owner, Epoch: epoch, Value: value, Publish: e.hub.PublishCommand()}.callRetrying(held, e.client, e.cfg.unlockTimeout)
