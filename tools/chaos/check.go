@@ -133,12 +133,18 @@ func (h *history) classify(a *Anomaly, fenced bool) {
 		}
 	}
 	slices.Sort(limits)
-	if fenced { // first: it is what makes the overlap harmless
-		limits = slices.Insert(limits, 0, "fenced: the later hold has the larger token, so a store that checks tokens refuses the older holder's writes")
-	}
 	a.Class, a.Limit = "violation", ""
-	if len(limits) > 0 {
+	// Fencing makes an overlap harmless to a store that checks tokens, but
+	// only a stated limit (the server lost data) explains it: fenced alone
+	// is still a violation of mutual exclusion.
+	const fencedNote = "fenced: the later hold has the larger token, so a store that checks tokens refuses the older holder's writes"
+	switch {
+	case len(limits) > 0 && fenced:
+		a.Class, a.Limit = "expected", strings.Join(limits, "; ")+"; "+fencedNote
+	case len(limits) > 0:
 		a.Class, a.Limit = "expected", strings.Join(limits, "; ")
+	case fenced:
+		a.Detail += " (" + fencedNote + ", but no stated limit explains the overlap)"
 	}
 }
 

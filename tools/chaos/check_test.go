@@ -49,16 +49,24 @@ func TestMutexHandOverIsNoOverlap(t *testing.T) {
 func TestFencedOverlapClassified(t *testing.T) {
 	a := acq("w0#0", "lock", "L", "a", 5, 0, 10)
 	b := acq("w1#0", "lock", "L", "b", 7, 50, 60)
+	// Fenced, but with no fault to explain it: still a violation.
 	h := hist([]Record{a, endOf(a, opLost, 100), b, endOf(b, opRelease, 120)})
 	as, _ := h.checkMutex()
-	if len(as) != 1 || as[0].Class != "expected" || !strings.HasPrefix(as[0].Limit, "fenced") {
-		t.Fatalf("anomalies %+v: want one fenced, expected overlap", as)
+	if len(as) != 1 || as[0].Class != "violation" || !strings.Contains(as[0].Detail, "fenced") {
+		t.Fatalf("anomalies %+v: want one fenced violation", as)
+	}
+	// Under a stated limit, fenced is noted with it.
+	kill := FaultEvent{Fault: Fault{ID: 4, Kind: fKillServer, Topo: "t", Target: "t/m0"}, At: 20 * ms, Until: 40 * ms, Note: "master, no AOF"}
+	h = hist([]Record{a, endOf(a, opLost, 100), b, endOf(b, opRelease, 120)}, kill)
+	as, _ = h.checkMutex()
+	if len(as) != 1 || as[0].Class != "expected" || !strings.Contains(as[0].Limit, "without AOF") || !strings.Contains(as[0].Limit, "fenced") {
+		t.Fatalf("anomalies %+v: want one expected overlap, fenced", as)
 	}
 	// The later hold with the smaller token is not fenced.
 	b.Token = 3
 	h = hist([]Record{a, endOf(a, opLost, 100), b, endOf(b, opRelease, 120)})
-	if as, _ := h.checkMutex(); len(as) != 1 || as[0].Class != "violation" {
-		t.Fatalf("anomalies %+v: want one violation", as)
+	if as, _ := h.checkMutex(); len(as) != 1 || as[0].Class != "violation" || strings.Contains(as[0].Detail, "fenced") {
+		t.Fatalf("anomalies %+v: want one violation, not fenced", as)
 	}
 }
 

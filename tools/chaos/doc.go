@@ -18,8 +18,9 @@
 // writers, one leader at a time, token monotonicity, liveness once the
 // faults stop, and a keyspace left with no key without a TTL. Each anomaly
 // is classified as a violation or as expected under a stated limit of the
-// library (fenced by its token, a failover with replica sync off, a server
-// killed without AOF, a clock step, a holder paused past its lease), and
+// library (a failover with replica sync off, a server killed without AOF,
+// a clock step, a holder paused past its lease; fencing alone explains
+// no overlap), and
 // attributed to the fault windows it overlaps. The verdicts go to
 // results.json and, with timelines and latency charts drawn as inline SVG,
 // to report.html.
