@@ -67,7 +67,8 @@
 // failover a released lock may look held until its lease runs out. WAIT
 // is not consensus: a replica that did not acknowledge may
 // be promoted. A master with no replica online is written without WAIT
-// only where the client never saw a replica (a server run alone): once
+// only where the client never saw a replica and is no Sentinel client (a
+// server run alone): once
 // it has, such a master is one that lost its replica or one side of a
 // failover, and the acquisition is refused (ErrNotReplicated) until a
 // replica is back. The README's guarantees section says more. A server

@@ -241,7 +241,7 @@ func failoverOnce(t *testing.T, synced, stall bool) failoverOutcome {
 		require.NoError(t, err)
 		out.kept = len(fields) == 1 && held.Err() == nil
 		// The second owner tries while the holder believes it holds.
-		second := lock.New(g.NewClient(t), name)
+		second := lock.New(g.NewClient(t), name, opts...)
 		theirs, err := second.TryLock(ctx)
 		if err == nil {
 			got := time.Now()

@@ -25,7 +25,8 @@
 // WAIT, every 10 s in the round trip of a call, and every 250 ms while a
 // replica is connected but still syncing. A server without replicas is
 // sent the script alone, as if replica sync were off, unless the client
-// has seen a replica online on one of its servers: then a master without
+// has seen a replica online on one of its servers, or is a Sentinel
+// client: then a master without
 // one is refused (ErrNotReplicated) and nothing runs. A user refused both
 // INFO and ROLE, or WAIT, gets an error naming the permission
 // (ErrReplicaDenied), never a sync quietly turned off; and a server whose

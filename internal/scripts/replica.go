@@ -248,20 +248,30 @@ var servers conn.Map[*topology]
 type topology struct {
 	single server   // a *redis.Client's one server
 	nodes  sync.Map // a cluster's: node address -> *server
-	// replicated: a server of this client has shown a replica online.
-	// From then on a master without one refuses a synced
+	// replicated: a server of this client has shown a replica online, or
+	// the client is a Sentinel client. From then on a master without one refuses a synced
 	// write instead of taking it unacknowledged: under Sentinel, or on
 	// a cluster, it is a master that lost its replica, or one side of a
 	// failover whose other side keeps the data.
 	replicated atomic.Bool
 }
 
-func newTopology(redis.UniversalClient) *topology {
+func newTopology(c redis.UniversalClient) *topology {
 	t := &topology{}
 	t.single.n.Store(unknown)
 	t.single.replicated = &t.replicated
+	// A Sentinel deployment has replicas by design: a process that first
+	// meets its master between a failover and a replica's return must
+	// not take the master's lone writes for a server run alone.
+	if cl, ok := c.(*redis.Client); ok && cl.Options().Addr == failoverAddr {
+		t.replicated.Store(true)
+	}
 	return t
 }
+
+// failoverAddr is the address go-redis gives the options of a client
+// made by NewFailoverClient (Sentinel).
+const failoverAddr = "FailoverClient"
 
 // route returns the client that reaches key's server and that server's
 // state.

@@ -95,3 +95,33 @@ func TestRenewalsSyncedLikeAcquisitions(t *testing.T) {
 	require.ErrorIs(t, plan.Err, errs.ErrNotReplicated)
 	require.ErrorIs(t, plan.Acked(policy, nil), errs.ErrNotReplicated)
 }
+
+// A Sentinel client expects replicas from its first call: a process that
+// first meets a master with none online (its replica gone, or not back
+// after a failover) refuses a synced write, where a client of a server
+// run alone would send the script without WAIT.
+func TestSentinelClientExpectsReplicasFromTheStart(t *testing.T) {
+	ctx := ctxT(t)
+	_, g := redistest.StartSentinel(t)
+	if g == nil {
+		return
+	}
+	admin := g.Master.Client(t)
+	g.Replica.Kill()
+	require.Eventually(t, func() bool {
+		info, err := admin.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "connected_slaves:0")
+	}, 10*time.Second, 10*time.Millisecond)
+
+	fresh := g.NewClient(t)
+	cmd, acks := scripts.CallSynced(ctx, fresh, policy, setScript, 1, "k", "v")
+	require.ErrorIs(t, cmd.Err(), errs.ErrNotReplicated)
+	require.Equal(t, scripts.Acks{}, acks)
+	n, err := admin.Exists(ctx, "k").Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing written")
+
+	plain := g.Master.Client(t)
+	cmd, _ = scripts.CallSynced(ctx, plain, policy, setScript, 1, "k", "v")
+	require.NoError(t, cmd.Err(), "a plain client of the same server sees a server run alone")
+}
