@@ -107,14 +107,15 @@ func TestClusterFailoverWakesWaiters(t *testing.T) {
 	servers := append(append([]*redistest.Server{}, masters...), replicas...)
 	holderClient := redistest.NewClusterClient(servers)
 	defer holderClient.Close()
-	mu := lock.New(holderClient, name, lock.WithWatchdogTimeout(15*time.Second))
+	// Replica sync off for both: the promoted replica has no replica of
+	// its own, where a synced hold is not renewed and a synced
+	// acquisition is refused (TestReplicaSync*, TestSentinel*).
+	mu := lock.New(holderClient, name, lock.WithWatchdogTimeout(15*time.Second), lock.WithReplicaSync(0))
 	held, err := mu.Lock(ctx)
 	require.NoError(t, err)
 
 	waiter := redistest.NewClusterClient(servers)
 	defer waiter.Close()
-	// Replica sync off: the promoted replica has no replica of its own,
-	// and a synced acquisition is refused there.
 	got := lockAsync(lock.New(waiter, name, lock.WithReplicaSync(0)), ctx)
 	require.Eventually(t, func() bool {
 		n, err := redistest.Subscribers(ctx, holderClient, channel)
