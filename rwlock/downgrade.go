@@ -3,6 +3,7 @@ package rwlock
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/conn"
@@ -24,6 +25,7 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 	cfg := rw.heldConfig(wh)
 	wd := rw.cfg.Watchdog
 	sentAt := wd.Now()
+	began := time.Now()
 	var vals []int64
 	var derr error // the script's, read by a give-back only once it returned
 	err = conn.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) error {
@@ -42,7 +44,11 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 		// made, if it ran, given back with it.
 		late := conn.AfterLate(err)
 		if late == nil {
-			_ = wh.Release(ctx)
+			// Within what is left of the call's bound: a release Redis
+			// holds off (BUSY) goes on in the background past it.
+			rctx, cancel := context.WithDeadline(ctx, began.Add(rw.cfg.UnlockTimeout))
+			_ = wh.Release(rctx)
+			cancel()
 			return nil, rw.id.Wrap("downgrade", err)
 		}
 		readLeft := true
