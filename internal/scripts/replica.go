@@ -249,13 +249,11 @@ type topology struct {
 	single server   // a *redis.Client's one server
 	nodes  sync.Map // a cluster's: node address -> *server
 	// replicated: a server of this client has shown a replica online, or
-	// the client is a Sentinel client, or a cluster client whose slot map
-	// lists replicas. From then on a master without one refuses a synced
+	// the client is a Sentinel client. From then on a master without one refuses a synced
 	// write instead of taking it unacknowledged: under Sentinel, or on
 	// a cluster, it is a master that lost its replica, or one side of a
 	// failover whose other side keeps the data.
 	replicated atomic.Bool
-	shardsRead atomic.Bool // a cluster's slot map was read for replicas
 }
 
 func newTopology(c redis.UniversalClient) *topology {
@@ -287,16 +285,6 @@ func route(ctx context.Context, c redis.UniversalClient, key string) (*redis.Cli
 			return nil, nil, err
 		}
 		t := servers.Get(c, newTopology)
-		if !t.replicated.Load() && t.shardsRead.CompareAndSwap(false, true) {
-			// A cluster whose slot map lists replicas has them by
-			// design, as a Sentinel deployment does, whatever the master
-			// of this slot shows now (its replica may be the one that
-			// failed over, or not back yet).
-			_ = cl.ForEachSlave(ctx, func(context.Context, *redis.Client) error {
-				t.replicated.Store(true)
-				return nil
-			})
-		}
 		addr := node.Options().Addr
 		if v, ok := t.nodes.Load(addr); ok {
 			return node, v.(*server), nil

@@ -1,7 +1,6 @@
 package scripts_test
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -125,33 +124,4 @@ func TestSentinelClientExpectsReplicasFromTheStart(t *testing.T) {
 	plain := g.Master.Client(t)
 	cmd, _ = scripts.CallSynced(ctx, plain, policy, setScript, 1, "k", "v")
 	require.NoError(t, cmd.Err(), "a plain client of the same server sees a server run alone")
-}
-
-// A cluster client whose slot map lists replicas expects them from its
-// first call, as a Sentinel client does: a master whose replica is gone
-// refuses a synced write even to a process that never saw it online.
-func TestClusterClientExpectsReplicasFromTheStart(t *testing.T) {
-	ctx := ctxT(t)
-	cc, masters, replicas := redistest.StartClusterWithReplicas(t, 3)
-	if cc == nil {
-		return
-	}
-	node, err := cc.MasterForKey(ctx, "k")
-	require.NoError(t, err)
-	i := slices.IndexFunc(masters, func(m *redistest.Server) bool { return m.Addr == node.Options().Addr })
-	require.GreaterOrEqual(t, i, 0)
-	replicas[i].Kill()
-	admin := masters[i].Client(t)
-	require.Eventually(t, func() bool {
-		info, err := admin.Info(ctx, "replication").Result()
-		return err == nil && strings.Contains(info, "connected_slaves:0")
-	}, 10*time.Second, 10*time.Millisecond)
-
-	fresh := redistest.NewClusterClient(append(masters, replicas...))
-	defer fresh.Close()
-	cmd, _ := scripts.CallSynced(ctx, fresh, policy, setScript, 1, "k", "v")
-	require.ErrorIs(t, cmd.Err(), errs.ErrNotReplicated)
-	n, err := admin.Exists(ctx, "k").Result()
-	require.NoError(t, err)
-	require.Zero(t, n, "nothing written")
 }
