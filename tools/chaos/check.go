@@ -124,7 +124,14 @@ func (h *history) classify(a *Anomaly, fenced bool) {
 	grace := int64(2 * h.lease)
 	var limits []string
 	for _, f := range h.faults {
-		if f.At > a.To || f.Until+grace < a.From || f.Topo != a.Topo {
+		from := f.At
+		if f.Kind == fFailoverSeen {
+			// The role poll sees a failover after the promotion, which is
+			// when the old master's writes start to be thrown away: the
+			// window opens a lease before the sighting.
+			from -= int64(h.lease)
+		}
+		if from > a.To || f.Until+grace < a.From || f.Topo != a.Topo {
 			continue
 		}
 		a.Faults = append(a.Faults, f.ID)

@@ -198,6 +198,23 @@ func TestFailoverIsALimitOnlyWithoutReplicaSync(t *testing.T) {
 			t.Errorf("replica sync off %v: anomalies %+v, want one %s attributed to fault #2", noSync, as, want)
 		}
 	}
+	// Seen just after the overlap (the role poll lags the promotion), the
+	// failover still explains a hold taken with sync off; seen more than
+	// a lease after, it does not.
+	for _, seen := range []int64{150, 2_200} {
+		late := FaultEvent{Fault: Fault{ID: 3, Kind: fFailoverSeen, Topo: "t", Target: "t/m1"}, At: seen * ms, Until: seen * ms}
+		a := acq("w0#0", "lock", "L", "a", 0, 0, 10)
+		b := acq("w1#0", "lock", "L", "b", 0, 50, 60)
+		a.NoSync = true
+		as, _ := hist([]Record{a, endOf(a, opRelease, 100), b, endOf(b, opRelease, 120)}, late).checkMutex()
+		want := "expected"
+		if seen > 2_000+100 {
+			want = "violation"
+		}
+		if len(as) != 1 || as[0].Class != want {
+			t.Errorf("failover seen at %d ms: anomalies %+v, want one %s", seen, as, want)
+		}
+	}
 }
 
 func TestOlderReaderIsNotFenced(t *testing.T) {
