@@ -236,8 +236,10 @@ func (s *pipelineSync) err(p scripts.ReplicaPolicy) error {
 // of their leases, on the server of their slot; nil when none is synced.
 func syncOf(c redis.UniversalClient, calls []renewScriptCall) *pipelineSync {
 	var p scripts.ReplicaPolicy
+	var key string // of the pipeline's slot
 	for _, pt := range calls {
 		for _, r := range pt.rs {
+			key = r.targetOf().Keys[0]
 			if s := r.l.spec.Sync; s.Timeout > 0 {
 				p.Timeout, p.Min = max(p.Timeout, s.Timeout), max(p.Min, s.Min)
 				p.Logger = s.Logger
@@ -249,7 +251,7 @@ func syncOf(c redis.UniversalClient, calls []renewScriptCall) *pipelineSync {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.Timeout)
 	defer cancel()
-	return &pipelineSync{p: p, plan: scripts.SyncRenewals(ctx, c, p, calls[0].rs[0].targetOf().Keys[0])}
+	return &pipelineSync{p: p, plan: scripts.SyncRenewals(ctx, c, p, key)}
 }
 
 // sendPipeline sends calls as one pipeline, once more with the scripts a
