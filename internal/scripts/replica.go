@@ -89,8 +89,9 @@ const movedRetries = 3
 // in the same round trip (the timeout shortened to end before ctx's
 // deadline), and Acks says what it answered; a server with no
 // replica gets the script alone, through the client's conn.Pipe, as s.Call
-// sends it, unless the client has seen a replica online: then nothing
-// runs, and the error matches ErrNotReplicated. The replica count of each server is learned once (INFO
+// sends it, unless the client has seen a replica online (or is a Sentinel
+// client): then nothing runs, and the error matches ErrNotReplicated. The
+// replica count of each server is learned once (INFO
 // replication) and read again every 10 s, after an error that may
 // mean a failover, a reconnection or a resharding, and after a WAIT that
 // fewer replicas answered than were asked.
@@ -249,10 +250,10 @@ type topology struct {
 	single server   // a *redis.Client's one server
 	nodes  sync.Map // a cluster's: node address -> *server
 	// replicated: a server of this client has shown a replica online, or
-	// the client is a Sentinel client. From then on a master without one refuses a synced
-	// write instead of taking it unacknowledged: under Sentinel, or on
-	// a cluster, it is a master that lost its replica, or one side of a
-	// failover whose other side keeps the data.
+	// the client is a Sentinel client. From then on a master without one
+	// refuses a synced write instead of taking it unacknowledged: under
+	// Sentinel, or on a cluster, it is a master that lost its replica, or
+	// one side of a failover whose other side keeps the data.
 	replicated atomic.Bool
 }
 
