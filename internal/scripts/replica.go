@@ -119,13 +119,7 @@ func CallSynced(ctx context.Context, c redis.UniversalClient, p ReplicaPolicy, s
 			return failed(ctx, err), Acks{}
 		}
 		if n == 0 && srv.replicated.Load() {
-			// A deployment that has shown a replica and now shows none
-			// is failing over or has lost one: a write here may be the
-			// side of a split that is thrown away. It is refused, and
-			// the next call asks the server again.
-			srv.stale()
-			warn(p.Logger, conn.Addr(node), "no-replica", "relock: replica sync: a master of a replicated deployment has no replica online; acquisitions there are refused until one is (WithReplicaSync(0) turns the sync off)")
-			return failed(ctx, fmt.Errorf("%w: the server has no replica online, %d required (replicas were seen on this deployment)", errs.ErrNotReplicated, max(p.Min, 1))), Acks{}
+			return failed(ctx, srv.refuse(node, p)), Acks{}
 		}
 		if n == 0 && !refresh {
 			cmd := s.send(ctx, c, nkeys, evalArgs(argv))
@@ -393,6 +387,17 @@ func (srv *server) set(r replicas) {
 	srv.pending.Store(r.pending)
 	srv.n.Store(int64(r.online))
 	srv.refreshing.Store(false)
+}
+
+// refuse is the error of a synced write (an acquisition, a renewal) to a
+// server with no replica online in a deployment that has shown one: it
+// is failing over or has lost its replica, and a write here may be the
+// side of a split that is thrown away. The count is read again at the
+// next call.
+func (srv *server) refuse(node *redis.Client, p ReplicaPolicy) error {
+	srv.stale()
+	warn(p.Logger, conn.Addr(node), "no-replica", "relock: replica sync: a master of a replicated deployment has no replica online; acquisitions there are refused until one is (WithReplicaSync(0) turns the sync off)")
+	return fmt.Errorf("%w: the server has no replica online, %d required (replicas were seen on this deployment)", errs.ErrNotReplicated, max(p.Min, 1))
 }
 
 func (srv *server) stale() {

@@ -3,12 +3,9 @@ package scripts
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/relock-go/relock/internal/errs"
 )
 
 // Renewals is how a pipeline of renewals is synced: a renewal a new
@@ -47,7 +44,7 @@ func SyncRenewals(ctx context.Context, c redis.UniversalClient, p ReplicaPolicy,
 	case err != nil:
 		return Renewals{Err: err}
 	case n == 0 && srv.replicated.Load():
-		return Renewals{Err: fmt.Errorf("%w: the server has no replica online (replicas were seen on this deployment)", errs.ErrNotReplicated)}
+		return Renewals{Err: srv.refuse(node, p)}
 	case n == 0:
 		return Renewals{}
 	}
