@@ -72,5 +72,5 @@ func (m *Mutex) watch(ctx context.Context, x *holdExtras, ls *lease.Lease, owner
 		return // the renewal still finds a force unlock, later
 	}
 	x.stop = stop
-	ls.OnLost(func(error) { stop() })
+	ls.OnLost(lease.LostFunc(func(error) { stop() }))
 }

@@ -60,6 +60,7 @@ type Mutex struct {
 	inst               telemetry.Instruments
 	// Made once, read-only: what every call would otherwise allocate.
 	nameKeys   []string // {name}
+	leaseOf    string   // the Lock of its leases' lease.ID
 	nameArg    any      // name, boxed once, as a script key
 	channelArg any
 	tokenArg   any
@@ -100,6 +101,7 @@ func newMutex(client redis.UniversalClient, name string, fair bool, opts []Optio
 	m.hub = queue.For(client)
 	m.workers = conn.PoolFor(client)
 	m.nameKeys = []string{name}
+	m.leaseOf = primitive + "\x00" + name
 	m.nameArg, m.channelArg, m.tokenArg = name, m.channel, m.tokenKey
 	m.leaseArg = m.cfg.Lease().Milliseconds()
 	m.publishArg = m.hub.PublishCommand()
@@ -178,8 +180,6 @@ func (m *Mutex) TryLock(ctx context.Context, opts ...LockOption) (context.Contex
 	return m.held(ctx, "trylock", a, traced, err)
 }
 
-func (m *Mutex) leaseID(ownerID string) string { return "lock\x00" + m.name + "\x00" + ownerID }
-
 // prepare checks an acquisition's input and makes its attempt, and the
 // request acquire.Do runs it with.
 func (m *Mutex) prepare(ctx context.Context, op string, once bool, opts []LockOption) (*attempt, acquire.Request, error) {
@@ -197,7 +197,7 @@ func (m *Mutex) prepare(ctx context.Context, op string, once bool, opts []LockOp
 		ownerID = hold.Mint()
 	}
 	wd := m.cfg.Watchdog
-	a := &attempt{m: m, cfg: cfg, owner: ownerID, wd: wd, lease: cfg.Lease(), leaseID: m.leaseID(ownerID), mode: scripts.ModeMinted}
+	a := &attempt{m: m, cfg: cfg, owner: ownerID, ownerArg: ownerID, wd: wd, lease: cfg.Lease(), leaseID: lease.ID{Lock: m.leaseOf, Owner: ownerID}, mode: scripts.ModeMinted}
 	var existing *lease.Lease // a minted owner has none
 	if ok {
 		existing = wd.Find(m.client, a.leaseID)
@@ -258,13 +258,15 @@ func (m *Mutex) held(ctx context.Context, op string, a *attempt, traced bool, er
 // attempt is one acquire's state: what it tries with, and what it got.
 // It is also the claim a local release may hand the lock to.
 type attempt struct {
-	m       *Mutex
-	cfg     *options.Config // New's, or this acquisition's own (Lock's opts)
-	ctx     context.Context // the caller's, for a Discard
-	owner   string
-	wd      *lease.Watchdog // sentAt is on its clock
-	lease   time.Duration
-	leaseID string
+	m     *Mutex
+	cfg   *options.Config // New's, or this acquisition's own (Lock's opts)
+	ctx   context.Context // the caller's, for a Discard
+	owner string
+	// ownerArg is owner boxed once, for the acquire script and the lease.
+	ownerArg any
+	wd       *lease.Watchdog // sentAt is on its clock
+	lease    time.Duration
+	leaseID  lease.ID
 
 	// mode and latch (the acquire latch, with scripts.ModeLatch) make a second
 	// run of the script return the first run's grant.
@@ -371,7 +373,7 @@ func (m *Mutex) key() hold.Key {
 func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Context {
 	spec := lease.Spec{
 		Renewer:   renewer,
-		Targets:   []lease.Target{{Client: m.client, Keys: m.nameKeys, Args: []any{a.owner}}},
+		Targets:   []lease.Target{{Client: m.client, Keys: m.nameKeys, Arg: a.ownerArg}},
 		Timeout:   a.lease,
 		Renew:     a.cfg.Renewed(),
 		ID:        a.leaseID,
@@ -546,7 +548,7 @@ func (m *Mutex) redlockNode() (acquire.Member, error) {
 		Reenter: []hold.Key{m.key()},
 		TTL:     m.TTL,
 		Try: func(ctx context.Context, ownerID string, lease time.Duration) (bool, int64, time.Duration, error) {
-			a := &attempt{m: m, cfg: &m.cfg, owner: ownerID, seat: ownerID, lease: lease, mode: scripts.ModeNone}
+			a := &attempt{m: m, cfg: &m.cfg, owner: ownerID, ownerArg: ownerID, seat: ownerID, lease: lease, mode: scripts.ModeNone}
 			r, err := a.Send(ctx)
 			return r.count > 0, r.token, r.ttl, err
 		},
@@ -557,7 +559,7 @@ func (m *Mutex) redlockNode() (acquire.Member, error) {
 			return res != -1, err
 		},
 		Renewal: func(ownerID string) lease.Target {
-			return lease.Target{Renewer: renewer, Client: m.client, Keys: []string{m.name}, Args: []any{ownerID}}
+			return lease.Target{Renewer: renewer, Client: m.client, Keys: []string{m.name}, Arg: ownerID}
 		},
 	}, nil
 }

@@ -37,14 +37,14 @@ var (
 	giveBackScript   = scripts.Load(luaFS, "lua/give_back.lua", scripts.Checks)
 
 	// renewer renews lock leases in batches (internal/lease).
-	renewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 1, ArgsPer: 1}
+	renewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 1}
 	// labeledRenewer renews a labeled hold's lease and its label key (the
 	// same script, with one more key per lease).
-	labeledRenewer = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 2, ArgsPer: 1}
+	labeledRenewer = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 2}
 	// keptRenewer renews a hold's lease and a key kept with it
 	// (hold.KeepWith); labeledKeptRenewer, a labeled hold's and both keys.
-	keptRenewer        = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 2, ArgsPer: 1}
-	labeledKeptRenewer = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 3, ArgsPer: 1}
+	keptRenewer        = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 2}
+	labeledKeptRenewer = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 3}
 
 	fairAcquireScript  = scripts.Load(luaFS, "lua/fair_acquire.lua", scripts.Fence, wakeLib)
 	fairWithdrawScript = scripts.Load(luaFS, "lua/fair_withdraw.lua", scripts.Fence, wakeLib)
@@ -62,7 +62,7 @@ var (
 type acquireLua struct {
 	Lock, TokenCounter, Latch any
 	LeaseMS                   any
-	Owner                     string
+	Owner                     any
 	Mode, LatchLife           any
 }
 
@@ -75,7 +75,7 @@ func (s acquireLua) callSynced(ctx context.Context, c redis.UniversalClient, p s
 type fairAcquireLua struct {
 	Lock, TokenCounter, Latch, Queue, Timeouts, Waiters any
 	LeaseMS                                             any
-	Owner                                               string
+	Owner                                               any
 	Mode, LatchLife                                     any
 	MarkLifeMS                                          int64 // 0 takes no place in the list
 	Waiter                                              string

@@ -36,10 +36,11 @@ type scriptSet interface {
 
 // acquireArgs is one try of the acquire script.
 type acquireArgs struct {
-	owner, waiter string
-	lease, mark   time.Duration
-	mode          any
-	latch         any // the acquire latch key, or a key of the slot, unused
+	owner       any // boxed once per acquisition (attempt.ownerArg)
+	waiter      string
+	lease, mark time.Duration
+	mode        any
+	latch       any // the acquire latch key, or a key of the slot, unused
 }
 
 // plainSet is a Mutex's scripts.

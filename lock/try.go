@@ -27,7 +27,7 @@ func (a *attempt) Send(ctx context.Context) (tryReply, error) {
 	if a.latch != "" {
 		latchArg = a.latch
 	}
-	cmd, acks := m.scripts.acquire(ctx, m, sync, acquireArgs{owner: a.owner, waiter: a.seat, lease: a.lease, mark: a.mark, mode: a.mode, latch: latchArg})
+	cmd, acks := m.scripts.acquire(ctx, m, sync, acquireArgs{owner: a.ownerArg, waiter: a.seat, lease: a.lease, mark: a.mark, mode: a.mode, latch: latchArg})
 	if err := cmd.Err(); err != nil {
 		return tryReply{}, err
 	}

@@ -199,7 +199,7 @@ func (a *acquisition) startHold(r *round, outs []outcome, won int, token int64, 
 		Primitive: l.primitive(),
 	}, sentAt)
 	// A lost hold gives back what survives of it at once.
-	wl.OnLost(func(error) { l.releaseLost(r) })
+	wl.OnLost(lease.LostFunc(func(error) { l.releaseLost(r) }))
 	if a.rec.Recording {
 		a.rec.Span.SetAttributes(tracing.FencingToken.Int64(token))
 	}

@@ -14,8 +14,8 @@ import (
 // The renew scripts of labeled holds: the same scripts, with the label
 // key after each hold's keys.
 var (
-	readLabeledRenewer  = &lease.RenewScript{Lua: readRenewer.Lua, KeysPer: 3, ArgsPer: 1}
-	writeLabeledRenewer = &lease.RenewScript{Lua: writeRenewer.Lua, KeysPer: 2, ArgsPer: 1}
+	readLabeledRenewer  = &lease.RenewScript{Lua: readRenewer.Lua, KeysPer: 3}
+	writeLabeledRenewer = &lease.RenewScript{Lua: writeRenewer.Lua, KeysPer: 2}
 )
 
 // label records cfg's holder label (lock.WithHolderLabel) for a first

@@ -31,8 +31,8 @@ var (
 	withdraw     = scripts.Load(luaFS, "lua/withdraw.lua", scripts.Checks)
 	giveBack     = scripts.Load(luaFS, "lua/give_back.lua")
 
-	readRenewer  = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew_read.lua"), KeysPer: 2, ArgsPer: 1}
-	writeRenewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew_write.lua"), KeysPer: 1, ArgsPer: 1}
+	readRenewer  = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew_read.lua"), KeysPer: 2}
+	writeRenewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew_write.lua"), KeysPer: 1}
 )
 
 // readAcquireLua runs lua/read_acquire.lua.

@@ -127,6 +127,7 @@ type RWMutex struct {
 	workers            *conn.Pool               // run the calls a caller may stop waiting for
 	inst               [2]telemetry.Instruments // by side
 	keys               [2]hold.Key              // by side: its holds in a context
+	leaseOf            [2]string                // by side: the Lock of its leases' lease.ID
 }
 
 // New returns the RWMutex called name on client. It does not touch Redis;
@@ -146,6 +147,7 @@ func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	rw.tokenKey = scripts.Token(name)
 	rw.hub = queue.For(client)
 	rw.workers = conn.PoolFor(client)
+	rw.leaseOf = [2]string{read.String() + "\x00" + name, write.String() + "\x00" + name}
 	rw.inst[read] = rw.cfg.Instruments(primitive, read.String(), name, tracing.SpanReleaseReadLock)
 	rw.inst[write] = rw.cfg.Instruments(primitive, write.String(), name, tracing.SpanReleaseWriteLock)
 	return rw
@@ -180,8 +182,8 @@ func (rw *RWMutex) key(s access) hold.Key {
 	return rw.keys[s]
 }
 
-func (rw *RWMutex) leaseID(s access, ownerID string) string {
-	return s.String() + "\x00" + rw.name + "\x00" + ownerID
+func (rw *RWMutex) leaseID(s access, ownerID string) lease.ID {
+	return lease.ID{Lock: rw.leaseOf[s], Owner: ownerID}
 }
 
 func (rw *RWMutex) timeoutPrefix(ownerID string) string {
@@ -329,10 +331,10 @@ func (rw *RWMutex) spec(s access, ownerID string, leaseTime time.Duration, renew
 	}
 	if s == read {
 		sp.Renewer = readRenewer
-		sp.Targets = []lease.Target{{Client: rw.client, Keys: []string{rw.name, rw.timeoutPrefix(ownerID)}, Args: []any{ownerID}}}
+		sp.Targets = []lease.Target{{Client: rw.client, Keys: []string{rw.name, rw.timeoutPrefix(ownerID)}, Arg: ownerID}}
 	} else {
 		sp.Renewer = writeRenewer
-		sp.Targets = []lease.Target{{Client: rw.client, Keys: []string{rw.name}, Args: []any{ownerID + ":write"}}}
+		sp.Targets = []lease.Target{{Client: rw.client, Keys: []string{rw.name}, Arg: ownerID + ":write"}}
 	}
 	return sp
 }

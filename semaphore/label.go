@@ -11,7 +11,7 @@ import (
 
 // labeledRenewer renews labeled permits: the same script, with the label
 // key after each permit's keys.
-var labeledRenewer = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 4, ArgsPer: 1}
+var labeledRenewer = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 4}
 
 // permitTaken is what an acquisition took: its permit, whether it
 // recorded a holder label, and its weight.

@@ -31,7 +31,7 @@ var (
 	availableScript = scripts.Load(luaFS, "lua/available.lua", scripts.Checks, state)
 	resizeScript    = scripts.Load(luaFS, "lua/resize.lua", scripts.Checks, state)
 	withdrawScript  = scripts.Load(luaFS, "lua/withdraw.lua", scripts.Checks, state)
-	renewer         = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 3, ArgsPer: 1}
+	renewer         = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 3}
 )
 
 // acquireLua runs lua/acquire.lua.

@@ -124,9 +124,12 @@ type Semaphore struct {
 	id       errs.Ident // its name in errors, and why New refused its arguments
 	permits  string
 	weights  string
-	waiters  string
-	marks    string
-	channel  string
+	// Made once: its leases' keys, and the Lock of their lease.ID.
+	leaseKeys []string
+	leaseOf   string
+	waiters   string
+	marks     string
+	channel   string
 	// latchPrefix + a request id names an unlock latch key.
 	latchPrefix string
 	hub         *queue.Hub
@@ -174,6 +177,8 @@ func New(client redis.UniversalClient, name string, size int64, opts ...Option) 
 	}
 	s.permits = scripts.Permits(name)
 	s.weights = scripts.Weights(name)
+	s.leaseKeys = []string{s.permits, name, s.weights}
+	s.leaseOf = primitive + "\x00" + name
 	s.waiters = scripts.Waiters(name)
 	s.marks = scripts.WaiterExpiry(name)
 	s.channel = scripts.SemaphoreChannel(name)
@@ -279,12 +284,12 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 	}
 	spec := lease.Spec{
 		Renewer: renewer,
-		Targets: []lease.Target{{Client: s.client, Keys: []string{s.permits, s.name, s.weights}, Args: []any{permitID}}},
+		Targets: []lease.Target{{Client: s.client, Keys: s.leaseKeys, Arg: permitID}},
 		Timeout: leaseTime,
 		Renew:   cfg.Renewed(),
 		// Registered (permit ids are unique) so that a ForceRelease finds
 		// the holds of this process.
-		ID:        primitive + "\x00" + s.name + "\x00" + permitID,
+		ID:        lease.ID{Lock: s.leaseOf, Owner: permitID},
 		Name:      s.name,
 		Primitive: primitive,
 		Sync:      cfg.ReplicaPolicy(),

@@ -88,16 +88,17 @@ type Hold struct {
 	key   Key
 	since time.Time
 
-	metered    bool      // the start was recorded: record the end
-	started    time.Time // when the hold began, if metered
-	release    ReleaseFunc
-	parent     context.Context
-	cancel     context.CancelCauseFunc
-	state      atomic.Int32
-	stopAfter  func() bool
-	removeLost func()
-	lostErr    atomic.Pointer[error]
-	bgDone     chan struct{} // closed when the background release has returned; made by parentDone
+	metered   bool      // the start was recorded: record the end
+	started   time.Time // when the hold began, if metered
+	release   ReleaseFunc
+	parent    context.Context
+	cancel    context.CancelCauseFunc
+	state     atomic.Int32
+	stopAfter func() bool
+	lostID    int     // its lease's OnLost registration
+	ctx       holdCtx // the context Start returns, allocated with the hold
+	lostErr   atomic.Pointer[error]
+	bgDone    chan struct{} // closed when the background release has returned; made by parentDone
 }
 
 const (
@@ -141,15 +142,15 @@ func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) contex
 	// cause that says why.
 	cctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	h.cancel = cancel
-	hctx := &holdCtx{Context: cctx, key: key, h: h}
-	// Only End reads stopAfter and removeLost, and only the caller that
+	h.ctx = holdCtx{Context: cctx, key: key, h: h}
+	// Only End reads stopAfter and lostID, and only the caller that
 	// gets hctx can reach End, so setting them after arming is safe.
 	h.stopAfter = noStop
 	if h.Scoped && parent.Done() != nil { // a parent that never ends needs no watch
 		h.stopAfter = context.AfterFunc(parent, h.parentDone)
 	}
-	h.removeLost = h.Lease.OnLost(h.markLost)
-	return hctx
+	h.lostID = h.Lease.OnLost((*lossListener)(h))
+	return &h.ctx
 }
 
 func noStop() bool { return true }
@@ -182,7 +183,7 @@ func (h *Hold) live() bool {
 	return h.state.Load() == live
 }
 
-// checkLease declares a lapsed lease lost; its OnLost callback (markLost)
+// checkLease declares a lapsed lease lost; its OnLost listener (markLost)
 // cancels the context before Check returns.
 func (h *Hold) checkLease() {
 	if h.state.Load() == live {
@@ -387,6 +388,12 @@ func (h *Hold) parentDone() {
 	}
 }
 
+// lossListener is a Hold as its lease's Listener, a pointer conversion
+// where a method value would be an allocation per hold.
+type lossListener Hold
+
+func (ln *lossListener) Lost(err error) { (*Hold)(ln).markLost(err) }
+
 func (h *Hold) markLost(err error) {
 	if h.state.CompareAndSwap(live, lost) {
 		h.ended(telemetry.Lost)
@@ -454,7 +461,7 @@ func End(ctx context.Context, key Key, holds *Live) error {
 	}
 	h.ended(telemetry.Released)
 	h.stopAfter()
-	h.removeLost()
+	h.Lease.RemoveLost(h.lostID)
 	return h.run(ctx)
 }
 
@@ -475,7 +482,7 @@ func Detach(ctx context.Context, key Key, holds *Live) (h *Hold, parent context.
 	}
 	h.ended(telemetry.Released)
 	h.stopAfter()
-	h.removeLost()
+	h.Lease.RemoveLost(h.lostID)
 	return h, h.parent, nil
 }
 

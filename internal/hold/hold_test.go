@@ -26,7 +26,7 @@ func setup(t *testing.T) (*lease.Watchdog, *lease.FakeClock, redis.UniversalClie
 }
 
 func spec(c redis.UniversalClient, id string) lease.Spec {
-	return lease.Spec{Targets: []lease.Target{{Client: c, Keys: []string{"k"}}}, Timeout: time.Second, ID: id, Name: "k", Primitive: "test"}
+	return lease.Spec{Targets: []lease.Target{{Client: c, Keys: []string{"k"}}}, Timeout: time.Second, ID: lease.ID{Lock: id}, Name: "k", Primitive: "test"}
 }
 
 func TestEndOnce(t *testing.T) {
@@ -200,7 +200,7 @@ func TestLossSeenBeforeItsCallbacksRun(t *testing.T) {
 	key := NewKey(c, "test", "k", "")
 	h := &Hold{Owner: "o", Lease: Lease(wd, spec(c, "late"), false, false, clk.Now())}
 	ctx := Start(context.Background(), key, h, func(ctx context.Context, h *Hold) error { return nil })
-	h.removeLost() // as if the goroutine that found the loss had not reached the hold yet
+	h.Lease.RemoveLost(h.lostID) // as if the goroutine that found the loss had not reached the hold yet
 	h.Lease.Lose("found by the watchdog's goroutine")
 	clk.Advance(2 * time.Second) // the holder runs after its lease's end
 	require.Error(t, ctx.Err(), "Err asks the lease")

@@ -106,9 +106,9 @@ func TestClusterBatchesGroupBySlot(t *testing.T) {
 	sent := w.Now()
 	leases := make([]*Lease, n)
 	for i, name := range names {
-		leases[i] = w.Start(Spec{Renewer: stringRenewer, Targets: []Target{{Client: cc, Keys: []string{name}, Args: []any{"me"}}},
-			Timeout: timeout, Renew: true, ID: name, Name: name, Primitive: "test"}, sent)
-		leases[i].OnLost(rec.f)
+		leases[i] = w.Start(Spec{Renewer: stringRenewer, Targets: []Target{{Client: cc, Keys: []string{name}, Arg: "me"}},
+			Timeout: timeout, Renew: true, ID: ID{Lock: name}, Name: name, Primitive: "test"}, sent)
+		leases[i].OnLost(&rec)
 	}
 	masters := map[string]bool{}
 	for _, name := range names {
@@ -168,7 +168,7 @@ func TestClusterMasterDownSparesOtherMasters(t *testing.T) {
 		m, err := cc.MasterForKey(ctx, name)
 		require.NoError(t, err)
 		e := entry{l: hold(t, ctx, w, cc, name, timeout, true), rec: &lostRecorder{}, addr: m.Options().Addr}
-		e.l.OnLost(e.rec.f)
+		e.l.OnLost(e.rec)
 		entries = append(entries, e)
 	}
 	victim := servers[0]

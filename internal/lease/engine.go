@@ -151,7 +151,7 @@ type Watchdog struct {
 
 type regKey struct {
 	client redis.UniversalClient
-	id     string
+	id     ID
 }
 
 // New returns a Watchdog; most programs use Default.

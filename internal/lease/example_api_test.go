@@ -38,7 +38,7 @@ func ExampleWatchdog_Start() {
 	defer rdb.Close()
 	ctx := context.Background()
 
-	jobKind := &lease.RenewScript{KeysPer: 1, ArgsPer: 1,
+	jobKind := &lease.RenewScript{KeysPer: 1,
 		Lua: scripts.Load(fstest.MapFS{"renew.lua": {Data: []byte(renewJob)}}, "renew.lua")}
 	clk := lease.NewFakeClock(time.Unix(0, 0))
 	wd := lease.New(lease.WithClock(clk))
@@ -47,7 +47,7 @@ func ExampleWatchdog_Start() {
 	rdb.SetNX(ctx, "job:7", "worker-1", 30*time.Second)
 	lease := wd.Start(lease.Spec{
 		Renewer: jobKind,
-		Targets: []lease.Target{{Client: rdb, Keys: []string{"job:7"}, Args: []any{"worker-1"}}},
+		Targets: []lease.Target{{Client: rdb, Keys: []string{"job:7"}, Arg: "worker-1"}},
 		Timeout: 30 * time.Second,
 		Renew:   true,
 		Name:    "job:7", Primitive: "job",
@@ -75,14 +75,15 @@ func ExampleWatchdog_Find() {
 	defer rdb.Close()
 
 	wd := lease.New()
-	lease := wd.Start(lease.Spec{
+	id := lease.ID{Lock: "job:7", Owner: "worker-1"}
+	l := wd.Start(lease.Spec{
 		Targets: []lease.Target{{Client: rdb, Keys: []string{"job:7"}}},
 		Timeout: time.Minute, // a fixed lease: tracked, not renewed
-		ID:      "job:7/worker-1",
+		ID:      id,
 	}, wd.Now())
-	fmt.Println(wd.Find(rdb, "job:7/worker-1") == lease)
-	lease.Release()
-	fmt.Println(wd.Find(rdb, "job:7/worker-1") == nil)
+	fmt.Println(wd.Find(rdb, id) == l)
+	l.Release()
+	fmt.Println(wd.Find(rdb, id) == nil)
 	// Output:
 	// true
 	// true
@@ -136,10 +137,10 @@ func ExampleLease_Lapsed() {
 // gone; the holders registered with OnLost are told.
 func ExampleLease_Lose() {
 	wd := lease.New()
-	lease := wd.Start(lease.Spec{Timeout: time.Minute, Name: "report", Primitive: "lock"}, wd.Now())
-	defer lease.Release()
-	lease.OnLost(func(err error) { fmt.Println("told:", err) })
-	lease.Lose("key gone")
+	l := wd.Start(lease.Spec{Timeout: time.Minute, Name: "report", Primitive: "lock"}, wd.Now())
+	defer l.Release()
+	l.OnLost(lease.LostFunc(func(err error) { fmt.Println("told:", err) }))
+	l.Lose("key gone")
 	// Output: told: relock: renew lock "report": lock lost: key gone
 }
 
@@ -157,20 +158,20 @@ func ExampleLease_Lost() {
 }
 
 // OnLost registers what to do when the lease is lost, such as cancel the
-// hold's context; the returned func unregisters it.
+// hold's context; RemoveLost takes the id it returns to unregister it.
 func ExampleLease_OnLost() {
 	wd := lease.New()
-	lease := wd.Start(lease.Spec{Timeout: time.Minute, Name: "report", Primitive: "lock"}, wd.Now())
-	defer lease.Release()
+	l := wd.Start(lease.Spec{Timeout: time.Minute, Name: "report", Primitive: "lock"}, wd.Now())
+	defer l.Release()
 
 	hold, cancel := context.WithCancelCause(context.Background())
-	lease.OnLost(cancel)
-	remove := lease.OnLost(func(error) { fmt.Println("never called") })
-	remove()
+	l.OnLost(lease.LostFunc(cancel))
+	id := l.OnLost(lease.LostFunc(func(error) { fmt.Println("never called") }))
+	l.RemoveLost(id)
 
-	lease.Lose("key gone")
+	l.Lose("key gone")
 	fmt.Println(context.Cause(hold))
-	lease.OnLost(func(error) { fmt.Println("already lost: called at once") })
+	l.OnLost(lease.LostFunc(func(error) { fmt.Println("already lost: called at once") }))
 	// Output:
 	// relock: renew lock "report": lock lost: key gone
 	// already lost: called at once
@@ -227,11 +228,12 @@ func ExampleLease_Stop() {
 	defer rdb.Close()
 
 	wd := lease.New()
-	lease := wd.Start(lease.Spec{Timeout: time.Minute, ID: "report",
+	id := lease.ID{Lock: "report"}
+	l := wd.Start(lease.Spec{Timeout: time.Minute, ID: id,
 		Targets: []lease.Target{{Client: rdb, Keys: []string{"report"}}}}, wd.Now())
-	lease.Stop()
-	lease.Lose("key gone")
-	fmt.Println(wd.Find(rdb, "report") == nil, lease.Lost())
+	l.Stop()
+	l.Lose("key gone")
+	fmt.Println(wd.Find(rdb, id) == nil, l.Lost())
 	// Output: true <nil>
 }
 

@@ -21,7 +21,7 @@ func Example() {
 
 	l := wd.Start(lease.Spec{Targets: []lease.Target{{Client: c, Keys: []string{"k"}}}, Timeout: time.Second}, clk.Now())
 	lost := make(chan error, 1)
-	l.OnLost(func(err error) { lost <- err })
+	l.OnLost(lease.LostFunc(func(err error) { lost <- err }))
 	clk.Advance(2 * time.Second)
 	fmt.Println(errors.Is(<-lost, errs.ErrLockLost))
 

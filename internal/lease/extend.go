@@ -119,11 +119,11 @@ func (l *Lease) extendTarget(ctx context.Context, t *Target, d time.Duration) (h
 	if rs == nil {
 		return false, fmt.Errorf("%w: no renew script for the lease", errs.ErrInvalidArgument)
 	}
-	argv := make([]any, 0, len(t.Keys)+1+len(t.Args))
+	argv := make([]any, 0, len(t.Keys)+2)
 	for _, k := range t.Keys {
 		argv = append(argv, k)
 	}
-	argv = append(append(argv, d.Milliseconds()), t.Args...)
+	argv = append(argv, d.Milliseconds(), t.Arg)
 	res, err := rs.Lua.Call(ctx, t.Client, len(t.Keys), argv...).Int64Slice()
 	if err != nil {
 		return false, err

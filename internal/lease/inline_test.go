@@ -113,7 +113,7 @@ func TestReplyTimeoutScalesWithTimeToLoss(t *testing.T) {
 	l := hold(t, ctx, w, rdb, "slow", timeout, true)
 	defer l.Stop()
 	var rec lostRecorder
-	l.OnLost(rec.f)
+	l.OnLost(&rec)
 	require.NoError(t, stringRenewer.Lua.Preload(ctx, rdb))
 
 	const pause = 700 * time.Millisecond
@@ -197,7 +197,7 @@ func TestStopFromOnLostWhileFlushing(t *testing.T) {
 	var mu sync.Mutex
 	calls := 0
 	for _, l := range leases {
-		l.OnLost(func(error) {
+		l.OnLost(LostFunc(func(error) {
 			for _, o := range leases {
 				o.Stop()
 			}
@@ -205,7 +205,7 @@ func TestStopFromOnLostWhileFlushing(t *testing.T) {
 			mu.Lock()
 			calls++
 			mu.Unlock()
-		})
+		}))
 	}
 	mr.FlushAll() // every key gone: the first pipeline loses its leases
 	advance(t, clk, 10*time.Second)
@@ -239,8 +239,8 @@ func TestStalledServerHandsTheWheelOver(t *testing.T) {
 	b := hold(t, ctx, w, fast, "b", 600*time.Millisecond, true)
 	defer b.Stop()
 	var recA, recB lostRecorder
-	a.OnLost(recA.f)
-	b.OnLost(recB.f)
+	a.OnLost(&recA)
+	b.OnLost(&recB)
 
 	time.Sleep(time.Until(t0.Add(800 * time.Millisecond)))
 	const pause = 1200 * time.Millisecond
@@ -286,7 +286,7 @@ func TestEventsWithinOneTick(t *testing.T) {
 	w := New(WithClock(clk)) // ticks of 10 ms from epoch
 	start := func(key string, timeout time.Duration, renew bool) *Lease {
 		require.NoError(t, rdb.Set(ctx, key, "me", 0).Err())
-		return w.Start(Spec{Renewer: stringRenewer, Targets: []Target{{Client: rdb, Keys: []string{key}, Args: []any{"me"}}},
+		return w.Start(Spec{Renewer: stringRenewer, Targets: []Target{{Client: rdb, Keys: []string{key}, Arg: "me"}},
 			Timeout: timeout, Renew: renew, Name: key, Primitive: "test"}, clk.Now())
 	}
 	// At 2 ms and 5 ms: renewals due at 1.002 s and 1.005 s; fixed leases
@@ -302,8 +302,8 @@ func TestEventsWithinOneTick(t *testing.T) {
 		advance(t, clk, time.Hour) // let the wheel see it is empty
 	}()
 	var lostE, lostF lostRecorder
-	e.OnLost(lostE.f)
-	f.OnLost(lostF.f)
+	e.OnLost(&lostE)
+	f.OnLost(&lostF)
 
 	advance(t, clk, 997*time.Millisecond) // 1.002 s
 	require.Eventually(t, func() bool { return w.Stats().Renewed == 2 }, 5*time.Second, time.Millisecond)

@@ -14,14 +14,13 @@ import (
 // RenewScript describes the script that renews one primitive's leases in
 // batches of one cluster slot. KEYS holds KeysPer keys per lease; ARGV
 // holds, for each lease in turn, its lease time in milliseconds and then
-// its ArgsPer arguments (each lease may have its own lease time); it
+// its holder (Target.Arg; each lease may have its own lease time); it
 // returns an array with 1 (renewed) or 0 (gone) per lease. Its cmd
 // method lays a batch out so: the one wrapper of every renew script,
 // which all share that header.
 type RenewScript struct {
 	Lua     *scripts.Script
 	KeysPer int
-	ArgsPer int
 }
 
 // Target is one key set of a lease on one Redis client; a Redlock lease
@@ -32,8 +31,15 @@ type Target struct {
 	Renewer *RenewScript
 	Client  redis.UniversalClient
 	Keys    []string // Keys[0] decides the cluster slot
-	Args    []any
+	// Arg is the renew script's argument after the lease time: the
+	// holder's id, boxed once by the primitive for its acquire as well.
+	Arg any
 }
+
+// ID names a lease for Find: the lock it is of (its primitive and name,
+// spelt by its package once per value) and its owner. Two fields rather
+// than one string joined per acquisition, which would be an allocation.
+type ID struct{ Lock, Owner string }
 
 // Spec describes a lease to keep.
 type Spec struct {
@@ -45,9 +51,9 @@ type Spec struct {
 	Timeout time.Duration
 	// Renew false tracks a fixed lease: no renewal, lost when it ends.
 	Renew bool
-	// ID registers the lease for Find under (Targets[0].Client, ID); empty
-	// leaves it unregistered.
-	ID string
+	// ID registers the lease for Find under (Targets[0].Client, ID); the
+	// zero ID leaves it unregistered.
+	ID ID
 	// Token is the fencing token of the acquisition (0: none); see RetainAt.
 	Token int64
 	// Name and Primitive label the ErrLockLost the holder gets.
@@ -75,20 +81,21 @@ type Lease struct {
 	// A renewal round sends one script per target. It is decided as soon
 	// as the quorum renewed (or cannot), without waiting for a stalled
 	// target; results of older rounds are ignored.
-	round   int
-	open    bool // a round is under way, undecided
-	pending int  // targets of the round not answered yet
-	okN     int
-	goneN   int
-	errN    int
-	stopped bool
-	lost    bool
-	refs    int
-	nextCB  int
-	onLost  []lostHook // few: one per hold sharing the lease
-	lostErr error
-	eventAt time.Time
-	token   int64 // highest fencing token of the acquisitions sharing it
+	round     int
+	open      bool // a round is under way, undecided
+	pending   int  // targets of the round not answered yet
+	okN       int
+	goneN     int
+	errN      int
+	stopped   bool
+	lost      bool
+	refs      int
+	nextCB    int
+	onLost    []lostHook  // few: one per hold sharing the lease
+	firstHook [1]lostHook // onLost's first backing array
+	lostErr   error
+	eventAt   time.Time
+	token     int64 // highest fencing token of the acquisitions sharing it
 }
 
 // Start begins tracking a lease whose acquire was sent at sentAt (read
@@ -101,7 +108,7 @@ func (w *Watchdog) Start(spec Spec, sentAt time.Time) *Lease {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	l.setOKLocked(sentAt)
-	if spec.ID != "" {
+	if spec.ID != (ID{}) {
 		w.registry[regKey{spec.Targets[0].Client, spec.ID}] = l
 	}
 	w.scheduleLocked(l)
@@ -109,7 +116,7 @@ func (w *Watchdog) Start(spec Spec, sentAt time.Time) *Lease {
 }
 
 // Find returns the live lease registered under (client, id), if any.
-func (w *Watchdog) Find(client redis.UniversalClient, id string) *Lease {
+func (w *Watchdog) Find(client redis.UniversalClient, id ID) *Lease {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.registry[regKey{client, id}]
@@ -222,7 +229,7 @@ func (l *Lease) Lapsed() bool {
 // When the instant by which a renewal had to succeed has passed but the
 // wheel has not turned to it yet (the process was paused, as by SIGSTOP,
 // or its goroutine runs late), Check declares the loss at once, runs the
-// OnLost callbacks on the caller's goroutine and returns the loss: a
+// OnLost listeners on the caller's goroutine and returns the loss: a
 // holder that resumes must not see its hold as live for an instant. The
 // check is lock-free while the lease is in time.
 func (l *Lease) Check() error {
@@ -250,39 +257,58 @@ func lossReason(l *Lease) string {
 	return "lease ended"
 }
 
-// OnLost registers f to be called once if the lease is lost; the returned
-// func unregisters it. f runs on the goroutine that finds the loss: the
-// watchdog's, or the caller of Check or Lose; it must not block, nor take
-// a lock that such a caller may hold. When the lease is already lost, f is
-// called at once.
-func (l *Lease) OnLost(f func(error)) (remove func()) {
+// A Listener is told once, by OnLost, that its lease was lost.
+type Listener interface{ Lost(err error) }
+
+// LostFunc is a func as a Listener.
+type LostFunc func(error)
+
+// Lost calls f.
+func (f LostFunc) Lost(err error) { f(err) }
+
+// OnLost registers ln to be told once if the lease is lost, and returns
+// the id that RemoveLost takes. ln runs on the goroutine that finds the
+// loss: the watchdog's, or the caller of Check or Lose; it must not
+// block, nor take a lock that such a caller may hold. When the lease is
+// already lost, ln is told at once (id 0).
+func (l *Lease) OnLost(ln Listener) (id int) {
 	w := l.w
 	w.mu.Lock()
 	if l.lost {
 		err := l.lostErr
 		w.mu.Unlock()
-		f(err)
-		return func() {}
+		ln.Lost(err)
+		return 0
 	}
-	id := l.nextCB
 	l.nextCB++
-	l.onLost = append(l.onLost, lostHook{id, f})
+	id = l.nextCB
+	if l.onLost == nil {
+		l.onLost = l.firstHook[:0] // most leases have one holder: no allocation
+	}
+	l.onLost = append(l.onLost, lostHook{id, ln})
 	w.mu.Unlock()
-	return func() {
-		w.mu.Lock()
-		for i, cb := range l.onLost {
-			if cb.id == id {
-				l.onLost = append(l.onLost[:i], l.onLost[i+1:]...)
-				break
-			}
+	return id
+}
+
+// RemoveLost unregisters the listener OnLost returned id for; 0 or an
+// id already removed or told is a no-op.
+func (l *Lease) RemoveLost(id int) {
+	if id == 0 {
+		return
+	}
+	l.w.mu.Lock()
+	defer l.w.mu.Unlock()
+	for i, cb := range l.onLost {
+		if cb.id == id {
+			l.onLost = append(l.onLost[:i], l.onLost[i+1:]...)
+			return
 		}
-		w.mu.Unlock()
 	}
 }
 
 type lostHook struct {
 	id int
-	f  func(error)
+	ln Listener
 }
 
 // Lose declares the lease lost now (its holder found the key gone) and
@@ -300,7 +326,7 @@ func (l *Lease) Lose(reason string) {
 // does not wait for a reply), and one not yet handed over is dropped (a
 // pipeline is committed, under the watchdog's lock, just before it is
 // written, and a stopped lease's renewal is left out). Stop never blocks on
-// the network, so it may be called from an OnLost callback.
+// the network, so it may be called from an OnLost listener.
 func (l *Lease) Stop() {
 	w := l.w
 	w.mu.Lock()
@@ -318,7 +344,7 @@ func (w *Watchdog) stopLocked(l *Lease) {
 }
 
 func (w *Watchdog) unregisterLocked(l *Lease) {
-	if l.spec.ID == "" {
+	if l.spec.ID == (ID{}) {
 		return
 	}
 	k := regKey{l.spec.Targets[0].Client, l.spec.ID}
@@ -328,7 +354,7 @@ func (w *Watchdog) unregisterLocked(l *Lease) {
 }
 
 // loseLocked marks l lost and returns the callbacks to run.
-func (w *Watchdog) loseLocked(l *Lease, reason string) []func(error) {
+func (w *Watchdog) loseLocked(l *Lease, reason string) []Listener {
 	if l.lost || l.stopped {
 		return nil
 	}
@@ -338,16 +364,16 @@ func (w *Watchdog) loseLocked(l *Lease, reason string) []func(error) {
 	w.unregisterLocked(l)
 	w.stats.lost.Add(1)
 	w.metrics.Lost(l.spec.Primitive)
-	cbs := make([]func(error), 0, len(l.onLost))
+	cbs := make([]Listener, 0, len(l.onLost))
 	for _, cb := range l.onLost {
-		cbs = append(cbs, cb.f)
+		cbs = append(cbs, cb.ln)
 	}
 	l.onLost = nil
 	return cbs
 }
 
-func runLost(cbs []func(error), err error) {
-	for _, f := range cbs {
-		f(err)
+func runLost(cbs []Listener, err error) {
+	for _, ln := range cbs {
+		ln.Lost(err)
 	}
 }

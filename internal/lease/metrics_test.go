@@ -56,7 +56,7 @@ func TestMetricRenewalFailuresAndLeasesLost(t *testing.T) {
 	w := New(WithClock(clk), WithMeterProvider(r.Provider))
 	l := hold(t, context.Background(), w, rdb, "failing", 30*time.Second, true)
 	var rec lostRecorder
-	l.OnLost(rec.f)
+	l.OnLost(&rec)
 
 	// Redis answers with an error: reason "error", retried soon.
 	mr.SetError("ERR fake failure")
@@ -107,7 +107,7 @@ func TestMetricRenewalFailuresOnRealServer(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	l := hold(t, ctx, w, rdb, "paused", timeout, true)
 	var rec lostRecorder
-	l.OnLost(rec.f)
+	l.OnLost(&rec)
 	require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", 1000, "ALL").Err())
 	require.Eventually(t, func() bool { return rec.n() == 1 }, 5*time.Second, time.Millisecond)
 	l.Stop()

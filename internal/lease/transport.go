@@ -391,14 +391,14 @@ func (w *Watchdog) build(p redis.Pipeliner, calls []renewScriptCall) {
 // cmd is the script's command for rs, leases of one slot, laid out as
 // every renew script's header says: KEYS holds each lease's Target.Keys
 // in turn (KeysPer each), ARGV each lease's time in milliseconds and then
-// its Target.Args (ArgsPer each). reload sends the source (EVAL) in place
+// its Target.Arg. reload sends the source (EVAL) in place
 // of the hash, for a server that lacked the script.
 func (k *RenewScript) cmd(rs []renewal, reload bool) *redis.Cmd {
 	nkeys := 0
 	for _, r := range rs {
 		nkeys += len(r.targetOf().Keys)
 	}
-	argv := make([]any, nkeys, nkeys+len(rs)*(k.ArgsPer+1))
+	argv := make([]any, nkeys, nkeys+len(rs)*2)
 	ks := argv[:0]                              // the keys come first, then each lease's arguments
 	lastT, boxed := time.Duration(-1), any(nil) // the lease time, boxed once per call mostly
 	for _, r := range rs {
@@ -409,8 +409,7 @@ func (k *RenewScript) cmd(rs []renewal, reload bool) *redis.Cmd {
 		for _, key := range t.Keys {
 			ks = append(ks, key)
 		}
-		argv = append(argv, boxed)
-		argv = append(argv, t.Args...)
+		argv = append(argv, boxed, t.Arg)
 	}
 	cmd := k.Lua.Cmd(context.Background(), nkeys, argv...)
 	if reload {

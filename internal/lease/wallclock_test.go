@@ -46,7 +46,7 @@ func TestWallClockStepDoesNotFreezeWheel(t *testing.T) {
 	w := New(WithClock(clk))
 	var rec lostRecorder
 	l := hold(t, ctx, w, rdb, "k", 300*time.Millisecond, true) // renew every 100 ms
-	l.OnLost(rec.f)
+	l.OnLost(&rec)
 	defer l.Stop()
 	time.Sleep(350 * time.Millisecond)
 	before := w.Stats().Renewed

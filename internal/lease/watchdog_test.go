@@ -23,7 +23,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(redistest.Main(m)) }
 //go:embed testdata/*.lua
 var testFS embed.FS
 
-var stringRenewer = &RenewScript{Lua: scripts.Load(testFS, "testdata/renew_string.lua"), KeysPer: 1, ArgsPer: 1}
+var stringRenewer = &RenewScript{Lua: scripts.Load(testFS, "testdata/renew_string.lua"), KeysPer: 1}
 
 var epoch = time.Unix(1_700_000_000, 0)
 
@@ -32,7 +32,7 @@ type lostRecorder struct {
 	errs []error
 }
 
-func (r *lostRecorder) f(err error) {
+func (r *lostRecorder) Lost(err error) {
 	r.mu.Lock()
 	r.errs = append(r.errs, err)
 	r.mu.Unlock()
@@ -48,8 +48,8 @@ func hold(t *testing.T, ctx context.Context, w *Watchdog, c redis.UniversalClien
 	t.Helper()
 	sent := w.Now()
 	require.NoError(t, c.Set(ctx, key, "me", timeout).Err())
-	return w.Start(Spec{Renewer: stringRenewer, Targets: []Target{{Client: c, Keys: []string{key}, Args: []any{"me"}}},
-		Timeout: timeout, Renew: renew, ID: key, Name: key, Primitive: "test"}, sent)
+	return w.Start(Spec{Renewer: stringRenewer, Targets: []Target{{Client: c, Keys: []string{key}, Arg: "me"}},
+		Timeout: timeout, Renew: renew, ID: ID{Lock: key}, Name: key, Primitive: "test"}, sent)
 }
 
 // advance moves the fake clock once the wheel's goroutine sleeps on it.
@@ -97,17 +97,17 @@ func TestLostWhenKeyGone(t *testing.T) {
 	w := New(WithClock(clk))
 	l := hold(t, context.Background(), w, rdb, "gone", 30*time.Second, true)
 	var rec lostRecorder
-	l.OnLost(rec.f)
+	l.OnLost(&rec)
 	mr.Del("gone")
 	advance(t, clk, 10*time.Second)
 	require.Eventually(t, func() bool { return rec.n() == 1 }, 5*time.Second, time.Millisecond)
 	require.ErrorIs(t, rec.errs[0], errs.ErrLockLost)
 	require.ErrorContains(t, rec.errs[0], "gone")
 	require.ErrorIs(t, l.Lost(), errs.ErrLockLost)
-	require.Nil(t, w.Find(rdb, "gone"), "a lost lease is unregistered")
+	require.Nil(t, w.Find(rdb, ID{Lock: "gone"}), "a lost lease is unregistered")
 	// A callback registered after the loss runs at once.
 	var late lostRecorder
-	l.OnLost(late.f)
+	l.OnLost(&late)
 	require.Equal(t, 1, late.n())
 	l.Stop()
 }
@@ -120,7 +120,7 @@ func TestErrorsRetriedSoonThenLostBeforeServerLapse(t *testing.T) {
 	sent := clk.Now()
 	l := hold(t, context.Background(), w, rdb, "flaky", timeout, true)
 	var rec lostRecorder
-	l.OnLost(rec.f)
+	l.OnLost(&rec)
 	mr.SetError("ERR fake failure")
 	defer mr.SetError("")
 
@@ -155,7 +155,7 @@ func TestFixedLeaseLostWhenItEnds(t *testing.T) {
 	w := New(WithClock(clk))
 	l := hold(t, context.Background(), w, rdb, "fixed", 2*time.Second, false)
 	var rec lostRecorder
-	l.OnLost(rec.f)
+	l.OnLost(&rec)
 	advance(t, clk, 1900*time.Millisecond)
 	time.Sleep(5 * time.Millisecond)
 	require.Zero(t, rec.n())
@@ -212,7 +212,7 @@ func TestRealRedisKeepsLeaseThroughFiveTimeouts(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	l := hold(t, ctx, w, rdb, "real", timeout, true)
 	var rec lostRecorder
-	l.OnLost(rec.f)
+	l.OnLost(&rec)
 	deadline := time.Now().Add(5 * timeout)
 	for time.Now().Before(deadline) {
 		require.EqualValues(t, 1, rdb.Exists(ctx, "real").Val())
@@ -235,7 +235,7 @@ func TestRealRedisKilledHolderTold(t *testing.T) {
 	l := hold(t, context.Background(), w, rdb, "killed", timeout, true)
 	var lostAt atomic.Int64
 	done := make(chan error, 1)
-	l.OnLost(func(err error) { lostAt.Store(int64(time.Since(sent))); done <- err })
+	l.OnLost(LostFunc(func(err error) { lostAt.Store(int64(time.Since(sent))); done <- err }))
 	time.Sleep(timeout / 2)
 	killedAt := time.Since(sent)
 	srv.Kill()

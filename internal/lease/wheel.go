@@ -117,7 +117,7 @@ func (w *Watchdog) unscheduleLocked(l *Lease) {
 }
 
 type lossNotice struct {
-	cbs []func(error)
+	cbs []Listener
 	err error
 }
 
