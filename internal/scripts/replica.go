@@ -203,21 +203,28 @@ func (srv *server) send(ctx context.Context, node *redis.Client, p ReplicaPolicy
 		}
 		return cmd, Acks{}
 	}
-	acks := Acks{Want: n, Timeout: p.Timeout}
-	if wait != nil {
-		got, err := wait.Result()
-		if err != nil {
-			// The script ran; its write is not known to be acknowledged.
-			srv.stale()
-			acks.Err = waitErr(err)
-			return cmd, acks
-		}
-		acks.Got = int(got)
-		if acks.Got < n {
-			srv.stale() // a replica may have gone (or come: read the count again)
-		}
+	return cmd, srv.acks(wait, n, p.Timeout)
+}
+
+// acks reads the reply of a WAIT for want replicas within timeout (nil:
+// none was sent). An error reply leaves the write ran but not known to be
+// acknowledged; it and a short count have the replica count read anew,
+// as a replica may have gone (or come).
+func (srv *server) acks(wait *redis.IntCmd, want int, timeout time.Duration) Acks {
+	a := Acks{Want: want, Timeout: timeout}
+	if wait == nil {
+		return a
 	}
-	return cmd, acks
+	got, err := wait.Result()
+	if err != nil {
+		srv.stale()
+		a.Err = waitErr(err)
+		return a
+	}
+	if a.Got = int(got); a.Got < want {
+		srv.stale()
+	}
+	return a
 }
 
 func pipeline(ctx context.Context, node *redis.Client, cmd *redis.Cmd, p ReplicaPolicy, n int, refresh bool) (wait *redis.IntCmd, info []*redis.StringCmd) {

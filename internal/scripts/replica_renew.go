@@ -70,17 +70,8 @@ func (r Renewals) Acked(p ReplicaPolicy, wait *redis.IntCmd) error {
 	if wait == nil {
 		return nil
 	}
-	got, err := wait.Result()
-	if err != nil {
-		r.srv.stale()
-		return waitErr(err)
+	if acks := r.srv.acks(wait, r.Want, p.Timeout); acks.Err != nil || !p.Enough(acks) {
+		return p.Err(acks)
 	}
-	acks := Acks{Want: r.Want, Got: int(got), Timeout: p.Timeout}
-	if int(got) < r.Want {
-		r.srv.stale()
-	}
-	if p.Enough(acks) {
-		return nil
-	}
-	return p.Err(acks)
+	return nil
 }
