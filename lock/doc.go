@@ -31,8 +31,8 @@
 // the lock straight to it in the same script (a new owner and fencing
 // token, no unlock message: the lock is never free for another to barge
 // in), so a contended critical section costs one round trip; after 16
-// such hand-offs in a row the lock is released through Redis so that
-// waiters of other processes get their turn.
+// such hand-offs in a row, or 50 ms of them, the lock is released through
+// Redis so that waiters of other processes get their turn.
 //
 // # Fair locks
 //

@@ -952,6 +952,47 @@ func TestHandOffChainBoundSurvivesDrainedQueue(t *testing.T) {
 	})
 }
 
+// TestHandOffChainBoundedInTime: with critical sections long enough that
+// MaxHandOffs of them would keep the lock in one process for a long
+// while, the chain ends once it has lasted MaxHandOffTime: a release then
+// goes through Redis, where waiters of other processes race for it.
+func TestHandOffChainBoundedInTime(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		const name = "chaintime"
+		const section = 20 * time.Millisecond
+		preload(t, env.Universal)
+		log := newScriptLog(t)
+		env.Universal.AddHook(log)
+		mu := lock.New(env.Universal, name)
+		cur, err := mu.Lock(ctx)
+		require.NoError(t, err)
+		for i := range 12 {
+			base := log.answered("acquire")
+			next := lockAsync(mu, ctx)
+			waitIdle(t, log, base+2, 5*time.Millisecond)
+			time.Sleep(section)
+			require.NoError(t, mu.Unlock(cur))
+			r := await(t, next, fmt.Sprintf("section %d", i))
+			require.NoError(t, r.err)
+			cur = r.ctx
+		}
+		require.NoError(t, mu.Unlock(cur))
+		seq := log.releases(t)
+		longest := 0
+		for run := range strings.SplitSeq(seq, "U") {
+			longest = max(longest, len(run))
+		}
+		t.Logf("releases %s", seq)
+		// A chain's hand-offs after its first come at least a section
+		// apart, so no more than MaxHandOffTime/section+1 fit in one.
+		limit := int(queue.MaxHandOffTime/section) + 1
+		require.LessOrEqual(t, longest, limit, "hand-offs in a row past the time bound: %s", seq)
+		require.Positive(t, strings.Count(seq, "T"), "no hand-off at all: %s", seq)
+		require.Greater(t, strings.Count(seq, "U"), 2, "no chain ended through Redis: %s", seq)
+	})
+}
+
 // TestHandOffRefusedWaiterIsWoken: an unlock message reaches a waiter
 // while a release is reserving it (its try is refused), and the hand-off
 // then fails (the releaser's hold is gone: ForceUnlock): End(Refused) must

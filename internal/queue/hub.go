@@ -33,9 +33,10 @@ type Hub struct {
 
 	mu     sync.Mutex
 	queues map[string]*line // channel -> local waiters
-	// handOffs counts, per channel, the hand-offs in a row; kept apart
-	// from the queue, which is dropped whenever it empties (but a seat's).
-	handOffs map[string]int
+	// handOffs is, per channel, the chain of hand-offs in a row; kept
+	// apart from the queue, which is dropped whenever it empties (but a
+	// seat's).
+	handOffs map[string]chain
 	// seats are the fair locks' waiter ids, by channel prefix (seat.go);
 	// id names this hub in them.
 	seats   map[string]*seats
@@ -44,7 +45,7 @@ type Hub struct {
 }
 
 func newHub(client redis.UniversalClient) *Hub {
-	return &Hub{ps: conn.PubSubFor(client), queues: map[string]*line{}, handOffs: map[string]int{}, seats: map[string]*seats{}}
+	return &Hub{ps: conn.PubSubFor(client), queues: map[string]*line{}, handOffs: map[string]chain{}, seats: map[string]*seats{}}
 }
 
 // PublishCommand is the command an unlock script publishes with: SPUBLISH

@@ -13,10 +13,26 @@ import (
 // re-enter the lock it is being given) and claimable (its primitive said
 // what it would write). A chain of hand-offs is bounded, so that waiters of
 // other processes, who cannot be handed anything, get their turn: after
-// MaxHandOffs in a row the lock is released through Redis for all to race.
+// MaxHandOffs in a row, or once the chain has lasted MaxHandOffTime, the
+// lock is released through Redis for all to race.
 
-// MaxHandOffs bounds the hand-offs in a row within one process.
+// MaxHandOffs bounds the hand-offs in a row within one process: short
+// critical sections pass the lock on at one round trip each, and the
+// bound keeps the others' wait to a few of them.
 const MaxHandOffs = 16
+
+// MaxHandOffTime bounds how long a chain of hand-offs may keep the lock
+// within one process. With long critical sections, sixteen of them in a
+// row would shut the other processes out for seconds at a time; a
+// release through Redis costs such a lock one round trip in many
+// milliseconds.
+const MaxHandOffTime = 50 * time.Millisecond
+
+// chain is a channel's hand-offs in a row: how many, since the first.
+type chain struct {
+	n     int
+	since time.Time
+}
 
 // Grant is what a hand-off gives the waiter: the fencing token of the hold
 // the release's script took for it, and when that script was sent (on the
@@ -164,7 +180,7 @@ func (h *Hub) reserveHeadLocked(channel string, ws []*Waiter) ([]*Waiter, bool) 
 		delete(h.handOffs, channel)
 		return ws, false
 	}
-	if h.handOffs[channel] >= MaxHandOffs {
+	if c := h.handOffs[channel]; c.n >= MaxHandOffs || (c.n > 0 && time.Since(c.since) >= MaxHandOffTime) {
 		delete(h.handOffs, channel)
 		return ws, true
 	}
@@ -233,7 +249,11 @@ func (w *Waiter) End(o Outcome, g Grant) {
 	switch {
 	case o == Handed:
 		if w.chained {
-			w.h.handOffs[w.channel]++
+			c := w.h.handOffs[w.channel]
+			if c.n++; c.n == 1 {
+				c.since = time.Now()
+			}
+			w.h.handOffs[w.channel] = c
 		}
 		if w.missed {
 			// A release came during the hand-off: something may be free
