@@ -26,6 +26,8 @@ var rttScenarios = map[string]string{
 	sc64g:     "64g",
 	scOneKey:  "onekey",
 	scRedlock: "redlock",
+	// A new Redlock per acquisition, as a request handler builds it.
+	scRedlockNew: "redlock-new",
 }
 
 // rowName is a row's scenario as printed: unchanged on loopback without

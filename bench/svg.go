@@ -263,6 +263,7 @@ func sweepCharts(rtts []time.Duration, results []*result) map[string]*chart {
 		{sc1g, "u1", "1 goroutine, own key"},
 		{sc64g, "64g", "64 goroutines, own keys"},
 		{scRedlock, "redlock", "Redlock over 5 masters, 1 goroutine"},
+		{scRedlockNew, "redlock-new", "a new Redlock over 5 masters per acquisition, 1 goroutine"},
 	} {
 		tp := sweepSeries(results, rtts, sc.name, func(r *result) float64 { return r.rate(r.roles[0]) })
 		p99 := sweepSeries(results, rtts, sc.name, func(r *result) float64 { return ms(r.roles[0].p(.99)) })
@@ -289,7 +290,8 @@ func writeCharts(dir string, rtts []time.Duration, results []*result) ([]string,
 	charts := sweepCharts(rtts, results)
 	var files []string
 	for _, name := range []string{"throughput-u1.svg", "throughput-64g.svg", "throughput-redlock.svg",
-		"p99-u1.svg", "p99-64g.svg", "p99-redlock.svg", "onekey-maxwait.svg"} {
+		"throughput-redlock-new.svg", "p99-u1.svg", "p99-64g.svg", "p99-redlock.svg", "p99-redlock-new.svg",
+		"onekey-maxwait.svg"} {
 		c := charts[name]
 		if c == nil {
 			continue

@@ -111,11 +111,11 @@ func TestNiceTicks(t *testing.T) {
 	}
 }
 
-// TestWriteCharts writes the sweep's seven charts from made-up rows.
+// TestWriteCharts writes the sweep's nine charts from made-up rows.
 func TestWriteCharts(t *testing.T) {
 	rtts := []time.Duration{0, time.Millisecond}
 	var results []*result
-	for _, sc := range []string{sc1g, sc64g, scOneKey, scRedlock} {
+	for _, sc := range []string{sc1g, sc64g, scOneKey, scRedlock, scRedlockNew} {
 		for i := range rtts {
 			for _, label := range []string{libRaw, libRelock} {
 				results = append(results, &result{scenario: sc, label: label, at: &rtts[i], window: time.Second,
@@ -128,8 +128,8 @@ func TestWriteCharts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 7 {
-		t.Fatalf("wrote %v, want 7 charts", files)
+	if len(files) != 9 {
+		t.Fatalf("wrote %v, want 9 charts", files)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "onekey-maxwait.svg"))
 	if err != nil {
