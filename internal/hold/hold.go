@@ -144,7 +144,7 @@ func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) contex
 	h.cancel = cancel
 	h.ctx = holdCtx{Context: cctx, key: key, h: h}
 	// Only End reads stopAfter and lostID, and only the caller that
-	// gets hctx can reach End, so setting them after arming is safe.
+	// gets h.ctx can reach End, so setting them after arming is safe.
 	h.stopAfter = noStop
 	if h.Scoped && parent.Done() != nil { // a parent that never ends needs no watch
 		h.stopAfter = context.AfterFunc(parent, h.parentDone)
