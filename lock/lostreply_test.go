@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -197,5 +198,41 @@ func TestLostReentryReplyGivenBack(t *testing.T) {
 		}, 5*time.Second, time.Millisecond, "the lost re-entry was given back")
 		require.NoError(t, mu.Unlock(held))
 		require.Zero(t, env.Universal.Exists(ctx, name).Val(), "freed by the outer hold's unlock")
+	})
+}
+
+// TestAcquireRunAgainRenewsLease: go-redis sends a script again a read
+// timeout after the first run, whose reply it lost, and the second run
+// returns the first run's grant. The caller measures the hold's lease
+// from a send it knows of, so the second run renews the lease in Redis:
+// left at the first run's, it would lapse there before the holder is
+// told, and another could take the lock. A re-entry's second run (its
+// latch's grant), of a lock and of a fair lock.
+func TestAcquireRunAgainRenewsLease(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		for _, fair := range []bool{false, true} {
+			ctx := ctxT(t)
+			const lease, gap = 2 * time.Second, 600 * time.Millisecond
+			name := fmt.Sprintf("again:%t", fair)
+			preload(t, env.Universal)
+			c := env.NewClient(t)
+			hook := redistest.NewScriptFaults(lock.ScriptSources()["acquire"], lock.ScriptSources()["fair_acquire"])
+			c.AddHook(hook)
+			mu := lock.New(c, name, lock.WithLeaseTime(lease))
+			if fair {
+				mu = lock.NewFair(c, name, lock.WithLeaseTime(lease))
+			}
+			held, err := mu.Lock(ctx)
+			require.NoError(t, err)
+			hook.Twice, hook.Gap = true, gap
+			inner, err := mu.Lock(held)
+			require.NoError(t, err)
+			require.Equal(t, int32(2), hook.Seen.Load(), "fair %t: both acquisitions went through the hook", fair)
+			left := env.Universal.PTTL(ctx, name).Val()
+			require.Greater(t, left, lease-gap/2, "fair %t: the second run renews the lease", fair)
+			hook.Twice = false
+			require.NoError(t, mu.Unlock(inner))
+			require.NoError(t, mu.Unlock(held))
+		}
 	})
 }

@@ -115,3 +115,33 @@ func ownerField(t testing.TB, held context.Context) string {
 	require.True(t, ok, "a hold's context carries its owner")
 	return id
 }
+
+// TestAcquireRunAgainRenewsLease: go-redis sends a read acquisition's
+// script again a read timeout after the first run, whose reply it lost,
+// and the second run returns the first run's grant. The caller measures
+// the hold's lease from a send it knows of, so the second run renews the
+// lease in Redis: left at the first run's, it would lapse there before
+// the reader is told, and a writer could get in. A fresh read (its
+// minted owner's field) and a re-entry (its latch's grant).
+func TestAcquireRunAgainRenewsLease(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		const name, lease, gap = "again", 2 * time.Second, 600 * time.Millisecond
+		c := env.NewClient(t)
+		hook := newAcquireHook()
+		hook.Twice, hook.Gap = true, gap
+		c.AddHook(hook)
+		rw := rwlock.New(c, name, rwlock.WithLeaseTime(lease))
+		r, err := rw.RLock(ctx)
+		require.NoError(t, err)
+		left := env.Universal.PTTL(ctx, name).Val()
+		require.Greater(t, left, lease-gap/2, "a fresh read's second run renews the lease")
+		inner, err := rw.RLock(r)
+		require.NoError(t, err)
+		left = env.Universal.PTTL(ctx, name).Val()
+		require.Greater(t, left, lease-gap/2, "a re-entry's second run renews the lease")
+		hook.Twice = false
+		require.NoError(t, rw.RUnlock(inner))
+		require.NoError(t, rw.RUnlock(r))
+	})
+}

@@ -59,6 +59,9 @@ if ARGV[3] == 'minted' then
 end
 local done = granted(latch)
 if done then
+  -- a second run: the hold's lease runs from it, as the caller measures
+  -- it from this run's send, not from the first run's
+  redis.call('pexpire', KEYS[1], ARGV[1])
   return {tonumber(held), done}
 end
 local token = draw(KEYS[2])

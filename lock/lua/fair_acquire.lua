@@ -71,6 +71,9 @@ else
     end
     local done = granted(latch)
     if done then
+      -- a second run: the hold's lease runs from it, as the caller
+      -- measures it from this run's send
+      redis.call('pexpire', KEYS[1], ARGV[1])
       return {tonumber(held), done}
     end
     local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)

@@ -46,6 +46,21 @@ local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lease = tonumber(ARGV[1])
 
+-- renew extends the owner's lease keys 1..count, and the hash, to a
+-- lease from now where they would end sooner: its holds share one lease,
+-- and a second run of an acquisition returns a grant whose lease the
+-- caller measures from this run's send.
+local function renew(count)
+  for j = 1, count do
+    if redis.call('pttl', KEYS[2] .. ':' .. j) < lease then
+      redis.call('pexpire', KEYS[2] .. ':' .. j, lease)
+    end
+  end
+  if redis.call('pttl', KEYS[1]) < lease then
+    redis.call('pexpire', KEYS[1], lease)
+  end
+end
+
 -- purge: expired writer marks, and this owner's own entry when all its
 -- lease keys expired (a lost hold): counting on from it would make a new
 -- read a re-entry, which passes a waiting writer
@@ -72,10 +87,12 @@ end
 local mine = held ~= false
 if mine and ARGV[4] == 'minted' then
   -- an earlier run of this acquisition took it: the same grant
+  renew(tonumber(held))
   return {tonumber(held), last(KEYS[4])}
 end
 local done = mine and granted(latch)
 if done then
+  renew(tonumber(held))
   return {tonumber(held), done}
 end
 if mode == false or mode == 'read' or redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
@@ -94,18 +111,9 @@ if mode == false or mode == 'read' or redis.call('hexists', KEYS[1], ARGV[3]) ==
   end
   local ind = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('set', KEYS[2] .. ':' .. ind, 1, 'px', lease)
-  -- a re-entry renews the owner's earlier lease keys too: its holds share
-  -- one lease, which now ends a lease from now, whichever key a release
-  -- deletes
-  for j = 1, ind - 1 do
-    if redis.call('pttl', KEYS[2] .. ':' .. j) < lease then
-      redis.call('pexpire', KEYS[2] .. ':' .. j, lease)
-    end
-  end
-  local pttl = redis.call('pttl', KEYS[1])
-  if pttl < lease then
-    redis.call('pexpire', KEYS[1], lease)
-  end
+  -- a re-entry renews the owner's earlier lease keys too, whichever key
+  -- a release deletes
+  renew(ind - 1)
   return {ind, grant(KEYS[4], latch, ARGV[5])}
 end
 return {0, redis.call('pttl', KEYS[1])}

@@ -58,8 +58,12 @@ if S.size == nil then
 end
 
 local used = purge(S, now)
--- an earlier run of this acquisition (its reply lost) took the permits
+-- an earlier run of this acquisition (its reply lost) took the permits:
+-- their lease runs from this run, as the caller measures it from this
+-- run's send; left at the earlier run's, it would end before the caller
+-- is told, and another could take the permits while it still holds them
 if redis.call('zscore', KEYS[2], ARGV[3]) ~= false then
+  redis.call('zadd', KEYS[2], now + lease, ARGV[3])
   settle(S, now, used) -- what purge dropped counts
   return {1, size - used}
 end

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -15,12 +16,14 @@ var ErrReadTimeout error = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadl
 
 // ScriptFaults is a go-redis hook on the scripts it was made with (their
 // EVALSHA hash or EVAL source): with Twice it sends each call twice, as
-// go-redis's resend after a read timeout would; the next Lose calls have
+// go-redis's resend after a read timeout would, Gap after the first (a
+// resend comes a read timeout later); the next Lose calls have
 // their reply replaced by ErrReadTimeout after Redis ran the script. Seen
 // counts the calls.
 type ScriptFaults struct {
 	ids   map[any]bool
 	Twice bool
+	Gap   time.Duration
 	Lose  atomic.Int32
 	Seen  atomic.Int32
 }
@@ -46,6 +49,7 @@ func (f *ScriptFaults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		err := next(ctx, c)
 		if err == nil && f.Twice {
+			time.Sleep(f.Gap)
 			err = next(ctx, c)
 		}
 		f.Seen.Add(1)
