@@ -452,10 +452,7 @@ func TestHandOffChainBoundedForOtherProcesses(t *testing.T) {
 		wg.Wait()
 		require.Zero(t, overlaps.Load(), "two holders inside at once")
 		seq := log.releases(t)
-		longest := 0
-		for run := range strings.SplitSeq(seq, "U") {
-			longest = max(longest, len(run))
-		}
+		longest := longestChain(seq)
 		t.Logf("%d releases, %d hand-offs, longest chain %d", len(seq), strings.Count(seq, "T"), longest)
 		require.LessOrEqual(t, longest, queue.MaxHandOffs, "a chain of hand-offs past the bound: %s", seq)
 		require.Equal(t, queue.MaxHandOffs, longest, "the chain reaches the bound under contention")
@@ -931,24 +928,9 @@ func TestHandOffChainBoundSurvivesDrainedQueue(t *testing.T) {
 		log := newScriptLog(t)
 		env.Universal.AddHook(log)
 		mu := lock.New(env.Universal, name)
-		cur, err := mu.Lock(ctx)
-		require.NoError(t, err)
-		for i := range 2*queue.MaxHandOffs + 2 {
-			base := log.answered("acquire")
-			next := lockAsync(mu, ctx) // the queue is empty: a try, join, a try
-			waitIdle(t, log, base+2, 5*time.Millisecond)
-			require.NoError(t, mu.Unlock(cur))
-			r := await(t, next, fmt.Sprintf("section %d", i))
-			require.NoError(t, r.err)
-			cur = r.ctx
-		}
-		require.NoError(t, mu.Unlock(cur))
+		passAlong(ctx, t, mu, log, 2*queue.MaxHandOffs+2, 0)
 		seq := log.releases(t)
-		longest := 0
-		for run := range strings.SplitSeq(seq, "U") {
-			longest = max(longest, len(run))
-		}
-		require.LessOrEqual(t, longest, queue.MaxHandOffs, "hand-offs in a row past the bound: %s", seq)
+		require.LessOrEqual(t, longestChain(seq), queue.MaxHandOffs, "hand-offs in a row past the bound: %s", seq)
 	})
 }
 
@@ -965,24 +947,9 @@ func TestHandOffChainBoundedInTime(t *testing.T) {
 		log := newScriptLog(t)
 		env.Universal.AddHook(log)
 		mu := lock.New(env.Universal, name)
-		cur, err := mu.Lock(ctx)
-		require.NoError(t, err)
-		for i := range 12 {
-			base := log.answered("acquire")
-			next := lockAsync(mu, ctx)
-			waitIdle(t, log, base+2, 5*time.Millisecond)
-			time.Sleep(section)
-			require.NoError(t, mu.Unlock(cur))
-			r := await(t, next, fmt.Sprintf("section %d", i))
-			require.NoError(t, r.err)
-			cur = r.ctx
-		}
-		require.NoError(t, mu.Unlock(cur))
+		passAlong(ctx, t, mu, log, 12, section)
 		seq := log.releases(t)
-		longest := 0
-		for run := range strings.SplitSeq(seq, "U") {
-			longest = max(longest, len(run))
-		}
+		longest := longestChain(seq)
 		t.Logf("releases %s", seq)
 		// A chain's hand-offs after its first come at least a section
 		// apart, so no more than MaxHandOffTime/section+1 fit in one.
@@ -1039,4 +1006,34 @@ func TestHandOffRefusedWaiterIsWoken(t *testing.T) {
 			t.Fatalf("the lock has been free for 3 s and its only waiter was never woken (acquire tries: %d)", log.answered("acquire"))
 		}
 	})
+}
+
+// passAlong takes mu, then n times queues a next holder (on an empty
+// queue: a try, join, a try), holds for section and unlocks, so that each
+// release may hand over; the last holder unlocks at the end.
+func passAlong(ctx context.Context, t *testing.T, mu *lock.Mutex, log *scriptLog, n int, section time.Duration) {
+	t.Helper()
+	cur, err := mu.Lock(ctx)
+	require.NoError(t, err)
+	for i := range n {
+		base := log.answered("acquire")
+		next := lockAsync(mu, ctx)
+		waitIdle(t, log, base+2, 5*time.Millisecond)
+		time.Sleep(section)
+		require.NoError(t, mu.Unlock(cur))
+		r := await(t, next, fmt.Sprintf("section %d", i))
+		require.NoError(t, r.err)
+		cur = r.ctx
+	}
+	require.NoError(t, mu.Unlock(cur))
+}
+
+// longestChain is the longest run of hand-offs (T) between releases
+// through Redis (U) in a release sequence.
+func longestChain(seq string) int {
+	longest := 0
+	for run := range strings.SplitSeq(seq, "U") {
+		longest = max(longest, len(run))
+	}
+	return longest
 }
