@@ -180,7 +180,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 func (e *Election) read(ctx context.Context) (state, error) {
 	var vals []any
 	err := conn.Within(ctx, e.pool, e.cfg.unlockTimeout, func(ctx context.Context) (err error) {
-		vals, err = leaderLua{Lock: e.name, Record: e.record}.call(ctx, e.client).Slice()
+		vals, err = leaderLua{Lock: e.name, Record: e.record}.call().Run(ctx, e.client).Slice()
 		return err
 	})
 	if err != nil {
@@ -236,7 +236,7 @@ func (e *Election) Proclaim(leading context.Context, value string) error {
 	var rev int64
 	err := conn.Within(leading, e.pool, e.cfg.unlockTimeout, func(ctx context.Context) (err error) {
 		rev, err = proclaimLua{Lock: e.name, Record: e.record, Channel: e.channel,
-			Owner: t.owner, Epoch: t.epoch, Value: value, Publish: e.hub.PublishCommand()}.call(ctx, e.client).Int64()
+			Owner: t.owner, Epoch: t.epoch, Value: value, Publish: e.hub.PublishCommand()}.call().Run(ctx, e.client).Int64()
 		return err
 	})
 	switch {
@@ -263,7 +263,7 @@ func (e *Election) Resign(leading context.Context) error {
 		return e.id.Wrap("resign", fmt.Errorf("%w: the context carries no leadership of this election", ErrNotHeld))
 	}
 	reply := resignLua{Record: e.record, Channel: e.channel, Owner: t.owner, Epoch: t.epoch,
-		Publish: e.hub.PublishCommand()}.callRetrying(leading, e.client, e.cfg.unlockTimeout)
+		Publish: e.hub.PublishCommand()}.call().Retrying(leading, e.client, e.cfg.unlockTimeout)
 	rerr := reply.Err()
 	e.ended(t, resigned) // before the release ends the hold, which would count it lost
 	uerr := e.fair.Unlock(t.held)

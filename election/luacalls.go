@@ -1,11 +1,7 @@
 package election
 
 import (
-	"context"
 	"embed"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/scripts"
 )
@@ -25,7 +21,7 @@ var (
 	leaderScript   = scripts.Load(luaFS, "lua/leader.lua")
 )
 
-// electLua runs lua/elect.lua.
+// electLua lays out a call of lua/elect.lua.
 type electLua struct {
 	Lock, Record, Channel string
 	Owner                 string
@@ -33,11 +29,11 @@ type electLua struct {
 	Value, Publish        string
 }
 
-func (s electLua) callRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
-	return electScript.CallRetrying(ctx, c, timeout, 3, s.Lock, s.Record, s.Channel, s.Owner, s.Epoch, s.Value, s.Publish)
+func (s electLua) call() scripts.Call {
+	return electScript.With(3, s.Lock, s.Record, s.Channel, s.Owner, s.Epoch, s.Value, s.Publish)
 }
 
-// resignLua runs lua/resign.lua.
+// resignLua lays out a call of lua/resign.lua.
 type resignLua struct {
 	Record, Channel string
 	Owner           string
@@ -45,11 +41,11 @@ type resignLua struct {
 	Publish         string
 }
 
-func (s resignLua) callRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
-	return resignScript.CallRetrying(ctx, c, timeout, 2, s.Record, s.Channel, s.Owner, s.Epoch, s.Publish)
+func (s resignLua) call() scripts.Call {
+	return resignScript.With(2, s.Record, s.Channel, s.Owner, s.Epoch, s.Publish)
 }
 
-// proclaimLua runs lua/proclaim.lua.
+// proclaimLua lays out a call of lua/proclaim.lua.
 type proclaimLua struct {
 	Lock, Record, Channel string
 	Owner                 string
@@ -57,15 +53,15 @@ type proclaimLua struct {
 	Value, Publish        string
 }
 
-func (s proclaimLua) call(ctx context.Context, c redis.UniversalClient) *redis.Cmd {
-	return proclaimScript.Call(ctx, c, 3, s.Lock, s.Record, s.Channel, s.Owner, s.Epoch, s.Value, s.Publish)
+func (s proclaimLua) call() scripts.Call {
+	return proclaimScript.With(3, s.Lock, s.Record, s.Channel, s.Owner, s.Epoch, s.Value, s.Publish)
 }
 
-// leaderLua runs lua/leader.lua.
+// leaderLua lays out a call of lua/leader.lua.
 type leaderLua struct {
 	Lock, Record string
 }
 
-func (s leaderLua) call(ctx context.Context, c redis.UniversalClient) *redis.Cmd {
-	return leaderScript.Call(ctx, c, 2, s.Lock, s.Record)
+func (s leaderLua) call() scripts.Call {
+	return leaderScript.With(2, s.Lock, s.Record)
 }

@@ -16,16 +16,16 @@ func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
 	ctx := context.Background()
 	wrappers := map[string]redistest.Wrapper{
 		"elect.lua": {Value: electLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(electLua).callRetrying(ctx, c, 0)
+			w.(electLua).call().Retrying(ctx, c, 0)
 		}},
 		"resign.lua": {Value: resignLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(resignLua).callRetrying(ctx, c, 0)
+			w.(resignLua).call().Retrying(ctx, c, 0)
 		}},
 		"proclaim.lua": {Value: proclaimLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(proclaimLua).call(ctx, c)
+			w.(proclaimLua).call().Run(ctx, c)
 		}},
 		"leader.lua": {Value: leaderLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(leaderLua).call(ctx, c)
+			w.(leaderLua).call().Run(ctx, c)
 		}},
 	}
 	redistest.WrappersMirrorHeaders(t, luaFS, wrappers)

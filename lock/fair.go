@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/scripts"
@@ -18,7 +19,7 @@ func (m *Mutex) requeue(ctx context.Context, ownerID, waiterID string, mark, lea
 	return fairRequeueLua{
 		Lock: m.nameArg, Queue: m.fair[0], Timeouts: m.fair[1], Waiters: m.fair[2],
 		Owner: ownerID, MarkLifeMS: mark.Milliseconds(), LeaseMS: m.msArg(lease), Waiter: waiterID,
-	}.callRetrying(context.WithoutCancel(ctx), m.client, m.cfg.UnlockTimeout).Err()
+	}.call().Retrying(context.WithoutCancel(ctx), m.client, m.cfg.UnlockTimeout).Err()
 }
 
 // fairMarkLife is how long a fair lock's waiter keeps its place in the
@@ -56,10 +57,10 @@ func NewFair(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 // (acquire.Withdraw). A place left behind (Redis unreachable) lapses with
 // its deadline; the error says so.
 func (m *Mutex) withdraw(ctx context.Context, ownerID, waiterID string) error {
-	return fairWithdrawLua{
+	return acquire.Withdraw(ctx, nil, m.client, m.cfg.UnlockTimeout, fairWithdrawLua{
 		Lock: m.name, Channel: m.channel, Queue: m.fair[0], Timeouts: m.fair[1], TokenCounter: m.tokenArg, Waiters: m.fair[2],
 		Waiter: waiterID, UnlockMessage: unlockMessage, Publish: m.publishArg, Grant: m.grantArg(ctx), Owner: ownerID,
-	}.withdraw(ctx, nil, m.client, m.cfg.UnlockTimeout)
+	}.call())
 }
 
 // grantArg says whether a release may write the first waiter's hold
@@ -91,7 +92,7 @@ func (m *Mutex) fairRelease(ctx context.Context, ownerID string, timeout time.Du
 	reply := fairTransferLua{
 		Lock: m.nameArg, TokenCounter: m.tokenArg, Queue: m.fair[0], Timeouts: m.fair[1], Channel: m.channelArg, Waiters: m.fair[2],
 		Owner: ownerID, UnlockMessage: unlockMessage, Publish: m.publishArg, Grant: "1", Candidates: ws,
-	}.callRetrying(ctx, m.client, timeout)
+	}.call().Retrying(ctx, m.client, timeout)
 	vals, err := reply.Slice()
 	if err == nil && len(vals) != 3 {
 		err = fmt.Errorf("unexpected reply %v", vals)

@@ -32,7 +32,7 @@ func TestUnlockRetryDoesNotDecrementTwice(t *testing.T) {
 
 			latch := scripts.Prefix("redisson_unlock_latch", "latch") + ":req-1"
 			run := func() int64 {
-				res, err := unlockScript.Call(ctx, env.Universal, 3, "latch", mu.channel, latch, unlockMessage, int64(30000), id, mu.hub.PublishCommand(), int64(10000)).Int64()
+				res, err := unlockScript.With(3, "latch", mu.channel, latch, unlockMessage, int64(30000), id, mu.hub.PublishCommand(), int64(10000)).Run(ctx, env.Universal).Int64()
 				require.NoError(t, err)
 				return res
 			}

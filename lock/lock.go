@@ -462,7 +462,7 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 	if len(ws) == 1 {
 		res, err = m.runTransfer(ctx, ws[0], ws[0].Claimant().(*attempt), ownerID)
 	} else {
-		reply := m.scripts.unlockLast(ctx, m, ownerID, timeout)
+		reply := m.scripts.unlockLast(ctx, m, ownerID).Retrying(ctx, m.client, timeout)
 		res, err = reply.Int64()
 		if err == nil && res == -1 && reply.Retried && (held == nil || !held.Lapsed()) {
 			// The field is gone and an earlier attempt's reply was lost:
@@ -485,7 +485,7 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 // while counts remain.
 func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout time.Duration) (int64, error) {
 	latch := hold.RequestKey(m.latchPrefix)
-	res, err := m.scripts.unlock(ctx, m, latch, ownerID, lease, timeout).Int64()
+	res, err := m.scripts.unlock(ctx, m, latch, ownerID, lease, timeout).Retrying(ctx, m.client, timeout).Int64()
 	if err == nil && res >= 1 {
 		m.hub.Release(m.channel)
 	}
@@ -500,7 +500,7 @@ func (m *Mutex) runTransfer(ctx context.Context, w *queue.Waiter, next *attempt,
 	vals, err := transferLua{
 		Lock: m.nameArg, TokenCounter: m.tokenArg,
 		Owner: ownerID, NextOwner: next.owner, NextLeaseMS: next.m.msArg(next.lease),
-	}.callRetrying(ctx, m.client, m.cfg.UnlockTimeout).Int64Slice()
+	}.call().Retrying(ctx, m.client, m.cfg.UnlockTimeout).Int64Slice()
 	switch {
 	case err != nil:
 		w.End(queue.Refused, queue.Grant{})

@@ -48,7 +48,7 @@ func (m *Mutex) undo(ctx context.Context, owner, latch string, lease time.Durati
 	ctx = context.WithoutCancel(ctx)
 	timeout := m.cfg.UnlockTimeout
 	if latch != "" {
-		n, err := m.scripts.giveBack(ctx, m, latch, owner, timeout).Int64()
+		n, err := m.scripts.giveBack(ctx, m, latch, owner).Retrying(ctx, m.client, timeout).Int64()
 		if err == nil && n >= 1 {
 			m.hub.Release(m.channel)
 		}

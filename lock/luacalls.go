@@ -1,13 +1,8 @@
 package lock
 
 import (
-	"context"
 	"embed"
-	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/scripts"
@@ -58,7 +53,7 @@ var (
 	fairGiveBackScript   = scripts.Load(luaFS, "lua/give_back.lua", scripts.Fence, wakeLib)
 )
 
-// acquireLua runs lua/acquire.lua.
+// acquireLua lays out a call of lua/acquire.lua.
 type acquireLua struct {
 	Lock, TokenCounter, Latch any
 	LeaseMS                   any
@@ -66,12 +61,12 @@ type acquireLua struct {
 	Mode, LatchLife           any
 }
 
-func (s acquireLua) callSynced(ctx context.Context, c redis.UniversalClient, p scripts.ReplicaPolicy) (*redis.Cmd, scripts.Acks) {
-	return scripts.CallSynced(ctx, c, p, acquireScript, 3, s.Lock, s.TokenCounter, s.Latch,
+func (s acquireLua) call() scripts.Call {
+	return acquireScript.With(3, s.Lock, s.TokenCounter, s.Latch,
 		s.LeaseMS, s.Owner, s.Mode, s.LatchLife)
 }
 
-// fairAcquireLua runs lua/fair_acquire.lua.
+// fairAcquireLua lays out a call of lua/fair_acquire.lua.
 type fairAcquireLua struct {
 	Lock, TokenCounter, Latch, Queue, Timeouts, Waiters any
 	LeaseMS                                             any
@@ -81,14 +76,14 @@ type fairAcquireLua struct {
 	Waiter                                              string
 }
 
-func (s fairAcquireLua) callSynced(ctx context.Context, c redis.UniversalClient, p scripts.ReplicaPolicy) (*redis.Cmd, scripts.Acks) {
-	return scripts.CallSynced(ctx, c, p, fairAcquireScript, 6, s.Lock, s.TokenCounter, s.Latch, s.Queue, s.Timeouts, s.Waiters,
+func (s fairAcquireLua) call() scripts.Call {
+	return fairAcquireScript.With(6, s.Lock, s.TokenCounter, s.Latch, s.Queue, s.Timeouts, s.Waiters,
 		s.LeaseMS, s.Owner, s.Mode, s.LatchLife, s.MarkLifeMS, s.Waiter)
 }
 
-// unlockLastLua runs lua/unlock_last.lua. Queue, Timeouts, TokenCounter,
-// Waiters and Grant are a fair lock's, which callFairRetrying sends;
-// callRetrying, a lock's, leaves them out.
+// unlockLastLua lays out a call of lua/unlock_last.lua. Queue, Timeouts, TokenCounter,
+// Waiters and Grant are a fair lock's, which fairCall lays out;
+// call, a lock's, leaves them out.
 type unlockLastLua struct {
 	Lock, Channel                          any
 	Queue, Timeouts, TokenCounter, Waiters any
@@ -97,18 +92,18 @@ type unlockLastLua struct {
 	Publish, Grant                         any
 }
 
-func (s unlockLastLua) callRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
-	return unlockLastScript.CallRetrying(ctx, c, timeout, 2, s.Lock, s.Channel, s.UnlockMessage, s.Owner, s.Publish)
+func (s unlockLastLua) call() scripts.Call {
+	return unlockLastScript.With(2, s.Lock, s.Channel, s.UnlockMessage, s.Owner, s.Publish)
 }
 
-func (s unlockLastLua) callFairRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
-	return fairUnlockLastScript.CallRetrying(ctx, c, timeout, 6, s.Lock, s.Channel, s.Queue, s.Timeouts, s.TokenCounter, s.Waiters,
+func (s unlockLastLua) fairCall() scripts.Call {
+	return fairUnlockLastScript.With(6, s.Lock, s.Channel, s.Queue, s.Timeouts, s.TokenCounter, s.Waiters,
 		s.UnlockMessage, s.Owner, s.Publish, s.Grant)
 }
 
-// unlockLua runs lua/unlock.lua. Queue, Timeouts, TokenCounter, Waiters
-// and Grant are a fair lock's, which callFairRetrying sends;
-// callRetrying, a lock's, leaves them out.
+// unlockLua lays out a call of lua/unlock.lua. Queue, Timeouts, TokenCounter, Waiters
+// and Grant are a fair lock's, which fairCall lays out;
+// call, a lock's, leaves them out.
 type unlockLua struct {
 	Lock, Channel, Latch                   any
 	Queue, Timeouts, TokenCounter, Waiters any
@@ -118,19 +113,19 @@ type unlockLua struct {
 	Publish, LatchLife, Grant              any
 }
 
-func (s unlockLua) callRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
-	return unlockScript.CallRetrying(ctx, c, timeout, 3, s.Lock, s.Channel, s.Latch,
+func (s unlockLua) call() scripts.Call {
+	return unlockScript.With(3, s.Lock, s.Channel, s.Latch,
 		s.UnlockMessage, s.LeaseMS, s.Owner, s.Publish, s.LatchLife)
 }
 
-func (s unlockLua) callFairRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
-	return fairUnlockScript.CallRetrying(ctx, c, timeout, 7, s.Lock, s.Channel, s.Latch, s.Queue, s.Timeouts, s.TokenCounter, s.Waiters,
+func (s unlockLua) fairCall() scripts.Call {
+	return fairUnlockScript.With(7, s.Lock, s.Channel, s.Latch, s.Queue, s.Timeouts, s.TokenCounter, s.Waiters,
 		s.UnlockMessage, s.LeaseMS, s.Owner, s.Publish, s.LatchLife, s.Grant)
 }
 
-// giveBackLua runs lua/give_back.lua. Queue, Timeouts, TokenCounter,
-// Waiters and Grant are a fair lock's, which callFairRetrying sends;
-// callRetrying, a lock's, leaves them out.
+// giveBackLua lays out a call of lua/give_back.lua. Queue, Timeouts, TokenCounter,
+// Waiters and Grant are a fair lock's, which fairCall lays out;
+// call, a lock's, leaves them out.
 type giveBackLua struct {
 	Lock, Latch, Channel                   any
 	Queue, Timeouts, TokenCounter, Waiters any
@@ -139,27 +134,27 @@ type giveBackLua struct {
 	Publish, Grant                         any
 }
 
-func (s giveBackLua) callRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
-	return giveBackScript.CallRetrying(ctx, c, timeout, 3, s.Lock, s.Latch, s.Channel, s.Owner, s.UnlockMessage, s.Publish)
+func (s giveBackLua) call() scripts.Call {
+	return giveBackScript.With(3, s.Lock, s.Latch, s.Channel, s.Owner, s.UnlockMessage, s.Publish)
 }
 
-func (s giveBackLua) callFairRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
-	return fairGiveBackScript.CallRetrying(ctx, c, timeout, 7, s.Lock, s.Latch, s.Channel, s.Queue, s.Timeouts, s.TokenCounter, s.Waiters,
+func (s giveBackLua) fairCall() scripts.Call {
+	return fairGiveBackScript.With(7, s.Lock, s.Latch, s.Channel, s.Queue, s.Timeouts, s.TokenCounter, s.Waiters,
 		s.Owner, s.UnlockMessage, s.Publish, s.Grant)
 }
 
-// transferLua runs lua/transfer.lua.
+// transferLua lays out a call of lua/transfer.lua.
 type transferLua struct {
 	Lock, TokenCounter any
 	Owner, NextOwner   string
 	NextLeaseMS        any
 }
 
-func (s transferLua) callRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
-	return transferScript.CallRetrying(ctx, c, timeout, 2, s.Lock, s.TokenCounter, s.Owner, s.NextOwner, s.NextLeaseMS)
+func (s transferLua) call() scripts.Call {
+	return transferScript.With(2, s.Lock, s.TokenCounter, s.Owner, s.NextOwner, s.NextLeaseMS)
 }
 
-// fairTransferLua runs lua/fair_transfer.lua.
+// fairTransferLua lays out a call of lua/fair_transfer.lua.
 type fairTransferLua struct {
 	Lock, TokenCounter, Queue, Timeouts, Channel, Waiters any
 	Owner                                                 string
@@ -173,17 +168,17 @@ type fairTransferLua struct {
 	Candidates []*queue.Waiter
 }
 
-func (s fairTransferLua) callRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
+func (s fairTransferLua) call() scripts.Call {
 	argv := append(make([]any, 0, 10+3*len(s.Candidates)), s.Lock, s.TokenCounter, s.Queue, s.Timeouts, s.Channel, s.Waiters,
 		s.Owner, s.UnlockMessage, s.Publish, s.Grant)
 	for _, w := range s.Candidates {
 		a := w.Claimant().(*attempt)
 		argv = append(argv, a.seat, a.owner, a.m.msArg(a.lease))
 	}
-	return fairTransferScript.CallRetrying(ctx, c, timeout, 6, argv...)
+	return fairTransferScript.With(6, argv...)
 }
 
-// fairRequeueLua runs lua/fair_requeue.lua.
+// fairRequeueLua lays out a call of lua/fair_requeue.lua.
 type fairRequeueLua struct {
 	Lock, Queue, Timeouts, Waiters any
 	Owner                          string
@@ -192,12 +187,12 @@ type fairRequeueLua struct {
 	Waiter                         string
 }
 
-func (s fairRequeueLua) callRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
-	return fairRequeueScript.CallRetrying(ctx, c, timeout, 4, s.Lock, s.Queue, s.Timeouts, s.Waiters,
+func (s fairRequeueLua) call() scripts.Call {
+	return fairRequeueScript.With(4, s.Lock, s.Queue, s.Timeouts, s.Waiters,
 		s.Owner, s.MarkLifeMS, s.LeaseMS, s.Waiter)
 }
 
-// fairWithdrawLua runs lua/fair_withdraw.lua.
+// fairWithdrawLua lays out a call of lua/fair_withdraw.lua.
 type fairWithdrawLua struct {
 	Lock, Channel, Queue, Timeouts, TokenCounter, Waiters any
 	Waiter                                                string
@@ -206,9 +201,8 @@ type fairWithdrawLua struct {
 	Owner                                                 string
 }
 
-// withdraw runs it as acquire.Withdraw does, after after when not nil.
-func (s fairWithdrawLua) withdraw(ctx context.Context, after <-chan struct{}, c redis.UniversalClient, unlockTimeout time.Duration) error {
-	return acquire.Withdraw(ctx, after, fairWithdrawScript, c, unlockTimeout, 6,
-		s.Lock, s.Channel, s.Queue, s.Timeouts, s.TokenCounter, s.Waiters,
+// call is the withdrawal acquire.Withdraw sends.
+func (s fairWithdrawLua) call() scripts.Call {
+	return fairWithdrawScript.With(6, s.Lock, s.Channel, s.Queue, s.Timeouts, s.TokenCounter, s.Waiters,
 		s.Waiter, s.UnlockMessage, s.Publish, s.Grant, s.Owner)
 }

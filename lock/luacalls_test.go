@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
@@ -18,40 +19,40 @@ func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
 	const timeout = 0 // one send: the error reply is final anyway
 	wrappers := map[string]redistest.Wrapper{
 		"acquire.lua": {Value: acquireLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(acquireLua).callSynced(ctx, c, scripts.ReplicaPolicy{})
+			w.(acquireLua).call().Synced(ctx, c, scripts.ReplicaPolicy{})
 		}},
 		"fair_acquire.lua": {Value: fairAcquireLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(fairAcquireLua).callSynced(ctx, c, scripts.ReplicaPolicy{})
+			w.(fairAcquireLua).call().Synced(ctx, c, scripts.ReplicaPolicy{})
 		}},
 		"unlock_last.lua": {Value: unlockLastLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(unlockLastLua).callFairRetrying(ctx, c, timeout)
+			w.(unlockLastLua).fairCall().Retrying(ctx, c, timeout)
 		}},
 		"unlock_last.lua, a lock's": {Value: unlockLastLua{}, Partial: true, Run: func(w any, c redis.UniversalClient) {
-			w.(unlockLastLua).callRetrying(ctx, c, timeout)
+			w.(unlockLastLua).call().Retrying(ctx, c, timeout)
 		}},
 		"unlock.lua": {Value: unlockLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(unlockLua).callFairRetrying(ctx, c, timeout)
+			w.(unlockLua).fairCall().Retrying(ctx, c, timeout)
 		}},
 		"unlock.lua, a lock's": {Value: unlockLua{}, Partial: true, Run: func(w any, c redis.UniversalClient) {
-			w.(unlockLua).callRetrying(ctx, c, timeout)
+			w.(unlockLua).call().Retrying(ctx, c, timeout)
 		}},
 		"give_back.lua": {Value: giveBackLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(giveBackLua).callFairRetrying(ctx, c, timeout)
+			w.(giveBackLua).fairCall().Retrying(ctx, c, timeout)
 		}},
 		"give_back.lua, a lock's": {Value: giveBackLua{}, Partial: true, Run: func(w any, c redis.UniversalClient) {
-			w.(giveBackLua).callRetrying(ctx, c, timeout)
+			w.(giveBackLua).call().Retrying(ctx, c, timeout)
 		}},
 		"transfer.lua": {Value: transferLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(transferLua).callRetrying(ctx, c, timeout)
+			w.(transferLua).call().Retrying(ctx, c, timeout)
 		}},
 		"fair_transfer.lua": {Value: fairTransferLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(fairTransferLua).callRetrying(ctx, c, timeout)
+			w.(fairTransferLua).call().Retrying(ctx, c, timeout)
 		}},
 		"fair_requeue.lua": {Value: fairRequeueLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(fairRequeueLua).callRetrying(ctx, c, timeout)
+			w.(fairRequeueLua).call().Retrying(ctx, c, timeout)
 		}},
 		"fair_withdraw.lua": {Value: fairWithdrawLua{}, Run: func(w any, c redis.UniversalClient) {
-			_ = w.(fairWithdrawLua).withdraw(ctx, nil, c, timeout)
+			_ = acquire.Withdraw(ctx, nil, c, timeout, w.(fairWithdrawLua).call())
 		}},
 	}
 	// wake.lua is a library; renew.lua takes strided batches, laid out by

@@ -4,26 +4,25 @@ import (
 	"context"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
-// scriptSet runs the scripts of one kind of Mutex, chosen once by New
-// (plainSet) or NewFair (fairSet), so that no call on the path asks which
-// kind it runs, each through its script's wrapper (luacalls.go).
+// scriptSet lays out the script calls of one kind of Mutex, chosen once
+// by New (plainSet) or NewFair (fairSet), so that no call on the path asks
+// which kind it runs, each through its script's wrapper (luacalls.go); the
+// caller sends them.
 type scriptSet interface {
-	// acquire runs the acquire script once, followed by the replicas'
-	// acknowledgement when sync asks for it.
-	acquire(ctx context.Context, m *Mutex, sync scripts.ReplicaPolicy, a acquireArgs) (*redis.Cmd, scripts.Acks)
-	// unlockLast runs lua/unlock_last.lua for owner.
-	unlockLast(ctx context.Context, m *Mutex, owner string, timeout time.Duration) scripts.Reply
-	// unlock runs lua/unlock.lua for owner, through the unlock latch.
-	unlock(ctx context.Context, m *Mutex, latch, owner string, lease, timeout time.Duration) scripts.Reply
-	// giveBack runs lua/give_back.lua: the count of one acquisition of
+	// acquire is one try of the acquire script.
+	acquire(m *Mutex, a acquireArgs) scripts.Call
+	// unlockLast is lua/unlock_last.lua for owner.
+	unlockLast(ctx context.Context, m *Mutex, owner string) scripts.Call
+	// unlock is lua/unlock.lua for owner, through the unlock latch, which
+	// lives options.LatchLife(timeout).
+	unlock(ctx context.Context, m *Mutex, latch, owner string, lease, timeout time.Duration) scripts.Call
+	// giveBack is lua/give_back.lua: the count of one acquisition of
 	// owner, through its acquire latch.
-	giveBack(ctx context.Context, m *Mutex, latch, owner string, timeout time.Duration) scripts.Reply
+	giveBack(ctx context.Context, m *Mutex, latch, owner string) scripts.Call
 	// seat gives acquisition a its place among the waiters and returns
 	// the channel it is woken on; seated reports a place in Redis's line
 	// (a fair lock's waiter).
@@ -46,25 +45,25 @@ type acquireArgs struct {
 // plainSet is a Mutex's scripts.
 type plainSet struct{}
 
-func (plainSet) acquire(ctx context.Context, m *Mutex, sync scripts.ReplicaPolicy, a acquireArgs) (*redis.Cmd, scripts.Acks) {
+func (plainSet) acquire(m *Mutex, a acquireArgs) scripts.Call {
 	return acquireLua{
 		Lock: m.nameArg, TokenCounter: m.tokenArg, Latch: a.latch,
 		LeaseMS: m.msArg(a.lease), Owner: a.owner, Mode: a.mode, LatchLife: m.cfg.LatchArg(m.cfg.UnlockTimeout),
-	}.callSynced(ctx, m.client, sync)
+	}.call()
 }
 
-func (plainSet) unlockLast(ctx context.Context, m *Mutex, owner string, timeout time.Duration) scripts.Reply {
+func (plainSet) unlockLast(_ context.Context, m *Mutex, owner string) scripts.Call {
 	return unlockLastLua{
 		Lock: m.nameArg, Channel: m.channelArg,
 		UnlockMessage: unlockMessage, Owner: owner, Publish: m.publishArg,
-	}.callRetrying(ctx, m.client, timeout)
+	}.call()
 }
 
-func (plainSet) unlock(ctx context.Context, m *Mutex, latch, owner string, lease, timeout time.Duration) scripts.Reply {
+func (plainSet) unlock(_ context.Context, m *Mutex, latch, owner string, lease, timeout time.Duration) scripts.Call {
 	return unlockLua{
 		Lock: m.name, Channel: m.channel, Latch: latch,
 		UnlockMessage: unlockMessage, LeaseMS: m.msArg(lease), Owner: owner, Publish: m.publishArg, LatchLife: m.cfg.LatchArg(timeout),
-	}.callRetrying(ctx, m.client, timeout)
+	}.call()
 }
 
 func (plainSet) seat(m *Mutex, _ *attempt, _ bool) (string, bool) { return m.channel, false }
@@ -73,11 +72,11 @@ func (plainSet) handOver(context.Context, *Mutex, string, time.Duration, *lease.
 	return 0, false, nil // a local waiter is reserved instead (queue.Hub.Reserve)
 }
 
-func (plainSet) giveBack(ctx context.Context, m *Mutex, latch, owner string, timeout time.Duration) scripts.Reply {
+func (plainSet) giveBack(_ context.Context, m *Mutex, latch, owner string) scripts.Call {
 	return giveBackLua{
 		Lock: m.name, Latch: latch, Channel: m.channel,
 		Owner: owner, UnlockMessage: unlockMessage, Publish: m.publishArg,
-	}.callRetrying(ctx, m.client, timeout)
+	}.call()
 }
 
 // fairSet is a fair Mutex's scripts: the release scripts are the plain
@@ -89,34 +88,34 @@ type fairSet struct {
 	queue, timeouts, waiters any
 }
 
-func (f fairSet) acquire(ctx context.Context, m *Mutex, sync scripts.ReplicaPolicy, a acquireArgs) (*redis.Cmd, scripts.Acks) {
+func (f fairSet) acquire(m *Mutex, a acquireArgs) scripts.Call {
 	return fairAcquireLua{
 		Lock: m.nameArg, TokenCounter: m.tokenArg, Latch: a.latch, Queue: f.queue, Timeouts: f.timeouts, Waiters: f.waiters,
 		LeaseMS: m.msArg(a.lease), Owner: a.owner, Mode: a.mode, LatchLife: m.cfg.LatchArg(m.cfg.UnlockTimeout),
 		MarkLifeMS: a.mark.Milliseconds(), Waiter: a.waiter,
-	}.callSynced(ctx, m.client, sync)
+	}.call()
 }
 
-func (f fairSet) unlockLast(ctx context.Context, m *Mutex, owner string, timeout time.Duration) scripts.Reply {
+func (f fairSet) unlockLast(ctx context.Context, m *Mutex, owner string) scripts.Call {
 	return unlockLastLua{
 		Lock: m.nameArg, Channel: m.channelArg, Queue: f.queue, Timeouts: f.timeouts, TokenCounter: m.tokenArg, Waiters: f.waiters,
 		UnlockMessage: unlockMessage, Owner: owner, Publish: m.publishArg, Grant: m.grantArg(ctx),
-	}.callFairRetrying(ctx, m.client, timeout)
+	}.fairCall()
 }
 
-func (f fairSet) unlock(ctx context.Context, m *Mutex, latch, owner string, lease, timeout time.Duration) scripts.Reply {
+func (f fairSet) unlock(ctx context.Context, m *Mutex, latch, owner string, lease, timeout time.Duration) scripts.Call {
 	return unlockLua{
 		Lock: m.name, Channel: m.channel, Latch: latch, Queue: f.queue, Timeouts: f.timeouts, TokenCounter: m.tokenArg, Waiters: f.waiters,
 		UnlockMessage: unlockMessage, LeaseMS: m.msArg(lease), Owner: owner, Publish: m.publishArg, LatchLife: m.cfg.LatchArg(timeout),
 		Grant: m.grantArg(ctx),
-	}.callFairRetrying(ctx, m.client, timeout)
+	}.fairCall()
 }
 
-func (f fairSet) giveBack(ctx context.Context, m *Mutex, latch, owner string, timeout time.Duration) scripts.Reply {
+func (f fairSet) giveBack(ctx context.Context, m *Mutex, latch, owner string) scripts.Call {
 	return giveBackLua{
 		Lock: m.name, Latch: latch, Channel: m.channel, Queue: f.queue, Timeouts: f.timeouts, TokenCounter: m.tokenArg, Waiters: f.waiters,
 		Owner: owner, UnlockMessage: unlockMessage, Publish: m.publishArg, Grant: m.grantArg(ctx),
-	}.callFairRetrying(ctx, m.client, timeout)
+	}.fairCall()
 }
 
 func (fairSet) seat(m *Mutex, a *attempt, once bool) (string, bool) {

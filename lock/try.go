@@ -27,7 +27,8 @@ func (a *attempt) Send(ctx context.Context) (tryReply, error) {
 	if a.latch != "" {
 		latchArg = a.latch
 	}
-	cmd, acks := m.scripts.acquire(ctx, m, sync, acquireArgs{owner: a.ownerArg, waiter: a.seat, lease: a.lease, mark: a.mark, mode: a.mode, latch: latchArg})
+	args := acquireArgs{owner: a.ownerArg, waiter: a.seat, lease: a.lease, mark: a.mark, mode: a.mode, latch: latchArg}
+	cmd, acks := m.scripts.acquire(m, args).Synced(ctx, m.client, sync)
 	if err := cmd.Err(); err != nil {
 		return tryReply{}, err
 	}

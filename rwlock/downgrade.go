@@ -32,7 +32,7 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 		vals, derr = downgradeLua{
 			Lock: rw.name, Channel: rw.channel, LeaseKeys: rw.timeoutPrefix(wh.Owner), TokenCounter: rw.tokenKey,
 			LeaseMS: cfg.Lease().Milliseconds(), Owner: wh.Owner, WriteOwner: wh.Owner + ":write", Publish: rw.hub.PublishCommand(),
-		}.call(context.WithoutCancel(ctx), rw.client).Int64Slice()
+		}.call().Run(context.WithoutCancel(ctx), rw.client).Int64Slice()
 		return derr
 	})
 	if err == nil && len(vals) != 2 {

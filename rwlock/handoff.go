@@ -108,7 +108,7 @@ func (rw *RWMutex) writeRelease(ctx context.Context, ownerID string, timeout tim
 	vals, err := writeReleaseLua{
 		Lock: rw.name, Channel: rw.channel, Latch: rw.latch(), WriteWaiters: rw.waiters, TokenCounter: rw.tokenKey, Prefix: rw.prefix,
 		WriteOwner: ownerID + ":write", Publish: rw.hub.PublishCommand(), LatchLife: rw.cfg.LatchArg(timeout), Readers: readers,
-	}.callRetrying(ctx, rw.client, timeout).Int64Slice()
+	}.call().Retrying(ctx, rw.client, timeout).Int64Slice()
 	if err == nil && len(vals) == 0 {
 		err = fmt.Errorf("unexpected reply %v", vals)
 	}

@@ -36,7 +36,7 @@ func (rw *RWMutex) undo(ctx context.Context, s access, ownerID, latch string) er
 	ctx = context.WithoutCancel(ctx)
 	timeout := rw.cfg.UnlockTimeout
 	if latch != "" {
-		n, err := giveBackLua{Latch: latch}.callRetrying(ctx, rw.client, timeout).Int64()
+		n, err := giveBackLua{Latch: latch}.call().Retrying(ctx, rw.client, timeout).Int64()
 		if err != nil || n == 0 {
 			return err
 		}

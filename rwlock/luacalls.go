@@ -1,13 +1,8 @@
 package rwlock
 
 import (
-	"context"
 	"embed"
-	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/scripts"
 )
@@ -35,7 +30,7 @@ var (
 	writeRenewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew_write.lua"), KeysPer: 1}
 )
 
-// readAcquireLua runs lua/read_acquire.lua.
+// readAcquireLua lays out a call of lua/read_acquire.lua.
 type readAcquireLua struct {
 	Lock, LeaseKeys, WriteWaiters, TokenCounter, Latch string
 	LeaseMS                                            int64
@@ -43,12 +38,12 @@ type readAcquireLua struct {
 	Mode, LatchLife                                    any
 }
 
-func (s readAcquireLua) callSynced(ctx context.Context, c redis.UniversalClient, p scripts.ReplicaPolicy) (*redis.Cmd, scripts.Acks) {
-	return scripts.CallSynced(ctx, c, p, readAcquire, 5, s.Lock, s.LeaseKeys, s.WriteWaiters, s.TokenCounter, s.Latch,
+func (s readAcquireLua) call() scripts.Call {
+	return readAcquire.With(5, s.Lock, s.LeaseKeys, s.WriteWaiters, s.TokenCounter, s.Latch,
 		s.LeaseMS, s.Owner, s.WriteOwner, s.Mode, s.LatchLife)
 }
 
-// writeAcquireLua runs lua/write_acquire.lua.
+// writeAcquireLua lays out a call of lua/write_acquire.lua.
 type writeAcquireLua struct {
 	Lock, WriteWaiters, TokenCounter, Prefix, Latch string
 	LeaseMS                                         int64
@@ -56,24 +51,24 @@ type writeAcquireLua struct {
 	Mode, LatchLife                                 any
 }
 
-func (s writeAcquireLua) callSynced(ctx context.Context, c redis.UniversalClient, p scripts.ReplicaPolicy) (*redis.Cmd, scripts.Acks) {
-	return scripts.CallSynced(ctx, c, p, writeAcquire, 5, s.Lock, s.WriteWaiters, s.TokenCounter, s.Prefix, s.Latch,
+func (s writeAcquireLua) call() scripts.Call {
+	return writeAcquire.With(5, s.Lock, s.WriteWaiters, s.TokenCounter, s.Prefix, s.Latch,
 		s.LeaseMS, s.WriteOwner, s.Owner, s.Member, s.Mode, s.LatchLife)
 }
 
-// readReleaseLua runs lua/read_release.lua.
+// readReleaseLua lays out a call of lua/read_release.lua.
 type readReleaseLua struct {
 	Lock, Channel, LeaseKeys, Prefix, Latch string
 	Owner, Publish                          string
 	LatchLife                               any
 }
 
-func (s readReleaseLua) callRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
-	return readRelease.CallRetrying(ctx, c, timeout, 5, s.Lock, s.Channel, s.LeaseKeys, s.Prefix, s.Latch,
+func (s readReleaseLua) call() scripts.Call {
+	return readRelease.With(5, s.Lock, s.Channel, s.LeaseKeys, s.Prefix, s.Latch,
 		s.Owner, s.Publish, s.LatchLife)
 }
 
-// writeReleaseLua runs lua/write_release.lua.
+// writeReleaseLua lays out a call of lua/write_release.lua.
 type writeReleaseLua struct {
 	Lock, Channel, Latch, WriteWaiters, TokenCounter, Prefix string
 	WriteOwner, Publish                                      string
@@ -83,40 +78,40 @@ type writeReleaseLua struct {
 	Readers []any
 }
 
-func (s writeReleaseLua) callRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
+func (s writeReleaseLua) call() scripts.Call {
 	argv := append(make([]any, 0, 9+len(s.Readers)), s.Lock, s.Channel, s.Latch, s.WriteWaiters, s.TokenCounter, s.Prefix,
 		s.WriteOwner, s.Publish, s.LatchLife)
-	return writeRelease.CallRetrying(ctx, c, timeout, 6, append(argv, s.Readers...)...)
+	return writeRelease.With(6, append(argv, s.Readers...)...)
 }
 
-// downgradeLua runs lua/downgrade.lua.
+// downgradeLua lays out a call of lua/downgrade.lua.
 type downgradeLua struct {
 	Lock, Channel, LeaseKeys, TokenCounter string
 	LeaseMS                                int64
 	Owner, WriteOwner, Publish             string
 }
 
-func (s downgradeLua) call(ctx context.Context, c redis.UniversalClient) *redis.Cmd {
-	return downgrade.Call(ctx, c, 4, s.Lock, s.Channel, s.LeaseKeys, s.TokenCounter,
+func (s downgradeLua) call() scripts.Call {
+	return downgrade.With(4, s.Lock, s.Channel, s.LeaseKeys, s.TokenCounter,
 		s.LeaseMS, s.Owner, s.WriteOwner, s.Publish)
 }
 
-// withdrawLua runs lua/withdraw.lua.
+// withdrawLua lays out a call of lua/withdraw.lua.
 type withdrawLua struct {
 	WriteWaiters, Channel string
 	Owner, Publish        string
 }
 
-// withdraw runs it as acquire.Withdraw does, after after when not nil.
-func (s withdrawLua) withdraw(ctx context.Context, after <-chan struct{}, c redis.UniversalClient, unlockTimeout time.Duration) error {
-	return acquire.Withdraw(ctx, after, withdraw, c, unlockTimeout, 2, s.WriteWaiters, s.Channel, s.Owner, s.Publish)
+// call is the withdrawal acquire.Withdraw sends.
+func (s withdrawLua) call() scripts.Call {
+	return withdraw.With(2, s.WriteWaiters, s.Channel, s.Owner, s.Publish)
 }
 
-// giveBackLua runs lua/give_back.lua.
+// giveBackLua lays out a call of lua/give_back.lua.
 type giveBackLua struct {
 	Latch string
 }
 
-func (s giveBackLua) callRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
-	return giveBack.CallRetrying(ctx, c, timeout, 1, s.Latch)
+func (s giveBackLua) call() scripts.Call {
+	return giveBack.With(1, s.Latch)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
@@ -18,25 +19,25 @@ func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
 	const timeout = 0 // one send: the error reply is final anyway
 	wrappers := map[string]redistest.Wrapper{
 		"read_acquire.lua": {Value: readAcquireLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(readAcquireLua).callSynced(ctx, c, scripts.ReplicaPolicy{})
+			w.(readAcquireLua).call().Synced(ctx, c, scripts.ReplicaPolicy{})
 		}},
 		"write_acquire.lua": {Value: writeAcquireLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(writeAcquireLua).callSynced(ctx, c, scripts.ReplicaPolicy{})
+			w.(writeAcquireLua).call().Synced(ctx, c, scripts.ReplicaPolicy{})
 		}},
 		"read_release.lua": {Value: readReleaseLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(readReleaseLua).callRetrying(ctx, c, timeout)
+			w.(readReleaseLua).call().Retrying(ctx, c, timeout)
 		}},
 		"write_release.lua": {Value: writeReleaseLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(writeReleaseLua).callRetrying(ctx, c, timeout)
+			w.(writeReleaseLua).call().Retrying(ctx, c, timeout)
 		}},
 		"downgrade.lua": {Value: downgradeLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(downgradeLua).call(ctx, c)
+			w.(downgradeLua).call().Run(ctx, c)
 		}},
 		"withdraw.lua": {Value: withdrawLua{}, Run: func(w any, c redis.UniversalClient) {
-			_ = w.(withdrawLua).withdraw(ctx, nil, c, timeout)
+			_ = acquire.Withdraw(ctx, nil, c, timeout, w.(withdrawLua).call())
 		}},
 		"give_back.lua": {Value: giveBackLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(giveBackLua).callRetrying(ctx, c, timeout)
+			w.(giveBackLua).call().Retrying(ctx, c, timeout)
 		}},
 	}
 	// The renewal scripts take strided batches, laid out by internal/lease.

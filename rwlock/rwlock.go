@@ -314,10 +314,10 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 // A try still in flight (late, when not nil) may write the mark when it
 // lands: the withdrawal follows it.
 func (rw *RWMutex) withdrawMark(ctx context.Context, ownerID string, late <-chan struct{}) {
-	_ = withdrawLua{
+	_ = acquire.Withdraw(ctx, late, rw.client, rw.cfg.UnlockTimeout, withdrawLua{
 		WriteWaiters: rw.waiters, Channel: rw.channel,
 		Owner: ownerID, Publish: rw.hub.PublishCommand(),
-	}.withdraw(ctx, late, rw.client, rw.cfg.UnlockTimeout)
+	}.call())
 }
 
 func (rw *RWMutex) spec(s access, ownerID string, leaseTime time.Duration, renewed bool) lease.Spec {
@@ -367,7 +367,7 @@ func (rw *RWMutex) runRelease(ctx context.Context, s access, ownerID string, tim
 		res, err = readReleaseLua{
 			Lock: rw.name, Channel: rw.channel, LeaseKeys: rw.timeoutPrefix(ownerID), Prefix: rw.prefix, Latch: rw.latch(),
 			Owner: ownerID, Publish: rw.hub.PublishCommand(), LatchLife: rw.cfg.LatchArg(timeout),
-		}.callRetrying(ctx, rw.client, timeout).Int64()
+		}.call().Retrying(ctx, rw.client, timeout).Int64()
 	} else {
 		var vals []int64
 		vals, err = rw.writeRelease(ctx, ownerID, timeout, nil)

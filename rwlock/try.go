@@ -34,13 +34,13 @@ func (rw *RWMutex) runAcquire(ctx context.Context, sync scripts.ReplicaPolicy, s
 			Lock: rw.name, LeaseKeys: rw.timeoutPrefix(ownerID), WriteWaiters: rw.waiters, TokenCounter: rw.tokenKey, Latch: latchKey,
 			LeaseMS: leaseTime.Milliseconds(), Owner: ownerID, WriteOwner: ownerID + ":write", Mode: mode,
 			LatchLife: rw.cfg.LatchArg(rw.cfg.UnlockTimeout),
-		}.callSynced(ctx, rw.client, sync)
+		}.call().Synced(ctx, rw.client, sync)
 	} else {
 		cmd, acks = writeAcquireLua{
 			Lock: rw.name, WriteWaiters: rw.waiters, TokenCounter: rw.tokenKey, Prefix: rw.prefix, Latch: latchKey,
 			LeaseMS: leaseTime.Milliseconds(), WriteOwner: ownerID + ":write", Owner: ownerID, Member: member, Mode: mode,
 			LatchLife: rw.cfg.LatchArg(rw.cfg.UnlockTimeout),
-		}.callSynced(ctx, rw.client, sync)
+		}.call().Synced(ctx, rw.client, sync)
 	}
 	vals, err := cmd.Int64Slice()
 	switch {

@@ -98,7 +98,7 @@ func (t *permitTry) runScript(ctx context.Context, waiterID string) (tryReply, e
 		Semaphore: s.name, Permits: s.permits, Weights: s.weights, Waiters: s.waiters, Marks: s.marks, Channel: s.channel,
 		Size: size, N: t.claim.n, PermitID: t.claim.permitID, LeaseMS: leaseTime.Milliseconds(), Waiter: waiterID,
 		Publish: s.hub.PublishCommand(), MarkLifeMS: min(leaseTime, maxMarkLife).Milliseconds(), SizePolicy: s.sizePolicy(),
-	}.callSynced(ctx, s.client, t.sync)
+	}.call().Synced(ctx, s.client, t.sync)
 	vals, err := cmd.Int64Slice()
 	return tryReply{vals, acks, size}, err
 }

@@ -58,7 +58,7 @@ func (s *Semaphore) releaseServing(ctx context.Context, permitID string, n int64
 		Semaphore: s.name, Permits: s.permits, Weights: s.weights, Channel: s.channel, Latch: hold.RequestKey(s.latchPrefix),
 		Waiters: s.waiters, Marks: s.marks,
 		PermitID: permitID, Publish: s.hub.PublishCommand(), LatchLife: s.cfg.LatchArg(s.cfg.UnlockTimeout), Offered: ws,
-	}.callRetrying(ctx, s.client, s.cfg.UnlockTimeout).Int64Slice()
+	}.call().Retrying(ctx, s.client, s.cfg.UnlockTimeout).Int64Slice()
 	if err == nil && len(vals) != 3 {
 		err = fmt.Errorf("unexpected reply %v", vals)
 	}

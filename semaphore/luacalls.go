@@ -1,13 +1,8 @@
 package semaphore
 
 import (
-	"context"
 	"embed"
-	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/scripts"
@@ -34,7 +29,7 @@ var (
 	renewer         = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 3}
 )
 
-// acquireLua runs lua/acquire.lua.
+// acquireLua lays out a call of lua/acquire.lua.
 type acquireLua struct {
 	Semaphore, Permits, Weights, Waiters, Marks, Channel string
 	Size, N                                              int64
@@ -45,12 +40,12 @@ type acquireLua struct {
 	SizePolicy                                           string
 }
 
-func (s acquireLua) callSynced(ctx context.Context, c redis.UniversalClient, p scripts.ReplicaPolicy) (*redis.Cmd, scripts.Acks) {
-	return scripts.CallSynced(ctx, c, p, acquireScript, 6, s.Semaphore, s.Permits, s.Weights, s.Waiters, s.Marks, s.Channel,
+func (s acquireLua) call() scripts.Call {
+	return acquireScript.With(6, s.Semaphore, s.Permits, s.Weights, s.Waiters, s.Marks, s.Channel,
 		s.Size, s.N, s.PermitID, s.LeaseMS, s.Waiter, s.Publish, s.MarkLifeMS, s.SizePolicy)
 }
 
-// releaseLua runs lua/release.lua.
+// releaseLua lays out a call of lua/release.lua.
 type releaseLua struct {
 	Semaphore, Permits, Weights, Channel, Latch, Waiters, Marks string
 	PermitID, Publish                                           string
@@ -62,28 +57,29 @@ type releaseLua struct {
 	Offered []*queue.Waiter
 }
 
-func (s releaseLua) callRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) scripts.Reply {
+func (s releaseLua) call() scripts.Call {
 	argv := append(make([]any, 0, 10+3*len(s.Offered)), s.Semaphore, s.Permits, s.Weights, s.Channel, s.Latch, s.Waiters, s.Marks,
 		s.PermitID, s.Publish, s.LatchLife)
 	for _, qw := range s.Offered {
 		w := qw.Claimant().(*waiter)
 		argv = append(argv, w.permitID, w.n, w.lease.Milliseconds())
 	}
-	return releaseScript.CallRetrying(ctx, c, timeout, 7, argv...)
+	return releaseScript.With(7, argv...)
 }
 
-// availableLua runs lua/available.lua.
+// availableLua lays out a call of lua/available.lua.
 type availableLua struct {
 	Semaphore, Permits, Weights, Waiters, Marks string
 	Size                                        int64
 	SizePolicy                                  string
 }
 
-func (s availableLua) call(ctx context.Context, c redis.UniversalClient) *redis.Cmd {
-	return availableScript.Call(ctx, c, 5, s.Semaphore, s.Permits, s.Weights, s.Waiters, s.Marks, s.Size, s.SizePolicy)
+func (s availableLua) call() scripts.Call {
+	return availableScript.With(5, s.Semaphore, s.Permits, s.Weights, s.Waiters, s.Marks,
+		s.Size, s.SizePolicy)
 }
 
-// resizeLua runs lua/resize.lua.
+// resizeLua lays out a call of lua/resize.lua.
 type resizeLua struct {
 	Semaphore, Channel, Permits, Weights, Waiters, Marks string
 	Size                                                 int64
@@ -91,19 +87,19 @@ type resizeLua struct {
 	RecordLifeMS                                         int64
 }
 
-func (s resizeLua) call(ctx context.Context, c redis.UniversalClient) *redis.Cmd {
-	return resizeScript.Call(ctx, c, 6, s.Semaphore, s.Channel, s.Permits, s.Weights, s.Waiters, s.Marks,
+func (s resizeLua) call() scripts.Call {
+	return resizeScript.With(6, s.Semaphore, s.Channel, s.Permits, s.Weights, s.Waiters, s.Marks,
 		s.Size, s.Publish, s.RecordLifeMS)
 }
 
-// withdrawLua runs lua/withdraw.lua.
+// withdrawLua lays out a call of lua/withdraw.lua.
 type withdrawLua struct {
 	Waiters, Marks, Channel, Semaphore, Permits, Weights string
 	Waiter, Publish                                      string
 }
 
-// withdraw runs it as acquire.Withdraw does, after after when not nil.
-func (s withdrawLua) withdraw(ctx context.Context, after <-chan struct{}, c redis.UniversalClient, unlockTimeout time.Duration) error {
-	return acquire.Withdraw(ctx, after, withdrawScript, c, unlockTimeout, 6, s.Waiters, s.Marks, s.Channel, s.Semaphore, s.Permits, s.Weights,
+// call is the withdrawal acquire.Withdraw sends.
+func (s withdrawLua) call() scripts.Call {
+	return withdrawScript.With(6, s.Waiters, s.Marks, s.Channel, s.Semaphore, s.Permits, s.Weights,
 		s.Waiter, s.Publish)
 }

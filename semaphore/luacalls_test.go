@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
@@ -18,19 +19,19 @@ func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
 	const timeout = 0 // one send: the error reply is final anyway
 	wrappers := map[string]redistest.Wrapper{
 		"acquire.lua": {Value: acquireLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(acquireLua).callSynced(ctx, c, scripts.ReplicaPolicy{})
+			w.(acquireLua).call().Synced(ctx, c, scripts.ReplicaPolicy{})
 		}},
 		"release.lua": {Value: releaseLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(releaseLua).callRetrying(ctx, c, timeout)
+			w.(releaseLua).call().Retrying(ctx, c, timeout)
 		}},
 		"available.lua": {Value: availableLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(availableLua).call(ctx, c)
+			w.(availableLua).call().Run(ctx, c)
 		}},
 		"resize.lua": {Value: resizeLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(resizeLua).call(ctx, c)
+			w.(resizeLua).call().Run(ctx, c)
 		}},
 		"withdraw.lua": {Value: withdrawLua{}, Run: func(w any, c redis.UniversalClient) {
-			_ = w.(withdrawLua).withdraw(ctx, nil, c, timeout)
+			_ = acquire.Withdraw(ctx, nil, c, timeout, w.(withdrawLua).call())
 		}},
 	}
 	// state.lua is a library; renew.lua takes strided batches, laid out

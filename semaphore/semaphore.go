@@ -319,10 +319,10 @@ const maxMarkLife = 3 * time.Second
 // A try still in flight (late, when not nil) may write the mark when it
 // lands: the withdrawal follows it.
 func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string, late <-chan struct{}) {
-	_ = withdrawLua{
+	_ = acquire.Withdraw(ctx, late, s.client, s.cfg.UnlockTimeout, withdrawLua{
 		Waiters: s.waiters, Marks: s.marks, Channel: s.channel, Semaphore: s.name, Permits: s.permits, Weights: s.weights,
 		Waiter: waiterID, Publish: s.hub.PublishCommand(),
-	}.withdraw(ctx, late, s.client, s.cfg.UnlockTimeout)
+	}.call())
 }
 
 // giveBack releases, in the background, the permits an acquire that gave
@@ -397,7 +397,7 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 		vals, err = availableLua{
 			Semaphore: s.name, Permits: s.permits, Weights: s.weights, Waiters: s.waiters, Marks: s.marks,
 			Size: size, SizePolicy: s.sizePolicy(),
-		}.call(ctx, s.client).Int64Slice()
+		}.call().Run(ctx, s.client).Int64Slice()
 		return err
 	})
 	if err != nil {
@@ -433,7 +433,7 @@ func (s *Semaphore) Resize(ctx context.Context, size int64) error {
 			Semaphore: s.name, Channel: s.channel, Permits: s.permits, Weights: s.weights, Waiters: s.waiters, Marks: s.marks,
 			Size: size, Publish: s.hub.PublishCommand(), RecordLifeMS: resizedLife.Milliseconds(),
 		}
-		if err := resize.call(ctx, s.client).Err(); err != nil {
+		if err := resize.call().Run(ctx, s.client).Err(); err != nil {
 			return err
 		}
 		s.size.Store(size)

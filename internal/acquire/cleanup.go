@@ -22,10 +22,10 @@ const WithdrawBound = 250 * time.Millisecond
 // wait is over, must not be held longer.
 const WithdrawWait = 50 * time.Millisecond
 
-// Withdraw runs script, which takes back the waiting mark of a waiter that
-// gave up (its wait ended: ctx done, the wait timeout, an error) and wakes
-// the waiters the mark held back, so that they need not wait for the mark
-// to expire. argv is as scripts.Call takes it.
+// Withdraw runs withdraw, a script's call that takes back the waiting
+// mark of a waiter that gave up (its wait ended: ctx done, the wait
+// timeout, an error) and wakes the waiters the mark held back, so that
+// they need not wait for the mark to expire.
 //
 // It is one call (go-redis's own retries aside), on ctx's values but not
 // its cancellation, bounded by min(unlockTimeout, WithdrawBound). The
@@ -38,14 +38,14 @@ const WithdrawWait = 50 * time.Millisecond
 // after, when not nil, is a try still in flight (conn.AfterLate), which
 // may write the mark when it lands: the withdrawal then waits for it, in
 // the background, and Withdraw returns at once.
-func Withdraw(ctx context.Context, after <-chan struct{}, script *scripts.Script, c redis.UniversalClient, unlockTimeout time.Duration, nkeys int, argv ...any) error {
+func Withdraw(ctx context.Context, after <-chan struct{}, c redis.UniversalClient, unlockTimeout time.Duration, withdraw scripts.Call) error {
 	bound := min(unlockTimeout, WithdrawBound)
 	ctx = context.WithoutCancel(ctx)
 	var err error
 	call := func() {
 		wctx, cancel := context.WithTimeout(ctx, bound)
 		defer cancel()
-		err = script.Call(wctx, c, nkeys, argv...).Err()
+		err = withdraw.Run(wctx, c).Err()
 	}
 	if after != nil {
 		go func() {

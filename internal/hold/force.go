@@ -61,7 +61,7 @@ func ForceUnlock(ctx context.Context, c redis.UniversalClient, kind, name, publi
 	default:
 		s.Channel = scripts.LockChannel(name)
 	}
-	n, err := s.call(ctx, c).Int64()
+	n, err := s.call().Run(ctx, c).Int64()
 	switch {
 	case err != nil:
 		return false, err

@@ -1,10 +1,7 @@
 package hold
 
 import (
-	"context"
 	"embed"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/scripts"
 )
@@ -21,7 +18,7 @@ var luaFS embed.FS
 // its source).
 var ForceUnlockScript = scripts.Load(luaFS, "lua/force_unlock.lua")
 
-// forceUnlockLua runs lua/force_unlock.lua. PrefixOrPermits and Weights
+// forceUnlockLua lays out a call of lua/force_unlock.lua. PrefixOrPermits and Weights
 // are sent only when not "": the keys the kind has (KEYS[3] for an
 // rwlock, KEYS[3] and KEYS[4] for a semaphore).
 type forceUnlockLua struct {
@@ -29,7 +26,7 @@ type forceUnlockLua struct {
 	Kind, Publish                           string
 }
 
-func (s forceUnlockLua) call(ctx context.Context, c redis.UniversalClient) *redis.Cmd {
+func (s forceUnlockLua) call() scripts.Call {
 	argv := append(make([]any, 0, 6), s.Hash, s.Channel)
 	if s.PrefixOrPermits != "" {
 		argv = append(argv, s.PrefixOrPermits)
@@ -38,5 +35,5 @@ func (s forceUnlockLua) call(ctx context.Context, c redis.UniversalClient) *redi
 		argv = append(argv, s.Weights)
 	}
 	nkeys := len(argv)
-	return ForceUnlockScript.Call(ctx, c, nkeys, append(argv, s.Kind, s.Publish)...)
+	return ForceUnlockScript.With(nkeys, append(argv, s.Kind, s.Publish)...)
 }

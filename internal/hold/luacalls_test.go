@@ -17,17 +17,17 @@ func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
 	ctx := context.Background()
 	wrappers := map[string]redistest.Wrapper{
 		"force_unlock.lua": {Value: forceUnlockLua{}, Run: func(w any, c redis.UniversalClient) {
-			w.(forceUnlockLua).call(ctx, c)
+			w.(forceUnlockLua).call().Run(ctx, c)
 		}},
 		"force_unlock.lua, an rwlock's": {Value: forceUnlockLua{}, Partial: true, Run: func(w any, c redis.UniversalClient) {
 			s := w.(forceUnlockLua)
 			s.Weights = ""
-			s.call(ctx, c)
+			s.call().Run(ctx, c)
 		}},
 		"force_unlock.lua, a lock's": {Value: forceUnlockLua{}, Partial: true, Run: func(w any, c redis.UniversalClient) {
 			s := w.(forceUnlockLua)
 			s.PrefixOrPermits, s.Weights = "", ""
-			s.call(ctx, c)
+			s.call().Run(ctx, c)
 		}},
 	}
 	redistest.WrappersMirrorHeaders(t, luaFS, wrappers)

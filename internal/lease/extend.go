@@ -124,7 +124,7 @@ func (l *Lease) extendTarget(ctx context.Context, t *Target, d time.Duration) (h
 		argv = append(argv, k)
 	}
 	argv = append(argv, d.Milliseconds(), t.Arg)
-	res, err := rs.Lua.Call(ctx, t.Client, len(t.Keys), argv...).Int64Slice()
+	res, err := rs.Lua.With(len(t.Keys), argv...).Run(ctx, t.Client).Int64Slice()
 	if err != nil {
 		return false, err
 	}

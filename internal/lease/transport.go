@@ -411,7 +411,7 @@ func (k *RenewScript) cmd(rs []renewal, reload bool) *redis.Cmd {
 		}
 		argv = append(argv, boxed, t.Arg)
 	}
-	cmd := k.Lua.Cmd(context.Background(), nkeys, argv...)
+	cmd := k.Lua.With(nkeys, argv...).Cmd(context.Background())
 	if reload {
 		cmd = k.Lua.Reload(context.Background(), cmd)
 	}

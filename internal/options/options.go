@@ -270,7 +270,7 @@ func (c *Config) Check(client redis.UniversalClient, noun, name string) string {
 // LatchLife is how long (ms) the latch of a call retried with timeout
 // lives: three times timeout, while the call is retried for twice timeout
 // (its caller waits for timeout at most, the rest goes on in the
-// background; scripts.CallRetrying), so a late retry still finds it
+// background; scripts.Call.Retrying), so a late retry still finds it
 // instead of counting again.
 func LatchLife(timeout time.Duration) int64 { return 3 * timeout.Milliseconds() }
 

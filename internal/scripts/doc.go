@@ -12,7 +12,7 @@
 // and says which commands and key patterns each primitive needs of an
 // ACL (MinimalACL).
 //
-// CallSynced has an acquisition acknowledged by the replicas of the server
+// Call.Synced has an acquisition acknowledged by the replicas of the server
 // that wrote it before the acquisition counts: the acquire script and
 // WAIT <min(replicas online, required)> <timeout> go out on one connection
 // in one round trip, so that a failover promoting one of those replicas

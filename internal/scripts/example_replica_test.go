@@ -18,14 +18,14 @@ var setScript = scripts.Load(fstest.MapFS{"set.lua": {Data: []byte(
 // A write acknowledged by the replicas of its server, or found too little
 // acknowledged. A server without replicas (miniredis here) gets no WAIT:
 // every write is enough.
-func ExampleCallSynced() {
+func ExampleCall_Synced() {
 	mr, _ := miniredis.Run()
 	defer mr.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
 
 	p := scripts.ReplicaPolicy{Timeout: time.Second, Min: 1}
-	cmd, acks := scripts.CallSynced(context.Background(), rdb, p, setScript, 1, "job", "taken")
+	cmd, acks := setScript.With(1, "job", "taken").Synced(context.Background(), rdb, p)
 	fmt.Println(cmd.Val(), acks.Want, p.Enough(acks))
 	fmt.Println(p.Err(scripts.Acks{Want: 2, Got: 0}))
 	// Output:

@@ -12,7 +12,7 @@ import (
 )
 
 // A package embeds its .lua files (here an in-memory file system stands in
-// for the embed.FS) and loads each script once, at init. Call sends EVALSHA
+// for the embed.FS) and loads each script once, at init. Run sends EVALSHA
 // and falls back to EVAL when the server does not know the script; a
 // pipeline gets NOSCRIPT back instead, and preloads.
 func Example() {
@@ -30,12 +30,12 @@ func Example() {
 	greet := scripts.Load(fsys, "lua/greet.lua")
 	fmt.Println(greet.Name())
 
-	// EVALSHA answers NOSCRIPT on a fresh server; Call falls back to EVAL.
-	fmt.Println(greet.Call(ctx, client, 1, "world", "hello").Val())
+	// EVALSHA answers NOSCRIPT on a fresh server; Run falls back to EVAL.
+	fmt.Println(greet.With(1, "world", "hello").Run(ctx, client).Val())
 
 	client.ScriptFlush(ctx)
 	pipe := client.Pipeline()
-	cmd := greet.Cmd(ctx, 1, "pipeline", "hi")
+	cmd := greet.With(1, "pipeline", "hi").Cmd(ctx)
 	_ = pipe.Process(ctx, cmd)
 	_, _ = pipe.Exec(ctx)
 	fmt.Println("noscript:", scripts.IsNoScript(cmd.Err()))

@@ -34,7 +34,7 @@ func TestRefusalBeforeTheFirstWriteIsNamed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := aclUser(t, ctx, admin, "u"+tc.name, tc.rules...)
-			err := s.Call(ctx, c, 1, "k").Err()
+			err := s.With(1, "k").Run(ctx, c).Err()
 			require.EqualError(t, err, tc.want)
 			require.False(t, errs.MayHaveRun(err), "a refusal is the server's reply: the script stopped there")
 			require.Zero(t, admin.Exists(ctx, "k").Val(), "nothing written")
@@ -42,6 +42,6 @@ func TestRefusalBeforeTheFirstWriteIsNamed(t *testing.T) {
 	}
 	// Allowed every command, the call runs as before.
 	c := aclUser(t, ctx, admin, "all")
-	require.NoError(t, s.Call(ctx, c, 1, "k").Err())
+	require.NoError(t, s.With(1, "k").Run(ctx, c).Err())
 	require.Equal(t, int64(1), admin.Exists(ctx, "k").Val())
 }

@@ -30,7 +30,7 @@ func TestCallRetryingHandsOffOnlyWhenTheClientIgnoresDeadlines(t *testing.T) {
 			ctx := context.WithoutCancel(testContext(t)) // as a release's: it cannot end
 			pool := conn.PoolFor(client)
 			for i := range 5 {
-				n, err := incr.CallRetrying(ctx, client, time.Second, 1, "inline:"+c.name, 1).Int64()
+				n, err := incr.With(1, "inline:"+c.name, 1).Retrying(ctx, client, time.Second).Int64()
 				require.NoError(t, err)
 				require.Equal(t, int64(i+1), n)
 			}
@@ -44,7 +44,7 @@ func TestCallRetryingHandsOffOnlyWhenTheClientIgnoresDeadlines(t *testing.T) {
 			const bound = 300 * time.Millisecond
 			require.NoError(t, admin.Do(testContext(t), "client", "pause", 1500, "all").Err())
 			start := time.Now()
-			reply := incr.CallRetrying(ctx, client, bound, 1, "inline:"+c.name, 1)
+			reply := incr.With(1, "inline:"+c.name, 1).Retrying(ctx, client, bound)
 			took := time.Since(start)
 			t.Logf("%s: returned after %v: %v", c.name, took.Round(time.Millisecond), reply.Err())
 			require.Error(t, reply.Err())

@@ -83,32 +83,36 @@ var refreshEvery = 10 * time.Second
 // map.
 const movedRetries = 3
 
-// CallSynced runs s as s.Call does, the first of argv being a key of the slot
-// it writes. When p is on and the server that holds that slot has replicas
+// Synced runs the call as Run does, its first key being a key of the
+// slot it writes. When p is on and the server that holds that slot has replicas
 // online, WAIT <min(replicas, p.Min)> <p.Timeout> follows it on the same connection,
 // in the same round trip (the timeout shortened to end before ctx's
 // deadline), and Acks says what it answered; a server with no
-// replica gets the script alone, through the client's conn.Pipe, as s.Call
+// replica gets the script alone, through the client's conn.Pipe, as Run
 // sends it, unless the client has seen a replica online (or is a Sentinel
 // client): then nothing runs, and the error matches ErrNotReplicated. The
 // replica count of each server is learned once (INFO
 // replication) and read again every 10 s, after an error that may
 // mean a failover, a reconnection or a resharding, and after a WAIT that
 // fewer replicas answered than were asked.
-func CallSynced(ctx context.Context, c redis.UniversalClient, p ReplicaPolicy, s *Script, nkeys int, argv ...any) (*redis.Cmd, Acks) {
+func (call Call) Synced(ctx context.Context, c redis.UniversalClient, p ReplicaPolicy) (*redis.Cmd, Acks) {
+	s, nkeys := call.s, call.nkeys
 	if p.Timeout <= 0 {
-		return s.send(ctx, c, nkeys, evalArgs(argv)), Acks{}
+		return s.send(ctx, c, nkeys, call.a), Acks{}
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		// A WAIT cut by the call's deadline would leave the acquisition
 		// unknown: it ends before, and the acquisition is given back.
 		p.Timeout = max(min(p.Timeout, time.Until(dl)*3/4), time.Millisecond).Truncate(time.Millisecond)
 	}
-	key, _ := argv[0].(string)
+	var key string
+	if call.nkeys > 0 {
+		key, _ = call.a[3].(string)
+	}
 	for retry := 0; ; retry++ {
 		node, srv, err := route(ctx, c, key)
 		if errors.Is(err, errUnsupported) {
-			return s.send(ctx, c, nkeys, evalArgs(argv)), Acks{}
+			return s.send(ctx, c, nkeys, call.a), Acks{}
 		}
 		if err != nil {
 			return failed(ctx, err), Acks{}
@@ -122,13 +126,13 @@ func CallSynced(ctx context.Context, c redis.UniversalClient, p ReplicaPolicy, s
 			return failed(ctx, srv.refuse(node, p)), Acks{}
 		}
 		if n == 0 && !refresh {
-			cmd := s.send(ctx, c, nkeys, evalArgs(argv))
+			cmd := s.send(ctx, c, nkeys, call.a)
 			if cmd.Err() != nil && errs.Transient(cmd.Err()) {
 				srv.stale()
 			}
 			return cmd, Acks{}
 		}
-		cmd, acks := srv.send(ctx, node, p, s, n, refresh, nkeys, argv)
+		cmd, acks := srv.send(ctx, node, p, call, n, refresh)
 		if err := cmd.Err(); err != nil {
 			Unreachable(ctx, c, err)
 			if redirected(err) && retry < movedRetries {
@@ -175,9 +179,10 @@ func SyncNeeded(ctx context.Context, c redis.UniversalClient, p ReplicaPolicy, k
 // nothing while the others answer (a server with fewer than p.Min is
 // refused once its n answered). refresh adds INFO replication to read the
 // replica count anew.
-func (srv *server) send(ctx context.Context, node *redis.Client, p ReplicaPolicy, s *Script, n int, refresh bool, nkeys int, argv []any) (*redis.Cmd, Acks) {
+func (srv *server) send(ctx context.Context, node *redis.Client, p ReplicaPolicy, call Call, n int, refresh bool) (*redis.Cmd, Acks) {
+	s := call.s
 	n = min(n, max(p.Min, 1))
-	cmd := s.Cmd(ctx, nkeys, argv...)
+	cmd := call.Cmd(ctx)
 	wait, info := pipeline(ctx, node, cmd, p, n, refresh)
 	if IsNoScript(cmd.Err()) {
 		// Not in this server's cache (a restart, a failover): EVAL loads

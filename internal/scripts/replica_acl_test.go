@@ -37,7 +37,7 @@ func TestCountDeniedFailsTheCall(t *testing.T) {
 	admin := g.Master.Client(t)
 	c := aclUser(t, ctx, admin, "noinfo", "-info", "-role")
 
-	cmd, acks := scripts.CallSynced(ctx, c, policy, setScript, 1, "k", "v")
+	cmd, acks := setScript.With(1, "k", "v").Synced(ctx, c, policy)
 	err := cmd.Err()
 	require.Error(t, err)
 	require.ErrorIs(t, err, scripts.ErrReplicaDenied)
@@ -50,7 +50,7 @@ func TestCountDeniedFailsTheCall(t *testing.T) {
 	require.Zero(t, admin.Exists(ctx, "k").Val(), "nothing written")
 
 	// Off, the same user runs the script alone.
-	cmd, _ = scripts.CallSynced(ctx, c, scripts.ReplicaPolicy{}, setScript, 1, "k", "v")
+	cmd, _ = setScript.With(1, "k", "v").Synced(ctx, c, scripts.ReplicaPolicy{})
 	require.NoError(t, cmd.Err())
 }
 
@@ -59,7 +59,7 @@ func TestRoleCountsWhereInfoIsDenied(t *testing.T) {
 	ctx := ctxT(t)
 	g := redistest.StartReplicated(t, 1)
 	c := aclUser(t, ctx, g.Master.Client(t), "norinfo", "-info")
-	cmd, acks := scripts.CallSynced(ctx, c, policy, setScript, 1, "k", "v")
+	cmd, acks := setScript.With(1, "k", "v").Synced(ctx, c, policy)
 	require.NoError(t, cmd.Err())
 	require.Equal(t, scripts.Acks{Want: 1, Got: 1, Timeout: policy.Timeout}, acks)
 }
@@ -71,7 +71,7 @@ func TestWaitDeniedNamesWait(t *testing.T) {
 	g := redistest.StartReplicated(t, 1)
 	c := aclUser(t, ctx, g.Master.Client(t), "nowait", "-wait")
 
-	cmd, acks := scripts.CallSynced(ctx, c, policy, setScript, 1, "k", "v")
+	cmd, acks := setScript.With(1, "k", "v").Synced(ctx, c, policy)
 	require.NoError(t, cmd.Err(), "the script ran")
 	require.False(t, policy.Enough(acks))
 	err := policy.Err(acks)
@@ -105,13 +105,13 @@ func TestSyncingReplicaCountedOnceOnline(t *testing.T) {
 		return online == 0 && pending
 	}, 5*time.Second, 10*time.Millisecond, "the replica connects and waits for its snapshot")
 
-	_, acks := scripts.CallSynced(ctx, c, policy, setScript, 1, "k", "v")
+	_, acks := setScript.With(1, "k", "v").Synced(ctx, c, policy)
 	require.Zero(t, acks.Want, "no replica online yet")
 	g.WaitInSync(t, 20*time.Second)
 	online := time.Now()
 	waits := calls(t, ctx, admin, "wait")
 	for time.Since(online) < time.Second {
-		_, acks = scripts.CallSynced(ctx, c, policy, setScript, 1, "k", "v")
+		_, acks = setScript.With(1, "k", "v").Synced(ctx, c, policy)
 		if acks.Want > 0 {
 			break
 		}

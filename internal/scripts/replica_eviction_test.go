@@ -68,11 +68,11 @@ func TestEvictionPolicyWarnedOnce(t *testing.T) {
 			s := redistest.StartServer(t, redistest.WithArgs("--maxmemory", tc.maxmemory, "--maxmemory-policy", tc.policy))
 			c := s.Client(t)
 			for range 3 {
-				cmd, _ := scripts.CallSynced(ctx, c, policy, setScript, 1, "k", "v")
+				cmd, _ := setScript.With(1, "k", "v").Synced(ctx, c, policy)
 				require.NoError(t, cmd.Err())
 			}
 			c2 := s.Client(t) // another client of the same server
-			cmd, _ := scripts.CallSynced(ctx, c2, policy, setScript, 1, "k", "v")
+			cmd, _ := setScript.With(1, "k", "v").Synced(ctx, c2, policy)
 			require.NoError(t, cmd.Err())
 			out := l.String()
 			counted := metrics.Sum(t, tracing.MetricServerWarnings,

@@ -26,7 +26,7 @@ func TestMasterThatLostItsReplicaRefusesSyncedWrites(t *testing.T) {
 	admin := g.Master.Client(t)
 	replica := g.Replicas[0].Client(t)
 
-	cmd, acks := scripts.CallSynced(ctx, c, policy, setScript, 1, "before", "v")
+	cmd, acks := setScript.With(1, "before", "v").Synced(ctx, c, policy)
 	require.NoError(t, cmd.Err())
 	require.Equal(t, scripts.Acks{Want: 1, Got: 1, Timeout: policy.Timeout}, acks)
 
@@ -38,10 +38,10 @@ func TestMasterThatLostItsReplicaRefusesSyncedWrites(t *testing.T) {
 
 	// The count still says one: the WAIT finds none, and the count is
 	// read again by the next call.
-	_, acks = scripts.CallSynced(ctx, c, policy, setScript, 1, "short", "v")
+	_, acks = setScript.With(1, "short", "v").Synced(ctx, c, policy)
 	require.Equal(t, scripts.Acks{Want: 1, Got: 0, Timeout: policy.Timeout}, acks)
 	for range 2 {
-		cmd, acks = scripts.CallSynced(ctx, c, policy, setScript, 1, "refused", "v")
+		cmd, acks = setScript.With(1, "refused", "v").Synced(ctx, c, policy)
 		require.ErrorIs(t, cmd.Err(), errs.ErrNotReplicated)
 		require.ErrorIs(t, cmd.Err(), errs.ErrNotAcquired)
 		require.False(t, errs.MayHaveRun(cmd.Err()), "the script did not run")
@@ -54,7 +54,7 @@ func TestMasterThatLostItsReplicaRefusesSyncedWrites(t *testing.T) {
 
 	require.NoError(t, replica.Do(ctx, "replicaof", "127.0.0.1", strconv.Itoa(g.Master.Port)).Err())
 	g.WaitInSync(t, 20*time.Second)
-	cmd, acks = scripts.CallSynced(ctx, c, policy, setScript, 1, "after", "v")
+	cmd, acks = setScript.With(1, "after", "v").Synced(ctx, c, policy)
 	require.NoError(t, cmd.Err())
 	require.Equal(t, scripts.Acks{Want: 1, Got: 1, Timeout: policy.Timeout}, acks)
 }
@@ -114,7 +114,7 @@ func TestSentinelClientExpectsReplicasFromTheStart(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond)
 
 	fresh := g.NewClient(t)
-	cmd, acks := scripts.CallSynced(ctx, fresh, policy, setScript, 1, "k", "v")
+	cmd, acks := setScript.With(1, "k", "v").Synced(ctx, fresh, policy)
 	require.ErrorIs(t, cmd.Err(), errs.ErrNotReplicated)
 	require.Equal(t, scripts.Acks{}, acks)
 	n, err := admin.Exists(ctx, "k").Result()
@@ -122,6 +122,6 @@ func TestSentinelClientExpectsReplicasFromTheStart(t *testing.T) {
 	require.Zero(t, n, "nothing written")
 
 	plain := g.Master.Client(t)
-	cmd, _ = scripts.CallSynced(ctx, plain, policy, setScript, 1, "k", "v")
+	cmd, _ = setScript.With(1, "k", "v").Synced(ctx, plain, policy)
 	require.NoError(t, cmd.Err(), "a plain client of the same server sees a server run alone")
 }

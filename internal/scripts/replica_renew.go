@@ -27,7 +27,7 @@ type Renewals struct {
 }
 
 // SyncRenewals plans the sync of renewals of key's slot under p: the
-// replica count of the slot's master, learned as CallSynced learns it.
+// replica count of the slot's master, learned as Call.Synced learns it.
 func SyncRenewals(ctx context.Context, c redis.UniversalClient, p ReplicaPolicy, key string) Renewals {
 	node, srv, err := route(ctx, c, key)
 	if errors.Is(err, errUnsupported) {

@@ -85,13 +85,27 @@ func (s *Script) Source() string { return s.src.(string) }
 // Hash is the script's SHA1, as EVALSHA takes it.
 func (s *Script) Hash() string { return s.rs.Hash() }
 
-// Call runs the script with EVALSHA, falling back to EVAL on NOSCRIPT:
-// argv holds the nkeys keys, then the arguments (keys a primitive boxed
-// once cost nothing per call), and the command is built with one
-// allocation. The EVALSHA goes through the client's conn.Pipe, so
-// concurrent scripts share round trips under load.
-func (s *Script) Call(ctx context.Context, c redis.UniversalClient, nkeys int, argv ...any) *redis.Cmd {
-	return s.send(ctx, c, nkeys, evalArgs(argv))
+// Call is one run of a script: its nkeys keys, then its arguments, laid
+// out by With behind room for the command, the script and nkeys, with
+// one allocation (keys a primitive boxed once cost nothing per call). A
+// primitive's typed wrapper of a Lua file makes it; the caller chooses
+// how it is sent: Run, Retrying, Synced, or Cmd on a pipeline of its own.
+type Call struct {
+	s     *Script
+	nkeys int
+	a     []any
+}
+
+// With is the call of s with argv, the nkeys keys then the arguments.
+func (s *Script) With(nkeys int, argv ...any) Call {
+	return Call{s: s, nkeys: nkeys, a: evalArgs(argv)}
+}
+
+// Run runs the call with EVALSHA, falling back to EVAL on NOSCRIPT. The
+// EVALSHA goes through the client's conn.Pipe, so concurrent scripts
+// share round trips under load.
+func (call Call) Run(ctx context.Context, c redis.UniversalClient) *redis.Cmd {
+	return call.s.send(ctx, c, call.nkeys, call.a)
 }
 
 // evalArgs is argv behind room for the command, the script and nkeys.
@@ -129,14 +143,13 @@ func Unreachable(ctx context.Context, c redis.UniversalClient, err error) {
 	}
 }
 
-// Cmd is the EVALSHA command of one call (argv as Call takes it), for a
-// caller that sends it on a pipeline of its own; after a NOSCRIPT reply
-// it sends Reload's command in its place. Every call of a script goes
-// through these two, so NOSCRIPT is handled one way everywhere.
-func (s *Script) Cmd(ctx context.Context, nkeys int, argv ...any) *redis.Cmd {
-	a := evalArgs(argv)
-	a[0], a[1], a[2] = "evalsha", s.hash, nkeys
-	return newCmd(ctx, nkeys, a)
+// Cmd is the call's EVALSHA command, for a caller that sends it on a
+// pipeline of its own; after a NOSCRIPT reply it sends Reload's command in
+// its place. Every call of a script goes through Cmd or Run, so NOSCRIPT
+// is handled one way everywhere.
+func (call Call) Cmd(ctx context.Context) *redis.Cmd {
+	call.a[0], call.a[1], call.a[2] = "evalsha", call.s.hash, call.nkeys
+	return newCmd(ctx, call.nkeys, call.a)
 }
 
 // Reload is the EVAL command that replaces cmd, the script's EVALSHA, when
@@ -180,7 +193,7 @@ type Reply struct {
 	Retried bool
 }
 
-// CallRetrying runs the script like Call, sending it again while the
+// Retrying runs the call as Run does, sending it again while the
 // reply may have been lost in the network or Redis asks to try again
 // (errs.Resend), for twice timeout from now, regardless of ctx's
 // cancellation (only ctx's values are kept). The caller waits for it as
@@ -191,10 +204,9 @@ type Reply struct {
 // options.LatchLife, past the last retry. Only idempotent
 // scripts (those that keep their answer in a latch key, or can tell their
 // own earlier effect) may be run this way.
-func (s *Script) CallRetrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration, nkeys int, argv ...any) Reply {
+func (call Call) Retrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) Reply {
 	rc := retryCalls.Get().(*retryCall)
-	rc.s, rc.c, rc.nkeys, rc.timeout = s, c, nkeys, timeout
-	rc.a = evalArgs(argv)
+	rc.s, rc.c, rc.nkeys, rc.timeout, rc.a = call.s, c, call.nkeys, timeout, call.a
 	stop, wait := conn.CallerWait(ctx, timeout)
 	rc.ctx = stop
 	if stop.Done() != nil { // else stop keeps ctx's values and never ends already
@@ -238,7 +250,7 @@ func (rc *retryCall) inline(wait time.Duration) (r Reply, done bool) {
 	return Reply{}, false
 }
 
-// retryCall is one CallRetrying, reused through retryCalls when it
+// retryCall is one Call.Retrying, reused through retryCalls when it
 // returned in time.
 type retryCall struct {
 	sent    time.Time // of an inline first attempt

@@ -114,13 +114,13 @@ func TestRunUsesEvalShaAndFallsBackOnNoScript(t *testing.T) {
 		env.Client.AddHook(rec)
 
 		// A fresh server does not know the script: EVALSHA, NOSCRIPT, EVAL.
-		n, err := incr.Call(ctx, env.Client, 1, "counter", 5).Int64()
+		n, err := incr.With(1, "counter", 5).Run(ctx, env.Client).Int64()
 		require.NoError(t, err)
 		assert.Equal(t, int64(5), n)
 		assert.Equal(t, []string{"evalsha", "eval"}, rec.take())
 
 		// EVAL loaded it: from now on the body does not cross the network.
-		n, err = incr.Call(ctx, env.Client, 1, "counter", 2).Int64()
+		n, err = incr.With(1, "counter", 2).Run(ctx, env.Client).Int64()
 		require.NoError(t, err)
 		assert.Equal(t, int64(7), n)
 		assert.Equal(t, []string{"evalsha"}, rec.take())
@@ -132,8 +132,8 @@ func TestRunUsesEvalShaAndFallsBackOnNoScript(t *testing.T) {
 		require.Equal(t, []bool{false}, exists)
 		rec.take()
 
-		n, err = incr.Call(ctx, env.Client, 1, "counter", 1).Int64()
-		require.NoError(t, err, "Call still works after SCRIPT FLUSH")
+		n, err = incr.With(1, "counter", 1).Run(ctx, env.Client).Int64()
+		require.NoError(t, err, "Run still works after SCRIPT FLUSH")
 		assert.Equal(t, int64(8), n)
 		assert.Equal(t, []string{"evalsha", "eval"}, rec.take())
 		exists, err = env.Client.ScriptExists(ctx, incr.Hash()).Result()
@@ -141,7 +141,7 @@ func TestRunUsesEvalShaAndFallsBackOnNoScript(t *testing.T) {
 		assert.Equal(t, []bool{true}, exists, "the fallback loaded the script again")
 
 		// Keys and arguments reach the script.
-		vals, err := echo.Call(ctx, env.Client, 1, "k", "a", 1).StringSlice()
+		vals, err := echo.With(1, "k", "a", 1).Run(ctx, env.Client).StringSlice()
 		require.NoError(t, err)
 		assert.Equal(t, []string{"k", "a", "1"}, vals)
 	})
@@ -153,7 +153,7 @@ func TestPipelinedCallReloadsAfterNoScript(t *testing.T) {
 		ctx := testContext(t)
 
 		pipe := env.Client.Pipeline()
-		first := incr.Cmd(ctx, 1, "a", 1)
+		first := incr.With(1, "a", 1).Cmd(ctx)
 		_ = pipe.Process(ctx, first)
 		set := pipe.Set(ctx, "b", "x", 0)
 		_, err := pipe.Exec(ctx)
@@ -176,7 +176,7 @@ func TestPipelinedCallReloadsAfterNoScript(t *testing.T) {
 		assert.Equal(t, []bool{true}, exists, "and loaded it")
 
 		pipe = env.Client.Pipeline()
-		a2 := incr.Cmd(ctx, 1, "a", 10)
+		a2 := incr.With(1, "a", 10).Cmd(ctx)
 		_ = pipe.Process(ctx, a2)
 		_, err = pipe.Exec(ctx)
 		require.NoError(t, err, "EVALSHA works once the script is loaded")
@@ -242,7 +242,7 @@ func TestCluster(t *testing.T) {
 	pipe := cc.Pipeline()
 	cmds := map[string]*redis.Cmd{}
 	for _, key := range byNode {
-		cmds[key] = incr.Cmd(ctx, 1, key, 3)
+		cmds[key] = incr.With(1, key, 3).Cmd(ctx)
 		_ = pipe.Process(ctx, cmds[key])
 	}
 	_, err := pipe.Exec(ctx)
@@ -251,10 +251,10 @@ func TestCluster(t *testing.T) {
 		assert.Equal(t, int64(3), cmd.Val(), key)
 	}
 
-	// One master forgets its scripts: Call still works for its keys.
+	// One master forgets its scripts: Run still works for its keys.
 	require.NoError(t, admins[0].ScriptFlush(ctx).Err())
 	key := byNode[servers[0].Addr]
-	n, err := incr.Call(ctx, cc, 1, key, 1).Int64()
+	n, err := incr.With(1, key, 1).Run(ctx, cc).Int64()
 	require.NoError(t, err)
 	assert.Equal(t, int64(4), n)
 }
