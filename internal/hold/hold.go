@@ -395,10 +395,12 @@ type lossListener Hold
 func (ln *lossListener) Lost(err error) { (*Hold)(ln).markLost(err) }
 
 func (h *Hold) markLost(err error) {
+	// The loss first: End and Detach read it as soon as the state says
+	// lost. The first loss told is the one kept.
+	h.lostErr.CompareAndSwap(nil, &err)
 	if h.state.CompareAndSwap(live, lost) {
 		h.ended(telemetry.Lost)
-		h.lostErr.Store(&err)
-		h.cancel(err)
+		h.cancel(*h.lostErr.Load())
 	}
 }
 
@@ -495,9 +497,10 @@ func (h *Hold) Release(ctx context.Context) error { return h.run(ctx) }
 
 // Lease returns the watchdog lease of an acquisition: the owner's existing
 // lease, retained, when the acquisition re-entered a hold this process
-// tracks, else a new one. A fresh acquisition that finds a lease still
-// registered means Redis lost the earlier hold before the watchdog
-// noticed: that lease is declared lost.
+// tracks, else a new one. A first (not re-entrant) acquisition by an
+// owner that still has a lease registered means Redis lost the earlier
+// hold before the watchdog noticed: that lease is declared lost. fresh
+// reports an owner minted by this acquisition, which has no lease yet.
 func Lease(wd *lease.Watchdog, spec lease.Spec, reentrant, fresh bool, sentAt time.Time) *lease.Lease {
 	if fresh { // an owner minted by this acquisition has no lease yet
 		return wd.Start(spec, sentAt)

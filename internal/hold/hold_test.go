@@ -234,3 +234,39 @@ func TestKeysMadeApartAreOne(t *testing.T) {
 	require.Zero(t, testing.AllocsPerRun(100, func() { _, _ = From(ctx, b) }), "allocations of a lookup")
 	require.NoError(t, End(ctx, b, nil))
 }
+
+// A release that meets a hold while its loss is being recorded reports
+// the loss: the loss's error is in place before the state says lost.
+func TestEndDuringLossReportsTheLoss(t *testing.T) {
+	for _, op := range []string{"End", "Detach"} {
+		t.Run(op, func(t *testing.T) {
+			wd, clk, c := setup(t)
+			key := NewKey(c, "test", "k", "")
+			live := &Live{}
+			h := &Hold{Owner: "o", Live: live, Lease: Lease(wd, spec(c, "loss:"+op), false, false, clk.Now())}
+			ctx := Start(context.Background(), key, h, func(context.Context, *Hold) error {
+				t.Error("a lost hold is not released")
+				return nil
+			})
+			// Held, the Live set stops markLost between its state change
+			// and the end of its bookkeeping.
+			live.mu.Lock()
+			marked := make(chan struct{})
+			go func() {
+				defer close(marked)
+				h.markLost(errs.ErrLockLost)
+			}()
+			require.Eventually(t, func() bool { return h.state.Load() == lost }, time.Second, time.Millisecond)
+			var err error
+			if op == "End" {
+				err = End(ctx, key, live)
+			} else {
+				_, _, err = Detach(ctx, key, live)
+			}
+			live.mu.Unlock()
+			<-marked
+			require.ErrorIs(t, err, errs.ErrLockLost)
+			h.Lease.Stop()
+		})
+	}
+}
