@@ -81,9 +81,9 @@ func (s fairAcquireLua) call() scripts.Call {
 		s.LeaseMS, s.Owner, s.Mode, s.LatchLife, s.MarkLifeMS, s.Waiter)
 }
 
-// unlockLastLua lays out a call of lua/unlock_last.lua. Queue, Timeouts, TokenCounter,
-// Waiters and Grant are a fair lock's, which fairCall lays out;
-// call, a lock's, leaves them out.
+// unlockLastLua lays out a call of lua/unlock_last.lua. Queue, Timeouts,
+// TokenCounter, Waiters and Grant are a fair lock's, which fairCall lays
+// out; call, a lock's, leaves them out.
 type unlockLastLua struct {
 	Lock, Channel                          any
 	Queue, Timeouts, TokenCounter, Waiters any
@@ -101,9 +101,9 @@ func (s unlockLastLua) fairCall() scripts.Call {
 		s.UnlockMessage, s.Owner, s.Publish, s.Grant)
 }
 
-// unlockLua lays out a call of lua/unlock.lua. Queue, Timeouts, TokenCounter, Waiters
-// and Grant are a fair lock's, which fairCall lays out;
-// call, a lock's, leaves them out.
+// unlockLua lays out a call of lua/unlock.lua. Queue, Timeouts,
+// TokenCounter, Waiters and Grant are a fair lock's, which fairCall lays
+// out; call, a lock's, leaves them out.
 type unlockLua struct {
 	Lock, Channel, Latch                   any
 	Queue, Timeouts, TokenCounter, Waiters any
@@ -123,9 +123,9 @@ func (s unlockLua) fairCall() scripts.Call {
 		s.UnlockMessage, s.LeaseMS, s.Owner, s.Publish, s.LatchLife, s.Grant)
 }
 
-// giveBackLua lays out a call of lua/give_back.lua. Queue, Timeouts, TokenCounter,
-// Waiters and Grant are a fair lock's, which fairCall lays out;
-// call, a lock's, leaves them out.
+// giveBackLua lays out a call of lua/give_back.lua. Queue, Timeouts,
+// TokenCounter, Waiters and Grant are a fair lock's, which fairCall lays
+// out; call, a lock's, leaves them out.
 type giveBackLua struct {
 	Lock, Latch, Channel                   any
 	Queue, Timeouts, TokenCounter, Waiters any

@@ -28,8 +28,8 @@ const (
 	wheelSlots       = 512
 	defaultBatchSize = 512
 	// pipelineLeases bounds the leases of one renewal pipeline: a larger
-	// round is sent as several pipelines, one after the other, each with its
-	// own reply timeout.
+	// round is sent as several pipelines, one after the other, each under
+	// its own context deadline.
 	pipelineLeases = 2048
 	// minReplyTimeout is the least time a renewal pipeline is given for its
 	// reply, however close the earliest loss it carries.

@@ -118,7 +118,8 @@ type renewScriptCall struct {
 
 // flush sends rs, whose round started at sentAt, to c: one script per
 // renewScriptCall, in pipelines of at most w.pipeLeases leases sent one after the
-// other, each with its own reply timeout.
+// other, each under its own context deadline (which go-redis honours only
+// with ContextTimeoutEnabled; otherwise its read timeout bounds the reply).
 func (w *Watchdog) flush(c redis.UniversalClient, rs []renewal, sentAt time.Time) {
 	_, cluster := c.(*redis.ClusterClient)
 	var groups [][]renewal
@@ -254,9 +255,10 @@ func syncOf(c redis.UniversalClient, calls []renewScriptCall) *pipelineSync {
 	return &pipelineSync{p: p, plan: scripts.SyncRenewals(ctx, c, p, key)}
 }
 
-// sendPipeline sends calls as one pipeline, once more with the scripts a
-// server did not know (NOSCRIPT) sent as EVAL. It returns the span of the renewal,
-// nil when nothing was sent (every lease stopped meanwhile).
+// sendPipeline sends calls as one pipeline; when the server did not know
+// a script (NOSCRIPT), it sends them all once more, those scripts as EVAL
+// (a renewal that runs twice renews twice). It returns the span of the
+// renewal, nil when nothing was sent (every lease stopped meanwhile).
 func (w *Watchdog) sendPipeline(c redis.UniversalClient, calls []renewScriptCall) (trace.Span, *pipelineSync) {
 	var span trace.Span
 	spanCtx := context.Background()

@@ -17,7 +17,7 @@ import (
 // retried calls made on the caller's goroutine, with no worker started;
 // a default client, whose calls ignore deadlines, has them made on a
 // worker. Both keep the caller's bound on a stalled server.
-func TestCallRetryingHandsOffOnlyWhenTheClientIgnoresDeadlines(t *testing.T) {
+func TestRetryingHandsOffOnlyWhenTheClientIgnoresDeadlines(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t)
 	admin := srv.Client(t)

@@ -90,6 +90,8 @@ func (s *Script) Hash() string { return s.rs.Hash() }
 // one allocation (keys a primitive boxed once cost nothing per call). A
 // primitive's typed wrapper of a Lua file makes it; the caller chooses
 // how it is sent: Run, Retrying, Synced, or Cmd on a pipeline of its own.
+// A Call is sent once: its sends write the command into its arguments,
+// and Retrying's late sends go on reading them after it returns.
 type Call struct {
 	s     *Script
 	nkeys int
@@ -185,7 +187,7 @@ func IsNoScript(err error) bool {
 	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "NOSCRIPT")
 }
 
-// Reply is a script's reply after CallRetrying: Retried reports that it
+// Reply is a script's reply after Call.Retrying: Retried reports that it
 // was sent more than once (an earlier send may have run without its reply
 // arriving).
 type Reply struct {
