@@ -245,3 +245,26 @@ func TestReplicaKilledWithoutAOFIsNoLimit(t *testing.T) {
 		t.Fatalf("anomalies %+v: a replica killed without AOF explains nothing", as)
 	}
 }
+
+// A process that keeps asking for a plain lock and is not served for
+// several liveness bounds is not explained by unfairness: its wake-ups
+// are lost.
+func TestProcessStarvedOnUnfairLockIsAViolation(t *testing.T) {
+	var recs []Record
+	for i := int64(0); i < 5; i++ { // 5 waits of 10 s from 94 s, none served
+		r := acq("w0#0", "lock", "L", "a", 0, 94_000+i*10_000, 104_000+i*10_000)
+		r.OK, r.Err = false, "context deadline exceeded"
+		recs = append(recs, r)
+	}
+	h := newHistory(recs, nil, nil, 200_000*ms, 90_000*ms, 2*time.Second)
+	as, _ := h.checkLiveness()
+	if len(as) != 5 {
+		t.Fatalf("anomalies %+v; want one per wait", as)
+	}
+	for i, a := range as {
+		starved := i == 4 // 50 s unserved; the bound is 4 × 12 s
+		if (a.Class == "violation") != starved {
+			t.Errorf("wait %d: class %q (%s); want a violation only past 48 s unserved", i, a.Class, a.Detail)
+		}
+	}
+}
