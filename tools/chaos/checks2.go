@@ -107,11 +107,13 @@ func (h *history) checkLiveness() ([]Anomaly, map[string]int) {
 			Detail: fmt.Sprintf("%s %s waited %.1fs (bound %v): %s", r.Owner, r.Prim, float64(waited)/1e9,
 				h.livenessBound(), orOK(r.Err)), procs: []string{r.Proc}}
 		h.classify(&an, false)
-		if gap := h.unserved(r, from); !fairPrim[r.Prim] && gap <= starvedAfter*bound {
-			an.Class = "expected"
-			an.Limit = strings.TrimPrefix(an.Limit+"; "+unfair, "; ")
-		} else if !fairPrim[r.Prim] {
-			an.Detail += fmt.Sprintf("; its process was not served on %s for %.0fs", r.Name, float64(gap)/1e9)
+		if !fairPrim[r.Prim] {
+			if gap := h.unserved(r, from); gap <= starvedAfter*bound {
+				an.Class = "expected"
+				an.Limit = strings.TrimPrefix(an.Limit+"; "+unfair, "; ")
+			} else {
+				an.Detail += fmt.Sprintf("; its process was not served on %s for %.0fs", r.Name, float64(gap)/1e9)
+			}
 		}
 		out = append(out, an)
 	}
