@@ -152,7 +152,9 @@ var nilMutex = errs.Ident{Primitive: primitive, Invalid: "nil *lock.Mutex"}
 // re-enters; other locks see a fresh owner) and its fencing token, and is
 // done only when this hold ends: cause ErrLockLost if the lease was lost,
 // context.Canceled after Unlock. WithHoldScopedToContext ends the hold
-// with ctx instead.
+// with ctx instead. A grant whose reply came after its lease had lapsed
+// is given back and reported as ErrLockLost: the key may have expired
+// under it.
 //
 // opts are this acquisition's own, over New's: its lease (WithLeaseTime,
 // or WithWatchdogTimeout for a renewed one), its wait bound
@@ -252,7 +254,11 @@ func (m *Mutex) held(ctx context.Context, op string, a *attempt, traced bool, er
 	if a.mark > 0 {
 		m.hub.ReturnSeat(m.channel, a.seat, true)
 	}
-	return m.newHold(ctx, a, traced), nil
+	held, err := m.newHold(ctx, a, traced)
+	if err != nil {
+		return nil, m.id.Wrap(op, err)
+	}
+	return held, nil
 }
 
 // attempt is one acquire's state: what it tries with, and what it got.
@@ -370,7 +376,7 @@ func (m *Mutex) key() hold.Key {
 	return m.hkey
 }
 
-func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) context.Context {
+func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) (context.Context, error) {
 	spec := lease.Spec{
 		Renewer:   renewer,
 		Targets:   []lease.Target{{Client: m.client, Keys: m.nameKeys, Arg: a.ownerArg}},

@@ -137,7 +137,15 @@ func (a *acquisition) try(r *round) (context.Context, bool) {
 		l.inst.Metrics.NodesWon(a.sctx, won, won >= l.quorum)
 	}
 	if won >= l.quorum && validity > 0 {
-		return a.startHold(r, outs, won, token, sentAt), true
+		held, err := a.startHold(r, outs, won, token, sentAt)
+		if err == nil {
+			return held, true
+		}
+		// Lapsed on the watchdog's clock although in validity on this
+		// one (a clock step): refused like a used-up validity, and
+		// already given back.
+		a.lastErr = err
+		return nil, false
 	}
 	a.giveBack(r, outs)
 	extra := ""
@@ -173,8 +181,8 @@ func (a *acquisition) count(r *round, outs []outcome) (won int, token int64, fai
 
 // startHold makes the hold of round r, which won the quorum within the
 // validity time, with the watchdog keeping its won members, and returns
-// its context.
-func (a *acquisition) startHold(r *round, outs []outcome, won int, token int64, sentAt time.Time) context.Context {
+// its context, or ErrLockLost when its lease lapsed before it began.
+func (a *acquisition) startHold(r *round, outs []outcome, won int, token int64, sentAt time.Time) (context.Context, error) {
 	l := a.l
 	if !a.reentry {
 		// A member whose reply was lost may hold a grant of this
@@ -203,8 +211,11 @@ func (a *acquisition) startHold(r *round, outs []outcome, won int, token int64, 
 	if a.rec.Recording {
 		a.rec.Span.SetAttributes(tracing.FencingToken.Int64(token))
 	}
-	a.finish(nil)
-	return hold.Start(a.ctx, l.key(), &hold.Hold{Owner: r.id, Token: token, Lease: wl, Taken: r, Telemetry: l.inst.Release, Traced: a.rec.Recording, Scoped: a.cfg.ScopedHold, Also: l.memberKeys, Live: &l.holds}, l.release)
+	held, err := hold.Start(a.ctx, l.key(), &hold.Hold{Owner: r.id, Token: token, Lease: wl, Taken: r, Telemetry: l.inst.Release, Traced: a.rec.Recording, Scoped: a.cfg.ScopedHold, Also: l.memberKeys, Live: &l.holds}, l.release)
+	if err == nil {
+		a.finish(nil)
+	}
+	return held, err
 }
 
 // giveBack gives back what round r took when it did not hold the lock.

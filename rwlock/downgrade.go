@@ -69,5 +69,9 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 		return nil, rw.id.Wrap("downgrade", fmt.Errorf("%w: the write lock was no longer held in Redis", ErrLockLost))
 	}
 	rw.hub.Release(rw.channel)
-	return rw.newHold(parent, cfg, read, wh.Owner, false, vals[0], vals[1], sentAt, cfg.Lease(), wh.Traced), nil
+	held, err := rw.newHold(parent, cfg, read, wh.Owner, false, vals[0], vals[1], sentAt, cfg.Lease(), wh.Traced)
+	if err != nil {
+		return nil, rw.id.Wrap("downgrade", err)
+	}
+	return held, nil
 }

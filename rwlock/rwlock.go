@@ -297,7 +297,11 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 	if a.claim != nil && a.claim.given {
 		a.count, a.token, a.sentAt = 1, a.claim.token, a.claim.sentAt
 	}
-	return rw.newHold(ctx, cfg, s, ownerID, !shared, a.count, a.token, a.sentAt, leaseTime, traced), nil
+	held, err := rw.newHold(ctx, cfg, s, ownerID, !shared, a.count, a.token, a.sentAt, leaseTime, traced)
+	if err != nil {
+		return nil, rw.id.Wrap(op, err)
+	}
+	return held, nil
 }
 
 // withdrawMark takes back the waiting mark of a writer that gave up
@@ -341,7 +345,7 @@ func (rw *RWMutex) spec(s access, ownerID string, leaseTime time.Duration, renew
 
 // newHold registers a hold of side s; fresh says its owner was minted by
 // this acquisition (so that no lease of it can exist yet).
-func (rw *RWMutex) newHold(ctx context.Context, cfg *options.Config, s access, ownerID string, fresh bool, count, token int64, sentAt time.Time, leaseTime time.Duration, traced bool) context.Context {
+func (rw *RWMutex) newHold(ctx context.Context, cfg *options.Config, s access, ownerID string, fresh bool, count, token int64, sentAt time.Time, leaseTime time.Duration, traced bool) (context.Context, error) {
 	sp := rw.spec(s, ownerID, leaseTime, cfg.Renewed())
 	sp.Token = token
 	label := rw.label(ctx, cfg, &sp, s, ownerID, count, leaseTime)

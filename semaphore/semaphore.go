@@ -242,7 +242,8 @@ func (s *Semaphore) mismatch(recorded, mine int64) error {
 // request is not passed by later small ones). The returned context carries
 // this acquisition's permit; Release on it gives exactly those n back. It
 // is done when the permit ends (cause ErrLockLost when its lease was
-// lost). n <= 0 or n > size is ErrInvalidArgument at once.
+// lost; a grant that arrived after its lease had lapsed is given back
+// and reported so). n <= 0 or n > size is ErrInvalidArgument at once.
 func (s *Semaphore) Acquire(ctx context.Context, n int64, opts ...AcquireOption) (context.Context, error) {
 	return s.acquire(ctx, "acquire", n, false, opts)
 }
@@ -296,7 +297,11 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 	}
 	label := s.label(ctx, cfg, &spec, permitID, leaseTime)
 	l := wd.Start(spec, t.claim.sentAt)
-	return hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Taken: permitTaken{permitID, label, n}, Telemetry: s.inst.Release, Traced: traced, Scoped: cfg.ScopedHold, Live: &s.holds}, s.release), nil
+	held, err := hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Taken: permitTaken{permitID, label, n}, Telemetry: s.inst.Release, Traced: traced, Scoped: cfg.ScopedHold, Live: &s.holds}, s.release)
+	if err != nil {
+		return nil, s.id.Wrap(op, err)
+	}
+	return held, nil
 }
 
 // maxMarkLife bounds the life of a waiter's mark in the queue. A waiting

@@ -19,7 +19,7 @@ func Example() {
 	lease := wd.Start(lease.Spec{Targets: []lease.Target{{Client: c, Keys: []string{"k"}}}, Timeout: time.Minute}, clk.Now())
 
 	key := hold.NewKey(c, "example", "k", "")
-	ctx := hold.Start(context.Background(), key, &hold.Hold{Token: 42, Lease: lease},
+	ctx, _ := hold.Start(context.Background(), key, &hold.Hold{Token: 42, Lease: lease},
 		func(ctx context.Context, h *hold.Hold) error { h.Lease.Stop(); return nil })
 	tok, _ := hold.Token(ctx)
 	fmt.Println(tok, hold.End(ctx, key, nil), context.Cause(ctx))

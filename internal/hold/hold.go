@@ -127,7 +127,17 @@ func Token(ctx context.Context) (int64, bool) {
 // under key and its token, and ends when the hold does; when the lease is
 // lost, with the loss. A Scoped hold ends when parent does, released in
 // the background.
-func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) context.Context {
+//
+// A grant whose reply came after its lease had lapsed (the call was held
+// up past the lease: a pause, a partition, a busy server) is refused: the
+// key may have expired before the reply arrived and let the next holder
+// in. What the acquisition wrote is given back, in case it is still there,
+// and Start returns ErrLockLost.
+func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) (context.Context, error) {
+	if err := h.Lease.Check(); err != nil {
+		_ = release(context.WithoutCancel(parent), h)
+		return nil, fmt.Errorf("%w: the lease of %v lapsed before the grant's reply arrived", errs.ErrLockLost, h.Lease.Timeout())
+	}
 	h.release = release
 	h.parent = parent
 	h.key, h.since = key, time.Now()
@@ -150,7 +160,7 @@ func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) contex
 		h.stopAfter = context.AfterFunc(parent, h.parentDone)
 	}
 	h.lostID = h.Lease.OnLost((*lossListener)(h))
-	return &h.ctx
+	return &h.ctx, nil
 }
 
 func noStop() bool { return true }

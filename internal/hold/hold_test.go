@@ -29,12 +29,20 @@ func spec(c redis.UniversalClient, id string) lease.Spec {
 	return lease.Spec{Targets: []lease.Target{{Client: c, Keys: []string{"k"}}}, Timeout: time.Second, ID: lease.ID{Lock: id}, Name: "k", Primitive: "test"}
 }
 
+// start is Start for a lease in time, which it always accepts.
+func start(t *testing.T, parent context.Context, key Key, h *Hold, release ReleaseFunc) context.Context {
+	t.Helper()
+	ctx, err := Start(parent, key, h, release)
+	require.NoError(t, err)
+	return ctx
+}
+
 func TestEndOnce(t *testing.T) {
 	wd, clk, c := setup(t)
 	key := NewKey(c, "test", "k", "")
 	var releases atomic.Int32
 	lease := Lease(wd, spec(c, "a"), false, false, clk.Now())
-	ctx := Start(context.Background(), key, &Hold{Owner: "o", Token: 7, Lease: lease}, func(ctx context.Context, h *Hold) error {
+	ctx := start(t, context.Background(), key, &Hold{Owner: "o", Token: 7, Lease: lease}, func(ctx context.Context, h *Hold) error {
 		releases.Add(1)
 		h.Lease.Stop()
 		return nil
@@ -57,7 +65,7 @@ func TestScopedParentEndReleasesInBackground(t *testing.T) {
 	parent, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	lease := Lease(wd, spec(c, "b"), false, false, clk.Now())
-	ctx := Start(parent, key, &Hold{Lease: lease, Scoped: true}, func(ctx context.Context, h *Hold) error {
+	ctx := start(t, parent, key, &Hold{Lease: lease, Scoped: true}, func(ctx context.Context, h *Hold) error {
 		require.NoError(t, ctx.Err(), "the release runs on a context that is not cancelled")
 		h.Lease.Stop()
 		close(done)
@@ -76,11 +84,11 @@ func TestLostHold(t *testing.T) {
 	inner := Lease(wd, spec(c, "c"), true, false, clk.Now())
 	require.Same(t, lease, inner, "a reentrant acquisition shares the lease")
 	require.Equal(t, 2, lease.Refs())
-	ctx := Start(context.Background(), key, &Hold{Lease: lease}, func(context.Context, *Hold) error {
+	ctx := start(t, context.Background(), key, &Hold{Lease: lease}, func(context.Context, *Hold) error {
 		t.Error("a lost hold is not released")
 		return nil
 	})
-	nested := Start(ctx, NewKey(c, "test", "k2", ""), &Hold{Lease: lease}, func(context.Context, *Hold) error {
+	nested := start(t, ctx, NewKey(c, "test", "k2", ""), &Hold{Lease: lease}, func(context.Context, *Hold) error {
 		t.Error("a lost hold is not released")
 		return nil
 	})
@@ -101,7 +109,7 @@ func TestResumedHolderSeesLapseAtOnce(t *testing.T) {
 	wd, clk, c := setup(t)
 	key := NewKey(c, "test", "k", "")
 	lease := Lease(wd, spec(c, "d"), false, false, clk.Now())
-	ctx := Start(context.Background(), key, &Hold{Lease: lease}, func(context.Context, *Hold) error {
+	ctx := start(t, context.Background(), key, &Hold{Lease: lease}, func(context.Context, *Hold) error {
 		t.Error("a lost hold is not released")
 		return nil
 	})
@@ -130,7 +138,7 @@ func TestParentBoundsWaitOnly(t *testing.T) {
 	parent, cancel := context.WithTimeout(context.WithValue(context.Background(), valueKey{}, "v"), time.Hour)
 	var releases atomic.Int32
 	lease := Lease(wd, spec(c, "w"), false, false, clk.Now())
-	ctx := Start(parent, key, &Hold{Owner: "o", Lease: lease}, func(_ context.Context, h *Hold) error {
+	ctx := start(t, parent, key, &Hold{Owner: "o", Lease: lease}, func(_ context.Context, h *Hold) error {
 		releases.Add(1)
 		h.Lease.Stop()
 		return nil
@@ -155,7 +163,7 @@ func TestOwnerPerLock(t *testing.T) {
 	y := NewKey(c, "test", "y", "")
 	member := NewKey(c, "test", "member", "")
 	stop := func(_ context.Context, h *Hold) error { h.Lease.Stop(); return nil }
-	heldY := Start(context.Background(), y, &Hold{Owner: "owner-y", Lease: Lease(wd, spec(c, "y"), false, false, clk.Now()), Also: []Key{member}}, stop)
+	heldY := start(t, context.Background(), y, &Hold{Owner: "owner-y", Lease: Lease(wd, spec(c, "y"), false, false, clk.Now()), Also: []Key{member}}, stop)
 
 	id, ok := OwnerOf(heldY, y)
 	require.True(t, ok)
@@ -199,7 +207,7 @@ func TestLossSeenBeforeItsCallbacksRun(t *testing.T) {
 	wd, clk, c := setup(t)
 	key := NewKey(c, "test", "k", "")
 	h := &Hold{Owner: "o", Lease: Lease(wd, spec(c, "late"), false, false, clk.Now())}
-	ctx := Start(context.Background(), key, h, func(ctx context.Context, h *Hold) error { return nil })
+	ctx := start(t, context.Background(), key, h, func(ctx context.Context, h *Hold) error { return nil })
 	h.Lease.RemoveLost(h.lostID) // as if the goroutine that found the loss had not reached the hold yet
 	h.Lease.Lose("found by the watchdog's goroutine")
 	clk.Advance(2 * time.Second) // the holder runs after its lease's end
@@ -222,7 +230,7 @@ func TestKeysMadeApartAreOne(t *testing.T) {
 	}
 	require.False(t, Key{}.Is(Key{}), "a key of no primitive names none")
 
-	ctx := Start(context.Background(), a, &Hold{Owner: "o", Lease: Lease(wd, spec(c, "n"), false, false, clk.Now())}, func(_ context.Context, h *Hold) error {
+	ctx := start(t, context.Background(), a, &Hold{Owner: "o", Lease: Lease(wd, spec(c, "n"), false, false, clk.Now())}, func(_ context.Context, h *Hold) error {
 		h.Lease.Stop()
 		return nil
 	})
@@ -244,7 +252,7 @@ func TestEndDuringLossReportsTheLoss(t *testing.T) {
 			key := NewKey(c, "test", "k", "")
 			live := &Live{}
 			h := &Hold{Owner: "o", Live: live, Lease: Lease(wd, spec(c, "loss:"+op), false, false, clk.Now())}
-			ctx := Start(context.Background(), key, h, func(context.Context, *Hold) error {
+			ctx := start(t, context.Background(), key, h, func(context.Context, *Hold) error {
 				t.Error("a lost hold is not released")
 				return nil
 			})
@@ -269,4 +277,29 @@ func TestEndDuringLossReportsTheLoss(t *testing.T) {
 			h.Lease.Stop()
 		})
 	}
+}
+
+// A lease that lapsed before its hold began (the grant's reply came
+// late) makes no hold: Start gives it back through release, once, and
+// returns ErrLockLost; nothing is left registered.
+func TestStartRefusesALapsedLease(t *testing.T) {
+	wd, clk, c := setup(t)
+	key := NewKey(c, "test", "k", "")
+	live := &Live{}
+	l := Lease(wd, spec(c, "lapsed"), false, false, clk.Now())
+	clk.Advance(2 * time.Second) // past the 1 s lease, before the wheel turns
+	var releases atomic.Int32
+	ctx, err := Start(context.Background(), key, &Hold{Owner: "o", Token: 3, Lease: l, Live: live}, func(_ context.Context, h *Hold) error {
+		releases.Add(1)
+		require.Equal(t, "o", h.Owner)
+		h.Lease.Release()
+		return nil
+	})
+	require.Nil(t, ctx)
+	require.ErrorIs(t, err, errs.ErrLockLost)
+	require.ErrorContains(t, err, "the lease of 1s lapsed before the grant's reply arrived")
+	require.EqualValues(t, 1, releases.Load())
+	require.ErrorIs(t, l.Lost(), errs.ErrLockLost)
+	require.Zero(t, wd.Stats().Held)
+	require.Empty(t, live.holds)
 }

@@ -21,23 +21,23 @@ func TestTokenOnlyWhileLive(t *testing.T) {
 		require.Equal(t, want, ok, "TokenOf: %s", why)
 	}
 
-	ctx := Start(context.Background(), key, &Hold{Token: 7, Lease: Lease(wd, spec(c, "a"), false, false, clk.Now())}, stop)
+	ctx := start(t, context.Background(), key, &Hold{Token: 7, Lease: Lease(wd, spec(c, "a"), false, false, clk.Now())}, stop)
 	requireToken(ctx, true, "live")
 	require.NoError(t, End(ctx, key, nil))
 	requireToken(ctx, false, "released")
 
-	ctx = Start(context.Background(), key, &Hold{Token: 8, Lease: Lease(wd, spec(c, "b"), false, false, clk.Now())}, stop)
+	ctx = start(t, context.Background(), key, &Hold{Token: 8, Lease: Lease(wd, spec(c, "b"), false, false, clk.Now())}, stop)
 	clk.Advance(2 * time.Second) // past the lease, before the wheel turns
 	requireToken(ctx, false, "lapsed")
 
-	ctx = Start(context.Background(), key, &Hold{Token: 9, Lease: Lease(wd, spec(c, "c"), false, false, clk.Now())}, stop)
+	ctx = start(t, context.Background(), key, &Hold{Token: 9, Lease: Lease(wd, spec(c, "c"), false, false, clk.Now())}, stop)
 	h, _, err := Detach(ctx, key, nil)
 	require.NoError(t, err)
 	h.Close()
 	h.Lease.Stop()
 	requireToken(ctx, false, "detached")
 
-	ctx = Start(context.Background(), key, &Hold{Lease: Lease(wd, spec(c, "d"), false, false, clk.Now())}, stop)
+	ctx = start(t, context.Background(), key, &Hold{Lease: Lease(wd, spec(c, "d"), false, false, clk.Now())}, stop)
 	requireToken(ctx, false, "a hold without a token")
 	require.NoError(t, End(ctx, key, nil))
 

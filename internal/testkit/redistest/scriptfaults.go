@@ -19,14 +19,20 @@ var ErrReadTimeout error = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadl
 // go-redis's resend after a read timeout would, Gap after the first (a
 // resend comes a read timeout later); the next Lose calls have
 // their reply replaced by ErrReadTimeout after Redis ran the script. Seen
-// counts the calls.
+// counts the calls. AfterNext holds up one reply.
 type ScriptFaults struct {
 	ids   map[any]bool
 	Twice bool
 	Gap   time.Duration
 	Lose  atomic.Int32
 	Seen  atomic.Int32
+	after atomic.Pointer[func()]
 }
+
+// AfterNext runs fn once, after the next call of f's scripts has run and
+// before its reply reaches the caller: with fn moving the watchdog's fake
+// clock, a reply that arrives that much later.
+func (f *ScriptFaults) AfterNext(fn func()) { f.after.Store(&fn) }
 
 // NewScriptFaults returns a ScriptFaults on the scripts with sources srcs.
 func NewScriptFaults(srcs ...string) *ScriptFaults {
@@ -53,6 +59,9 @@ func (f *ScriptFaults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			err = next(ctx, c)
 		}
 		f.Seen.Add(1)
+		if fn := f.after.Swap(nil); fn != nil {
+			(*fn)()
+		}
 		if err == nil && f.Lose.Add(-1) >= 0 {
 			err = ErrReadTimeout
 			c.SetErr(err)

@@ -1,0 +1,50 @@
+package lock_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/testkit/redistest"
+	"github.com/relock-go/relock/lock"
+	"github.com/relock-go/relock/watchdog"
+)
+
+// TestGrantLapsedOnArrivalRefused: a grant whose reply comes after its
+// lease has lapsed (the watchdog's clock moved past the lease between the
+// script's run and its reply) may overlap the next holder's, so Lock
+// refuses it with ErrLockLost, naming the operation and the lock, and
+// gives the lock back at once rather than leaving it taken until its key
+// expires.
+func TestGrantLapsedOnArrivalRefused(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		for _, fair := range []bool{false, true} {
+			ctx := ctxT(t)
+			name := fmt.Sprintf("lapsed:%t", fair)
+			clk := watchdog.NewFakeClock(time.Unix(1_700_000_000, 0))
+			wd := watchdog.New(watchdog.WithClock(clk))
+			preload(t, env.Universal) // the hook's next call is the script's run, not a NOSCRIPT
+			c := env.NewClient(t)
+			hook := redistest.NewScriptFaults(lock.ScriptSources()["acquire"], lock.ScriptSources()["fair_acquire"])
+			c.AddHook(hook)
+			mu := lock.New(c, name, lock.WithWatchdog(wd))
+			if fair {
+				mu = lock.NewFair(c, name, lock.WithWatchdog(wd))
+			}
+			hook.AfterNext(func() { clk.Advance(time.Minute) }) // past the 30 s lease
+			_, err := mu.Lock(ctx)
+			require.ErrorIs(t, err, lock.ErrLockLost, "fair %t", fair)
+			require.ErrorContains(t, err, fmt.Sprintf("lock %q", name))
+			require.ErrorContains(t, err, "lapsed before the grant's reply arrived")
+			require.Equal(t, int32(1), hook.Seen.Load(), "fair %t: refused without a second try", fair)
+			require.Zero(t, env.Universal.Exists(ctx, name).Val(), "fair %t: given back", fair)
+			require.Zero(t, wd.Stats().Held, "fair %t: the watchdog keeps nothing", fair)
+
+			held, err := mu.TryLock(ctx)
+			require.NoError(t, err, "fair %t: free for the next owner", fair)
+			require.NoError(t, mu.Unlock(held))
+		}
+	})
+}
