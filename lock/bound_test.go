@@ -2,7 +2,6 @@ package lock_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -95,20 +94,6 @@ func TestCallsReturnWithinTheirBoundOnAStalledServer(t *testing.T) {
 	}
 }
 
-// busyScript runs a read-only Lua loop on c for d: the server answers
-// every other client BUSY meanwhile (past busy-reply-threshold).
-func busyScript(t *testing.T, c *redis.Client, d time.Duration) (stop func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		src := fmt.Sprintf(`local t = redis.call('TIME'); local e = t[1]*1000000 + t[2] + %d
-while true do t = redis.call('TIME'); if t[1]*1000000 + t[2] > e then break end end return 1`, d.Microseconds())
-		_ = c.Eval(context.Background(), src, nil).Err()
-	}()
-	return func() { <-done }
-}
-
 func TestUnlockRetriesABusyServer(t *testing.T) {
 	srv := redistest.StartServer(t, redistest.WithArgs("--busy-reply-threshold", "50"))
 	rdb := srv.Client(t)
@@ -117,7 +102,7 @@ func TestUnlockRetriesABusyServer(t *testing.T) {
 	held, err := mu.Lock(ctx)
 	require.NoError(t, err)
 	busyClient := srv.Client(t, func(o *redis.Options) { o.ReadTimeout = 5 * time.Second })
-	wait := busyScript(t, busyClient, 600*time.Millisecond)
+	wait := redistest.BusyScript(busyClient, 600*time.Millisecond)
 	defer wait()
 	require.Eventually(t, func() bool {
 		err := rdb.Ping(ctx).Err()
@@ -133,7 +118,7 @@ func TestUnlockRetriesABusyServer(t *testing.T) {
 	wait()
 	held, err = mu.Lock(ctx)
 	require.NoError(t, err)
-	wait2 := busyScript(t, busyClient, 600*time.Millisecond)
+	wait2 := redistest.BusyScript(busyClient, 600*time.Millisecond)
 	defer wait2()
 	require.Eventually(t, func() bool {
 		err := rdb.Ping(ctx).Err()

@@ -31,6 +31,9 @@ type shard struct {
 	linger *time.Timer
 	closed bool
 	done   chan struct{} // closed with closed, ends the receive backoff
+	// again: a resubscription of the channels a server refused for the
+	// moment is due (resubscribeRefused).
+	again bool
 }
 
 // channelState counts SUBSCRIBEs sent and confirmed for one channel, so a
@@ -41,7 +44,14 @@ type channelState struct {
 	// resync: the connection broke since the channel was last confirmed;
 	// its listener hears Missed when the resubscription is confirmed.
 	resync bool
+	// refused: a busy or loading server refused its subscription, which
+	// is sent again (resubscribeRefused).
+	refused bool
 }
+
+// refusedRetry is how long after a server refused subscriptions for the
+// moment (BUSY, LOADING) they are sent again.
+const refusedRetry = 100 * time.Millisecond
 
 func (ps *PubSub) shardLocked(ctx context.Context, channel string) (*shard, error) {
 	client := ps.client.Client()
@@ -216,10 +226,17 @@ func (ps *PubSub) receive(s *shard) {
 	}
 }
 
-// refused handles Redis refusing a (S)SUBSCRIBE (NOPERM, MOVED...): the
-// connection is intact and nothing was resubscribed, so the counts stay,
-// and the subscriptions that wait for a confirmation fail with err instead
-// of waiting for ever. A MOVED channel is moved to the slot's new node.
+// refused handles Redis refusing a (S)SUBSCRIBE (NOPERM, MOVED, BUSY...):
+// the connection is intact and nothing was resubscribed, so the counts
+// stay. A refusal for the moment (a server running a long script or
+// loading its data: errs.TryAgain) is sent again shortly, the waiting
+// subscriptions waiting on: the refused command may be the resubscription
+// of every channel after a reconnect, which would otherwise leave them
+// unsubscribed for good while counted as subscribed. Otherwise the
+// subscriptions that wait for a confirmation fail with err instead of
+// waiting for ever, and a resubscription refused so fails its channel's
+// subscription (a later Join subscribes afresh). A MOVED channel is moved
+// to the slot's new node.
 // The refusal may answer an (S)UNSUBSCRIBE instead (a node that no longer
 // serves the slot refuses it too), whose reply own counts on: those of
 // the slot (all, when the error names none) are no longer counted on, so
@@ -237,6 +254,7 @@ func (ps *PubSub) refused(s *shard, err error, refused redis.Error) {
 	}
 	var moved []string
 	slot, isMoved := errs.Redirect(refused)
+	later := errs.TryAgain(err)
 	ps.mu.Lock()
 	for ch := range s.own {
 		if !isMoved || Slot(ch) == slot {
@@ -244,8 +262,15 @@ func (ps *PubSub) refused(s *shard, err error, refused redis.Error) {
 		}
 	}
 	for ch, st := range s.chans {
+		if later && (st.resync || len(st.pending) > 0) {
+			st.refused = true
+			continue
+		}
 		if len(st.pending) > 0 && s.ssub && isMoved && Slot(ch) == slot {
 			moved = append(moved, ch)
+		}
+		if sub := ps.subs[ch]; st.resync && sub != nil && sub.err == nil {
+			sub.err = err // Failed from now on
 		}
 		for _, p := range st.pending {
 			p.err = err
@@ -253,9 +278,47 @@ func (ps *PubSub) refused(s *shard, err error, refused redis.Error) {
 		}
 		st.pending = nil
 	}
+	again := later && !s.again
+	s.again = s.again || later
 	ps.mu.Unlock()
 	if len(moved) > 0 {
 		go ps.moveWhenKnown(s, moved)
+	}
+	if again {
+		go ps.resubscribeRefused(s)
+	}
+}
+
+// resubscribeRefused sends again, refusedRetry after a refusal for the
+// moment, the subscriptions it refused; a new refusal comes back to
+// refused. A connection broken meanwhile subscribes them all again anyway.
+func (ps *PubSub) resubscribeRefused(s *shard) {
+	select {
+	case <-time.After(refusedRetry):
+	case <-s.done:
+		return
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	s.again = false
+	var chans []string
+	for ch, st := range s.chans {
+		if st.refused {
+			st.refused = false
+			chans = append(chans, ch)
+		}
+	}
+	if len(chans) == 0 || s.closed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if !s.ssub {
+		_ = s.ps.Subscribe(ctx, chans...)
+		return
+	}
+	for _, ch := range chans {
+		_ = s.ps.SSubscribe(ctx, ch) // one per slot, as resubscribeEach
 	}
 }
 
@@ -284,7 +347,7 @@ func (ps *PubSub) lost(s *shard) bool {
 	var tell []heard
 	for ch, st := range s.chans {
 		st.sent, st.confirmed = 1, 0
-		st.resync = true
+		st.resync, st.refused = true, false
 		for _, p := range st.pending {
 			p.target = 1
 		}
@@ -317,6 +380,7 @@ func (ps *PubSub) confirm(s *shard, channel string) {
 		return
 	}
 	st.confirmed++
+	st.refused = false
 	var missed Listener
 	if st.resync {
 		// Subscribed again after a reconnect: a message published while
