@@ -1,6 +1,7 @@
 package lock_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -46,5 +47,35 @@ func TestGrantLapsedOnArrivalRefused(t *testing.T) {
 			require.NoError(t, err, "fair %t: free for the next owner", fair)
 			require.NoError(t, mu.Unlock(held))
 		}
+	})
+}
+
+// TestReentryLapsedOnArrivalEndsTheHold: a re-entry whose grant came after
+// the lease had lapsed shares that lease with the outer hold, so both are
+// lost. The re-entry's count is left to expire with the outer one: giving
+// back one count would renew a key that nobody holds any more.
+func TestReentryLapsedOnArrivalEndsTheHold(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		const name = "lapsed:reentry"
+		clk := watchdog.NewFakeClock(time.Unix(1_700_000_000, 0))
+		wd := watchdog.New(watchdog.WithClock(clk))
+		preload(t, env.Universal)
+		c := env.NewClient(t)
+		hook := redistest.NewScriptFaults(lock.ScriptSources()["acquire"])
+		c.AddHook(hook)
+		mu := lock.New(c, name, lock.WithWatchdog(wd))
+		outer, err := mu.Lock(ctx)
+		require.NoError(t, err)
+
+		hook.AfterNext(func() { clk.Advance(time.Minute) }) // past the 30 s lease
+		_, err = mu.Lock(outer)
+		require.ErrorIs(t, err, lock.ErrLockLost)
+		require.ErrorContains(t, err, "lapsed before the grant's reply arrived")
+		require.ErrorIs(t, context.Cause(outer), lock.ErrLockLost, "the outer hold is lost with its lease")
+		require.ErrorIs(t, mu.Unlock(outer), lock.ErrLockLost)
+		require.Equal(t, "2", env.Universal.HGet(ctx, name, ownerField(t, env.Universal, name)).Val(),
+			"both counts left to expire")
+		require.Zero(t, wd.Stats().Held)
 	})
 }

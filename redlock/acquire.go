@@ -206,16 +206,19 @@ func (a *acquisition) startHold(r *round, outs []outcome, won int, token int64, 
 		Name:      l.id.Name,
 		Primitive: l.primitive(),
 	}, sentAt)
+	// A round refused by Start is given back by l.release, which waits
+	// for the members as an Unlock does.
+	held, err := hold.Start(a.ctx, l.key(), &hold.Hold{Owner: r.id, Token: token, Lease: wl, Taken: r, Telemetry: l.inst.Release, Traced: a.rec.Recording, Scoped: a.cfg.ScopedHold, Also: l.memberKeys, Live: &l.holds}, l.release)
+	if err != nil {
+		return nil, err
+	}
 	// A lost hold gives back what survives of it at once.
 	wl.OnLost(lease.LostFunc(func(error) { l.releaseLost(r) }))
 	if a.rec.Recording {
 		a.rec.Span.SetAttributes(tracing.FencingToken.Int64(token))
 	}
-	held, err := hold.Start(a.ctx, l.key(), &hold.Hold{Owner: r.id, Token: token, Lease: wl, Taken: r, Telemetry: l.inst.Release, Traced: a.rec.Recording, Scoped: a.cfg.ScopedHold, Also: l.memberKeys, Live: &l.holds}, l.release)
-	if err == nil {
-		a.finish(nil)
-	}
-	return held, err
+	a.finish(nil)
+	return held, nil
 }
 
 // giveBack gives back what round r took when it did not hold the lock.

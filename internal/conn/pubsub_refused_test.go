@@ -52,3 +52,25 @@ func TestResubscriptionRefusedByABusyServerIsMadeAgain(t *testing.T) {
 	assert.Equal(t, int64(1), n)
 	rec.requireMessage(t, ch, "unlocked", "a message after the server answered again")
 }
+
+// A resubscription refused for good (NOPERM: the user's channel rights
+// were revoked, and Redis dropped its connection for it) fails the
+// channel's subscription, so that the next waiter subscribes afresh and
+// hears the refusal instead of waiting on a channel nobody subscribes.
+func TestResubscriptionRefusedForGoodFailsTheSubscription(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	srv := redistest.StartServer(t)
+	admin := srv.Client(t)
+	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "app", "on", ">pw", "~*", "&*", "+@all").Err())
+	app := srv.Client(t, func(o *redis.Options) { o.Username, o.Password = "app", "pw" })
+	ps := conn.PubSubFor(app)
+	ch := chanName(t, 0)
+	rec := newRecorder()
+	sub := subscribeReady(t, ctx, ps, ch, rec)
+
+	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "app", "resetchannels", "&allowed:*").Err())
+	require.Equal(t, heard{"broken", ch, ""}, rec.next(t, "after Redis dropped the connection"))
+	require.Eventually(t, sub.Failed, settle, poll, "the refused resubscription fails the subscription")
+	require.ErrorContains(t, sub.Err(), "NOPERM")
+}

@@ -269,7 +269,9 @@ func (ps *PubSub) refused(s *shard, err error, refused redis.Error) {
 		if len(st.pending) > 0 && s.ssub && isMoved && Slot(ch) == slot {
 			moved = append(moved, ch)
 		}
-		if sub := ps.subs[ch]; st.resync && sub != nil && sub.err == nil {
+		// A MOVED names one slot, whose channels move (above, and in
+		// lost); the others may still be confirmed.
+		if sub := ps.subs[ch]; st.resync && !isMoved && sub != nil && sub.err == nil {
 			sub.err = err // Failed from now on
 		}
 		for _, p := range st.pending {

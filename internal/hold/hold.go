@@ -132,10 +132,14 @@ func Token(ctx context.Context) (int64, bool) {
 // up past the lease: a pause, a partition, a busy server) is refused: the
 // key may have expired before the reply arrived and let the next holder
 // in. What the acquisition wrote is given back, in case it is still there,
-// and Start returns ErrLockLost.
+// and Start returns ErrLockLost. A re-entry is not given back: its lease
+// is the outer hold's, lost with it, and a release of one count would
+// renew the key that the lost outer count keeps; it expires on its own.
 func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) (context.Context, error) {
 	if err := h.Lease.Check(); err != nil {
-		_ = release(context.WithoutCancel(parent), h)
+		if h.Lease.Refs() <= 1 {
+			_ = release(context.WithoutCancel(parent), h)
+		}
 		return nil, fmt.Errorf("%w: the lease of %v lapsed before the grant's reply arrived", errs.ErrLockLost, h.Lease.Timeout())
 	}
 	h.release = release
