@@ -401,7 +401,7 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) (context.C
 		m.watch(ctx, extra, ls, a.owner)
 		taken = extra
 	}
-	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: ls, Taken: taken, Telemetry: m.inst.Release, Traced: traced, Scoped: a.cfg.ScopedHold, Live: &m.holds}, m.releaseFn)
+	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: ls, Taken: taken, Telemetry: m.inst.Release, Traced: traced, Scoped: a.cfg.ScopedHold, Live: &m.holds, Reentry: a.count > 1}, m.releaseFn)
 }
 
 // Unlock releases one count of the hold that returned ctx (or that ctx was

@@ -354,7 +354,7 @@ func (rw *RWMutex) newHold(ctx context.Context, cfg *options.Config, s access, o
 	if s == write {
 		release = rw.releaseWrite
 	}
-	return hold.Start(ctx, rw.key(s), &hold.Hold{Owner: ownerID, Token: token, Lease: ls, Taken: label, Telemetry: rw.inst[s].Release, Traced: traced, Scoped: cfg.ScopedHold, Live: &rw.holds}, release)
+	return hold.Start(ctx, rw.key(s), &hold.Hold{Owner: ownerID, Token: token, Lease: ls, Taken: label, Telemetry: rw.inst[s].Release, Traced: traced, Scoped: cfg.ScopedHold, Live: &rw.holds, Reentry: count > 1}, release)
 }
 
 func (rw *RWMutex) latch() string {

@@ -84,6 +84,9 @@ type Hold struct {
 	// Live, when set, is the primitive value's set of live holds, which
 	// names this one in the error of an Unlock through a wrong context.
 	Live *Live
+	// Reentry: the acquisition added a count to a hold its owner had in
+	// Redis already.
+	Reentry bool
 
 	key   Key
 	since time.Time
@@ -132,12 +135,13 @@ func Token(ctx context.Context) (int64, bool) {
 // up past the lease: a pause, a partition, a busy server) is refused: the
 // key may have expired before the reply arrived and let the next holder
 // in. What the acquisition wrote is given back, in case it is still there,
-// and Start returns ErrLockLost. A re-entry is not given back: its lease
-// is the outer hold's, lost with it, and a release of one count would
-// renew the key that the lost outer count keeps; it expires on its own.
+// and Start returns ErrLockLost. A Reentry is not given back: the outer
+// hold is lost with the lease they share (or was already), and a release
+// of one count would renew the key that the outer count keeps; it
+// expires on its own.
 func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) (context.Context, error) {
 	if err := h.Lease.Check(); err != nil {
-		if h.Lease.Refs() <= 1 {
+		if !h.Reentry {
 			_ = release(context.WithoutCancel(parent), h)
 		}
 		return nil, fmt.Errorf("%w: the lease of %v lapsed before the grant's reply arrived", errs.ErrLockLost, h.Lease.Timeout())
