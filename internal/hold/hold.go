@@ -142,7 +142,7 @@ func Token(ctx context.Context) (int64, bool) {
 func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) (context.Context, error) {
 	if err := h.Lease.Check(); err != nil {
 		if !h.Reentry {
-			_ = release(context.WithoutCancel(parent), h)
+			giveBack(parent, h, release)
 		}
 		return nil, fmt.Errorf("%w: the lease of %v lapsed before the grant's reply arrived", errs.ErrLockLost, h.Lease.Timeout())
 	}
@@ -172,6 +172,19 @@ func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) (conte
 }
 
 func noStop() bool { return true }
+
+// giveBack releases a refused hold within parent's deadline, if it has
+// one, so that the acquisition keeps its bound: a release cut short goes
+// on in the background, as any release does.
+func giveBack(parent context.Context, h *Hold, release ReleaseFunc) {
+	ctx := context.WithoutCancel(parent)
+	if d, ok := parent.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d)
+		defer cancel()
+	}
+	_ = release(ctx, h)
+}
 
 // holdCtx carries a hold, its token and its owner: one context for all.
 type holdCtx struct {
