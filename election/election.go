@@ -51,7 +51,7 @@ func (l Leader) Vacant() bool { return l.Epoch == 0 }
 // context Campaign returns, as a lock's hold does.
 type Election struct {
 	id      errs.Ident
-	client  redis.UniversalClient
+	client  conn.Client
 	name    string
 	fair    *lock.Mutex // the candidates' line and the leader's hold
 	record  string      // relock_election:{<name>}
@@ -84,7 +84,8 @@ type termKey struct{}
 // reported by every call (and by Err), with ErrInvalidArgument.
 func New(client redis.UniversalClient, name string, opts ...Option) *Election {
 	cfg := newConfig(opts)
-	e := &Election{client: client, name: name, cfg: cfg}
+	c := conn.Of(client)
+	e := &Election{client: c, name: name, cfg: cfg}
 	e.id = errs.Ident{Primitive: primitive, Name: name}
 	e.fair = lock.NewFair(client, name, cfg.lock...)
 	if err := e.fair.Err(); err != nil {
@@ -93,8 +94,8 @@ func New(client redis.UniversalClient, name string, opts ...Option) *Election {
 	}
 	e.record = scripts.ElectionRecord(name)
 	e.channel = scripts.ElectionChannel(name)
-	e.hub = queue.For(client)
-	e.pool = conn.PoolFor(client)
+	e.hub = queue.For(c)
+	e.pool = c.Pool()
 	e.inst = newInstruments(cfg, name)
 	return e
 }

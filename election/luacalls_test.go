@@ -4,8 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
@@ -15,16 +14,16 @@ import (
 func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
 	ctx := context.Background()
 	wrappers := map[string]redistest.Wrapper{
-		"elect.lua": {Value: electLua{}, Run: func(w any, c redis.UniversalClient) {
+		"elect.lua": {Value: electLua{}, Run: func(w any, c conn.Client) {
 			w.(electLua).call().Retrying(ctx, c, 0)
 		}},
-		"resign.lua": {Value: resignLua{}, Run: func(w any, c redis.UniversalClient) {
+		"resign.lua": {Value: resignLua{}, Run: func(w any, c conn.Client) {
 			w.(resignLua).call().Retrying(ctx, c, 0)
 		}},
-		"proclaim.lua": {Value: proclaimLua{}, Run: func(w any, c redis.UniversalClient) {
+		"proclaim.lua": {Value: proclaimLua{}, Run: func(w any, c conn.Client) {
 			w.(proclaimLua).call().Run(ctx, c)
 		}},
-		"leader.lua": {Value: leaderLua{}, Run: func(w any, c redis.UniversalClient) {
+		"leader.lua": {Value: leaderLua{}, Run: func(w any, c conn.Client) {
 			w.(leaderLua).call().Run(ctx, c)
 		}},
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/scripts"
@@ -49,7 +50,7 @@ const fairMarkLife = 3 * time.Second
 // owner id: a seat and its channel's subscription serve one waiter after
 // another, so that waiting costs no SUBSCRIBE of its own.
 func NewFair(client redis.UniversalClient, name string, opts ...Option) *Mutex {
-	return newMutex(client, name, true, opts)
+	return newMutex(conn.Of(client), name, true, opts)
 }
 
 // withdraw takes a fair lock's waiter that gave up out of the list,

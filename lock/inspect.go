@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/scripts"
@@ -44,10 +42,10 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	}
 	var s string
 	err := conn.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
-		s, err = m.client.HGet(ctx, m.name, id).Result()
+		s, err = m.client.Do(ctx, "hget", m.name, id).Text()
 		return err
 	})
-	if errors.Is(err, redis.Nil) {
+	if errors.Is(err, conn.Nil) {
 		return 0, nil
 	}
 	if err != nil {
@@ -67,7 +65,7 @@ func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
 	}
 	var n int64
 	err := conn.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
-		n, err = m.client.Exists(ctx, m.name).Result()
+		n, err = m.client.Do(ctx, "exists", m.name).Int64()
 		return err
 	})
 	if err != nil {
@@ -84,7 +82,7 @@ func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
 	}
 	var d time.Duration
 	err := conn.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
-		d, err = m.client.PTTL(ctx, m.name).Result()
+		d, err = m.client.Do(ctx, "pttl", m.name).Millis()
 		return err
 	})
 	if err != nil {

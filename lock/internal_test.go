@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
@@ -32,7 +33,7 @@ func TestUnlockRetryDoesNotDecrementTwice(t *testing.T) {
 
 			latch := scripts.Prefix("redisson_unlock_latch", "latch") + ":req-1"
 			run := func() int64 {
-				res, err := unlockScript.With(3, "latch", mu.channel, latch, unlockMessage, int64(30000), id, mu.hub.PublishCommand(), int64(10000)).Run(ctx, env.Universal).Int64()
+				res, err := unlockScript.With(3, "latch", mu.channel, latch, unlockMessage, int64(30000), id, mu.hub.PublishCommand(), int64(10000)).Run(ctx, conn.Of(env.Universal)).Int64()
 				require.NoError(t, err)
 				return res
 			}

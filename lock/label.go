@@ -11,7 +11,7 @@ import (
 // heldBy adds to err who holds the lock, when its holders have labels:
 // "not acquired (held by pod-7 for 4.2s)".
 func (m *Mutex) heldBy(ctx context.Context, err error) error {
-	holders, herr := m.client.HKeys(context.WithoutCancel(ctx), m.name).Result()
+	holders, herr := m.client.Do(context.WithoutCancel(ctx), "hkeys", m.name).StringSlice()
 	if herr != nil || len(holders) == 0 {
 		return err
 	}
@@ -61,7 +61,7 @@ func (m *Mutex) watch(ctx context.Context, x *holdExtras, ls *lease.Lease, owner
 		go func() {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.UnlockTimeout)
 			defer cancel()
-			held, err := m.client.HExists(cctx, m.name, ownerID).Result()
+			held, err := m.client.Do(cctx, "hexists", m.name, ownerID).Bool()
 			if err == nil && !held {
 				ls.Lose("force-unlocked: the lock's unlock message came while it was held, and the owner's field was gone")
 			}

@@ -45,7 +45,7 @@ type Mutex struct {
 	// holds are the live holds made through this value, named when an
 	// Unlock comes through a context that carries none.
 	holds    hold.Live
-	client   redis.UniversalClient
+	client   conn.Client
 	name     string
 	cfg      options.Config
 	id       errs.Ident // its name in errors, and why New refused its arguments
@@ -82,10 +82,10 @@ type Mutex struct {
 // Bad arguments (nil client, empty name, a bad option) are reported as
 // ErrInvalidArgument by every method, before anything is written.
 func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
-	return newMutex(client, name, false, opts)
+	return newMutex(conn.Of(client), name, false, opts)
 }
 
-func newMutex(client redis.UniversalClient, name string, fair bool, opts []Option) *Mutex {
+func newMutex(client conn.Client, name string, fair bool, opts []Option) *Mutex {
 	m := &Mutex{client: client, name: name, cfg: options.Apply(newOptions(opts))}
 	m.redlockHook = m.redlockNode
 	m.releaseFn = m.release
@@ -99,7 +99,7 @@ func newMutex(client redis.UniversalClient, name string, fair bool, opts []Optio
 	m.acquireLatchPrefix = scripts.AcquireLatch(name)
 	m.tokenKey = scripts.Token(name)
 	m.hub = queue.For(client)
-	m.workers = conn.PoolFor(client)
+	m.workers = client.Pool()
 	m.nameKeys = []string{name}
 	m.leaseOf = primitive + "\x00" + name
 	m.nameArg, m.channelArg, m.tokenArg = name, m.channel, m.tokenKey
@@ -306,7 +306,7 @@ func (a *attempt) Try(ctx context.Context, _ bool) (acquire.Result, error) {
 	c, tok, ttl := r.count, r.token, r.ttl
 	// In line: waiting, refused for want of replicas (requeued), or
 	// maybe, after a lost reply (a withdrawal is safe either way).
-	mayHaveRun := err != nil && errs.MayHaveRun(err)
+	mayHaveRun := err != nil && conn.MayHaveRun(err)
 	a.queued = a.queued || (a.mark > 0 && ((err == nil && c == 0) || errors.Is(err, ErrNotReplicated) || mayHaveRun))
 	// Any try whose reply was lost may have taken the lock: a give-back
 	// finds the hold or nothing (a later try that took it returns).
@@ -547,7 +547,7 @@ func (m *Mutex) redlockNode() (acquire.Member, error) {
 	return acquire.Member{
 		Name:    m.name,
 		Kind:    primitive,
-		Addr:    conn.Addr(m.client),
+		Addr:    m.client.Addr(),
 		Workers: m.workers,
 		Given:   m.cfg.Given,
 		Key:     m.key(),

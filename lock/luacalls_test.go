@@ -4,9 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
@@ -18,40 +17,40 @@ func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
 	ctx := context.Background()
 	const timeout = 0 // one send: the error reply is final anyway
 	wrappers := map[string]redistest.Wrapper{
-		"acquire.lua": {Value: acquireLua{}, Run: func(w any, c redis.UniversalClient) {
+		"acquire.lua": {Value: acquireLua{}, Run: func(w any, c conn.Client) {
 			w.(acquireLua).call().Synced(ctx, c, scripts.ReplicaPolicy{})
 		}},
-		"fair_acquire.lua": {Value: fairAcquireLua{}, Run: func(w any, c redis.UniversalClient) {
+		"fair_acquire.lua": {Value: fairAcquireLua{}, Run: func(w any, c conn.Client) {
 			w.(fairAcquireLua).call().Synced(ctx, c, scripts.ReplicaPolicy{})
 		}},
-		"unlock_last.lua": {Value: unlockLastLua{}, Run: func(w any, c redis.UniversalClient) {
+		"unlock_last.lua": {Value: unlockLastLua{}, Run: func(w any, c conn.Client) {
 			w.(unlockLastLua).fairCall().Retrying(ctx, c, timeout)
 		}},
-		"unlock_last.lua, a lock's": {Value: unlockLastLua{}, Partial: true, Run: func(w any, c redis.UniversalClient) {
+		"unlock_last.lua, a lock's": {Value: unlockLastLua{}, Partial: true, Run: func(w any, c conn.Client) {
 			w.(unlockLastLua).call().Retrying(ctx, c, timeout)
 		}},
-		"unlock.lua": {Value: unlockLua{}, Run: func(w any, c redis.UniversalClient) {
+		"unlock.lua": {Value: unlockLua{}, Run: func(w any, c conn.Client) {
 			w.(unlockLua).fairCall().Retrying(ctx, c, timeout)
 		}},
-		"unlock.lua, a lock's": {Value: unlockLua{}, Partial: true, Run: func(w any, c redis.UniversalClient) {
+		"unlock.lua, a lock's": {Value: unlockLua{}, Partial: true, Run: func(w any, c conn.Client) {
 			w.(unlockLua).call().Retrying(ctx, c, timeout)
 		}},
-		"give_back.lua": {Value: giveBackLua{}, Run: func(w any, c redis.UniversalClient) {
+		"give_back.lua": {Value: giveBackLua{}, Run: func(w any, c conn.Client) {
 			w.(giveBackLua).fairCall().Retrying(ctx, c, timeout)
 		}},
-		"give_back.lua, a lock's": {Value: giveBackLua{}, Partial: true, Run: func(w any, c redis.UniversalClient) {
+		"give_back.lua, a lock's": {Value: giveBackLua{}, Partial: true, Run: func(w any, c conn.Client) {
 			w.(giveBackLua).call().Retrying(ctx, c, timeout)
 		}},
-		"transfer.lua": {Value: transferLua{}, Run: func(w any, c redis.UniversalClient) {
+		"transfer.lua": {Value: transferLua{}, Run: func(w any, c conn.Client) {
 			w.(transferLua).call().Retrying(ctx, c, timeout)
 		}},
-		"fair_transfer.lua": {Value: fairTransferLua{}, Run: func(w any, c redis.UniversalClient) {
+		"fair_transfer.lua": {Value: fairTransferLua{}, Run: func(w any, c conn.Client) {
 			w.(fairTransferLua).call().Retrying(ctx, c, timeout)
 		}},
-		"fair_requeue.lua": {Value: fairRequeueLua{}, Run: func(w any, c redis.UniversalClient) {
+		"fair_requeue.lua": {Value: fairRequeueLua{}, Run: func(w any, c conn.Client) {
 			w.(fairRequeueLua).call().Retrying(ctx, c, timeout)
 		}},
-		"fair_withdraw.lua": {Value: fairWithdrawLua{}, Run: func(w any, c redis.UniversalClient) {
+		"fair_withdraw.lua": {Value: fairWithdrawLua{}, Run: func(w any, c conn.Client) {
 			_ = acquire.Withdraw(ctx, nil, c, timeout, w.(fairWithdrawLua).call())
 		}},
 	}

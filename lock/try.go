@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/relock-go/relock/internal/conn"
 )
 
 // tryReply is what one try of an attempt read of the acquire script's
@@ -43,7 +43,7 @@ func (a *attempt) Send(ctx context.Context) (tryReply, error) {
 	return tryReply{}, sync.Refuse(acks, undo)
 }
 
-func parseAcquire(cmd *redis.Cmd) (tryReply, error) {
+func parseAcquire(cmd conn.Reply) (tryReply, error) {
 	switch v := cmd.Val().(type) {
 	case int64: // the lock was free: its token
 		return tryReply{count: 1, token: v}, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/lease"
@@ -193,7 +194,7 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 		l.memberKeys = append(l.memberKeys, n.Key)
 	}
 	l.id.Name = nameOf(names)
-	l.hkey = hold.NewKey(nil, l.primitive(), l.id.Name, fmt.Sprintf("%p", l))
+	l.hkey = hold.NewKey(conn.Client{}, l.primitive(), l.id.Name, fmt.Sprintf("%p", l))
 	l.reenter = []hold.Key{l.hkey}
 	for _, n := range l.nodes { // each member's Reenter holds its own key
 		l.reenter = append(l.reenter, n.Reenter...)

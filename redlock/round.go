@@ -12,7 +12,6 @@ import (
 
 	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/conn"
-	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/hold"
 )
 
@@ -160,7 +159,7 @@ func (l *Lock) startAttempts(ctx context.Context, r *round, lease time.Duration,
 			ok, token, ttl, err := node.Try(nctx, r.id, lease)
 			if claimed[i].CompareAndSwap(false, true) {
 				results <- answer{i, ok, token, ttl, err}
-			} else if ok || (!r.reentry && err != nil && errs.MayHaveRun(err)) {
+			} else if ok || (!r.reentry && err != nil && conn.MayHaveRun(err)) {
 				_, _ = node.Release(giveBackCtx, r.id, l.cfg.UnlockTimeout)
 			}
 			if running.Add(-1) == 0 {
@@ -185,7 +184,7 @@ func (t *tally) record(res answer, pending bool) {
 		ne.Outcome = OutcomePending
 	case res.err == nil:
 		ne.Outcome = OutcomeHeld
-	case errs.Timeout(res.err) || t.nctx.Err() != nil:
+	case conn.Timeout(res.err) || t.nctx.Err() != nil:
 		ne.Outcome, ne.Err = OutcomeTimeout, res.err
 	default:
 		ne.Outcome, ne.Err = OutcomeError, res.err
@@ -289,7 +288,7 @@ func mayHold(outs []outcome) []bool {
 		if o.acquired || o.behind || o.err == nil || o.err.Outcome == OutcomeHeld {
 			continue
 		}
-		if o.err.Err != nil && !errs.MayHaveRun(o.err.Err) {
+		if o.err.Err != nil && !conn.MayHaveRun(o.err.Err) {
 			continue
 		}
 		if which == nil {

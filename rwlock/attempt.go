@@ -8,7 +8,6 @@ import (
 
 	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/conn"
-	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/tracing"
@@ -58,7 +57,7 @@ func (a *attempt) Try(ctx context.Context, atHead bool) (acquire.Result, error) 
 		return tryReply{c, tok, ttl}, err
 	}))
 	c, tok, ttl := r.count, r.token, r.ttl
-	a.uncertain = err != nil && errs.MayHaveRun(err)
+	a.uncertain = err != nil && conn.MayHaveRun(err)
 	if l := conn.AfterLate(err); l != nil {
 		a.late = l
 	}

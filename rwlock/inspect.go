@@ -17,7 +17,7 @@ func (rw *RWMutex) IsLocked(ctx context.Context) (bool, error) {
 	}
 	var n int64
 	err := conn.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
-		n, err = rw.client.Exists(ctx, rw.name).Result()
+		n, err = rw.client.Do(ctx, "exists", rw.name).Int64()
 		return err
 	})
 	if err != nil {
@@ -38,7 +38,7 @@ func (rw *RWMutex) HoldCount(ctx context.Context) (reads, writes int, err error)
 	}
 	var vals []any
 	err = conn.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
-		vals, err = rw.client.HMGet(ctx, rw.name, id, id+":write").Result()
+		vals, err = rw.client.Do(ctx, "hmget", rw.name, id, id+":write").Slice()
 		return err
 	})
 	if err != nil {
@@ -61,7 +61,7 @@ func (rw *RWMutex) TTL(ctx context.Context) (time.Duration, error) {
 	}
 	var d time.Duration
 	err := conn.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
-		d, err = rw.client.PTTL(ctx, rw.name).Result()
+		d, err = rw.client.Do(ctx, "pttl", rw.name).Millis()
 		return err
 	})
 	if err != nil {

@@ -54,7 +54,7 @@ func (rw *RWMutex) dropLabel(ctx context.Context, h *hold.Hold, s access, ended 
 
 // heldBy adds to err who holds the lock, when its holders have labels.
 func (rw *RWMutex) heldBy(ctx context.Context, err error) error {
-	fields, herr := rw.client.HKeys(context.WithoutCancel(ctx), rw.name).Result()
+	fields, herr := rw.client.Do(context.WithoutCancel(ctx), "hkeys", rw.name).StringSlice()
 	if herr != nil {
 		return err
 	}

@@ -4,9 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
@@ -18,25 +17,25 @@ func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
 	ctx := context.Background()
 	const timeout = 0 // one send: the error reply is final anyway
 	wrappers := map[string]redistest.Wrapper{
-		"read_acquire.lua": {Value: readAcquireLua{}, Run: func(w any, c redis.UniversalClient) {
+		"read_acquire.lua": {Value: readAcquireLua{}, Run: func(w any, c conn.Client) {
 			w.(readAcquireLua).call().Synced(ctx, c, scripts.ReplicaPolicy{})
 		}},
-		"write_acquire.lua": {Value: writeAcquireLua{}, Run: func(w any, c redis.UniversalClient) {
+		"write_acquire.lua": {Value: writeAcquireLua{}, Run: func(w any, c conn.Client) {
 			w.(writeAcquireLua).call().Synced(ctx, c, scripts.ReplicaPolicy{})
 		}},
-		"read_release.lua": {Value: readReleaseLua{}, Run: func(w any, c redis.UniversalClient) {
+		"read_release.lua": {Value: readReleaseLua{}, Run: func(w any, c conn.Client) {
 			w.(readReleaseLua).call().Retrying(ctx, c, timeout)
 		}},
-		"write_release.lua": {Value: writeReleaseLua{}, Run: func(w any, c redis.UniversalClient) {
+		"write_release.lua": {Value: writeReleaseLua{}, Run: func(w any, c conn.Client) {
 			w.(writeReleaseLua).call().Retrying(ctx, c, timeout)
 		}},
-		"downgrade.lua": {Value: downgradeLua{}, Run: func(w any, c redis.UniversalClient) {
+		"downgrade.lua": {Value: downgradeLua{}, Run: func(w any, c conn.Client) {
 			w.(downgradeLua).call().Run(ctx, c)
 		}},
-		"withdraw.lua": {Value: withdrawLua{}, Run: func(w any, c redis.UniversalClient) {
+		"withdraw.lua": {Value: withdrawLua{}, Run: func(w any, c conn.Client) {
 			_ = acquire.Withdraw(ctx, nil, c, timeout, w.(withdrawLua).call())
 		}},
-		"give_back.lua": {Value: giveBackLua{}, Run: func(w any, c redis.UniversalClient) {
+		"give_back.lua": {Value: giveBackLua{}, Run: func(w any, c conn.Client) {
 			w.(giveBackLua).call().Retrying(ctx, c, timeout)
 		}},
 	}

@@ -111,7 +111,7 @@ type RWMutex struct {
 	// holds are the live holds made through this value, named when an
 	// Unlock comes through a context that carries none.
 	holds    hold.Live
-	client   redis.UniversalClient
+	client   conn.Client
 	name     string
 	cfg      options.Config
 	id       errs.Ident // its name in errors, and why New refused its arguments
@@ -133,9 +133,10 @@ type RWMutex struct {
 // New returns the RWMutex called name on client. It does not touch Redis;
 // bad arguments are reported as ErrInvalidArgument by every method.
 func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
-	rw := &RWMutex{client: client, name: name, cfg: options.Apply(newOptions(opts))}
-	rw.keys = [2]hold.Key{read: hold.NewKey(client, "rlock", name, ""), write: hold.NewKey(client, "wlock", name, "")}
-	rw.id = errs.Ident{Primitive: primitive, Name: name, Invalid: rw.cfg.Check(client, "lock", name)}
+	c := conn.Of(client)
+	rw := &RWMutex{client: c, name: name, cfg: options.Apply(newOptions(opts))}
+	rw.keys = [2]hold.Key{read: hold.NewKey(c, "rlock", name, ""), write: hold.NewKey(c, "wlock", name, "")}
+	rw.id = errs.Ident{Primitive: primitive, Name: name, Invalid: rw.cfg.Check(c, "lock", name)}
 	if rw.id.Invalid != "" {
 		return rw
 	}
@@ -145,8 +146,8 @@ func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	rw.prefix = scripts.Tag(name)
 	rw.waiters = scripts.WriteWaiters(name)
 	rw.tokenKey = scripts.Token(name)
-	rw.hub = queue.For(client)
-	rw.workers = conn.PoolFor(client)
+	rw.hub = queue.For(c)
+	rw.workers = c.Pool()
 	rw.leaseOf = [2]string{read.String() + "\x00" + name, write.String() + "\x00" + name}
 	rw.inst[read] = rw.cfg.Instruments(primitive, read.String(), name, tracing.SpanReleaseReadLock)
 	rw.inst[write] = rw.cfg.Instruments(primitive, write.String(), name, tracing.SpanReleaseWriteLock)
@@ -484,7 +485,7 @@ func (s *Side) redlockNode() (acquire.Member, error) {
 	return acquire.Member{
 		Name:    rw.name,
 		Kind:    sd.String() + " lock",
-		Addr:    conn.Addr(rw.client),
+		Addr:    rw.client.Addr(),
 		Workers: rw.workers,
 		Given:   rw.cfg.Given,
 		Key:     rw.key(sd),

@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -27,7 +26,7 @@ func (rw *RWMutex) runAcquire(ctx context.Context, sync scripts.ReplicaPolicy, s
 	if latch != "" {
 		latchKey = latch
 	}
-	var cmd *redis.Cmd
+	var cmd conn.Reply
 	var acks scripts.Acks
 	if s == read {
 		cmd, acks = readAcquireLua{

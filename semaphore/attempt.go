@@ -9,7 +9,6 @@ import (
 
 	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/conn"
-	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/scripts"
@@ -56,12 +55,12 @@ func (t *permitTry) Try(ctx context.Context, atHead bool) (acquire.Result, error
 		return t.runScript(ctx, waiterID)
 	}))
 	vals, acks, size := r.vals, r.acks, r.size
-	t.uncertain = err != nil && errs.MayHaveRun(err)
+	t.uncertain = err != nil && conn.MayHaveRun(err)
 	if l := conn.AfterLate(err); l != nil {
 		t.late = l
 	}
 	if err != nil {
-		t.marked = t.marked || (waiterID != "" && errs.MayHaveRun(err))
+		t.marked = t.marked || (waiterID != "" && conn.MayHaveRun(err))
 		return acquire.Result{}, err
 	}
 	if len(vals) != 2 {
@@ -72,7 +71,7 @@ func (t *permitTry) Try(ctx context.Context, atHead bool) (acquire.Result, error
 		if !t.sync.Enough(acks) {
 			// Too few replicas acknowledged: the permits go back.
 			err := t.sync.Refuse(acks, func() error { return s.undo(ctx, permitID) })
-			t.uncertain = errs.MayHaveRun(err)
+			t.uncertain = conn.MayHaveRun(err)
 			return acquire.Result{}, err
 		}
 		return acquire.Result{Acquired: true}, nil

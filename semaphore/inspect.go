@@ -2,9 +2,8 @@ package semaphore
 
 import (
 	"context"
+	"errors"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/hold"
@@ -23,23 +22,23 @@ func (s *Semaphore) TTL(ctx context.Context) (time.Duration, error) {
 		return 0, nil
 	}
 	permitID := h.Taken.(permitTaken).id
-	var expiry *redis.FloatCmd
-	var now *redis.TimeCmd
-	err := conn.Within(ctx, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) error {
-		_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-			expiry = p.ZScore(ctx, s.permits, permitID)
-			now = p.Time(ctx)
-			return nil
-		})
+	var expiry float64
+	var now time.Time
+	err := conn.Within(ctx, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+		r := s.client.Pipelined(ctx, []any{"zscore", s.permits, permitID}, []any{"time"})
+		if expiry, err = r[0].Float64(); err != nil {
+			return err
+		}
+		now, err = r[1].Time()
 		return err
 	})
-	if err == redis.Nil {
+	if errors.Is(err, conn.Nil) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, s.id.Wrap("ttl", err)
 	}
-	left := time.Duration(expiry.Val())*time.Millisecond - time.Duration(now.Val().UnixMilli())*time.Millisecond
+	left := time.Duration(expiry)*time.Millisecond - time.Duration(now.UnixMilli())*time.Millisecond
 	return max(left, 0), nil
 }
 

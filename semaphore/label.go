@@ -33,7 +33,7 @@ func (s *Semaphore) label(ctx context.Context, cfg *options.Config, spec *lease.
 
 // heldBy adds to err who holds the permits, when the holders have labels.
 func (s *Semaphore) heldBy(ctx context.Context, err error) error {
-	permits, perr := s.client.ZRange(context.WithoutCancel(ctx), s.permits, 0, hold.MaxHeldBy-1).Result()
+	permits, perr := s.client.Do(context.WithoutCancel(ctx), "zrange", s.permits, 0, hold.MaxHeldBy-1).StringSlice()
 	if perr != nil {
 		return err
 	}

@@ -4,9 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
@@ -18,19 +17,19 @@ func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
 	ctx := context.Background()
 	const timeout = 0 // one send: the error reply is final anyway
 	wrappers := map[string]redistest.Wrapper{
-		"acquire.lua": {Value: acquireLua{}, Run: func(w any, c redis.UniversalClient) {
+		"acquire.lua": {Value: acquireLua{}, Run: func(w any, c conn.Client) {
 			w.(acquireLua).call().Synced(ctx, c, scripts.ReplicaPolicy{})
 		}},
-		"release.lua": {Value: releaseLua{}, Run: func(w any, c redis.UniversalClient) {
+		"release.lua": {Value: releaseLua{}, Run: func(w any, c conn.Client) {
 			w.(releaseLua).call().Retrying(ctx, c, timeout)
 		}},
-		"available.lua": {Value: availableLua{}, Run: func(w any, c redis.UniversalClient) {
+		"available.lua": {Value: availableLua{}, Run: func(w any, c conn.Client) {
 			w.(availableLua).call().Run(ctx, c)
 		}},
-		"resize.lua": {Value: resizeLua{}, Run: func(w any, c redis.UniversalClient) {
+		"resize.lua": {Value: resizeLua{}, Run: func(w any, c conn.Client) {
 			w.(resizeLua).call().Run(ctx, c)
 		}},
-		"withdraw.lua": {Value: withdrawLua{}, Run: func(w any, c redis.UniversalClient) {
+		"withdraw.lua": {Value: withdrawLua{}, Run: func(w any, c conn.Client) {
 			_ = acquire.Withdraw(ctx, nil, c, timeout, w.(withdrawLua).call())
 		}},
 	}

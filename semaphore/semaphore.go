@@ -113,7 +113,7 @@ type Semaphore struct {
 	// holds are the live holds made through this value, named when an
 	// Unlock comes through a context that carries none.
 	holds  hold.Live
-	client redis.UniversalClient
+	client conn.Client
 	name   string
 	size   atomic.Int64
 	// resizing is held (shared) by every script that sends the size and
@@ -165,10 +165,11 @@ func checkSize(size int64) string {
 // name, size <= 0 or > MaxSize, a bad option) are reported as
 // ErrInvalidArgument.
 func New(client redis.UniversalClient, name string, size int64, opts ...Option) *Semaphore {
-	s := &Semaphore{client: client, name: name, cfg: options.Apply(newOptions(opts))}
-	s.hkey = hold.NewKey(client, primitive, name, "")
+	c := conn.Of(client)
+	s := &Semaphore{client: c, name: name, cfg: options.Apply(newOptions(opts))}
+	s.hkey = hold.NewKey(c, primitive, name, "")
 	s.size.Store(size)
-	s.id = errs.Ident{Primitive: primitive, Name: name, Invalid: s.cfg.Check(client, "semaphore", name)}
+	s.id = errs.Ident{Primitive: primitive, Name: name, Invalid: s.cfg.Check(c, "semaphore", name)}
 	if s.id.Invalid == "" {
 		s.id.Invalid = checkSize(size)
 	}
@@ -183,8 +184,8 @@ func New(client redis.UniversalClient, name string, size int64, opts ...Option) 
 	s.marks = scripts.WaiterExpiry(name)
 	s.channel = scripts.SemaphoreChannel(name)
 	s.latchPrefix = scripts.UnlockLatch(name)
-	s.hub = queue.For(client)
-	s.workers = conn.PoolFor(client)
+	s.hub = queue.For(c)
+	s.workers = c.Pool()
 	s.inst = s.cfg.Instruments(primitive, "", name, tracing.SpanReleaseSemaphore)
 	return s
 }

@@ -7,9 +7,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/relock-go/relock/internal/clock"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/queue"
 )
@@ -252,7 +251,7 @@ func (r *run) join() (w *queue.Waiter, acquired bool, err error) {
 		// contact with Redis: its error is returned at once, as a first
 		// try's is. A closed pub/sub connection is made anew by the next
 		// Join; a closed client shows in the try below.
-		if !r.tried || !(errs.Transient(err) || errors.Is(err, redis.ErrClosed)) {
+		if !r.tried || !(conn.Transient(err) || errors.Is(err, conn.ErrClosed)) {
 			return nil, false, err
 		}
 		r.lastErr = err
@@ -272,7 +271,7 @@ func (r *run) join() (w *queue.Waiter, acquired bool, err error) {
 				r.lastErr = nil
 			case r.done() != nil:
 				return nil, false, r.done()
-			case !errs.Transient(terr):
+			case !conn.Transient(terr):
 				return nil, false, terr
 			default:
 				r.lastErr = terr
@@ -381,7 +380,7 @@ func (r *run) tryAtHead(w *queue.Waiter) (over bool, fallback time.Duration, err
 		return false, res.TTL, nil
 	case r.done() != nil:
 		return true, 0, r.done()
-	case !errs.Transient(err):
+	case !conn.Transient(err):
 		// Redis refused the try (a script error, a bad argument): it
 		// would fail again, so the acquire ends with it. (A try made here
 		// first, after queueing behind local waiters, is no exception:

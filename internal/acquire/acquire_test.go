@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/telemetry"
@@ -246,7 +247,7 @@ func TestUncontendedTriesOnceAndNeverSubscribes(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := queue.For(env.Client)
+		hub := queue.For(conn.Of(env.Client))
 		m := newMock("", long)
 
 		require.NoError(t, do(ctx, request(hub, channelOf(t), m.try("me"))))
@@ -266,7 +267,7 @@ func TestSingleTryUnderContention(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := queue.For(env.Client)
+		hub := queue.For(conn.Of(env.Client))
 		m := newMock("other", long)
 
 		req := request(hub, channelOf(t), m.try("me"))
@@ -284,7 +285,7 @@ func TestHeadTriesAgainOnceSubscribed(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := queue.For(env.Client)
+		hub := queue.For(conn.Of(env.Client))
 		// Freed between the first try and the subscription: no message
 		// will come, and the TTL is long, so only the try right after
 		// subscribing can take it.
@@ -304,7 +305,7 @@ func TestFallbackTimerRetriesAfterTheTTL(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := queue.For(env.Client)
+		hub := queue.For(conn.Of(env.Client))
 		const ttl = 50 * time.Millisecond
 		// The holder's lease runs out after two tries; no unlock message.
 		m := newMock("other", ttl)
@@ -323,7 +324,7 @@ func TestUnlockMessageWakesBeforeTheTTL(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := queue.For(env.Client)
+		hub := queue.For(conn.Of(env.Client))
 		ch := channelOf(t)
 		m := newMock("other", long)
 
@@ -348,7 +349,7 @@ func TestWaitBoundReturnsNotAcquired(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := queue.For(env.Client)
+		hub := queue.For(conn.Of(env.Client))
 		m := newMock("other", long)
 
 		req := request(hub, channelOf(t), m.try("me"))
@@ -366,7 +367,7 @@ func TestWaitBoundReturnsNotAcquired(t *testing.T) {
 func TestEndedContext(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
-		hub := queue.For(env.Client)
+		hub := queue.For(conn.Of(env.Client))
 
 		t.Run("cancelled while waiting", func(t *testing.T) {
 			ch := channelOf(t)
@@ -424,7 +425,7 @@ func TestLocalWaitersAreServedInArrivalOrder(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := queue.For(env.Client)
+		hub := queue.For(conn.Of(env.Client))
 		ch := channelOf(t)
 		m := newMock("holder", long)
 
@@ -487,7 +488,7 @@ func TestNewcomerDoesNotBargePastWaiters(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := queue.For(env.Client)
+		hub := queue.For(conn.Of(env.Client))
 		ch := channelOf(t)
 		m := newMock("other", long)
 
@@ -524,7 +525,7 @@ func TestPromotedWaiterFallsBackOnTheHoldersLease(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := queue.For(env.Client)
+		hub := queue.For(conn.Of(env.Client))
 		ch := channelOf(t)
 		m := newMock("other", long)
 		const hold = 200 * time.Millisecond
@@ -556,7 +557,7 @@ func TestDirectBypassesTheQueue(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := queue.For(env.Client)
+		hub := queue.For(conn.Of(env.Client))
 		ch := channelOf(t)
 		m := newMock("owner", long)
 
@@ -584,7 +585,7 @@ func TestTryErrorsAreReturned(t *testing.T) {
 	t.Parallel()
 	errBoom := errors.New("boom")
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
-		hub := queue.For(env.Client)
+		hub := queue.For(conn.Of(env.Client))
 
 		t.Run("first try", func(t *testing.T) {
 			ctx := testContext(t)
@@ -652,7 +653,7 @@ func attr(span sdktrace.ReadOnlySpan, key attribute.Key) (attribute.Value, bool)
 func TestSpan(t *testing.T) {
 	t.Parallel()
 	_, client := redistest.Miniredis(t)
-	hub := queue.For(client)
+	hub := queue.For(conn.Of(client))
 	errBoom := errors.New("boom")
 
 	cases := []struct {
@@ -791,7 +792,7 @@ func TestSpan(t *testing.T) {
 func TestContextEndingDuringATry(t *testing.T) {
 	t.Parallel()
 	_, client := redistest.Miniredis(t)
-	hub := queue.For(client)
+	hub := queue.For(conn.Of(client))
 
 	// blockAt returns a Try that fails with a TTL, except the try of that
 	// number, which blocks until its context ends and returns ctx.Err(),

@@ -7,7 +7,6 @@ import (
 
 	"github.com/relock-go/relock/internal/clock"
 	"github.com/relock-go/relock/internal/conn"
-	"github.com/relock-go/relock/internal/errs"
 )
 
 // Call is one try of a primitive: its script and what follows it on the
@@ -28,7 +27,7 @@ func (f CallFunc[T]) Send(ctx context.Context) (T, error) { return f(ctx) }
 // and retries on its own): a ctx that can end has the try run on pool, and
 // a try still unanswered when ctx ends returns a *conn.LateError while
 // it goes on in the background (what it may take must be given back after
-// it: conn.AfterLate). A reply that says to try again (errs.TryAgain:
+// it: conn.AfterLate). A reply that says to try again (conn.TryAgain:
 // BUSY, LOADING...) is sent again, after a backoff, for up to patience or
 // until ctx ends. A ctx that cannot end runs the try on the caller's
 // goroutine, as the uncontended path of context.Background does. A try
@@ -44,7 +43,7 @@ func Bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration
 		} else {
 			v, err = onPool(ctx, pool, patience, t)
 		}
-		if !errs.TryAgain(err) {
+		if !conn.TryAgain(err) {
 			return v, err
 		}
 		if until.IsZero() {

@@ -4,10 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/relock-go/relock/internal/conn"
-	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -38,7 +35,7 @@ const WithdrawWait = 50 * time.Millisecond
 // after, when not nil, is a try still in flight (conn.AfterLate), which
 // may write the mark when it lands: the withdrawal then waits for it, in
 // the background, and Withdraw returns at once.
-func Withdraw(ctx context.Context, after <-chan struct{}, c redis.UniversalClient, unlockTimeout time.Duration, withdraw scripts.Call) error {
+func Withdraw(ctx context.Context, after <-chan struct{}, c conn.Client, unlockTimeout time.Duration, withdraw scripts.Call) error {
 	bound := min(unlockTimeout, WithdrawBound)
 	ctx = context.WithoutCancel(ctx)
 	var err error
@@ -54,7 +51,7 @@ func Withdraw(ctx context.Context, after <-chan struct{}, c redis.UniversalClien
 		}()
 		return nil
 	}
-	if late := conn.PoolFor(c).Bound(ctx, min(bound, WithdrawWait), call); late != nil {
+	if late := c.Pool().Bound(ctx, min(bound, WithdrawWait), call); late != nil {
 		return late
 	}
 	return err
@@ -75,7 +72,7 @@ func GiveBack(late <-chan struct{}, window time.Duration, undo func() error) {
 		end := time.Now().Add(window)
 		for {
 			err := undo()
-			if err == nil || !errs.Transient(err) || time.Now().After(end) {
+			if err == nil || !conn.Transient(err) || time.Now().After(end) {
 				return
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/testkit/redistest"
@@ -50,7 +51,7 @@ func TestLoopAbandonsOnlyWhatFailed(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := queue.For(env.Client)
+		hub := queue.For(conn.Of(env.Client))
 
 		held := &recorded{try: newMock("other", long).try("me")}
 		req := request(hub, channelOf(t), nil)
@@ -83,7 +84,7 @@ func TestOnlyTheHeadTriesAtHead(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		hub := queue.For(env.Client)
+		hub := queue.For(conn.Of(env.Client))
 		m := newMock("other", long)
 		a := &recorded{try: m.try("me")}
 		req := request(hub, channelOf(t), nil)

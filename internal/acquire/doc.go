@@ -23,7 +23,7 @@
 // that first try (or of the subscription, when the acquire queued behind
 // local waiters without trying) is returned at once: Redis could not be
 // reached when the acquire began. Once waiting, a transient error (see
-// errs.Transient: the network, a Redis loading, failing over or resharding)
+// conn.Transient: the network, a Redis loading, failing over or resharding)
 // does not end the wait: the waiter tries again at its next wake-up or
 // after a backoff (10 ms doubling to 1 s, jittered), the only time it
 // polls, and when ctx ends it returns ctx's cause (ErrNotAcquired for the

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/tracing"
 )
@@ -29,7 +30,7 @@ func Example() {
 	ctx := context.Background()
 
 	const name, channel = "order:1", "redisson_lock__channel:{order:1}"
-	hub := queue.For(client)
+	hub := queue.For(conn.Of(client))
 	request := func(owner string, entry acquire.Entry) acquire.Request {
 		return acquire.Request{
 			Hub:      hub,

@@ -57,14 +57,14 @@ func SameLock(a, b Member) bool {
 		return false
 	}
 	ca, cb := a.Key.Client(), b.Key.Client()
-	if ca == nil || cb == nil {
+	if ca == (conn.Client{}) || cb == (conn.Client{}) {
 		return false
 	}
 	if ca == cb {
 		return true
 	}
-	addrsA, dbA := conn.Servers(ca)
-	addrsB, dbB := conn.Servers(cb)
+	addrsA, dbA := ca.Servers()
+	addrsB, dbB := cb.Servers()
 	return dbA == dbB && slices.ContainsFunc(addrsA, func(s string) bool { return slices.Contains(addrsB, s) })
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/hold"
 )
 
@@ -27,7 +28,7 @@ func TestSameLock(t *testing.T) {
 		return c
 	}
 	node := func(c redis.UniversalClient, kind, name string) Member {
-		return Member{Name: name, Key: hold.NewKey(c, kind, name, "")}
+		return Member{Name: name, Key: hold.NewKey(conn.Of(c), kind, name, "")}
 	}
 	a := client(&redis.Options{Addr: "127.0.0.1:6390"})
 	a2 := client(&redis.Options{Addr: "127.0.0.1:6390"})

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/acquire"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/testkit/redistest"
@@ -24,7 +25,7 @@ import (
 func TestShortWaitBound(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
-		hub := queue.For(env.Client)
+		hub := queue.For(conn.Of(env.Client))
 		for _, c := range []struct {
 			name   string
 			holder string
@@ -97,7 +98,7 @@ func refused() error {
 func TestTransientErrorWhileWaitingKeepsWaiting(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
-		hub := queue.For(env.Client)
+		hub := queue.For(conn.Of(env.Client))
 		ctx := testContext(t)
 		// Try 1 finds the lock held; tries 2..6 (the one once subscribed,
 		// then the backoff's) fail; try 7 finds it free.
@@ -120,7 +121,7 @@ func TestTransientErrorWhileWaitingKeepsWaiting(t *testing.T) {
 func TestTransientErrorThenContextEndReturnsBoth(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
-		hub := queue.For(env.Client)
+		hub := queue.For(conn.Of(env.Client))
 		errDown := fmt.Errorf("relay: %w", syscall.ECONNREFUSED)
 
 		t.Run("deadline", func(t *testing.T) {
@@ -164,7 +165,7 @@ func TestTransientErrorThenContextEndReturnsBoth(t *testing.T) {
 func TestErrorsThatEndTheAcquire(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
-		hub := queue.For(env.Client)
+		hub := queue.For(conn.Of(env.Client))
 
 		t.Run("first try", func(t *testing.T) {
 			f := &flaky{from: 1, err: refused()}

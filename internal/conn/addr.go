@@ -6,8 +6,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Addr names client's server(s) for errors.
-func Addr(client redis.UniversalClient) string {
+// addr names client's server(s) for errors.
+func addr(client redis.UniversalClient) string {
 	switch c := client.(type) {
 	case *redis.Client:
 		return c.Options().Addr
@@ -17,11 +17,11 @@ func Addr(client redis.UniversalClient) string {
 	return fmt.Sprintf("%T", client)
 }
 
-// Servers returns the server addresses client's options name and its
+// Servers returns the server addresses c's options name and its
 // database. A Sentinel-backed client names none: its master is only
 // found at run time.
-func Servers(client redis.UniversalClient) ([]string, int) {
-	switch c := client.(type) {
+func (c Client) Servers() ([]string, int) {
+	switch c := c.rdb.(type) {
 	case *redis.Client:
 		if o := c.Options(); o.Addr != "FailoverClient" {
 			return []string{o.Addr}, o.DB

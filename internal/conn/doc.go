@@ -1,7 +1,17 @@
-// Package conn is where relock speaks to a Redis client: what it keeps per
-// client (without keeping the client alive), the pipe that coalesces
-// commands, the pub/sub transport, the workers that bound a call, and the
-// client's servers.
+// Package conn is where relock speaks to a Redis client, and the only
+// package that knows which client library that is (go-redis): the Client
+// every other package holds, the commands it sends and the Replies they
+// read, what an error from it means (Transient, MayHaveRun, Resend,
+// TryAgain, IsReply), what it keeps per client (without keeping the
+// client alive), the pipe that coalesces commands, the pub/sub transport,
+// the workers that bound a call, and the client's servers.
+//
+// Client wraps the client a primitive was made on (Of). Do and Pipelined
+// send plain commands; a Cmd (NewCmd) is a command built first, for a
+// script's EVALSHA that may be sent again as EVAL, or a pipeline of
+// scripts and a WAIT (Exec); Node is the client of the server that holds
+// a key's slot. Another Redis client library would be another
+// implementation of this package, and of nothing else.
 //
 // Map and Ref are the registry: a service that makes clients per tenant
 // or per request, and drops them, must not grow. Map is keyed by a weak

@@ -17,18 +17,19 @@ type callCounter struct {
 
 var callCounters conn.Map[*callCounter]
 
-func newCallCounter(c redis.UniversalClient) *callCounter {
+func newCallCounter(c conn.Client) *callCounter {
 	return &callCounter{client: conn.NewRef(c)}
 }
 
 func ExampleMap() {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	defer rdb.Close()
+	client := conn.Of(rdb)
 	for range 3 {
-		c := callCounters.Get(rdb, newCallCounter)
+		c := callCounters.Get(client, newCallCounter)
 		c.calls++
 	}
-	c := callCounters.Get(rdb, nil) // made already: newV is not called
-	fmt.Println(c.calls, c.client.Client() == redis.UniversalClient(rdb), callCounters.Len())
+	c := callCounters.Get(client, nil) // made already: newV is not called
+	fmt.Println(c.calls, c.client.Client() == client, callCounters.Len())
 	// Output: 3 true 1
 }

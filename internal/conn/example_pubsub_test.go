@@ -27,7 +27,7 @@ func ExamplePubSub() {
 	defer rdb.Close()
 	ctx := context.Background()
 
-	ps := conn.PubSubFor(rdb)
+	ps := conn.PubSubFor(conn.Of(rdb))
 	heard := make(printer, 1)
 	sub, err := ps.Subscribe(ctx, "unlock:orders", heard)
 	if err != nil {

@@ -33,7 +33,7 @@ type entry[V any] struct {
 // more than once when goroutines race; one result is kept). newV takes the
 // client rather than capturing it, so that a call that finds the V
 // allocates nothing.
-func (m *Map[V]) Get(client redis.UniversalClient, newV func(redis.UniversalClient) V) V {
+func (m *Map[V]) Get(client Client, newV func(Client) V) V {
 	var recent []entry[V]
 	if p := m.recent.Load(); p != nil {
 		recent = *p
@@ -73,8 +73,8 @@ type Ref struct {
 }
 
 // NewRef returns a Ref to client.
-func NewRef(client redis.UniversalClient) Ref {
-	switch c := client.(type) {
+func NewRef(client Client) Ref {
+	switch c := client.rdb.(type) {
 	case *redis.Client:
 		return weakRef[redis.Client](c)
 	case *redis.ClusterClient:
@@ -82,7 +82,7 @@ func NewRef(client redis.UniversalClient) Ref {
 	case *redis.Ring:
 		return weakRef[redis.Ring](c)
 	}
-	return Ref{get: func() redis.UniversalClient { return client }}
+	return Ref{get: func() redis.UniversalClient { return client.rdb }}
 }
 
 func weakRef[T any, P interface {
@@ -98,16 +98,16 @@ func weakRef[T any, P interface {
 	}}
 }
 
-// Client returns the client, or nil once it has been collected (which
-// cannot happen while a caller holds it).
-func (r Ref) Client() redis.UniversalClient { return r.get() }
+// Client returns the client, or the zero Client once it has been
+// collected (which cannot happen while a caller holds it).
+func (r Ref) Client() Client { return Client{rdb: r.get()} }
 
 // keyOf is a comparable key for client that does not keep it alive: a
 // weak.Pointer compares equal only for the same client, and keeps its
 // identity after the client is collected, so a new client at the same
 // address never finds another's entry.
-func keyOf(client redis.UniversalClient) any {
-	switch c := client.(type) {
+func keyOf(client Client) any {
+	switch c := client.rdb.(type) {
 	case *redis.Client:
 		return weak.Make(c)
 	case *redis.ClusterClient:
@@ -115,14 +115,14 @@ func keyOf(client redis.UniversalClient) any {
 	case *redis.Ring:
 		return weak.Make(c)
 	}
-	return client
+	return client.rdb
 }
 
 // onCollect runs f once client has been garbage collected (never for a
 // client of another type, held strongly).
-func onCollect(client redis.UniversalClient, f func()) {
+func onCollect(client Client, f func()) {
 	run := func(f func()) { f() }
-	switch c := client.(type) {
+	switch c := client.rdb.(type) {
 	case *redis.Client:
 		runtime.AddCleanup(c, run, f)
 	case *redis.ClusterClient:
@@ -131,3 +131,6 @@ func onCollect(client redis.UniversalClient, f func()) {
 		runtime.AddCleanup(c, run, f)
 	}
 }
+
+// redis is the client Client returns, unwrapped, for this package's calls.
+func (r Ref) redis() redis.UniversalClient { return r.get() }

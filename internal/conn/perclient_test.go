@@ -24,18 +24,18 @@ type state struct {
 func TestMapFollowsTheClient(t *testing.T) {
 	var m conn.Map[*state]
 	made := 0
-	mk := func(redis.UniversalClient) func(redis.UniversalClient) *state {
-		return func(c redis.UniversalClient) *state { made++; return &state{client: conn.NewRef(c), n: made} }
+	mk := func(redis.UniversalClient) func(conn.Client) *state {
+		return func(c conn.Client) *state { made++; return &state{client: conn.NewRef(c), n: made} }
 	}
 	a := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer a.Close()
-	sa := m.Get(a, mk(a))
-	require.Same(t, sa, m.Get(a, mk(a)))
-	require.Equal(t, redis.UniversalClient(a), sa.client.Client())
+	sa := m.Get(conn.Of(a), mk(a))
+	require.Same(t, sa, m.Get(conn.Of(a), mk(a)))
+	require.Equal(t, conn.Of(a), sa.client.Client())
 
 	func() {
 		b := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
-		sb := m.Get(b, mk(b))
+		sb := m.Get(conn.Of(b), mk(b))
 		require.NotSame(t, sa, sb)
 		require.Equal(t, 2, m.Len())
 		require.NoError(t, b.Close())
@@ -44,22 +44,22 @@ func TestMapFollowsTheClient(t *testing.T) {
 		runtime.GC()
 		return m.Len() == 1
 	}, 10*time.Second, 10*time.Millisecond, "the dropped client's entry is gone")
-	require.Same(t, sa, m.Get(a, mk(a)), "the live client's entry stays")
+	require.Same(t, sa, m.Get(conn.Of(a), mk(a)), "the live client's entry stays")
 	require.Equal(t, 2, made)
 }
 
-// A Ref gives nil once its client has been collected.
+// A Ref gives the zero Client once its client has been collected.
 func TestRefDoesNotPin(t *testing.T) {
 	var ref conn.Ref
 	func() {
 		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
-		ref = conn.NewRef(c)
-		require.NotNil(t, ref.Client())
+		ref = conn.NewRef(conn.Of(c))
+		require.Equal(t, conn.Of(c), ref.Client())
 		require.NoError(t, c.Close())
 	}()
 	require.Eventually(t, func() bool {
 		runtime.GC()
-		return ref.Client() == nil
+		return ref.Client() == conn.Client{}
 	}, 10*time.Second, 10*time.Millisecond)
 }
 
@@ -75,23 +75,23 @@ func TestMapManyClientsInTurn(t *testing.T) {
 		cs = append(cs, c)
 	}
 	made := 0
-	mk := func(c redis.UniversalClient) *state { made++; return &state{client: conn.NewRef(c), n: made} }
+	mk := func(c conn.Client) *state { made++; return &state{client: conn.NewRef(c), n: made} }
 	want := map[*redis.Client]*state{}
 	for round := range 3 {
 		for _, c := range cs {
-			s := m.Get(c, mk)
+			s := m.Get(conn.Of(c), mk)
 			if round == 0 {
 				want[c] = s
 			}
 			require.Same(t, want[c], s)
-			require.Equal(t, redis.UniversalClient(c), s.client.Client())
+			require.Equal(t, conn.Of(c), s.client.Client())
 		}
 	}
 	require.Equal(t, len(cs), made)
 	five := cs[:5]
 	allocs := testing.AllocsPerRun(100, func() {
 		for _, c := range five {
-			m.Get(c, mk)
+			m.Get(conn.Of(c), mk)
 		}
 	})
 	require.Zero(t, allocs, "five clients in turn are found among the recent entries")

@@ -29,11 +29,11 @@ var pipes Map[*Pipe]
 // PipeFor returns the Pipe of client, one per client for the process. Only a
 // single-node *redis.Client is batched; other clients (a cluster client
 // routes each command to its own node) get a Pipe that sends directly.
-func PipeFor(client redis.UniversalClient) *Pipe {
+func PipeFor(client Client) *Pipe {
 	return pipes.Get(client, newPipe)
 }
 
-func newPipe(client redis.UniversalClient) *Pipe {
+func newPipe(client Client) *Pipe {
 	return NewPipe(client, defaultSenders)
 }
 
@@ -52,8 +52,8 @@ type Pipe struct {
 
 // NewPipe returns a Pipe on client letting senders commands or pipelines be
 // in flight at once (at least 1).
-func NewPipe(client redis.UniversalClient, senders int) *Pipe {
-	_, single := client.(*redis.Client)
+func NewPipe(client Client, senders int) *Pipe {
+	_, single := client.rdb.(*redis.Client)
 	return &Pipe{client: NewRef(client), direct: !single, senders: max(senders, 1)}
 }
 
@@ -69,14 +69,15 @@ type call struct {
 var calls = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
 // Process sends cmd and waits for its reply, which it leaves in cmd (as
-// redis.Client.Process does). The wait is not cut short by ctx: a command
+// Client.Process does), and returns its error. The wait is not cut short by ctx: a command
 // that was queued may already be on its way, and its effect (a lock taken)
 // must reach the caller. A command sent alone goes with ctx; a pipeline
 // goes with its sender's values but without any caller's deadline or
 // cancellation, since its replies belong to all of them: the client's
 // read and write timeouts bound it.
-func (p *Pipe) Process(ctx context.Context, cmd redis.Cmder) error {
-	client := p.client.Client()
+func (p *Pipe) Process(ctx context.Context, command Cmd) error {
+	cmd := command.c
+	client := p.client.redis()
 	if client == nil {
 		return redis.ErrClosed // collected: no caller holds it
 	}
@@ -139,7 +140,7 @@ func (p *Pipe) send(b []*call) {
 	// The pipeline must not fail for the others because the sender's
 	// context ended.
 	ctx := context.WithoutCancel(b[0].ctx)
-	client := p.client.Client() // held by the callers waiting in b
+	client := p.client.redis() // held by the callers waiting in b
 	switch {
 	case client == nil:
 		for _, c := range b {

@@ -30,11 +30,11 @@ func TestClosedClientsLeaveNothing(t *testing.T) {
 			const clients = 10000
 			for range clients {
 				c := redis.NewClient(&redis.Options{Addr: addr})
-				p := conn.PipeFor(c)
-				require.Same(t, p, conn.PipeFor(c), "one Pipe per client")
-				cmd := redis.NewStatusCmd(ctx, "ping")
+				p := conn.PipeFor(conn.Of(c))
+				require.Same(t, p, conn.PipeFor(conn.Of(c)), "one Pipe per client")
+				cmd := conn.NewCmd(ctx, 0, "ping")
 				require.NoError(t, p.Process(ctx, cmd))
-				require.Equal(t, "PONG", cmd.Val())
+				require.Equal(t, "PONG", cmd.Reply().Val())
 				require.NoError(t, c.Close())
 			}
 			require.Eventually(t, func() bool {

@@ -71,11 +71,11 @@ func TestLoneCommandIsSentAtOnce(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := &counter{}
 			rdb.AddHook(c)
-			p := conn.NewPipe(rdb, 2)
+			p := conn.NewPipe(conn.Of(rdb), 2)
 			for i := range 10 {
-				cmd := redis.NewIntCmd(context.Background(), "incr", "lone")
+				cmd := conn.NewCmd(context.Background(), 1, "incr", "lone")
 				require.NoError(t, p.Process(context.Background(), cmd))
-				require.EqualValues(t, i+1, cmd.Val())
+				require.EqualValues(t, i+1, cmd.Reply().Val())
 			}
 			require.EqualValues(t, 10, c.singles.Load())
 			require.Zero(t, c.pipelines.Load(), "an idle client pipelines nothing")
@@ -88,16 +88,16 @@ func TestBusyClientCoalescesIntoPipelines(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := &counter{gate: make(chan struct{})}
 			rdb.AddHook(c)
-			p := conn.NewPipe(rdb, 1)
+			p := conn.NewPipe(conn.Of(rdb), 1)
 			const n = 50
 			var wg sync.WaitGroup
 			results := make([]int64, n)
 			errs := make([]error, n)
 			for i := range n {
 				wg.Go(func() {
-					cmd := redis.NewIntCmd(context.Background(), "incr", fmt.Sprintf("k%d", i))
+					cmd := conn.NewCmd(context.Background(), 1, "incr", fmt.Sprintf("k%d", i))
 					errs[i] = p.Process(context.Background(), cmd)
-					results[i] = cmd.Val()
+					results[i], _ = cmd.Reply().Int64()
 				})
 			}
 			// The first command is held in flight; the rest queue.
@@ -119,24 +119,24 @@ func TestSenderContextEndingDoesNotFailOthers(t *testing.T) {
 	rdb := clients(t)["miniredis"]
 	c := &counter{gate: make(chan struct{})}
 	rdb.AddHook(c)
-	p := conn.NewPipe(rdb, 1)
+	p := conn.NewPipe(conn.Of(rdb), 1)
 
 	first := make(chan error, 1)
-	go func() { first <- p.Process(context.Background(), redis.NewIntCmd(context.Background(), "incr", "a")) }()
+	go func() { first <- p.Process(context.Background(), conn.NewCmd(context.Background(), 1, "incr", "a")) }()
 	require.Eventually(t, func() bool { return c.singles.Load() == 1 }, 5*time.Second, time.Millisecond)
 
 	// The second queues first, so it will send the batch; its context is
 	// already cancelled when it does.
 	cancelled, cancel := context.WithCancel(context.Background())
-	second, third := make(chan *redis.IntCmd, 1), make(chan *redis.IntCmd, 1)
+	second, third := make(chan conn.Cmd, 1), make(chan conn.Cmd, 1)
 	go func() {
-		cmd := redis.NewIntCmd(cancelled, "incr", "b")
+		cmd := conn.NewCmd(cancelled, 1, "incr", "b")
 		_ = p.Process(cancelled, cmd)
 		second <- cmd
 	}()
 	time.Sleep(20 * time.Millisecond)
 	go func() {
-		cmd := redis.NewIntCmd(context.Background(), "incr", "c")
+		cmd := conn.NewCmd(context.Background(), 1, "incr", "c")
 		_ = p.Process(context.Background(), cmd)
 		third <- cmd
 	}()
@@ -144,10 +144,10 @@ func TestSenderContextEndingDoesNotFailOthers(t *testing.T) {
 	cancel()
 	close(c.gate)
 	require.NoError(t, <-first)
-	for _, ch := range []chan *redis.IntCmd{second, third} {
+	for _, ch := range []chan conn.Cmd{second, third} {
 		cmd := <-ch
-		require.NoError(t, cmd.Err())
-		require.EqualValues(t, 1, cmd.Val())
+		require.NoError(t, cmd.Reply().Err())
+		require.EqualValues(t, 1, cmd.Reply().Val())
 	}
 }
 
@@ -159,7 +159,7 @@ func TestClusterClientSendsDirectly(t *testing.T) {
 		},
 	})
 	t.Cleanup(func() { _ = cc.Close() })
-	require.Same(t, conn.PipeFor(cc), conn.PipeFor(cc), "one Pipe per client")
-	err := conn.PipeFor(cc).Process(context.Background(), redis.NewIntCmd(context.Background(), "incr", "x"))
+	require.Same(t, conn.PipeFor(conn.Of(cc)), conn.PipeFor(conn.Of(cc)), "one Pipe per client")
+	err := conn.PipeFor(conn.Of(cc)).Process(context.Background(), conn.NewCmd(context.Background(), 1, "incr", "x"))
 	require.Error(t, err, "the cluster client's own error comes back")
 }

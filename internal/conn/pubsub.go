@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // PubSubLinger is how long an idle pub/sub connection stays open after its
@@ -16,7 +14,7 @@ const PubSubLinger = 100 * time.Millisecond
 var pubsubs Map[*PubSub]
 
 // PubSubFor returns the pub/sub transport of client, made on first use.
-func PubSubFor(client redis.UniversalClient) *PubSub {
+func PubSubFor(client Client) *PubSub {
 	return pubsubs.Get(client, newPubSub)
 }
 
@@ -33,9 +31,9 @@ type PubSub struct {
 	subs   map[string]*Subscription // channel -> its live subscription
 }
 
-func newPubSub(client redis.UniversalClient) *PubSub {
+func newPubSub(client Client) *PubSub {
 	ps := &PubSub{client: NewRef(client), shards: map[string]*shard{}, subs: map[string]*Subscription{}}
-	_, ps.cluster = client.(*redis.ClusterClient)
+	ps.cluster = client.Cluster()
 	return ps
 }
 

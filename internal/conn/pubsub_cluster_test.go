@@ -20,7 +20,7 @@ func TestShardedSubscriptionsOneConnectionPerMaster(t *testing.T) {
 	ctx := testContext(t)
 	cc, servers := redistest.StartCluster(t, 3)
 	require.NotNil(t, cc)
-	ps := conn.PubSubFor(cc)
+	ps := conn.PubSubFor(conn.Of(cc))
 	require.Equal(t, "spublish", ps.PublishCommand())
 
 	admins := map[string]*redis.Client{}
@@ -109,7 +109,7 @@ func TestSubscriptionFollowsItsSlotToANewMaster(t *testing.T) {
 	ctx := testContext(t)
 	cc, servers := redistest.StartCluster(t, 2)
 	require.NotNil(t, cc)
-	ps := conn.PubSubFor(cc)
+	ps := conn.PubSubFor(conn.Of(cc))
 	ch := chanName(t, 0)
 	rec := newRecorder()
 	sub := subscribeReady(t, ctx, ps, ch, rec)

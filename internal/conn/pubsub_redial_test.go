@@ -51,7 +51,7 @@ func cancelledWhileDisconnected(t *testing.T, backFirst bool) {
 			return d.DialContext(ctx, network, addr)
 		}
 	})
-	ps := conn.PubSubFor(c)
+	ps := conn.PubSubFor(conn.Of(c))
 	// kept keeps the connection open once gone is cancelled.
 	kept, gone := chanName(t, 0), chanName(t, 1)
 	subscribeReady(t, ctx, ps, kept, newRecorder())

@@ -84,7 +84,7 @@ func (ps *PubSub) moveWhenKnown(s *shard, channels []string) {
 // that stay (their slot is still s's, as far as the client knows). A
 // channel nobody listens to, or whose subscription moved already, is done.
 func (ps *PubSub) move(s *shard, channels []string) (stay []string) {
-	cc, ok := ps.client.Client().(*redis.ClusterClient)
+	cc, ok := ps.client.redis().(*redis.ClusterClient)
 	if !ok {
 		return nil
 	}

@@ -21,7 +21,7 @@ func TestSubscribeAnsweredMOVEDMovesToTheSlotsMaster(t *testing.T) {
 	ctx := testContext(t)
 	cc, servers := redistest.StartCluster(t, 2)
 	require.NotNil(t, cc)
-	ps := conn.PubSubFor(cc)
+	ps := conn.PubSubFor(conn.Of(cc))
 
 	// Two channels of two slots of one master: keep holds the connection
 	// open, ch is subscribed once its slot has left.
@@ -74,7 +74,7 @@ func TestSubscriptionFollowsItsSlotThroughAFailover(t *testing.T) {
 	// Three masters: a failover needs the votes of a majority of them.
 	cc, masters, replicas := redistest.StartClusterWithReplicas(t, 3)
 	require.NotNil(t, cc)
-	ps := conn.PubSubFor(cc)
+	ps := conn.PubSubFor(conn.Of(cc))
 	ch := chanName(t, 0)
 	node, err := cc.MasterForKey(ctx, ch)
 	require.NoError(t, err)

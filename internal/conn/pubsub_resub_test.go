@@ -19,7 +19,7 @@ func TestBrokenShardedConnectionResubscribesEveryChannel(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	cc, servers := redistest.StartCluster(t, 3)
-	ps := conn.PubSubFor(cc)
+	ps := conn.PubSubFor(conn.Of(cc))
 	var chs []string
 	addr := ""
 	for i := 0; len(chs) < 3 && i < 10000; i++ {

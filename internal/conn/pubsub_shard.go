@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/relock-go/relock/internal/errs"
 )
 
 // shard is the pub/sub connection to one Redis node.
@@ -54,7 +52,7 @@ type channelState struct {
 const refusedRetry = 100 * time.Millisecond
 
 func (ps *PubSub) shardLocked(ctx context.Context, channel string) (*shard, error) {
-	client := ps.client.Client()
+	client := ps.client.redis()
 	if client == nil {
 		return nil, redis.ErrClosed // collected: no caller holds it
 	}
@@ -122,10 +120,22 @@ func (ps *PubSub) resubscribeEach(s *shard) {
 		chans = append(chans, ch)
 	}
 	ps.mu.Unlock()
+	subscribeAll(s, chans)
+}
+
+// subscribeAll subscribes chans on s, within a second: in one SUBSCRIBE,
+// or one SSUBSCRIBE per channel on a cluster, whose server refuses
+// channels of several slots in one. A broken connection is retried by
+// receive, and a refusal comes back to refused.
+func subscribeAll(s *shard, chans []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
+	if !s.ssub {
+		_ = s.ps.Subscribe(ctx, chans...)
+		return
+	}
 	for _, ch := range chans {
-		_ = s.ps.SSubscribe(ctx, ch) // a broken connection is retried by receive
+		_ = s.ps.SSubscribe(ctx, ch)
 	}
 }
 
@@ -229,7 +239,7 @@ func (ps *PubSub) receive(s *shard) {
 // refused handles Redis refusing a (S)SUBSCRIBE (NOPERM, MOVED, BUSY...):
 // the connection is intact and nothing was resubscribed, so the counts
 // stay. A refusal for the moment (a server running a long script or
-// loading its data: errs.TryAgain) is sent again shortly, the waiting
+// loading its data: TryAgain) is sent again shortly, the waiting
 // subscriptions waiting on: the refused command may be the resubscription
 // of every channel after a reconnect, which would otherwise leave them
 // unsubscribed for good while counted as subscribed. Otherwise the
@@ -253,8 +263,8 @@ func (ps *PubSub) refused(s *shard, err error, refused redis.Error) {
 		return
 	}
 	var moved []string
-	slot, isMoved := errs.Redirect(refused)
-	later := errs.TryAgain(err)
+	slot, isMoved := Redirect(refused)
+	later := TryAgain(err)
 	ps.mu.Lock()
 	for ch := range s.own {
 		if !isMoved || Slot(ch) == slot {
@@ -310,17 +320,8 @@ func (ps *PubSub) resubscribeRefused(s *shard) {
 			chans = append(chans, ch)
 		}
 	}
-	if len(chans) == 0 || s.closed {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if !s.ssub {
-		_ = s.ps.Subscribe(ctx, chans...)
-		return
-	}
-	for _, ch := range chans {
-		_ = s.ps.SSubscribe(ctx, ch) // one per slot, as resubscribeEach
+	if len(chans) > 0 && !s.closed {
+		subscribeAll(s, chans)
 	}
 }
 

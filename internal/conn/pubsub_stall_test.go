@@ -15,7 +15,7 @@ func TestReadyWaitsForTheConfirmation(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	srv := redistest.StartStallServer(t)
-	ps := conn.PubSubFor(srv.Client(t))
+	ps := conn.PubSubFor(conn.Of(srv.Client(t)))
 	ch := chanName(t, 0)
 
 	sub := subscribe(t, ctx, ps, ch, newRecorder())
@@ -40,7 +40,7 @@ func TestConfirmationOfACancelledSubscriptionIsNotTheNextOnes(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	srv := redistest.StartStallServer(t)
-	ps := conn.PubSubFor(srv.Client(t))
+	ps := conn.PubSubFor(conn.Of(srv.Client(t)))
 	ch, other := chanName(t, 0), chanName(t, 1)
 	rec := newRecorder()
 

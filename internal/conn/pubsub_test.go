@@ -17,17 +17,17 @@ import (
 func TestPublishCommandFollowsTheClientKind(t *testing.T) {
 	t.Parallel()
 	mr, client := redistest.Miniredis(t)
-	assert.Equal(t, "publish", conn.PubSubFor(client).PublishCommand())
+	assert.Equal(t, "publish", conn.PubSubFor(conn.Of(client)).PublishCommand())
 
 	// A UniversalClient given one address is a plain client.
 	uc := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{mr.Addr()}})
 	t.Cleanup(func() { _ = uc.Close() })
-	assert.Equal(t, "publish", conn.PubSubFor(uc).PublishCommand())
+	assert.Equal(t, "publish", conn.PubSubFor(conn.Of(uc)).PublishCommand())
 
 	// No connection is needed to tell a cluster client.
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{mr.Addr()}})
 	t.Cleanup(func() { _ = cc.Close() })
-	assert.Equal(t, "spublish", conn.PubSubFor(cc).PublishCommand())
+	assert.Equal(t, "spublish", conn.PubSubFor(conn.Of(cc)).PublishCommand())
 }
 
 func TestManyChannelsShareOneConnection(t *testing.T) {
@@ -36,7 +36,7 @@ func TestManyChannelsShareOneConnection(t *testing.T) {
 	srv := redistest.StartServer(t)
 	client := srv.Client(t)
 	admin := srv.Client(t)
-	ps := conn.PubSubFor(client)
+	ps := conn.PubSubFor(conn.Of(client))
 	rec := newRecorder()
 
 	const n = 100
@@ -90,7 +90,7 @@ func TestReadySubscriptionHearsThePublishThatFollows(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		ps := conn.PubSubFor(env.Client)
+		ps := conn.PubSubFor(conn.Of(env.Client))
 		publisher := redis.NewClient(&redis.Options{Addr: env.Client.Options().Addr})
 		t.Cleanup(func() { _ = publisher.Close() })
 
@@ -120,7 +120,7 @@ func TestSubscriptionsComeBackAfterAServerRestart(t *testing.T) {
 	srv := redistest.StartServer(t)
 	client := srv.Client(t)
 	admin := srv.Client(t)
-	ps := conn.PubSubFor(client)
+	ps := conn.PubSubFor(conn.Of(client))
 	ch := chanName(t, 0)
 	rec := newRecorder()
 
@@ -169,7 +169,7 @@ func TestSubscribeThatCannotBeSentLeavesNoChannelBehind(t *testing.T) {
 	srv := redistest.StartServer(t)
 	client := srv.Client(t)
 	admin := srv.Client(t)
-	ps := conn.PubSubFor(client)
+	ps := conn.PubSubFor(conn.Of(client))
 	kept, failed := chanName(t, 0), chanName(t, 1)
 	rec := newRecorder()
 
@@ -208,7 +208,7 @@ func TestRefusedSubscribeFailsItsSubscription(t *testing.T) {
 	admin := srv.Client(t)
 	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "app", "on", ">pw", "~*", "&allowed:*", "+@all").Err())
 	app := srv.Client(t, func(o *redis.Options) { o.Username, o.Password = "app", "pw" })
-	ps := conn.PubSubFor(app)
+	ps := conn.PubSubFor(conn.Of(app))
 	rec := newRecorder()
 
 	denied := subscribe(t, ctx, ps, chanName(t, 0), rec)
@@ -234,7 +234,7 @@ func TestCancelDoesNotWaitForAHungServer(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	srv := redistest.StartServer(t)
-	ps := conn.PubSubFor(srv.Client(t))
+	ps := conn.PubSubFor(conn.Of(srv.Client(t)))
 	sub := subscribeReady(t, ctx, ps, chanName(t, 0), newRecorder())
 
 	srv.Pause(t)

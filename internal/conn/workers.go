@@ -62,9 +62,9 @@ func (p *Pool) Started() uint64 { return p.started.Load() }
 // pools holds one Pool per Redis client.
 var pools Map[*Pool]
 
-func newPool(c redis.UniversalClient) *Pool {
+func newPool(c Client) *Pool {
 	p := NewPool(0)
-	p.deadlines = honoursDeadlines(c)
+	p.deadlines = honoursDeadlines(c.rdb)
 	return p
 }
 
@@ -97,4 +97,4 @@ func (p *Pool) Inline(ctx context.Context) bool {
 // PoolFor returns client's Pool, shared by every lock on that client: the
 // workers that talked to a server last are the ones reused, whichever
 // lock value (new per request, often) calls next.
-func PoolFor(client redis.UniversalClient) *Pool { return pools.Get(client, newPool) }
+func PoolFor(client Client) *Pool { return pools.Get(client, newPool) }

@@ -78,14 +78,14 @@ func TestForIsPerClient(t *testing.T) {
 	defer a.Close()
 	b := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer b.Close()
-	pool := conn.PoolFor(a)
-	if conn.PoolFor(a) != pool {
+	pool := conn.PoolFor(conn.Of(a))
+	if conn.PoolFor(conn.Of(a)) != pool {
 		t.Fatal("two pools for one client")
 	}
-	if conn.PoolFor(a) == conn.PoolFor(b) {
+	if conn.PoolFor(conn.Of(a)) == conn.PoolFor(conn.Of(b)) {
 		t.Fatal("one pool for two clients")
 	}
 	done := make(chan struct{})
-	conn.PoolFor(a).Go(func() { close(done) })
+	conn.PoolFor(conn.Of(a)).Go(func() { close(done) })
 	<-done
 }

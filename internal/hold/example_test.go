@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/lease"
 )
@@ -16,9 +17,9 @@ func Example() {
 	defer c.Close()
 	clk := lease.NewFakeClock(time.Unix(0, 0))
 	wd := lease.New(lease.WithClock(clk))
-	lease := wd.Start(lease.Spec{Targets: []lease.Target{{Client: c, Keys: []string{"k"}}}, Timeout: time.Minute}, clk.Now())
+	lease := wd.Start(lease.Spec{Targets: []lease.Target{{Client: conn.Of(c), Keys: []string{"k"}}}, Timeout: time.Minute}, clk.Now())
 
-	key := hold.NewKey(c, "example", "k", "")
+	key := hold.NewKey(conn.Of(c), "example", "k", "")
 	ctx, _ := hold.Start(context.Background(), key, &hold.Hold{Token: 42, Lease: lease},
 		func(ctx context.Context, h *hold.Hold) error { h.Lease.Stop(); return nil })
 	tok, _ := hold.Token(ctx)

@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/scripts"
 )
@@ -34,7 +33,7 @@ var ErrChanged = errors.New("changed kind since it was read; nothing done")
 // the script has run, and its local waiters are woken on channel. The
 // leases are taken before the script, so that a hold a local waiter takes
 // right after the unlock message is not among them.
-func ForceUnlockAndTell(ctx context.Context, c redis.UniversalClient, wd *lease.Watchdog, hub Waker, kind, name, channel, reason string) (bool, error) {
+func ForceUnlockAndTell(ctx context.Context, c conn.Client, wd *lease.Watchdog, hub Waker, kind, name, channel, reason string) (bool, error) {
 	held := lease.Held(wd, c, kind, name)
 	ok, err := ForceUnlock(ctx, c, kind, name, hub.PublishCommand())
 	if ok {
@@ -51,7 +50,7 @@ func ForceUnlockAndTell(ctx context.Context, c redis.UniversalClient, wd *lease.
 // channel Redisson uses; publish is the hub's command (PUBLISH, SPUBLISH
 // on a cluster). It reports whether anything was held, and ErrChanged when
 // the name is of another kind.
-func ForceUnlock(ctx context.Context, c redis.UniversalClient, kind, name, publish string) (bool, error) {
+func ForceUnlock(ctx context.Context, c conn.Client, kind, name, publish string) (bool, error) {
 	s := forceUnlockLua{Hash: name, Kind: kind, Publish: publish}
 	switch kind {
 	case KindRWLock:

@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/codes"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/options"
@@ -26,7 +26,7 @@ import (
 type Key struct{ f *keyFields }
 
 type keyFields struct {
-	client redis.UniversalClient
+	client conn.Client
 	kind   string // "lock", "rlock", "wlock", "semaphore", ...
 	name   string
 	id     string // tells apart values whose name alone is not the lock (a Redlock)
@@ -34,7 +34,7 @@ type keyFields struct {
 
 // NewKey returns the Key of the primitive of kind called name on client;
 // id tells apart values whose name alone is not the lock (a Redlock's).
-func NewKey(client redis.UniversalClient, kind, name, id string) Key {
+func NewKey(client conn.Client, kind, name, id string) Key {
 	return Key{&keyFields{client: client, kind: kind, name: name, id: id}}
 }
 
@@ -47,11 +47,11 @@ func (k Key) Kind() string { return k.f.kind }
 // Name is the primitive's name.
 func (k Key) Name() string { return k.f.name }
 
-// Client is the client the primitive was made on; nil for a Key not made
-// by NewKey.
-func (k Key) Client() redis.UniversalClient {
+// Client is the client the primitive was made on; the zero Client for a
+// Key not made by NewKey.
+func (k Key) Client() conn.Client {
 	if k.f == nil {
-		return nil
+		return conn.Client{}
 	}
 	return k.f.client
 }

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/scripts"
@@ -23,14 +21,14 @@ import (
 // failure to write or delete it is not the acquisition's.
 
 // WriteLabel records label as holder's, since now, for lease.
-func WriteLabel(ctx context.Context, c redis.UniversalClient, name, holder, label string, lease time.Duration) {
+func WriteLabel(ctx context.Context, c conn.Client, name, holder, label string, lease time.Duration) {
 	v := label + "\t" + strconv.FormatInt(time.Now().UnixMilli(), 10)
-	_ = c.Set(context.WithoutCancel(ctx), scripts.HolderLabel(name, holder), v, lease).Err()
+	_ = c.Do(context.WithoutCancel(ctx), "set", scripts.HolderLabel(name, holder), v, "px", max(lease.Milliseconds(), 1)).Err()
 }
 
 // DropLabel deletes holder's label.
-func DropLabel(ctx context.Context, c redis.UniversalClient, name, holder string) {
-	_ = c.Del(context.WithoutCancel(ctx), scripts.HolderLabel(name, holder)).Err()
+func DropLabel(ctx context.Context, c conn.Client, name, holder string) {
+	_ = c.Do(context.WithoutCancel(ctx), "del", scripts.HolderLabel(name, holder)).Err()
 }
 
 // Label is a holder's label and since when it holds.
@@ -54,23 +52,22 @@ func ParseLabel(v string) (Label, bool) {
 
 // Labels reads the labels of holders of name (those that have one), in
 // one round trip, bounded by timeout whatever ctx's state.
-func Labels(ctx context.Context, c redis.UniversalClient, name string, holders []string, timeout time.Duration) map[string]Label {
+func Labels(ctx context.Context, c conn.Client, name string, holders []string, timeout time.Duration) map[string]Label {
 	if len(holders) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	cmds := make([]*redis.StringCmd, len(holders))
-	_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, h := range holders {
-			cmds[i] = p.Get(ctx, scripts.HolderLabel(name, h))
-		}
-		return nil
-	})
+	gets := make([][]any, len(holders))
+	for i, h := range holders {
+		gets[i] = []any{"get", scripts.HolderLabel(name, h)}
+	}
 	out := map[string]Label{}
-	for i, cmd := range cmds {
-		if l, ok := ParseLabel(cmd.Val()); ok {
-			out[holders[i]] = l
+	for i, r := range c.Pipelined(ctx, gets...) {
+		if v, err := r.Text(); err == nil {
+			if l, ok := ParseLabel(v); ok {
+				out[holders[i]] = l
+			}
 		}
 	}
 	return out
@@ -83,7 +80,7 @@ const MaxHeldBy = 10
 // label key with the hold: the key goes after the target's keys and
 // labeled (the primitive's renew script, with one more key per lease)
 // renews it.
-func AddLabel(ctx context.Context, c redis.UniversalClient, spec *lease.Spec, labeled *lease.RenewScript, name, holder, label string, leaseTime time.Duration) {
+func AddLabel(ctx context.Context, c conn.Client, spec *lease.Spec, labeled *lease.RenewScript, name, holder, label string, leaseTime time.Duration) {
 	t := &spec.Targets[0]
 	t.Keys = append(slices.Clone(t.Keys), scripts.HolderLabel(name, holder))
 	spec.Renewer = labeled
@@ -93,7 +90,7 @@ func AddLabel(ctx context.Context, c redis.UniversalClient, spec *lease.Spec, la
 // HeldBy adds to err, a contention error, who holds name when its holders
 // have labels: "not acquired (held by pod-7 for 4.2s)". holders are the
 // owner ids the lock records; the first MaxHeldBy are looked at.
-func HeldBy(ctx context.Context, c redis.UniversalClient, name string, holders []string, timeout time.Duration, err error) error {
+func HeldBy(ctx context.Context, c conn.Client, name string, holders []string, timeout time.Duration, err error) error {
 	holders = holders[:min(len(holders), MaxHeldBy)]
 	labels := Labels(ctx, c, name, holders, timeout)
 	var parts []string

@@ -4,8 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
@@ -16,15 +15,15 @@ import (
 func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
 	ctx := context.Background()
 	wrappers := map[string]redistest.Wrapper{
-		"force_unlock.lua": {Value: forceUnlockLua{}, Run: func(w any, c redis.UniversalClient) {
+		"force_unlock.lua": {Value: forceUnlockLua{}, Run: func(w any, c conn.Client) {
 			w.(forceUnlockLua).call().Run(ctx, c)
 		}},
-		"force_unlock.lua, an rwlock's": {Value: forceUnlockLua{}, Partial: true, Run: func(w any, c redis.UniversalClient) {
+		"force_unlock.lua, an rwlock's": {Value: forceUnlockLua{}, Partial: true, Run: func(w any, c conn.Client) {
 			s := w.(forceUnlockLua)
 			s.Weights = ""
 			s.call().Run(ctx, c)
 		}},
-		"force_unlock.lua, a lock's": {Value: forceUnlockLua{}, Partial: true, Run: func(w any, c redis.UniversalClient) {
+		"force_unlock.lua, a lock's": {Value: forceUnlockLua{}, Partial: true, Run: func(w any, c conn.Client) {
 			s := w.(forceUnlockLua)
 			s.PrefixOrPermits, s.Weights = "", ""
 			s.call().Run(ctx, c)

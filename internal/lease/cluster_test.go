@@ -90,7 +90,7 @@ func TestClusterBatchesGroupBySlot(t *testing.T) {
 	cc.AddHook(audit)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	require.NoError(t, stringRenewer.Lua.Preload(ctx, cc))
+	require.NoError(t, cc.ScriptLoad(ctx, stringRenewer.Lua.Source()).Err())
 
 	const n, timeout = 240, 900 * time.Millisecond // renewed every 300 ms
 	w := New(WithBatchSize(8))
@@ -106,7 +106,7 @@ func TestClusterBatchesGroupBySlot(t *testing.T) {
 	sent := w.Now()
 	leases := make([]*Lease, n)
 	for i, name := range names {
-		leases[i] = w.Start(Spec{Renewer: stringRenewer, Targets: []Target{{Client: cc, Keys: []string{name}, Arg: "me"}},
+		leases[i] = w.Start(Spec{Renewer: stringRenewer, Targets: []Target{{Client: conn.Of(cc), Keys: []string{name}, Arg: "me"}},
 			Timeout: timeout, Renew: true, ID: ID{Lock: name}, Name: name, Primitive: "test"}, sent)
 		leases[i].OnLost(&rec)
 	}
@@ -153,7 +153,7 @@ func TestClusterMasterDownSparesOtherMasters(t *testing.T) {
 	cc, servers := redistest.StartCluster(t, 3, redistest.WithArgs("--cluster-require-full-coverage", "no"))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	require.NoError(t, stringRenewer.Lua.Preload(ctx, cc))
+	require.NoError(t, cc.ScriptLoad(ctx, stringRenewer.Lua.Source()).Err())
 
 	const n, timeout = 60, 1500 * time.Millisecond
 	w := New(WithBatchSize(8))

@@ -5,11 +5,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock/internal/clock"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/tracing"
 )
@@ -134,7 +134,7 @@ type Watchdog struct {
 	handoff   *time.Timer
 	// asideQueues holds the renewals queued for a client whose pipeline runs
 	// aside (the other masters of a Redlock round): one goroutine per client.
-	asideQueues map[redis.UniversalClient]*asideQueue
+	asideQueues map[conn.Client]*asideQueue
 
 	mp        metric.MeterProvider
 	tp        trace.TracerProvider
@@ -150,7 +150,7 @@ type Watchdog struct {
 }
 
 type regKey struct {
-	client redis.UniversalClient
+	client conn.Client
 	id     ID
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/scripts"
 )
@@ -47,7 +48,7 @@ func ExampleWatchdog_Start() {
 	rdb.SetNX(ctx, "job:7", "worker-1", 30*time.Second)
 	lease := wd.Start(lease.Spec{
 		Renewer: jobKind,
-		Targets: []lease.Target{{Client: rdb, Keys: []string{"job:7"}, Arg: "worker-1"}},
+		Targets: []lease.Target{{Client: conn.Of(rdb), Keys: []string{"job:7"}, Arg: "worker-1"}},
 		Timeout: 30 * time.Second,
 		Renew:   true,
 		Name:    "job:7", Primitive: "job",
@@ -77,13 +78,13 @@ func ExampleWatchdog_Find() {
 	wd := lease.New()
 	id := lease.ID{Lock: "job:7", Owner: "worker-1"}
 	l := wd.Start(lease.Spec{
-		Targets: []lease.Target{{Client: rdb, Keys: []string{"job:7"}}},
+		Targets: []lease.Target{{Client: conn.Of(rdb), Keys: []string{"job:7"}}},
 		Timeout: time.Minute, // a fixed lease: tracked, not renewed
 		ID:      id,
 	}, wd.Now())
-	fmt.Println(wd.Find(rdb, id) == l)
+	fmt.Println(wd.Find(conn.Of(rdb), id) == l)
 	l.Release()
-	fmt.Println(wd.Find(rdb, id) == nil)
+	fmt.Println(wd.Find(conn.Of(rdb), id) == nil)
 	// Output:
 	// true
 	// true
@@ -230,10 +231,10 @@ func ExampleLease_Stop() {
 	wd := lease.New()
 	id := lease.ID{Lock: "report"}
 	l := wd.Start(lease.Spec{Timeout: time.Minute, ID: id,
-		Targets: []lease.Target{{Client: rdb, Keys: []string{"report"}}}}, wd.Now())
+		Targets: []lease.Target{{Client: conn.Of(rdb), Keys: []string{"report"}}}}, wd.Now())
 	l.Stop()
 	l.Lose("key gone")
-	fmt.Println(wd.Find(rdb, id) == nil, l.Lost())
+	fmt.Println(wd.Find(conn.Of(rdb), id) == nil, l.Lost())
 	// Output: true <nil>
 }
 

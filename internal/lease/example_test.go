@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/lease"
 )
@@ -19,13 +20,13 @@ func Example() {
 	clk := lease.NewFakeClock(time.Unix(0, 0))
 	wd := lease.New(lease.WithClock(clk))
 
-	l := wd.Start(lease.Spec{Targets: []lease.Target{{Client: c, Keys: []string{"k"}}}, Timeout: time.Second}, clk.Now())
+	l := wd.Start(lease.Spec{Targets: []lease.Target{{Client: conn.Of(c), Keys: []string{"k"}}}, Timeout: time.Second}, clk.Now())
 	lost := make(chan error, 1)
 	l.OnLost(lease.LostFunc(func(err error) { lost <- err }))
 	clk.Advance(2 * time.Second)
 	fmt.Println(errors.Is(<-lost, errs.ErrLockLost))
 
-	kept := wd.Start(lease.Spec{Targets: []lease.Target{{Client: c, Keys: []string{"j"}}}, Timeout: time.Minute}, clk.Now())
+	kept := wd.Start(lease.Spec{Targets: []lease.Target{{Client: conn.Of(c), Keys: []string{"j"}}}, Timeout: time.Minute}, clk.Now())
 	kept.Stop()
 	fmt.Println(kept.Lost())
 	// Output:

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
@@ -59,7 +60,7 @@ func TestOneGoroutineWhileFlushing(t *testing.T) {
 	clk := NewFakeClock(epoch)
 	w := New(WithClock(clk), WithBatchSize(50))
 	w.pipeLeases = 100 // 250 leases: three pipelines of 100, 100, 50
-	require.NoError(t, stringRenewer.Lua.Preload(ctx, rdb))
+	require.NoError(t, rdb.ScriptLoad(ctx, stringRenewer.Lua.Source()).Err())
 	const n = 250
 	leases := make([]*Lease, n)
 	for i := range leases {
@@ -114,7 +115,7 @@ func TestReplyTimeoutScalesWithTimeToLoss(t *testing.T) {
 	defer l.Stop()
 	var rec lostRecorder
 	l.OnLost(&rec)
-	require.NoError(t, stringRenewer.Lua.Preload(ctx, rdb))
+	require.NoError(t, rdb.ScriptLoad(ctx, stringRenewer.Lua.Source()).Err())
 
 	const pause = 700 * time.Millisecond
 	require.NoError(t, admin.ClientPause(ctx, pause).Err())
@@ -139,7 +140,7 @@ func TestLateRoundKeepsPhases(t *testing.T) {
 	w := New(WithClock(clk))
 	const n = 100
 	const timeout = 3 * time.Second // renewed every second
-	require.NoError(t, stringRenewer.Lua.Preload(ctx, rdb))
+	require.NoError(t, rdb.ScriptLoad(ctx, stringRenewer.Lua.Source()).Err())
 	leases := make([]*Lease, n)
 	for i := range leases {
 		if i > 0 {
@@ -188,7 +189,7 @@ func TestStopFromOnLostWhileFlushing(t *testing.T) {
 	clk := NewFakeClock(epoch)
 	w := New(WithClock(clk), WithBatchSize(10))
 	w.pipeLeases = 10
-	require.NoError(t, stringRenewer.Lua.Preload(ctx, rdb))
+	require.NoError(t, rdb.ScriptLoad(ctx, stringRenewer.Lua.Source()).Err())
 	const n = 30
 	leases := make([]*Lease, n)
 	for i := range leases {
@@ -229,8 +230,8 @@ func TestStalledServerHandsTheWheelOver(t *testing.T) {
 	slow, fast := srvs[0].Client(t), srvs[1].Client(t)
 	admin := srvs[0].Client(t)
 	ctx := context.Background()
-	require.NoError(t, stringRenewer.Lua.Preload(ctx, slow))
-	require.NoError(t, stringRenewer.Lua.Preload(ctx, fast))
+	require.NoError(t, slow.ScriptLoad(ctx, stringRenewer.Lua.Source()).Err())
+	require.NoError(t, fast.ScriptLoad(ctx, stringRenewer.Lua.Source()).Err())
 	w := New()
 	t0 := time.Now()
 	a := hold(t, ctx, w, slow, "a", 3*time.Second, true) // renewed at 1 s
@@ -281,12 +282,12 @@ func turnsSettle(w *Watchdog) bool {
 func TestEventsWithinOneTick(t *testing.T) {
 	_, rdb := redistest.Miniredis(t)
 	ctx := context.Background()
-	require.NoError(t, stringRenewer.Lua.Preload(ctx, rdb))
+	require.NoError(t, rdb.ScriptLoad(ctx, stringRenewer.Lua.Source()).Err())
 	clk := NewFakeClock(epoch)
 	w := New(WithClock(clk)) // ticks of 10 ms from epoch
 	start := func(key string, timeout time.Duration, renew bool) *Lease {
 		require.NoError(t, rdb.Set(ctx, key, "me", 0).Err())
-		return w.Start(Spec{Renewer: stringRenewer, Targets: []Target{{Client: rdb, Keys: []string{key}, Arg: "me"}},
+		return w.Start(Spec{Renewer: stringRenewer, Targets: []Target{{Client: conn.Of(rdb), Keys: []string{key}, Arg: "me"}},
 			Timeout: timeout, Renew: renew, Name: key, Primitive: "test"}, clk.Now())
 	}
 	// At 2 ms and 5 ms: renewals due at 1.002 s and 1.005 s; fixed leases
@@ -326,7 +327,7 @@ func TestEventsWithinOneTick(t *testing.T) {
 func TestHandoffBoundIgnoresRenewedRounds(t *testing.T) {
 	_, rdb := redistest.Miniredis(t)
 	ctx := context.Background()
-	require.NoError(t, stringRenewer.Lua.Preload(ctx, rdb))
+	require.NoError(t, rdb.ScriptLoad(ctx, stringRenewer.Lua.Source()).Err())
 	clk := NewFakeClock(epoch)
 	w := New(WithClock(clk))
 	const n = 50

@@ -5,8 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/scripts"
 )
@@ -29,7 +28,7 @@ type Target struct {
 	// Renewer overrides Spec.Renewer for this target (a Redlock over
 	// members of different primitives).
 	Renewer *RenewScript
-	Client  redis.UniversalClient
+	Client  conn.Client
 	Keys    []string // Keys[0] decides the cluster slot
 	// Arg is the renew script's argument after the lease time: the
 	// holder's id, boxed once by the primitive for its acquire as well.
@@ -116,7 +115,7 @@ func (w *Watchdog) Start(spec Spec, sentAt time.Time) *Lease {
 }
 
 // Find returns the live lease registered under (client, id), if any.
-func (w *Watchdog) Find(client redis.UniversalClient, id ID) *Lease {
+func (w *Watchdog) Find(client conn.Client, id ID) *Lease {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.registry[regKey{client, id}]

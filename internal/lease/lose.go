@@ -3,7 +3,7 @@ package lease
 import (
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/relock-go/relock/internal/conn"
 )
 
 // Held returns the leases w tracks of the primitive's name on client. A
@@ -12,7 +12,7 @@ import (
 // once, not at their next renewal; a hold that a waiter takes right after
 // the unlock message is not among them. It scans the registry, which is
 // fine for an operator's action.
-func Held(w *Watchdog, client redis.UniversalClient, primitive, name string) []*Lease {
+func Held(w *Watchdog, client conn.Client, primitive, name string) []*Lease {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var found []*Lease

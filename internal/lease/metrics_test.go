@@ -154,7 +154,7 @@ func TestRenewSpan(t *testing.T) {
 	clk := NewFakeClock(epoch)
 	w := New(WithClock(clk), WithTracerProvider(tp))
 	ctx := context.Background()
-	require.NoError(t, stringRenewer.Lua.Preload(ctx, rdb))
+	require.NoError(t, rdb.ScriptLoad(ctx, stringRenewer.Lua.Source()).Err())
 	a := hold(t, ctx, w, rdb, "a", 30*time.Second, true)
 	b := hold(t, ctx, w, rdb, "b", 30*time.Second, true)
 	defer a.Stop()

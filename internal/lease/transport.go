@@ -8,11 +8,9 @@ import (
 
 	"github.com/relock-go/relock/internal/conn"
 
-	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/tracing"
@@ -42,14 +40,14 @@ func (w *Watchdog) send(batch []renewal, sentAt time.Time) {
 		w.flush(c0, batch, sentAt)
 		return
 	}
-	byClient := map[redis.UniversalClient][]renewal{}
+	byClient := map[conn.Client][]renewal{}
 	for _, r := range batch {
 		c := r.targetOf().Client
 		byClient[c] = append(byClient[c], r)
 	}
-	var inline redis.UniversalClient
+	var inline conn.Client
 	for c, rs := range byClient {
-		if inline == nil || len(rs) > len(byClient[inline]) {
+		if inline == (conn.Client{}) || len(rs) > len(byClient[inline]) {
 			inline = c
 		}
 	}
@@ -69,7 +67,7 @@ type asideQueue struct {
 
 // sendAside flushes rs on c's asideQueue goroutine, started if there is none:
 // at most one goroutine per client, however long its server stalls.
-func (w *Watchdog) sendAside(c redis.UniversalClient, rs []renewal, sentAt time.Time) {
+func (w *Watchdog) sendAside(c conn.Client, rs []renewal, sentAt time.Time) {
 	w.mu.Lock()
 	if q := w.asideQueues[c]; q != nil {
 		if len(q.rs) == 0 {
@@ -80,14 +78,14 @@ func (w *Watchdog) sendAside(c redis.UniversalClient, rs []renewal, sentAt time.
 		return
 	}
 	if w.asideQueues == nil {
-		w.asideQueues = map[redis.UniversalClient]*asideQueue{}
+		w.asideQueues = map[conn.Client]*asideQueue{}
 	}
 	w.asideQueues[c] = &asideQueue{}
 	w.mu.Unlock()
 	go w.drain(c, rs, sentAt)
 }
 
-func (w *Watchdog) drain(c redis.UniversalClient, rs []renewal, sentAt time.Time) {
+func (w *Watchdog) drain(c conn.Client, rs []renewal, sentAt time.Time) {
 	for {
 		w.flush(c, rs, sentAt)
 		w.mu.Lock()
@@ -112,7 +110,7 @@ type scriptGroup struct {
 type renewScriptCall struct {
 	kind   *RenewScript
 	rs     []renewal
-	cmd    *redis.Cmd
+	cmd    conn.Cmd
 	reload bool // the server lacked the script: send it as EVAL
 }
 
@@ -120,8 +118,8 @@ type renewScriptCall struct {
 // renewScriptCall, in pipelines of at most w.pipeLeases leases sent one after the
 // other, each under its own context deadline (which go-redis honours only
 // with ContextTimeoutEnabled; otherwise its read timeout bounds the reply).
-func (w *Watchdog) flush(c redis.UniversalClient, rs []renewal, sentAt time.Time) {
-	_, cluster := c.(*redis.ClusterClient)
+func (w *Watchdog) flush(c conn.Client, rs []renewal, sentAt time.Time) {
+	cluster := c.Cluster()
 	var groups [][]renewal
 	var kinds []*RenewScript
 	index := map[scriptGroup]int{}
@@ -151,8 +149,8 @@ func (w *Watchdog) flush(c redis.UniversalClient, rs []renewal, sentAt time.Time
 			grs = grs[n:]
 		}
 	}
-	if cc, ok := c.(*redis.ClusterClient); ok && len(calls) > 1 {
-		w.flushNodes(cc, calls, sentAt)
+	if cluster && len(calls) > 1 {
+		w.flushNodes(c, calls, sentAt)
 		return
 	}
 	w.execAll(c, calls, sentAt)
@@ -160,7 +158,7 @@ func (w *Watchdog) flush(c redis.UniversalClient, rs []renewal, sentAt time.Time
 
 // execAll sends calls in pipelines of at most w.pipeLeases leases, one
 // after the other.
-func (w *Watchdog) execAll(c redis.UniversalClient, calls []renewScriptCall, sentAt time.Time) {
+func (w *Watchdog) execAll(c conn.Client, calls []renewScriptCall, sentAt time.Time) {
 	for len(calls) > 0 {
 		n, leases := 0, 0
 		for n < len(calls) && (n == 0 || leases+len(calls[n].rs) <= w.pipeLeases) {
@@ -178,13 +176,13 @@ func (w *Watchdog) execAll(c redis.UniversalClient, calls []renewScriptCall, sen
 // that ends while it retries a dead master on every command of the
 // pipeline, the live masters' answered renewals too: one master down would
 // lose every lease of the cluster.
-func (w *Watchdog) flushNodes(cc *redis.ClusterClient, calls []renewScriptCall, sentAt time.Time) {
+func (w *Watchdog) flushNodes(c conn.Client, calls []renewScriptCall, sentAt time.Time) {
 	var addrs []string
 	byNode := map[string][]renewScriptCall{}
 	for _, p := range calls {
 		addr := "" // unknown master: sent on its own, and fails on its own
-		if n, err := cc.MasterForKey(context.Background(), p.rs[0].targetOf().Keys[0]); err == nil {
-			addr = n.Options().Addr
+		if n, err := c.Node(context.Background(), p.rs[0].targetOf().Keys[0]); err == nil {
+			addr = n.Addr()
 		}
 		if _, ok := byNode[addr]; !ok {
 			addrs = append(addrs, addr)
@@ -192,7 +190,7 @@ func (w *Watchdog) flushNodes(cc *redis.ClusterClient, calls []renewScriptCall, 
 		byNode[addr] = append(byNode[addr], p)
 	}
 	if len(addrs) == 1 {
-		w.execAll(cc, calls, sentAt)
+		w.execAll(c, calls, sentAt)
 		return
 	}
 	var wg sync.WaitGroup
@@ -200,15 +198,15 @@ func (w *Watchdog) flushNodes(cc *redis.ClusterClient, calls []renewScriptCall, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.execAll(cc, byNode[addr], sentAt)
+			w.execAll(c, byNode[addr], sentAt)
 		}()
 	}
-	w.execAll(cc, byNode[addrs[0]], sentAt)
+	w.execAll(c, byNode[addrs[0]], sentAt)
 	wg.Wait()
 }
 
 // exec sends one pipeline of calls and records the replies.
-func (w *Watchdog) exec(c redis.UniversalClient, calls []renewScriptCall, sentAt time.Time) {
+func (w *Watchdog) exec(c conn.Client, calls []renewScriptCall, sentAt time.Time) {
 	span, synced := w.sendPipeline(c, calls)
 	if span == nil {
 		return // nothing left to renew
@@ -221,7 +219,7 @@ func (w *Watchdog) exec(c redis.UniversalClient, calls []renewScriptCall, sentAt
 type pipelineSync struct {
 	p    scripts.ReplicaPolicy // the strictest of its leases'
 	plan scripts.Renewals
-	wait *redis.IntCmd
+	wait conn.Cmd
 }
 
 // err is why a renewal of a lease synced under p does not count (nil
@@ -235,7 +233,7 @@ func (s *pipelineSync) err(p scripts.ReplicaPolicy) error {
 
 // syncOf plans the WAIT of a pipeline of calls: for the strictest sync
 // of their leases, on the server of their slot; nil when none is synced.
-func syncOf(c redis.UniversalClient, calls []renewScriptCall) *pipelineSync {
+func syncOf(c conn.Client, calls []renewScriptCall) *pipelineSync {
 	var p scripts.ReplicaPolicy
 	var key string // of the pipeline's slot
 	for _, pt := range calls {
@@ -259,38 +257,39 @@ func syncOf(c redis.UniversalClient, calls []renewScriptCall) *pipelineSync {
 // a script (NOSCRIPT), it sends them all once more, those scripts as EVAL
 // (a renewal that runs twice renews twice). It returns the span of the
 // renewal, nil when nothing was sent (every lease stopped meanwhile).
-func (w *Watchdog) sendPipeline(c redis.UniversalClient, calls []renewScriptCall) (trace.Span, *pipelineSync) {
+func (w *Watchdog) sendPipeline(c conn.Client, calls []renewScriptCall) (trace.Span, *pipelineSync) {
 	var span trace.Span
 	spanCtx := context.Background()
 	synced := syncOf(c, calls)
-	var on redis.UniversalClient = c
-	if synced != nil && synced.plan.Node != nil {
+	on := c
+	if synced != nil && synced.plan.Node != (conn.Client{}) {
 		on = synced.plan.Node // the WAIT answers for its own connection's writes
 	}
 	for attempt := 0; attempt < 2; attempt++ {
-		pipe := on.Pipeline()
-		w.build(pipe, calls)
+		pipe := w.build(calls)
 		deadline, live, dropped := w.commit(calls)
 		if live == 0 {
 			break
 		}
 		if dropped {
-			pipe = on.Pipeline()
-			w.build(pipe, calls)
+			pipe = w.build(calls)
 		}
 		// A reply after the earliest loss it carries is of no use; until
 		// then it is worth waiting for (a larger pipeline takes longer).
 		timeout := max(deadline.Sub(w.clock.Now()), minReplyTimeout)
 		if synced != nil {
-			synced.wait = synced.plan.Wait(spanCtx, pipe, min(synced.p.Timeout, timeout*3/4))
+			synced.wait = synced.plan.Wait(spanCtx, min(synced.p.Timeout, timeout*3/4))
+			if !synced.wait.Zero() {
+				pipe = append(pipe, synced.wait)
+			}
 		}
 		if span == nil {
 			spanCtx, span = w.tracer.Start(context.Background(), tracing.SpanWatchdogRenew, w.spanStart...)
 		}
 		ctx, cancel := context.WithTimeout(spanCtx, timeout)
 		w.stats.roundTrips.Add(1)
-		w.stats.scripts.Add(int64(pipe.Len()))
-		_, _ = pipe.Exec(ctx) // per-command errors are read below
+		w.stats.scripts.Add(int64(len(pipe)))
+		on.Exec(ctx, pipe...) // per-command errors are read below
 		cancel()
 		if !reloadMissing(calls) {
 			break
@@ -306,7 +305,7 @@ func (w *Watchdog) sendPipeline(c redis.UniversalClient, calls []renewScriptCall
 func reloadMissing(calls []renewScriptCall) bool {
 	missing := false
 	for i := range calls {
-		if p := &calls[i]; p.cmd != nil && scripts.IsNoScript(p.cmd.Err()) {
+		if p := &calls[i]; !p.cmd.Zero() && scripts.IsNoScript(p.cmd.Reply().Err()) {
 			p.reload, missing = true, true
 		}
 	}
@@ -323,10 +322,10 @@ func (w *Watchdog) record(span trace.Span, calls []renewScriptCall, sentAt time.
 	var firstErr error
 	w.mu.Lock()
 	for _, p := range calls {
-		if p.cmd == nil {
+		if p.cmd.Zero() {
 			continue
 		}
-		vals, err := p.cmd.Slice()
+		vals, err := p.cmd.Reply().Slice()
 		for i, r := range p.rs {
 			res := errGone
 			switch {
@@ -371,23 +370,26 @@ func (w *Watchdog) record(span trace.Span, calls []renewScriptCall, sentAt time.
 // failureReason classifies a renewal's error for the metrics: no reply in
 // time, or any other error.
 func failureReason(err error) telemetry.Reason {
-	if errs.Timeout(err) {
+	if conn.Timeout(err) {
 		return telemetry.ReplyTimeout
 	}
 	return telemetry.Failed
 }
 
-// build queues one script per non-empty renewScriptCall on p.
-func (w *Watchdog) build(p redis.Pipeliner, calls []renewScriptCall) {
+// build returns the pipeline of calls: one script per non-empty
+// renewScriptCall.
+func (w *Watchdog) build(calls []renewScriptCall) []conn.Cmd {
+	pipe := make([]conn.Cmd, 0, len(calls)+1) // room for a WAIT
 	for i := range calls {
 		pt := &calls[i]
-		pt.cmd = nil
+		pt.cmd = conn.Cmd{}
 		if len(pt.rs) == 0 {
 			continue
 		}
 		pt.cmd = pt.kind.cmd(pt.rs, pt.reload)
-		_ = p.Process(context.Background(), pt.cmd)
+		pipe = append(pipe, pt.cmd)
 	}
+	return pipe
 }
 
 // cmd is the script's command for rs, leases of one slot, laid out as
@@ -395,7 +397,7 @@ func (w *Watchdog) build(p redis.Pipeliner, calls []renewScriptCall) {
 // in turn (KeysPer each), ARGV each lease's time in milliseconds and then
 // its Target.Arg. reload sends the source (EVAL) in place
 // of the hash, for a server that lacked the script.
-func (k *RenewScript) cmd(rs []renewal, reload bool) *redis.Cmd {
+func (k *RenewScript) cmd(rs []renewal, reload bool) conn.Cmd {
 	nkeys := 0
 	for _, r := range rs {
 		nkeys += len(r.targetOf().Keys)

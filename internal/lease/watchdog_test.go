@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
@@ -48,7 +49,7 @@ func hold(t *testing.T, ctx context.Context, w *Watchdog, c redis.UniversalClien
 	t.Helper()
 	sent := w.Now()
 	require.NoError(t, c.Set(ctx, key, "me", timeout).Err())
-	return w.Start(Spec{Renewer: stringRenewer, Targets: []Target{{Client: c, Keys: []string{key}, Arg: "me"}},
+	return w.Start(Spec{Renewer: stringRenewer, Targets: []Target{{Client: conn.Of(c), Keys: []string{key}, Arg: "me"}},
 		Timeout: timeout, Renew: renew, ID: ID{Lock: key}, Name: key, Primitive: "test"}, sent)
 }
 
@@ -65,7 +66,7 @@ func TestBatchedRenewalOneRoundTripPerTick(t *testing.T) {
 	clk := NewFakeClock(epoch)
 	w := New(WithClock(clk), WithBatchSize(100))
 	const n = 250
-	require.NoError(t, stringRenewer.Lua.Preload(ctx, rdb)) // else the first round also loads it
+	require.NoError(t, rdb.ScriptLoad(ctx, stringRenewer.Lua.Source()).Err()) // else the first round also loads it
 	leases := make([]*Lease, n)
 	for i := range leases {
 		leases[i] = hold(t, ctx, w, rdb, fmt.Sprintf("k%d", i), 30*time.Second, true)
@@ -104,7 +105,7 @@ func TestLostWhenKeyGone(t *testing.T) {
 	require.ErrorIs(t, rec.errs[0], errs.ErrLockLost)
 	require.ErrorContains(t, rec.errs[0], "gone")
 	require.ErrorIs(t, l.Lost(), errs.ErrLockLost)
-	require.Nil(t, w.Find(rdb, ID{Lock: "gone"}), "a lost lease is unregistered")
+	require.Nil(t, w.Find(conn.Of(rdb), ID{Lock: "gone"}), "a lost lease is unregistered")
 	// A callback registered after the loss runs at once.
 	var late lostRecorder
 	l.OnLost(&late)
@@ -193,7 +194,7 @@ func TestStopDoesNotWaitForAStalledReply(t *testing.T) {
 	l := hold(t, ctx, w, rdb, "inflight", 30*time.Second, true)
 	// Block the server so the renewal stays in flight.
 	admin := srv.Client(t)
-	require.NoError(t, stringRenewer.Lua.Preload(ctx, rdb))
+	require.NoError(t, rdb.ScriptLoad(ctx, stringRenewer.Lua.Source()).Err())
 	require.NoError(t, admin.ClientPause(ctx, 300*time.Millisecond).Err())
 	advance(t, clk, 10*time.Second)
 	require.Eventually(t, func() bool { return w.Stats().RoundTrips == 1 }, 5*time.Second, time.Millisecond)
@@ -257,7 +258,7 @@ func TestClusterOneScriptPerSlot(t *testing.T) {
 	clk := NewFakeClock(epoch)
 	w := New(WithClock(clk))
 	ctx := context.Background()
-	require.NoError(t, stringRenewer.Lua.Preload(ctx, cc))
+	require.NoError(t, cc.ScriptLoad(ctx, stringRenewer.Lua.Source()).Err())
 	// Keys under three hash tags: three slots, so one script each, in one
 	// pipeline per master.
 	var leases []*Lease
@@ -299,7 +300,7 @@ func TestRenewalReloadsAScriptTheServerForgot(t *testing.T) {
 			ctx := context.Background()
 			clk := NewFakeClock(epoch)
 			w := New(WithClock(clk))
-			require.NoError(t, stringRenewer.Lua.Preload(ctx, env.Client))
+			require.NoError(t, env.Client.ScriptLoad(ctx, stringRenewer.Lua.Source()).Err())
 			l := hold(t, ctx, w, env.Client, "forgot", 30*time.Second, true)
 			defer l.Stop()
 

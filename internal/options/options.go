@@ -7,11 +7,11 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
@@ -228,31 +228,10 @@ const MaxLease = 24 * time.Hour
 // keeps an unlock latch (LatchLife) within MaxLease.
 const MaxUnlockTimeout = MaxLease / 3
 
-// CheckClient returns why client cannot carry a relock primitive, or "".
-func CheckClient(client redis.UniversalClient) string {
-	switch c := client.(type) {
-	case nil:
-		return "nil redis client"
-	case *redis.Client:
-		if c == nil {
-			return "nil redis client"
-		}
-	case *redis.ClusterClient:
-		if c == nil {
-			return "nil redis client"
-		}
-	case *redis.Ring:
-		// A Ring sends a multi-key script to the shard of its first key and
-		// pub/sub to one shard: locks on the other shards would be lost.
-		return "*redis.Ring is not supported: use one server or a Redis Cluster"
-	}
-	return ""
-}
-
 // Check returns why a primitive called name (noun: "lock", "semaphore")
 // cannot be made on client with this configuration, or "" when it can.
-func (c *Config) Check(client redis.UniversalClient, noun, name string) string {
-	if reason := CheckClient(client); reason != "" {
+func (c *Config) Check(client conn.Client, noun, name string) string {
+	if reason := client.Invalid(); reason != "" {
 		return reason
 	}
 	if name == "" {
@@ -422,21 +401,13 @@ func WithMinReplicas(n int) Option {
 // c.ReplicaSync short ("" when it would not). The default timeout is
 // shortened to half the read timeout instead: a client set to read fast
 // keeps working unless the caller asked for the longer WAIT.
-func (c *Config) checkReadTimeout(client redis.UniversalClient) string {
+func (c *Config) checkReadTimeout(client conn.Client) string {
 	if c.ReplicaSync <= 0 {
 		return ""
 	}
-	var rt time.Duration
-	switch cl := client.(type) {
-	case *redis.Client:
-		rt = cl.Options().ReadTimeout
-	case *redis.ClusterClient:
-		rt = cl.Options().ReadTimeout
-	default:
+	rt, ok := client.ReadTimeout()
+	if !ok {
 		return ""
-	}
-	if rt == 0 {
-		rt = 3 * time.Second // go-redis's default
 	}
 	if rt > 0 && rt <= c.ReplicaSync && !c.syncGiven {
 		c.ReplicaSync = max(rt/2, time.Millisecond).Truncate(time.Millisecond)

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/lease"
 )
 
@@ -47,9 +48,9 @@ func TestInvalidKeepsFirstReason(t *testing.T) {
 
 func TestCheck(t *testing.T) {
 	c := Apply(nil)
-	require.Equal(t, "nil redis client", c.Check(nil, "lock", "a"))
+	require.Equal(t, "nil redis client", c.Check(conn.Client{}, "lock", "a"))
 	bad := Apply([]Option{WithLeaseTime(0)})
-	require.Contains(t, bad.Check(nil, "lock", "a"), "nil redis client", "the client is checked first")
+	require.Contains(t, bad.Check(conn.Client{}, "lock", "a"), "nil redis client", "the client is checked first")
 }
 
 // Every duration that reaches Redis as milliseconds is at least 1 ms, so

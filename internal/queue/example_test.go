@@ -8,6 +8,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/queue"
 )
 
@@ -26,7 +27,7 @@ func Example() {
 	defer client.Close()
 	ctx := context.Background()
 
-	hub := queue.For(client)
+	hub := queue.For(conn.Of(client))
 	const channel = "redisson_lock__channel:{order:1}"
 	first, err := hub.Join(ctx, channel, false)
 	if err != nil {

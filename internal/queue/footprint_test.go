@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
@@ -41,8 +42,8 @@ func TestClosedClientsLeaveNothing(t *testing.T) {
 			const clients = 10000
 			for i := range clients {
 				c := redis.NewClient(&redis.Options{Addr: addr})
-				h := queue.For(c)
-				require.Same(t, h, queue.For(c), "one hub per client")
+				h := queue.For(conn.Of(c))
+				require.Same(t, h, queue.For(conn.Of(c)), "one hub per client")
 				if i%10 == 0 {
 					w, err := h.Join(ctx, fmt.Sprintf("footprint:%d", i), false)
 					require.NoError(t, err)
@@ -74,7 +75,7 @@ func TestIdleNamesLeaveNothing(t *testing.T) {
 	for _, b := range redistest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			env := b.New(t)
-			h := queue.For(env.Client)
+			h := queue.For(conn.Of(env.Client))
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			heap := heapAfterGC()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
@@ -16,7 +17,7 @@ import (
 // granted is returned so that the waiter gives it back.
 func TestLeaveStopsReservations(t *testing.T) {
 	_, client := redistest.Miniredis(t)
-	h := queue.For(client)
+	h := queue.For(conn.Of(client))
 	ctx := testContext(t)
 	ch := chanName(t, 0)
 
@@ -55,7 +56,7 @@ func TestLeaveStopsReservations(t *testing.T) {
 // TestRefusedKicksTheWaiter: a refused hand-off wakes the waiter to try.
 func TestRefusedKicksTheWaiter(t *testing.T) {
 	_, client := redistest.Miniredis(t)
-	h := queue.For(client)
+	h := queue.For(conn.Of(client))
 	ctx := testContext(t)
 	ch := chanName(t, 0)
 	w := join(t, ctx, h, ch, false)
@@ -78,7 +79,7 @@ func TestRefusedKicksTheWaiter(t *testing.T) {
 // subscribed before its first try), and nothing else would wake it.
 func TestPassedKicksAWaiterRefusedATry(t *testing.T) {
 	_, client := redistest.Miniredis(t)
-	h := queue.For(client)
+	h := queue.For(conn.Of(client))
 	ctx := testContext(t)
 	prefix := chanName(t, 0)
 	a, b := h.TakeSeat(prefix), h.TakeSeat(prefix)
@@ -114,7 +115,7 @@ func TestPassedKicksAWaiterRefusedATry(t *testing.T) {
 // own or in another release's hand-off, and stopping at a reader.
 func TestReserveFront(t *testing.T) {
 	_, client := redistest.Miniredis(t)
-	h := queue.For(client)
+	h := queue.For(conn.Of(client))
 	ctx := testContext(t)
 	ch := chanName(t, 0)
 	ws := make([]*queue.Waiter, 5)

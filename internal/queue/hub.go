@@ -5,8 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/relock-go/relock/internal/conn"
 )
 
@@ -20,7 +18,7 @@ const Linger = conn.PubSubLinger
 var hubs conn.Map[*Hub]
 
 // For returns the hub of client, creating it on first use.
-func For(client redis.UniversalClient) *Hub {
+func For(client conn.Client) *Hub {
 	return hubs.Get(client, newHub)
 }
 
@@ -44,7 +42,7 @@ type Hub struct {
 	seatSeq uint64
 }
 
-func newHub(client redis.UniversalClient) *Hub {
+func newHub(client conn.Client) *Hub {
 	return &Hub{ps: conn.PubSubFor(client), queues: map[string]*line{}, handOffs: map[string]chain{}, seats: map[string]*seats{}}
 }
 

@@ -19,7 +19,7 @@ func TestMessageWakesOnlyTheHead(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		h := queue.For(env.Client)
+		h := queue.For(conn.Of(env.Client))
 		ch := chanName(t, 0)
 
 		w1 := join(t, ctx, h, ch, false)
@@ -60,7 +60,7 @@ func TestLeaveOfAWaiterBehindTheHeadWakesNoOne(t *testing.T) {
 	t.Parallel()
 	_, client := redistest.Miniredis(t)
 	ctx := testContext(t)
-	h := queue.For(client)
+	h := queue.For(conn.Of(client))
 	ch := chanName(t, 0)
 
 	w1 := join(t, ctx, h, ch, false)
@@ -81,7 +81,7 @@ func TestLeaveAcquiredPromotesWithHint(t *testing.T) {
 	t.Parallel()
 	_, client := redistest.Miniredis(t)
 	ctx := testContext(t)
-	h := queue.For(client)
+	h := queue.For(conn.Of(client))
 	ch := chanName(t, 0)
 
 	w1 := join(t, ctx, h, ch, false)
@@ -108,7 +108,7 @@ func TestSharedWaitersAtTheFrontWakeTogether(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		h := queue.For(env.Client)
+		h := queue.For(conn.Of(env.Client))
 		ch := chanName(t, 0)
 
 		r1 := join(t, ctx, h, ch, true)
@@ -153,7 +153,7 @@ func TestExclusiveHeadIsWokenAlone(t *testing.T) {
 	t.Parallel()
 	_, client := redistest.Miniredis(t)
 	ctx := testContext(t)
-	h := queue.For(client)
+	h := queue.For(conn.Of(client))
 	ch := chanName(t, 0)
 
 	x1 := join(t, ctx, h, ch, false)
@@ -180,7 +180,7 @@ func TestWriterPromotedByAReaderThatGotInIsKicked(t *testing.T) {
 	t.Parallel()
 	_, client := redistest.Miniredis(t)
 	ctx := testContext(t)
-	h := queue.For(client)
+	h := queue.For(conn.Of(client))
 	ch := chanName(t, 0)
 
 	r1 := join(t, ctx, h, ch, true)
@@ -195,7 +195,7 @@ func TestReleaseWakesTheHead(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		h := queue.For(env.Client)
+		h := queue.For(conn.Of(env.Client))
 		ch := chanName(t, 0)
 
 		h.Release(ch) // nobody waits: nothing to do, nothing breaks
@@ -218,7 +218,7 @@ func TestWaiting(t *testing.T) {
 	t.Parallel()
 	_, client := redistest.Miniredis(t)
 	ctx := testContext(t)
-	h := queue.For(client)
+	h := queue.For(conn.Of(client))
 	ch, other := chanName(t, 0), chanName(t, 1)
 
 	assert.False(t, h.Waiting(ch))
@@ -237,10 +237,10 @@ func TestForReturnsOneHubPerClient(t *testing.T) {
 	_, c1 := redistest.Miniredis(t)
 	_, c2 := redistest.Miniredis(t)
 
-	h1 := queue.For(c1)
+	h1 := queue.For(conn.Of(c1))
 	require.NotNil(t, h1)
-	assert.Same(t, h1, queue.For(c1))
-	assert.NotSame(t, h1, queue.For(c2))
+	assert.Same(t, h1, queue.For(conn.Of(c1)))
+	assert.NotSame(t, h1, queue.For(conn.Of(c2)))
 
 	// Concurrent first uses agree on one hub.
 	c3 := redis.NewClient(&redis.Options{Addr: c1.Options().Addr})
@@ -248,7 +248,7 @@ func TestForReturnsOneHubPerClient(t *testing.T) {
 	hubs := make([]*queue.Hub, 8)
 	var wg sync.WaitGroup
 	for i := range hubs {
-		wg.Go(func() { hubs[i] = queue.For(c3) })
+		wg.Go(func() { hubs[i] = queue.For(conn.Of(c3)) })
 	}
 	wg.Wait()
 	for _, h := range hubs {
@@ -263,7 +263,7 @@ func TestPublishCommandIsTheTransports(t *testing.T) {
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{mr.Addr()}})
 	t.Cleanup(func() { _ = cc.Close() })
 	for _, c := range []redis.UniversalClient{client, cc} {
-		assert.Equal(t, conn.PubSubFor(c).PublishCommand(), queue.For(c).PublishCommand(), "%T", c)
+		assert.Equal(t, conn.PubSubFor(conn.Of(c)).PublishCommand(), queue.For(conn.Of(c)).PublishCommand(), "%T", c)
 	}
-	assert.Equal(t, "spublish", queue.For(cc).PublishCommand())
+	assert.Equal(t, "spublish", queue.For(conn.Of(cc)).PublishCommand())
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
@@ -18,7 +19,7 @@ func TestChannelsAreReferenceCounted(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		h := queue.For(env.Client)
+		h := queue.For(conn.Of(env.Client))
 		ch := chanName(t, 0)
 
 		w1 := join(t, ctx, h, ch, false)
@@ -60,7 +61,7 @@ func TestJoinWaitsForTheSubscriptionConfirmation(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	srv := redistest.StartStallServer(t)
-	h := queue.For(srv.Client(t))
+	h := queue.For(conn.Of(srv.Client(t)))
 	ch := chanName(t, 0)
 
 	done := make(chan joined, 1)
@@ -94,7 +95,7 @@ func TestJoinEndsWithItsContext(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	srv := redistest.StartStallServer(t)
-	h := queue.For(srv.Client(t))
+	h := queue.For(conn.Of(srv.Client(t)))
 	ch := chanName(t, 0)
 
 	jctx, cancel := context.WithCancelCause(ctx)
@@ -127,7 +128,7 @@ func TestJoinEndsWithItsContext(t *testing.T) {
 func TestWatch(t *testing.T) {
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		h := queue.For(env.Client)
+		h := queue.For(conn.Of(env.Client))
 		ch := chanName(t, 0)
 		heard := make(chan string, 8)
 		stop, err := h.Watch(ctx, ch, func(p string) { heard <- p })
@@ -159,7 +160,7 @@ func TestConcurrentJoinsOfManyChannels(t *testing.T) {
 	t.Parallel()
 	_, client := redistest.Miniredis(t)
 	ctx := testContext(t)
-	h := queue.For(client)
+	h := queue.For(conn.Of(client))
 
 	const n = 100
 	channels := make([]string, n)
@@ -204,7 +205,7 @@ func TestJoinThatCannotSubscribeLeavesTheQueue(t *testing.T) {
 	srv := redistest.StartServer(t)
 	client := srv.Client(t)
 	admin := srv.Client(t)
-	h := queue.For(client)
+	h := queue.For(conn.Of(client))
 	kept, failed := chanName(t, 0), chanName(t, 1)
 
 	w := join(t, ctx, h, kept, false)
@@ -240,7 +241,7 @@ func TestConnectionDropWakesTheHeadAlone(t *testing.T) {
 	srv := redistest.StartServer(t)
 	client := srv.Client(t)
 	admin := srv.Client(t)
-	h := queue.For(client)
+	h := queue.For(conn.Of(client))
 	ch := chanName(t, 0)
 
 	w1 := join(t, ctx, h, ch, false)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
@@ -17,7 +18,7 @@ func TestSeatKeepsItsSubscription(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		h := queue.For(env.Client)
+		h := queue.For(conn.Of(env.Client))
 		lockCh := chanName(t, 0)
 
 		seat := h.TakeSeat(lockCh)
@@ -60,7 +61,7 @@ func TestSeatKeepsItsSubscription(t *testing.T) {
 // A seat whose waiter may have left a place in Redis is not taken again.
 func TestSeatNotReusedAfterAFailedWithdrawal(t *testing.T) {
 	_, client := redistest.Miniredis(t)
-	h := queue.For(client)
+	h := queue.For(conn.Of(client))
 	lockCh := chanName(t, 0)
 	seat := h.TakeSeat(lockCh)
 	h.ReturnSeat(lockCh, seat, false)
@@ -74,7 +75,7 @@ func TestGrantForAnotherOwnerIsAWake(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		h := queue.For(env.Client)
+		h := queue.For(conn.Of(env.Client))
 		ch := chanName(t, 0)
 		w := join(t, ctx, h, ch, false)
 		w.Claim("me", claimant("me"))
@@ -100,7 +101,7 @@ func TestFreeSeatGoesWhileOthersAreTaken(t *testing.T) {
 	t.Parallel()
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
-		h := queue.For(env.Client)
+		h := queue.For(conn.Of(env.Client))
 		lockCh := chanName(t, 0)
 		long := h.TakeSeat(lockCh)
 		defer h.ReturnSeat(lockCh, long, true)

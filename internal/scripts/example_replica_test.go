@@ -9,6 +9,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -25,7 +26,7 @@ func ExampleCall_Synced() {
 	defer rdb.Close()
 
 	p := scripts.ReplicaPolicy{Timeout: time.Second, Min: 1}
-	cmd, acks := setScript.With(1, "job", "taken").Synced(context.Background(), rdb, p)
+	cmd, acks := setScript.With(1, "job", "taken").Synced(context.Background(), conn.Of(rdb), p)
 	fmt.Println(cmd.Val(), acks.Want, p.Enough(acks))
 	fmt.Println(p.Err(scripts.Acks{Want: 2, Got: 0}))
 	// Output:

@@ -8,6 +8,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -31,21 +32,18 @@ func Example() {
 	fmt.Println(greet.Name())
 
 	// EVALSHA answers NOSCRIPT on a fresh server; Run falls back to EVAL.
-	fmt.Println(greet.With(1, "world", "hello").Run(ctx, client).Val())
+	c := conn.Of(client)
+	fmt.Println(greet.With(1, "world", "hello").Run(ctx, c).Val())
 
 	client.ScriptFlush(ctx)
-	pipe := client.Pipeline()
 	cmd := greet.With(1, "pipeline", "hi").Cmd(ctx)
-	_ = pipe.Process(ctx, cmd)
-	_, _ = pipe.Exec(ctx)
-	fmt.Println("noscript:", scripts.IsNoScript(cmd.Err()))
+	c.Exec(ctx, cmd)
+	fmt.Println("noscript:", scripts.IsNoScript(cmd.Reply().Err()))
 
 	// On a pipeline of its own, the caller sends Reload's EVAL instead.
-	pipe = client.Pipeline()
 	cmd = greet.Reload(ctx, cmd)
-	_ = pipe.Process(ctx, cmd)
-	_, _ = pipe.Exec(ctx)
-	fmt.Println(cmd.Val())
+	c.Exec(ctx, cmd)
+	fmt.Println(cmd.Reply().Val())
 	// Output:
 	// lua/greet.lua
 	// hello, world

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/errs"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
@@ -34,14 +34,14 @@ func TestRefusalBeforeTheFirstWriteIsNamed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := aclUser(t, ctx, admin, "u"+tc.name, tc.rules...)
-			err := s.With(1, "k").Run(ctx, c).Err()
+			err := s.With(1, "k").Run(ctx, conn.Of(c)).Err()
 			require.EqualError(t, err, tc.want)
-			require.False(t, errs.MayHaveRun(err), "a refusal is the server's reply: the script stopped there")
+			require.False(t, conn.MayHaveRun(err), "a refusal is the server's reply: the script stopped there")
 			require.Zero(t, admin.Exists(ctx, "k").Val(), "nothing written")
 		})
 	}
 	// Allowed every command, the call runs as before.
 	c := aclUser(t, ctx, admin, "all")
-	require.NoError(t, s.With(1, "k").Run(ctx, c).Err())
+	require.NoError(t, s.With(1, "k").Run(ctx, conn.Of(c)).Err())
 	require.Equal(t, int64(1), admin.Exists(ctx, "k").Val())
 }

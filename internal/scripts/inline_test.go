@@ -28,9 +28,9 @@ func TestRetryingHandsOffOnlyWhenTheClientIgnoresDeadlines(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			client := srv.Client(t, func(o *redis.Options) { o.ContextTimeoutEnabled = c.honours })
 			ctx := context.WithoutCancel(testContext(t)) // as a release's: it cannot end
-			pool := conn.PoolFor(client)
+			pool := conn.PoolFor(conn.Of(client))
 			for i := range 5 {
-				n, err := incr.With(1, "inline:"+c.name, 1).Retrying(ctx, client, time.Second).Int64()
+				n, err := incr.With(1, "inline:"+c.name, 1).Retrying(ctx, conn.Of(client), time.Second).Int64()
 				require.NoError(t, err)
 				require.Equal(t, int64(i+1), n)
 			}
@@ -44,7 +44,7 @@ func TestRetryingHandsOffOnlyWhenTheClientIgnoresDeadlines(t *testing.T) {
 			const bound = 300 * time.Millisecond
 			require.NoError(t, admin.Do(testContext(t), "client", "pause", 1500, "all").Err())
 			start := time.Now()
-			reply := incr.With(1, "inline:"+c.name, 1).Retrying(ctx, client, bound)
+			reply := incr.With(1, "inline:"+c.name, 1).Retrying(ctx, conn.Of(client), bound)
 			took := time.Since(start)
 			t.Logf("%s: returned after %v: %v", c.name, took.Round(time.Millisecond), reply.Err())
 			require.Error(t, reply.Err())

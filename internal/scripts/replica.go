@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock/internal/clock"
@@ -95,7 +94,7 @@ const movedRetries = 3
 // replication) and read again every 10 s, after an error that may
 // mean a failover, a reconnection or a resharding, and after a WAIT that
 // fewer replicas answered than were asked.
-func (call Call) Synced(ctx context.Context, c redis.UniversalClient, p ReplicaPolicy) (*redis.Cmd, Acks) {
+func (call Call) Synced(ctx context.Context, c conn.Client, p ReplicaPolicy) (conn.Reply, Acks) {
 	s, nkeys := call.s, call.nkeys
 	if p.Timeout <= 0 {
 		return s.send(ctx, c, nkeys, call.a), Acks{}
@@ -115,19 +114,19 @@ func (call Call) Synced(ctx context.Context, c redis.UniversalClient, p ReplicaP
 			return s.send(ctx, c, nkeys, call.a), Acks{}
 		}
 		if err != nil {
-			return failed(ctx, err), Acks{}
+			return conn.Failed(ctx, err), Acks{}
 		}
 		n, refresh, err := srv.count(ctx, node, p.Logger)
 		if err != nil {
 			Unreachable(ctx, c, err)
-			return failed(ctx, err), Acks{}
+			return conn.Failed(ctx, err), Acks{}
 		}
 		if n == 0 && srv.replicated.Load() {
-			return failed(ctx, srv.refuse(node, p)), Acks{}
+			return conn.Failed(ctx, srv.refuse(node, p)), Acks{}
 		}
 		if n == 0 && !refresh {
 			cmd := s.send(ctx, c, nkeys, call.a)
-			if cmd.Err() != nil && errs.Transient(cmd.Err()) {
+			if cmd.Err() != nil && conn.Transient(cmd.Err()) {
 				srv.stale()
 			}
 			return cmd, Acks{}
@@ -136,9 +135,7 @@ func (call Call) Synced(ctx context.Context, c redis.UniversalClient, p ReplicaP
 		if err := cmd.Err(); err != nil {
 			Unreachable(ctx, c, err)
 			if redirected(err) && retry < movedRetries {
-				if cc, ok := c.(*redis.ClusterClient); ok {
-					cc.ReloadState(ctx)
-				}
+				c.Refresh(ctx)
 				if !clock.Sleep(ctx, time.Duration(retry+1)*20*time.Millisecond) {
 					return cmd, acks
 				}
@@ -160,16 +157,14 @@ func (call Call) Synced(ctx context.Context, c redis.UniversalClient, p ReplicaP
 // has. It sends nothing. A write that cannot be synced otherwise (a
 // lock handed to the next waiter inside a release) is made another way
 // when it is.
-func SyncNeeded(ctx context.Context, c redis.UniversalClient, p ReplicaPolicy, key string) bool {
+func SyncNeeded(ctx context.Context, c conn.Client, p ReplicaPolicy, key string) bool {
 	if p.Timeout <= 0 {
 		return false
 	}
-	switch c.(type) {
-	case *redis.Client, *redis.ClusterClient:
-	default:
+	_, srv, err := route(ctx, c, key)
+	if errors.Is(err, errUnsupported) {
 		return false
 	}
-	_, srv, err := route(ctx, c, key)
 	return err != nil || srv.n.Load() != 0 || srv.replicated.Load()
 }
 
@@ -179,48 +174,48 @@ func SyncNeeded(ctx context.Context, c redis.UniversalClient, p ReplicaPolicy, k
 // nothing while the others answer (a server with fewer than p.Min is
 // refused once its n answered). refresh adds INFO replication to read the
 // replica count anew.
-func (srv *server) send(ctx context.Context, node *redis.Client, p ReplicaPolicy, call Call, n int, refresh bool) (*redis.Cmd, Acks) {
+func (srv *server) send(ctx context.Context, node conn.Client, p ReplicaPolicy, call Call, n int, refresh bool) (conn.Reply, Acks) {
 	s := call.s
 	n = min(n, max(p.Min, 1))
 	cmd := call.Cmd(ctx)
 	wait, info := pipeline(ctx, node, cmd, p, n, refresh)
-	if IsNoScript(cmd.Err()) {
+	if IsNoScript(cmd.Reply().Err()) {
 		// Not in this server's cache (a restart, a failover): EVAL loads
 		// it, and the WAIT follows it again.
 		cmd = s.Reload(ctx, cmd)
 		wait, info = pipeline(ctx, node, cmd, p, n, refresh)
 	}
 	if refresh {
-		if r, err := info[0].Result(); err == nil {
+		if r, err := info[0].Text(); err == nil {
 			srv.set(parseReplicas(r))
-			checkMemory(node, info[1], p.Logger)
+			checkMemory(node.Addr(), info[1], p.Logger)
 		} else {
 			srv.stale() // refused or lost: the next call asks again (ROLE where INFO is refused)
 		}
 	}
-	if err := cmd.Err(); err != nil {
+	if err := cmd.Reply().Err(); err != nil {
 		if named := s.named(err); named != nil {
 			cmd.SetErr(named)
 			err = named
 		}
-		if errs.Transient(err) || redirected(err) {
+		if conn.Transient(err) || redirected(err) {
 			srv.stale()
 		}
-		return cmd, Acks{}
+		return cmd.Reply(), Acks{}
 	}
-	return cmd, srv.acks(wait, n, p.Timeout)
+	return cmd.Reply(), srv.acks(wait, n, p.Timeout)
 }
 
 // acks reads the reply of a WAIT for want replicas within timeout (nil:
 // none was sent). An error reply leaves the write ran but not known to be
 // acknowledged; it and a short count have the replica count read anew,
 // as a replica may have gone (or come).
-func (srv *server) acks(wait *redis.IntCmd, want int, timeout time.Duration) Acks {
+func (srv *server) acks(wait conn.Cmd, want int, timeout time.Duration) Acks {
 	a := Acks{Want: want, Timeout: timeout}
-	if wait == nil {
+	if wait.Zero() {
 		return a
 	}
-	got, err := wait.Result()
+	got, err := wait.Reply().Int64()
 	if err != nil {
 		srv.stale()
 		a.Err = waitErr(err)
@@ -232,18 +227,19 @@ func (srv *server) acks(wait *redis.IntCmd, want int, timeout time.Duration) Ack
 	return a
 }
 
-func pipeline(ctx context.Context, node *redis.Client, cmd *redis.Cmd, p ReplicaPolicy, n int, refresh bool) (wait *redis.IntCmd, info []*redis.StringCmd) {
-	pipe := node.Pipeline()
-	_ = pipe.Process(ctx, cmd)
+func pipeline(ctx context.Context, node conn.Client, cmd conn.Cmd, p ReplicaPolicy, n int, refresh bool) (wait conn.Cmd, info []conn.Reply) {
+	cmds := []conn.Cmd{cmd}
 	if n > 0 {
-		wait = redis.NewIntCmd(ctx, "wait", n, p.Timeout.Milliseconds())
-		_ = pipe.Process(ctx, wait)
+		wait = conn.NewCmd(ctx, 0, "wait", n, p.Timeout.Milliseconds())
+		cmds = append(cmds, wait)
 	}
 	if refresh {
 		// Two INFOs, not one with two sections, which Redis 6 refuses.
-		info = []*redis.StringCmd{pipe.Info(ctx, "replication"), pipe.Info(ctx, "memory")}
+		repl, mem := conn.NewCmd(ctx, 0, "info", "replication"), conn.NewCmd(ctx, 0, "info", "memory")
+		cmds = append(cmds, repl, mem)
+		info = []conn.Reply{repl.Reply(), mem.Reply()}
 	}
-	_, _ = pipe.Exec(ctx)
+	node.Exec(ctx, cmds...)
 	return wait, info
 }
 
@@ -263,45 +259,40 @@ type topology struct {
 	replicated atomic.Bool
 }
 
-func newTopology(c redis.UniversalClient) *topology {
+func newTopology(c conn.Client) *topology {
 	t := &topology{}
 	t.single.n.Store(unknown)
 	t.single.replicated = &t.replicated
 	// A Sentinel deployment has replicas by design: a process that first
 	// meets its master between a failover and a replica's return must
 	// not take the master's lone writes for a server run alone.
-	if cl, ok := c.(*redis.Client); ok && cl.Options().Addr == failoverAddr {
+	if c.Sentinel() {
 		t.replicated.Store(true)
 	}
 	return t
 }
 
-// failoverAddr is the address go-redis gives the options of a client
-// made by NewFailoverClient (Sentinel).
-const failoverAddr = "FailoverClient"
-
 // route returns the client that reaches key's server and that server's
 // state.
-func route(ctx context.Context, c redis.UniversalClient, key string) (*redis.Client, *server, error) {
-	switch cl := c.(type) {
-	case *redis.Client:
-		return cl, &servers.Get(c, newTopology).single, nil
-	case *redis.ClusterClient:
-		node, err := cl.MasterForKey(ctx, key)
-		if err != nil {
-			return nil, nil, err
-		}
-		t := servers.Get(c, newTopology)
-		addr := node.Options().Addr
-		if v, ok := t.nodes.Load(addr); ok {
-			return node, v.(*server), nil
-		}
-		srv := &server{replicated: &t.replicated}
-		srv.n.Store(unknown)
-		v, _ := t.nodes.LoadOrStore(addr, srv)
+func route(ctx context.Context, c conn.Client, key string) (conn.Client, *server, error) {
+	node, err := c.Node(ctx, key)
+	switch {
+	case errors.Is(err, conn.ErrNoNode):
+		return conn.Client{}, nil, errUnsupported
+	case err != nil:
+		return conn.Client{}, nil, err
+	case !c.Cluster():
+		return node, &servers.Get(c, newTopology).single, nil
+	}
+	t := servers.Get(c, newTopology)
+	addr := node.Addr()
+	if v, ok := t.nodes.Load(addr); ok {
 		return node, v.(*server), nil
 	}
-	return nil, nil, errUnsupported
+	srv := &server{replicated: &t.replicated}
+	srv.n.Store(unknown)
+	v, _ := t.nodes.LoadOrStore(addr, srv)
+	return node, v.(*server), nil
 }
 
 // unknown is the count of a server not asked yet, or whose count is stale.
@@ -323,7 +314,7 @@ type server struct {
 
 // count returns the server's replica count, asking the server when it is
 // unknown; refresh tells the caller to carry an INFO in its round trip.
-func (srv *server) count(ctx context.Context, node *redis.Client, log *slog.Logger) (n int, refresh bool, err error) {
+func (srv *server) count(ctx context.Context, node conn.Client, log *slog.Logger) (n int, refresh bool, err error) {
 	if v := srv.n.Load(); v != unknown {
 		trust := refreshEvery
 		if srv.pending.Load() {
@@ -354,23 +345,20 @@ type replicas struct {
 // to have no replicas: no WAIT can be counted on there. A user refused
 // both (NOPERM) gets an error: without the count the acquisition cannot
 // be synced as it asks, and turning the sync off would go unnoticed.
-func ask(ctx context.Context, node *redis.Client, log *slog.Logger) (replicas, error) {
-	pipe := node.Pipeline()
-	repl, mem := pipe.Info(ctx, "replication"), pipe.Info(ctx, "memory")
-	_, _ = pipe.Exec(ctx)
-	r, err := repl.Result()
+func ask(ctx context.Context, node conn.Client, log *slog.Logger) (replicas, error) {
+	info := node.Pipelined(ctx, []any{"info", "replication"}, []any{"info", "memory"})
+	r, err := info[0].Text()
 	if err == nil {
-		checkMemory(node, mem, log)
+		checkMemory(node.Addr(), info[1], log)
 		return parseReplicas(r), nil
 	}
-	var rerr redis.Error
-	if !errors.As(err, &rerr) {
+	if !conn.IsReply(err) {
 		return replicas{}, err
 	}
 	infoErr := err
 	role, err := node.Do(ctx, "role").Slice()
 	if err != nil {
-		if !errors.As(err, &rerr) {
+		if !conn.IsReply(err) {
 			return replicas{}, err
 		}
 		if denied(infoErr) && denied(err) {
@@ -406,9 +394,9 @@ func (srv *server) set(r replicas) {
 // is failing over or has lost its replica, and a write here may be the
 // side of a split that is thrown away. The count is read again at the
 // next call.
-func (srv *server) refuse(node *redis.Client, p ReplicaPolicy) error {
+func (srv *server) refuse(node conn.Client, p ReplicaPolicy) error {
 	srv.stale()
-	warn(p.Logger, conn.Addr(node), "no-replica", "relock: replica sync: a master of a replicated deployment has no replica online; acquisitions there are refused until one is (WithReplicaSync(0) turns the sync off)")
+	warn(p.Logger, node.Addr(), "no-replica", "relock: replica sync: a master of a replicated deployment has no replica online; acquisitions there are refused until one is (WithReplicaSync(0) turns the sync off)")
 	return fmt.Errorf("%w: the server has no replica online, %d required (replicas were seen on this deployment)", errs.ErrNotReplicated, max(p.Min, 1))
 }
 
@@ -449,6 +437,6 @@ func parseReplicas(info string) replicas {
 
 // redirected reports a MOVED or ASK reply: the script did not run.
 func redirected(err error) bool {
-	_, ok := errs.Redirect(err)
+	_, ok := conn.Redirect(err)
 	return ok
 }

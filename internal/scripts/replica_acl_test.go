@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
@@ -37,20 +38,20 @@ func TestCountDeniedFailsTheCall(t *testing.T) {
 	admin := g.Master.Client(t)
 	c := aclUser(t, ctx, admin, "noinfo", "-info", "-role")
 
-	cmd, acks := setScript.With(1, "k", "v").Synced(ctx, c, policy)
+	cmd, acks := setScript.With(1, "k", "v").Synced(ctx, conn.Of(c), policy)
 	err := cmd.Err()
 	require.Error(t, err)
 	require.ErrorIs(t, err, scripts.ErrReplicaDenied)
 	require.ErrorContains(t, err, "+info")
 	require.ErrorContains(t, err, "WithReplicaSync(0)")
 	require.ErrorContains(t, err, "NOPERM")
-	require.False(t, errs.Transient(err), "a refusal does not pass with time")
-	require.False(t, errs.MayHaveRun(err), "nothing was sent")
+	require.False(t, conn.Transient(err), "a refusal does not pass with time")
+	require.False(t, conn.MayHaveRun(err), "nothing was sent")
 	require.Zero(t, acks.Want)
 	require.Zero(t, admin.Exists(ctx, "k").Val(), "nothing written")
 
 	// Off, the same user runs the script alone.
-	cmd, _ = setScript.With(1, "k", "v").Synced(ctx, c, scripts.ReplicaPolicy{})
+	cmd, _ = setScript.With(1, "k", "v").Synced(ctx, conn.Of(c), scripts.ReplicaPolicy{})
 	require.NoError(t, cmd.Err())
 }
 
@@ -59,7 +60,7 @@ func TestRoleCountsWhereInfoIsDenied(t *testing.T) {
 	ctx := ctxT(t)
 	g := redistest.StartReplicated(t, 1)
 	c := aclUser(t, ctx, g.Master.Client(t), "norinfo", "-info")
-	cmd, acks := setScript.With(1, "k", "v").Synced(ctx, c, policy)
+	cmd, acks := setScript.With(1, "k", "v").Synced(ctx, conn.Of(c), policy)
 	require.NoError(t, cmd.Err())
 	require.Equal(t, scripts.Acks{Want: 1, Got: 1, Timeout: policy.Timeout}, acks)
 }
@@ -71,7 +72,7 @@ func TestWaitDeniedNamesWait(t *testing.T) {
 	g := redistest.StartReplicated(t, 1)
 	c := aclUser(t, ctx, g.Master.Client(t), "nowait", "-wait")
 
-	cmd, acks := setScript.With(1, "k", "v").Synced(ctx, c, policy)
+	cmd, acks := setScript.With(1, "k", "v").Synced(ctx, conn.Of(c), policy)
 	require.NoError(t, cmd.Err(), "the script ran")
 	require.False(t, policy.Enough(acks))
 	err := policy.Err(acks)
@@ -105,13 +106,13 @@ func TestSyncingReplicaCountedOnceOnline(t *testing.T) {
 		return online == 0 && pending
 	}, 5*time.Second, 10*time.Millisecond, "the replica connects and waits for its snapshot")
 
-	_, acks := setScript.With(1, "k", "v").Synced(ctx, c, policy)
+	_, acks := setScript.With(1, "k", "v").Synced(ctx, conn.Of(c), policy)
 	require.Zero(t, acks.Want, "no replica online yet")
 	g.WaitInSync(t, 20*time.Second)
 	online := time.Now()
 	waits := calls(t, ctx, admin, "wait")
 	for time.Since(online) < time.Second {
-		_, acks = setScript.With(1, "k", "v").Synced(ctx, c, policy)
+		_, acks = setScript.With(1, "k", "v").Synced(ctx, conn.Of(c), policy)
 		if acks.Want > 0 {
 			break
 		}

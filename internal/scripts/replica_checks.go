@@ -9,8 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/tracing"
 )
@@ -25,8 +24,8 @@ var ErrReplicaDenied = errors.New("replica sync refused by the server's ACL")
 // user's ACL (NOPERM), as opposed to a command the server does not know
 // (miniredis, some proxies), which means it has no replicas to count.
 func denied(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "NOPERM")
+	msg, ok := conn.ReplyText(err)
+	return ok && strings.HasPrefix(msg, "NOPERM")
 }
 
 // permErr is ErrReplicaDenied, explained, with the server's reply.
@@ -48,8 +47,7 @@ func countDenied(reply error) error {
 // waitErr is the error of a WAIT that got an error reply: NOPERM names
 // the permission; any other error is reported as it is.
 func waitErr(err error) error {
-	var rerr redis.Error
-	if !errors.As(err, &rerr) {
+	if !conn.IsReply(err) {
 		return nil // lost on the network: counted as not acknowledged
 	}
 	if denied(err) {
@@ -82,14 +80,14 @@ func warn(log *slog.Logger, addr, reason, msg string, attrs ...any) {
 // maxmemory set, allkeys-* evicts any key and volatile-* any key with a
 // TTL, which every key of a lock has. An evicted lock is free to the
 // next owner while its holder is still working.
-func checkMemory(node *redis.Client, info *redis.StringCmd, log *slog.Logger) {
-	r, err := info.Result()
+func checkMemory(addr string, info conn.Reply, log *slog.Logger) {
+	r, err := info.Text()
 	if err != nil {
 		return // refused or unknown: nothing said either way
 	}
 	max, policy := parseMemory(r)
 	if max > 0 && evicts(policy) {
-		warn(log, node.Options().Addr, tracing.WarningEviction,
+		warn(log, addr, tracing.WarningEviction,
 			"relock: this Redis server may evict lock keys under memory pressure, and an evicted lock goes to a second owner "+
 				"while its holder still works; set maxmemory-policy noeviction, or keep locks on an instance of their own",
 			slog.Int64("maxmemory", max), slog.String("maxmemory_policy", policy))

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry/telemetrytest"
 	"github.com/relock-go/relock/internal/testkit/redistest"
@@ -68,11 +69,11 @@ func TestEvictionPolicyWarnedOnce(t *testing.T) {
 			s := redistest.StartServer(t, redistest.WithArgs("--maxmemory", tc.maxmemory, "--maxmemory-policy", tc.policy))
 			c := s.Client(t)
 			for range 3 {
-				cmd, _ := setScript.With(1, "k", "v").Synced(ctx, c, policy)
+				cmd, _ := setScript.With(1, "k", "v").Synced(ctx, conn.Of(c), policy)
 				require.NoError(t, cmd.Err())
 			}
 			c2 := s.Client(t) // another client of the same server
-			cmd, _ := setScript.With(1, "k", "v").Synced(ctx, c2, policy)
+			cmd, _ := setScript.With(1, "k", "v").Synced(ctx, conn.Of(c2), policy)
 			require.NoError(t, cmd.Err())
 			out := l.String()
 			counted := metrics.Sum(t, tracing.MetricServerWarnings,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
@@ -26,7 +27,7 @@ func TestMasterThatLostItsReplicaRefusesSyncedWrites(t *testing.T) {
 	admin := g.Master.Client(t)
 	replica := g.Replicas[0].Client(t)
 
-	cmd, acks := setScript.With(1, "before", "v").Synced(ctx, c, policy)
+	cmd, acks := setScript.With(1, "before", "v").Synced(ctx, conn.Of(c), policy)
 	require.NoError(t, cmd.Err())
 	require.Equal(t, scripts.Acks{Want: 1, Got: 1, Timeout: policy.Timeout}, acks)
 
@@ -38,23 +39,23 @@ func TestMasterThatLostItsReplicaRefusesSyncedWrites(t *testing.T) {
 
 	// The count still says one: the WAIT finds none, and the count is
 	// read again by the next call.
-	_, acks = setScript.With(1, "short", "v").Synced(ctx, c, policy)
+	_, acks = setScript.With(1, "short", "v").Synced(ctx, conn.Of(c), policy)
 	require.Equal(t, scripts.Acks{Want: 1, Got: 0, Timeout: policy.Timeout}, acks)
 	for range 2 {
-		cmd, acks = setScript.With(1, "refused", "v").Synced(ctx, c, policy)
+		cmd, acks = setScript.With(1, "refused", "v").Synced(ctx, conn.Of(c), policy)
 		require.ErrorIs(t, cmd.Err(), errs.ErrNotReplicated)
 		require.ErrorIs(t, cmd.Err(), errs.ErrNotAcquired)
-		require.False(t, errs.MayHaveRun(cmd.Err()), "the script did not run")
+		require.False(t, conn.MayHaveRun(cmd.Err()), "the script did not run")
 		require.Equal(t, scripts.Acks{}, acks)
 	}
 	n, err := admin.Exists(ctx, "refused").Result()
 	require.NoError(t, err)
 	require.Zero(t, n, "nothing written")
-	require.True(t, scripts.SyncNeeded(ctx, c, policy, "refused"), "a hand-over inside a release is not made there either")
+	require.True(t, scripts.SyncNeeded(ctx, conn.Of(c), policy, "refused"), "a hand-over inside a release is not made there either")
 
 	require.NoError(t, replica.Do(ctx, "replicaof", "127.0.0.1", strconv.Itoa(g.Master.Port)).Err())
 	g.WaitInSync(t, 20*time.Second)
-	cmd, acks = setScript.With(1, "after", "v").Synced(ctx, c, policy)
+	cmd, acks = setScript.With(1, "after", "v").Synced(ctx, conn.Of(c), policy)
 	require.NoError(t, cmd.Err())
 	require.Equal(t, scripts.Acks{Want: 1, Got: 1, Timeout: policy.Timeout}, acks)
 }
@@ -68,21 +69,20 @@ func TestRenewalsSyncedLikeAcquisitions(t *testing.T) {
 	c := g.Master.Client(t)
 	admin := g.Master.Client(t)
 
-	plan := scripts.SyncRenewals(ctx, c, policy, "k")
+	plan := scripts.SyncRenewals(ctx, conn.Of(c), policy, "k")
 	require.NoError(t, plan.Err)
 	require.Equal(t, 1, plan.Want)
-	pipe := plan.Node.Pipeline()
-	pipe.Set(ctx, "k", "v", time.Minute)
-	wait := plan.Wait(ctx, pipe, policy.Timeout)
-	_, err := pipe.Exec(ctx)
-	require.NoError(t, err)
+	set := conn.NewCmd(ctx, 1, "set", "k", "v", "px", 60000)
+	wait := plan.Wait(ctx, policy.Timeout)
+	plan.Node.Exec(ctx, set, wait)
+	require.NoError(t, set.Reply().Err())
+	require.NoError(t, wait.Reply().Err())
 	require.NoError(t, plan.Acked(policy, wait))
 
 	g.Replicas[0].Pause(t)
-	pipe = plan.Node.Pipeline()
-	pipe.Set(ctx, "k", "v", time.Minute)
-	wait = plan.Wait(ctx, pipe, 100*time.Millisecond)
-	_, _ = pipe.Exec(ctx)
+	set = conn.NewCmd(ctx, 1, "set", "k", "v", "px", 60000)
+	wait = plan.Wait(ctx, 100*time.Millisecond)
+	plan.Node.Exec(ctx, set, wait)
 	require.ErrorIs(t, plan.Acked(policy, wait), errs.ErrNotReplicated)
 	g.Replicas[0].Resume()
 
@@ -91,9 +91,9 @@ func TestRenewalsSyncedLikeAcquisitions(t *testing.T) {
 		info, err := admin.Info(ctx, "replication").Result()
 		return err == nil && strings.Contains(info, "connected_slaves:0")
 	}, 10*time.Second, 10*time.Millisecond)
-	plan = scripts.SyncRenewals(ctx, c, policy, "k")
+	plan = scripts.SyncRenewals(ctx, conn.Of(c), policy, "k")
 	require.ErrorIs(t, plan.Err, errs.ErrNotReplicated)
-	require.ErrorIs(t, plan.Acked(policy, nil), errs.ErrNotReplicated)
+	require.ErrorIs(t, plan.Acked(policy, conn.Cmd{}), errs.ErrNotReplicated)
 }
 
 // A Sentinel client expects replicas from its first call: a process that
@@ -114,7 +114,7 @@ func TestSentinelClientExpectsReplicasFromTheStart(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond)
 
 	fresh := g.NewClient(t)
-	cmd, acks := setScript.With(1, "k", "v").Synced(ctx, fresh, policy)
+	cmd, acks := setScript.With(1, "k", "v").Synced(ctx, conn.Of(fresh), policy)
 	require.ErrorIs(t, cmd.Err(), errs.ErrNotReplicated)
 	require.Equal(t, scripts.Acks{}, acks)
 	n, err := admin.Exists(ctx, "k").Result()
@@ -122,6 +122,6 @@ func TestSentinelClientExpectsReplicasFromTheStart(t *testing.T) {
 	require.Zero(t, n, "nothing written")
 
 	plain := g.Master.Client(t)
-	cmd, _ = setScript.With(1, "k", "v").Synced(ctx, plain, policy)
+	cmd, _ = setScript.With(1, "k", "v").Synced(ctx, conn.Of(plain), policy)
 	require.NoError(t, cmd.Err(), "a plain client of the same server sees a server run alone")
 }

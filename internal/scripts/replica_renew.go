@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/relock-go/relock/internal/conn"
 )
 
 // Renewals is how a pipeline of renewals is synced: a renewal a new
@@ -16,7 +16,7 @@ import (
 type Renewals struct {
 	// Node is the server of the pipeline's slot (the client itself
 	// unless it is a cluster's): the WAIT must go on its connection.
-	Node *redis.Client
+	Node conn.Client
 	// Want is the replicas the WAIT asks for; 0: none is sent.
 	Want int
 	// Err is why the renewals cannot be synced (a master without a
@@ -28,7 +28,7 @@ type Renewals struct {
 
 // SyncRenewals plans the sync of renewals of key's slot under p: the
 // replica count of the slot's master, learned as Call.Synced learns it.
-func SyncRenewals(ctx context.Context, c redis.UniversalClient, p ReplicaPolicy, key string) Renewals {
+func SyncRenewals(ctx context.Context, c conn.Client, p ReplicaPolicy, key string) Renewals {
 	node, srv, err := route(ctx, c, key)
 	if errors.Is(err, errUnsupported) {
 		return Renewals{}
@@ -51,23 +51,22 @@ func SyncRenewals(ctx context.Context, c redis.UniversalClient, p ReplicaPolicy,
 	return Renewals{Node: node, Want: min(n, max(p.Min, 1)), srv: srv}
 }
 
-// Wait queues the WAIT on pipe (Node's), bounded by timeout.
-func (r Renewals) Wait(ctx context.Context, pipe redis.Pipeliner, timeout time.Duration) *redis.IntCmd {
+// Wait is the WAIT to send last on the pipeline (on Node), bounded by
+// timeout; the zero Cmd when none is.
+func (r Renewals) Wait(ctx context.Context, timeout time.Duration) conn.Cmd {
 	if r.Want == 0 {
-		return nil
+		return conn.Cmd{}
 	}
-	cmd := redis.NewIntCmd(ctx, "wait", r.Want, max(timeout.Milliseconds(), 1))
-	_ = pipe.Process(ctx, cmd)
-	return cmd
+	return conn.NewCmd(ctx, 0, "wait", r.Want, max(timeout.Milliseconds(), 1))
 }
 
 // Acked reads the WAIT's reply: nil when the renewals count for a hold
 // synced under p, else why not. A short reply has the count read anew.
-func (r Renewals) Acked(p ReplicaPolicy, wait *redis.IntCmd) error {
+func (r Renewals) Acked(p ReplicaPolicy, wait conn.Cmd) error {
 	if r.Err != nil {
 		return r.Err
 	}
-	if wait == nil {
+	if wait.Zero() {
 		return nil
 	}
 	if acks := r.srv.acks(wait, r.Want, p.Timeout); acks.Err != nil || !p.Enough(acks) {

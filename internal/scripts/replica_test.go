@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
@@ -64,8 +65,8 @@ func TestPolicy(t *testing.T) {
 	err := two.Err(scripts.Acks{Want: 1, Got: 1})
 	require.ErrorIs(t, err, errs.ErrNotReplicated)
 	require.ErrorIs(t, err, errs.ErrNotAcquired)
-	require.True(t, errs.Transient(err), "a waiter tries again")
-	require.False(t, errs.MayHaveRun(err), "the acquisition was given back")
+	require.True(t, conn.Transient(err), "a waiter tries again")
+	require.False(t, conn.MayHaveRun(err), "the acquisition was given back")
 }
 
 // Off, or on a server without replicas, Synced is the script alone; on
@@ -76,7 +77,7 @@ func TestNoReplica(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			env := b.New(t)
 			for _, p := range []scripts.ReplicaPolicy{{}, policy} {
-				cmd, acks := setScript.With(1, "k", "v").Synced(ctx, env.Client, p)
+				cmd, acks := setScript.With(1, "k", "v").Synced(ctx, conn.Of(env.Client), p)
 				require.NoError(t, cmd.Err())
 				require.Equal(t, scripts.Acks{}, acks)
 			}
@@ -101,7 +102,7 @@ func TestCountLearnedAndRefreshed(t *testing.T) {
 	// Each reading is two INFOs (replication, memory: Redis 6 takes one
 	// section a call), on one round trip.
 	for range 3 {
-		_, acks := setScript.With(1, "k", "v").Synced(ctx, c, policy)
+		_, acks := setScript.With(1, "k", "v").Synced(ctx, conn.Of(c), policy)
 		require.Zero(t, acks.Want)
 	}
 	require.Equal(t, infos+3, calls(t, ctx, admin, "info"), "asked once, replication and memory (and counted once)")
@@ -112,23 +113,23 @@ func TestCountLearnedAndRefreshed(t *testing.T) {
 	infos = calls(t, ctx, admin, "info")
 	defer scripts.SetRefreshEvery(50 * time.Millisecond)()
 	time.Sleep(100 * time.Millisecond)
-	_, acks := setScript.With(1, "k", "v").Synced(ctx, c, policy) // carries the INFO
+	_, acks := setScript.With(1, "k", "v").Synced(ctx, conn.Of(c), policy) // carries the INFO
 	require.Zero(t, acks.Want)
 	require.Equal(t, infos+3, calls(t, ctx, admin, "info"), "asked in the call's round trip")
-	_, acks = setScript.With(1, "k", "v").Synced(ctx, c, policy)
+	_, acks = setScript.With(1, "k", "v").Synced(ctx, conn.Of(c), policy)
 	require.Equal(t, scripts.Acks{Want: 1, Got: 1, Timeout: policy.Timeout}, acks)
 
 	// A stalled replica: the WAIT times out short, and the count is read
 	// anew by the next call.
 	r.Pause(t)
 	start := time.Now()
-	_, acks = setScript.With(1, "k", "v").Synced(ctx, c, policy)
+	_, acks = setScript.With(1, "k", "v").Synced(ctx, conn.Of(c), policy)
 	require.Equal(t, scripts.Acks{Want: 1, Got: 0, Timeout: policy.Timeout}, acks)
 	require.GreaterOrEqual(t, time.Since(start), policy.Timeout)
 	r.Resume()
 	g.WaitInSync(t, 20*time.Second)
 	infos = calls(t, ctx, admin, "info")
-	_, acks = setScript.With(1, "k", "v").Synced(ctx, c, policy)
+	_, acks = setScript.With(1, "k", "v").Synced(ctx, conn.Of(c), policy)
 	require.Equal(t, scripts.Acks{Want: 1, Got: 1, Timeout: policy.Timeout}, acks)
 	require.Equal(t, infos+3, calls(t, ctx, admin, "info"), "the stale count asked again")
 }
@@ -139,7 +140,7 @@ func TestReplicaCountInCluster(t *testing.T) {
 	ctx := ctxT(t)
 	env := redistest.ClusterBackend().New(t)
 	for _, key := range []string{"a", "b", "c", "{user1}:lock"} {
-		cmd, acks := setScript.With(1, key, "v").Synced(ctx, env.Universal, policy)
+		cmd, acks := setScript.With(1, key, "v").Synced(ctx, conn.Of(env.Universal), policy)
 		require.NoError(t, cmd.Err())
 		require.Zero(t, acks.Want, "the test cluster's masters have no replicas")
 		require.Equal(t, "v", env.Universal.Get(ctx, key).Val())

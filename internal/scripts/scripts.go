@@ -2,7 +2,9 @@ package scripts
 
 import (
 	"context"
+	"crypto/sha1"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,16 +13,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/relock-go/relock/internal/conn"
-	"github.com/relock-go/relock/internal/errs"
 )
 
 // Script is one Lua script.
 type Script struct {
 	name string
-	rs   *redis.Script
 	hash any // boxed once: EVALSHA's argument
 	src  any // EVAL's
 }
@@ -64,8 +62,8 @@ func Load(fsys fs.FS, file string, libs ...Lib) *Script {
 	}
 	b.WriteString(mustRead(fsys, file))
 	src := b.String()
-	rs := redis.NewScript(src)
-	return &Script{name: file, rs: rs, hash: rs.Hash(), src: src}
+	sum := sha1.Sum([]byte(src))
+	return &Script{name: file, hash: hex.EncodeToString(sum[:]), src: src}
 }
 
 func mustRead(fsys fs.FS, file string) string {
@@ -83,7 +81,7 @@ func (s *Script) Name() string { return s.name }
 func (s *Script) Source() string { return s.src.(string) }
 
 // Hash is the script's SHA1, as EVALSHA takes it.
-func (s *Script) Hash() string { return s.rs.Hash() }
+func (s *Script) Hash() string { return s.hash.(string) }
 
 // Call is one run of a script: its nkeys keys, then its arguments, laid
 // out by With behind room for the command, the script and nkeys, with
@@ -106,7 +104,7 @@ func (s *Script) With(nkeys int, argv ...any) Call {
 // Run runs the call with EVALSHA, falling back to EVAL on NOSCRIPT. The
 // EVALSHA goes through the client's conn.Pipe, so concurrent scripts
 // share round trips under load.
-func (call Call) Run(ctx context.Context, c redis.UniversalClient) *redis.Cmd {
+func (call Call) Run(ctx context.Context, c conn.Client) conn.Reply {
 	return call.s.send(ctx, c, call.nkeys, call.a)
 }
 
@@ -114,42 +112,39 @@ func (call Call) Run(ctx context.Context, c redis.UniversalClient) *redis.Cmd {
 func evalArgs(argv []any) []any { return append(make([]any, 3, 3+len(argv)), argv...) }
 
 // send runs the script whose keys and arguments are a[3:].
-func (s *Script) send(ctx context.Context, c redis.UniversalClient, nkeys int, a []any) *redis.Cmd {
+func (s *Script) send(ctx context.Context, c conn.Client, nkeys int, a []any) conn.Reply {
 	a[0], a[1], a[2] = "evalsha", s.hash, nkeys
 	cmd := newCmd(ctx, nkeys, a)
-	if err := conn.PipeFor(c).Process(ctx, cmd); IsNoScript(err) {
+	if IsNoScript(c.Pipe().Process(ctx, cmd)) {
 		cmd = s.Reload(ctx, cmd)
-		_ = c.Process(ctx, cmd)
+		c.Process(ctx, cmd)
 	}
-	if named := s.named(cmd.Err()); named != nil {
+	if named := s.named(cmd.Reply().Err()); named != nil {
 		cmd.SetErr(named)
 	}
-	Unreachable(ctx, c, cmd.Err())
-	return cmd
+	Unreachable(ctx, c, cmd.Reply().Err())
+	return cmd.Reply()
 }
 
 // Unreachable tells a cluster client that err may mean its slot map is
 // out of date: a node that does not answer may have failed over, and
 // go-redis re-reads the map on its own only after a MOVED (or every
 // 10 s), so the calls sent again would keep going to the dead node.
-func Unreachable(ctx context.Context, c redis.UniversalClient, err error) {
+func Unreachable(ctx context.Context, c conn.Client, err error) {
 	if err == nil {
 		return // before rerr, which escapes: no allocation on success
 	}
-	var rerr redis.Error
-	if errors.As(err, &rerr) || !errs.Transient(err) {
+	if conn.IsReply(err) || !conn.Transient(err) {
 		return
 	}
-	if cc, ok := c.(*redis.ClusterClient); ok {
-		cc.ReloadState(ctx)
-	}
+	c.Refresh(ctx)
 }
 
 // Cmd is the call's EVALSHA command, for a caller that sends it on a
 // pipeline of its own; after a NOSCRIPT reply it sends Reload's command in
 // its place. Every call of a script goes through Cmd or Run, so NOSCRIPT
 // is handled one way everywhere.
-func (call Call) Cmd(ctx context.Context) *redis.Cmd {
+func (call Call) Cmd(ctx context.Context) conn.Cmd {
 	call.a[0], call.a[1], call.a[2] = "evalsha", call.s.hash, call.nkeys
 	return newCmd(ctx, call.nkeys, call.a)
 }
@@ -157,47 +152,38 @@ func (call Call) Cmd(ctx context.Context) *redis.Cmd {
 // Reload is the EVAL command that replaces cmd, the script's EVALSHA, when
 // the server's cache lacks the script (a restart, a failover, SCRIPT
 // FLUSH): EVAL loads it, once, so later calls find it again.
-func (s *Script) Reload(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
+func (s *Script) Reload(ctx context.Context, cmd conn.Cmd) conn.Cmd {
 	a := slices.Clone(cmd.Args())
 	a[0], a[1] = "eval", s.src
 	nkeys, _ := a[2].(int)
 	return newCmd(ctx, nkeys, a)
 }
 
-func newCmd(ctx context.Context, nkeys int, a []any) *redis.Cmd {
-	cmd := redis.NewCmd(ctx, a...)
+func newCmd(ctx context.Context, nkeys int, a []any) conn.Cmd {
+	key := 0
 	if nkeys > 0 {
-		cmd.SetFirstKeyPos(3) // the cluster client routes by the first key
+		key = 3 // the cluster client routes by the first key
 	}
-	return cmd
-}
-
-// Preload loads the script into the script cache (of every master on a
-// cluster client), sparing the first call its NOSCRIPT round trip.
-func (s *Script) Preload(ctx context.Context, c redis.Scripter) error {
-	return s.rs.Load(ctx, c).Err()
+	return conn.NewCmd(ctx, key, a...)
 }
 
 // IsNoScript reports whether err is Redis's NOSCRIPT reply.
 func IsNoScript(err error) bool {
-	if err == nil {
-		return false // before rerr, which escapes: no allocation on success
-	}
-	var rerr redis.Error
-	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "NOSCRIPT")
+	msg, ok := conn.ReplyText(err)
+	return ok && strings.HasPrefix(msg, "NOSCRIPT")
 }
 
 // Reply is a script's reply after Call.Retrying: Retried reports that it
 // was sent more than once (an earlier send may have run without its reply
 // arriving).
 type Reply struct {
-	*redis.Cmd
+	conn.Reply
 	Retried bool
 }
 
 // Retrying runs the call as Run does, sending it again while the
 // reply may have been lost in the network or Redis asks to try again
-// (errs.Resend), for twice timeout from now, regardless of ctx's
+// (conn.Resend), for twice timeout from now, regardless of ctx's
 // cancellation (only ctx's values are kept). The caller waits for it as
 // conn.CallerWait says (timeout, or ctx's deadline when sooner): a call
 // still unanswered then goes on in the background, and the reply reports
@@ -206,7 +192,7 @@ type Reply struct {
 // options.LatchLife, past the last retry. Only idempotent
 // scripts (those that keep their answer in a latch key, or can tell their
 // own earlier effect) may be run this way.
-func (call Call) Retrying(ctx context.Context, c redis.UniversalClient, timeout time.Duration) Reply {
+func (call Call) Retrying(ctx context.Context, c conn.Client, timeout time.Duration) Reply {
 	rc := retryCalls.Get().(*retryCall)
 	rc.s, rc.c, rc.nkeys, rc.timeout, rc.a = call.s, c, call.nkeys, timeout, call.a
 	stop, wait := conn.CallerWait(ctx, timeout)
@@ -215,7 +201,7 @@ func (call Call) Retrying(ctx context.Context, c redis.UniversalClient, timeout 
 		rc.ctx = context.WithoutCancel(ctx)
 	}
 	rc.window = 2 * timeout
-	pool := conn.PoolFor(c)
+	pool := c.Pool()
 	if conn.IsDetached(ctx) {
 		wait = rc.window // work nobody else waits for ends with its retries
 	} else if pool.Inline(stop) {
@@ -225,9 +211,9 @@ func (call Call) Retrying(ctx context.Context, c redis.UniversalClient, timeout 
 		wait = max(wait-time.Since(rc.sent), time.Nanosecond)
 	}
 	if err := pool.Bound(stop, wait, rc.run); err != nil {
-		return Reply{Cmd: failed(ctx, err), Retried: true} // rc is the late call's now
+		return Reply{Reply: conn.Failed(ctx, err), Retried: true} // rc is the late call's now
 	}
-	reply := Reply{Cmd: rc.cmd, Retried: rc.retried}
+	reply := Reply{Reply: rc.cmd, Retried: rc.retried}
 	*rc = retryCall{run: rc.run}
 	retryCalls.Put(rc)
 	return reply
@@ -236,14 +222,14 @@ func (call Call) Retrying(ctx context.Context, c redis.UniversalClient, timeout 
 // inline makes the first attempt on the caller's goroutine, under a
 // deadline wait away, which the client honours (conn.Pool.Inline). done
 // reports a reply to return; otherwise the attempt may be sent again (the
-// deadline passed, or errs.Resend), and the retries go on as from a worker.
+// deadline passed, or conn.Resend), and the retries go on as from a worker.
 func (rc *retryCall) inline(wait time.Duration) (r Reply, done bool) {
 	rc.sent = time.Now()
 	ictx, cancel := context.WithTimeout(rc.ctx, wait)
 	cmd := rc.s.send(ictx, rc.c, rc.nkeys, rc.a)
 	cancel()
-	if err := cmd.Err(); err == nil || !(errs.Resend(err) || errors.Is(err, context.DeadlineExceeded)) {
-		reply := Reply{Cmd: cmd}
+	if err := cmd.Err(); err == nil || !(conn.Resend(err) || errors.Is(err, context.DeadlineExceeded)) {
+		reply := Reply{Reply: cmd}
 		*rc = retryCall{run: rc.run}
 		retryCalls.Put(rc)
 		return reply, true
@@ -257,14 +243,14 @@ func (rc *retryCall) inline(wait time.Duration) (r Reply, done bool) {
 type retryCall struct {
 	sent    time.Time // of an inline first attempt
 	s       *Script
-	c       redis.UniversalClient
+	c       conn.Client
 	ctx     context.Context
 	timeout time.Duration
 	nkeys   int
 	a       []any
 	run     func()        // rc.exec, taken once
 	window  time.Duration // how long the retries go on
-	cmd     *redis.Cmd
+	cmd     conn.Reply
 	retried bool
 }
 
@@ -283,7 +269,7 @@ var retryCalls = sync.Pool{New: func() any {
 // common, successful call a timer.
 func (rc *retryCall) exec() {
 	rc.cmd = rc.s.send(rc.ctx, rc.c, rc.nkeys, rc.a)
-	if err := rc.cmd.Err(); err == nil || !errs.Resend(err) {
+	if err := rc.cmd.Err(); err == nil || !conn.Resend(err) {
 		return
 	}
 	rc.retried = true
@@ -297,19 +283,11 @@ func (rc *retryCall) exec() {
 		case <-time.After(backoff):
 		}
 		rc.cmd = rc.s.send(ctx, rc.c, rc.nkeys, rc.a)
-		if err := rc.cmd.Err(); err == nil || !errs.Resend(err) {
+		if err := rc.cmd.Err(); err == nil || !conn.Resend(err) {
 			return
 		}
 		backoff = min(2*backoff, 200*time.Millisecond)
 	}
-}
-
-// failed is a command that did not run, or whose reply is not known, for
-// err.
-func failed(ctx context.Context, err error) *redis.Cmd {
-	cmd := redis.NewCmd(ctx)
-	cmd.SetErr(err)
-	return cmd
 }
 
 // TTL turns a PTTL reply into what the primitives' TTL returns: 0 for a

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
@@ -114,13 +115,13 @@ func TestRunUsesEvalShaAndFallsBackOnNoScript(t *testing.T) {
 		env.Client.AddHook(rec)
 
 		// A fresh server does not know the script: EVALSHA, NOSCRIPT, EVAL.
-		n, err := incr.With(1, "counter", 5).Run(ctx, env.Client).Int64()
+		n, err := incr.With(1, "counter", 5).Run(ctx, conn.Of(env.Client)).Int64()
 		require.NoError(t, err)
 		assert.Equal(t, int64(5), n)
 		assert.Equal(t, []string{"evalsha", "eval"}, rec.take())
 
 		// EVAL loaded it: from now on the body does not cross the network.
-		n, err = incr.With(1, "counter", 2).Run(ctx, env.Client).Int64()
+		n, err = incr.With(1, "counter", 2).Run(ctx, conn.Of(env.Client)).Int64()
 		require.NoError(t, err)
 		assert.Equal(t, int64(7), n)
 		assert.Equal(t, []string{"evalsha"}, rec.take())
@@ -132,7 +133,7 @@ func TestRunUsesEvalShaAndFallsBackOnNoScript(t *testing.T) {
 		require.Equal(t, []bool{false}, exists)
 		rec.take()
 
-		n, err = incr.With(1, "counter", 1).Run(ctx, env.Client).Int64()
+		n, err = incr.With(1, "counter", 1).Run(ctx, conn.Of(env.Client)).Int64()
 		require.NoError(t, err, "Run still works after SCRIPT FLUSH")
 		assert.Equal(t, int64(8), n)
 		assert.Equal(t, []string{"evalsha", "eval"}, rec.take())
@@ -141,7 +142,7 @@ func TestRunUsesEvalShaAndFallsBackOnNoScript(t *testing.T) {
 		assert.Equal(t, []bool{true}, exists, "the fallback loaded the script again")
 
 		// Keys and arguments reach the script.
-		vals, err := echo.With(1, "k", "a", 1).Run(ctx, env.Client).StringSlice()
+		vals, err := echo.With(1, "k", "a", 1).Run(ctx, conn.Of(env.Client)).StringSlice()
 		require.NoError(t, err)
 		assert.Equal(t, []string{"k", "a", "1"}, vals)
 	})
@@ -152,35 +153,30 @@ func TestPipelinedCallReloadsAfterNoScript(t *testing.T) {
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
 
-		pipe := env.Client.Pipeline()
+		c := conn.Of(env.Client)
 		first := incr.With(1, "a", 1).Cmd(ctx)
-		_ = pipe.Process(ctx, first)
-		set := pipe.Set(ctx, "b", "x", 0)
-		_, err := pipe.Exec(ctx)
+		set := conn.NewCmd(ctx, 1, "set", "b", "x")
+		c.Exec(ctx, first, set)
+		err := first.Reply().Err()
 		require.Error(t, err)
-		require.Error(t, first.Err())
-		assert.True(t, scripts.IsNoScript(first.Err()), "NOSCRIPT is detectable: %v", first.Err())
-		assert.NoError(t, set.Err(), "the rest of the pipeline ran")
+		assert.True(t, scripts.IsNoScript(err), "NOSCRIPT is detectable: %v", err)
+		assert.NoError(t, set.Reply().Err(), "the rest of the pipeline ran")
 		n, err := env.Client.Exists(ctx, "a").Result()
 		require.NoError(t, err)
 		assert.Zero(t, n, "the script did not run")
 
-		pipe = env.Client.Pipeline()
 		a := incr.Reload(ctx, first)
-		_ = pipe.Process(ctx, a)
-		_, err = pipe.Exec(ctx)
-		require.NoError(t, err, "Reload's EVAL runs the script")
-		assert.Equal(t, int64(1), a.Val())
+		c.Exec(ctx, a)
+		require.NoError(t, a.Reply().Err(), "Reload's EVAL runs the script")
+		assert.Equal(t, int64(1), a.Reply().Val())
 		exists, err := env.Client.ScriptExists(ctx, incr.Hash()).Result()
 		require.NoError(t, err)
 		assert.Equal(t, []bool{true}, exists, "and loaded it")
 
-		pipe = env.Client.Pipeline()
 		a2 := incr.With(1, "a", 10).Cmd(ctx)
-		_ = pipe.Process(ctx, a2)
-		_, err = pipe.Exec(ctx)
-		require.NoError(t, err, "EVALSHA works once the script is loaded")
-		assert.Equal(t, int64(11), a2.Val())
+		c.Exec(ctx, a2)
+		require.NoError(t, a2.Reply().Err(), "EVALSHA works once the script is loaded")
+		assert.Equal(t, int64(11), a2.Reply().Val())
 	})
 }
 
@@ -231,30 +227,29 @@ func TestCluster(t *testing.T) {
 	}
 	require.Len(t, byNode, len(servers))
 
-	require.NoError(t, incr.Preload(ctx, cc))
+	hash, err := cc.ScriptLoad(ctx, incr.Source()).Result()
+	require.NoError(t, err)
+	require.Equal(t, incr.Hash(), hash, "Hash is the SHA1 the server computes")
 	for i, admin := range admins {
 		exists, err := admin.ScriptExists(ctx, incr.Hash()).Result()
 		require.NoError(t, err)
-		assert.Equal(t, []bool{true}, exists, "Preload loaded master %s", servers[i].Addr)
+		assert.Equal(t, []bool{true}, exists, "loaded on master %s", servers[i].Addr)
 	}
 
 	// A pipeline over every master: EVALSHA only, and it works.
-	pipe := cc.Pipeline()
-	cmds := map[string]*redis.Cmd{}
+	var cmds []conn.Cmd
 	for _, key := range byNode {
-		cmds[key] = incr.With(1, key, 3).Cmd(ctx)
-		_ = pipe.Process(ctx, cmds[key])
+		cmds = append(cmds, incr.With(1, key, 3).Cmd(ctx))
 	}
-	_, err := pipe.Exec(ctx)
-	require.NoError(t, err)
-	for key, cmd := range cmds {
-		assert.Equal(t, int64(3), cmd.Val(), key)
+	conn.Of(cc).Exec(ctx, cmds...)
+	for _, cmd := range cmds {
+		assert.Equal(t, int64(3), cmd.Reply().Val(), cmd.Args())
 	}
 
 	// One master forgets its scripts: Run still works for its keys.
 	require.NoError(t, admins[0].ScriptFlush(ctx).Err())
 	key := byNode[servers[0].Addr]
-	n, err := incr.With(1, key, 1).Run(ctx, cc).Int64()
+	n, err := incr.With(1, key, 1).Run(ctx, conn.Of(cc)).Int64()
 	require.NoError(t, err)
 	assert.Equal(t, int64(4), n)
 }

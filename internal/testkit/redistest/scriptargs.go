@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -88,8 +89,8 @@ func (h *captureHook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.Proce
 // variadic tail, a last field holding it: a slice, which MirrorsHeader
 // fills when it is a []any and leaves empty otherwise.
 type Wrapper struct {
-	Value any                                  // a value of the wrapper struct
-	Run   func(w any, c redis.UniversalClient) // runs w (of Value's type) on c
+	Value any                        // a value of the wrapper struct
+	Run   func(w any, c conn.Client) // runs w (of Value's type) on c
 	// Partial is set where Run leaves out the trailing keys and
 	// arguments that the header says are absent for it (a plain lock's
 	// call of a script that a fair lock calls with more).
@@ -133,7 +134,7 @@ func MirrorsHeader(t testing.TB, w Wrapper, keys, args []string) {
 			t.Fatalf("the header of %s skips entry %d", v.Type(), i+1)
 		}
 	}
-	_, nkeys, got := ScriptArgs(func(c redis.UniversalClient) { w.Run(v.Interface(), c) })
+	_, nkeys, got := ScriptArgs(func(c redis.UniversalClient) { w.Run(v.Interface(), conn.Of(c)) })
 	if w.Partial {
 		nargs := min(max(len(got)-nkeys, 0), len(args))
 		want = append(want[:min(nkeys, len(keys))], want[len(keys):len(keys)+nargs]...)

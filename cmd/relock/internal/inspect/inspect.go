@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/scripts"
 )
@@ -210,7 +211,7 @@ func (in *Inspector) labels(ctx context.Context, e *Entry) {
 	for i, h := range e.Holders {
 		ids[i] = h.ID
 	}
-	labels := hold.Labels(ctx, in.client, e.Name, ids, 5*time.Second)
+	labels := hold.Labels(ctx, conn.Of(in.client), e.Name, ids, 5*time.Second)
 	for i := range e.Holders {
 		e.Holders[i].Label = labels[e.Holders[i].ID].Label
 	}
@@ -502,7 +503,7 @@ func (in *Inspector) ForceUnlock(ctx context.Context, e Entry) (bool, error) {
 	if _, ok := in.cluster(); ok {
 		publish = "spublish"
 	}
-	ok, err := hold.ForceUnlock(ctx, in.client, e.Kind, e.Name, publish)
+	ok, err := hold.ForceUnlock(ctx, conn.Of(in.client), e.Kind, e.Name, publish)
 	if err != nil {
 		return false, fmt.Errorf("force unlock %s %q: %w", e.Kind, e.Name, err)
 	}

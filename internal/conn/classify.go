@@ -1,4 +1,4 @@
-package errs
+package conn
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relock-go/relock/internal/errs"
 )
 
 // The classifiers below are the one place that decides what an error from
@@ -21,17 +22,17 @@ import (
 // error, a reset or closed connection, a timeout), a Redis that is
 // loading, failing over or resharding (LOADING, READONLY, MASTERDOWN,
 // CLUSTERDOWN, TRYAGAIN, MOVED, ASK), replicas that did not acknowledge
-// an acquisition in time (ErrNotReplicated), busy with a script (BUSY) or out of
+// an acquisition in time (errs.ErrNotReplicated), busy with a script (BUSY) or out of
 // connections. Not transient: an invalid argument, an error Redis replied
 // for the script (those would recur), a closed client, a context's end.
 func Transient(err error) bool {
 	switch {
 	case err == nil,
-		errors.Is(err, ErrInvalidArgument),
+		errors.Is(err, errs.ErrInvalidArgument),
 		errors.Is(err, redis.ErrClosed),
 		errors.Is(err, context.Canceled):
 		return false
-	case errors.Is(err, ErrNotReplicated):
+	case errors.Is(err, errs.ErrNotReplicated):
 		return true // the replicas may catch up
 	}
 	var rerr redis.Error
@@ -94,7 +95,7 @@ func MayHaveRun(err error) bool {
 	var oerr *net.OpError
 	switch {
 	case err == nil, errors.As(err, &rerr), errors.Is(err, redis.Nil),
-		errors.Is(err, ErrNotReplicated), // undone by the try that found it
+		errors.Is(err, errs.ErrNotReplicated), // undone by the try that found it
 		errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout),
 		errors.Is(err, redis.ErrPoolExhausted):
 		return false

@@ -1,4 +1,4 @@
-package errs_test
+package conn_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/stretchr/testify/assert"
 )
@@ -50,7 +51,7 @@ func TestTransient(t *testing.T) {
 		{errs.ErrNotAcquired, false},
 		{redis.Nil, false},
 	} {
-		assert.Equal(t, c.want, errs.Transient(c.err), "%v", c.err)
+		assert.Equal(t, c.want, conn.Transient(c.err), "%v", c.err)
 	}
 }
 
@@ -76,9 +77,9 @@ func TestMayHaveRunResendTimeout(t *testing.T) {
 		{context.Canceled, true, false, false},
 		{io.EOF, true, true, false},
 	} {
-		assert.Equal(t, c.mayHaveRun, errs.MayHaveRun(c.err), "MayHaveRun(%v)", c.err)
-		assert.Equal(t, c.resend, errs.Resend(c.err), "Resend(%v)", c.err)
-		assert.Equal(t, c.timedOut, errs.Timeout(c.err), "Timeout(%v)", c.err)
+		assert.Equal(t, c.mayHaveRun, conn.MayHaveRun(c.err), "MayHaveRun(%v)", c.err)
+		assert.Equal(t, c.resend, conn.Resend(c.err), "Resend(%v)", c.err)
+		assert.Equal(t, c.timedOut, conn.Timeout(c.err), "Timeout(%v)", c.err)
 	}
 }
 
@@ -99,7 +100,7 @@ func TestRedirect(t *testing.T) {
 		{io.EOF, 0, false},
 		{nil, 0, false},
 	} {
-		slot, ok := errs.Redirect(c.err)
+		slot, ok := conn.Redirect(c.err)
 		if slot != c.slot || ok != c.ok {
 			t.Errorf("Redirect(%v) = %d, %v; want %d, %v", c.err, slot, ok, c.slot, c.ok)
 		}
@@ -123,6 +124,6 @@ func TestTryAgain(t *testing.T) {
 		{io.EOF, false},
 		{nil, false},
 	} {
-		assert.Equal(t, c.want, errs.TryAgain(c.err), "TryAgain(%v)", c.err)
+		assert.Equal(t, c.want, conn.TryAgain(c.err), "TryAgain(%v)", c.err)
 	}
 }

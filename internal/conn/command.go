@@ -1,0 +1,112 @@
+package conn
+
+import (
+	"context"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Cmd is one command, made to be sent by Pipe.Process, Client.Process or
+// Client.Exec; its Reply is read once it was. The zero Cmd is no command
+// (Zero).
+type Cmd struct{ c *redis.Cmd }
+
+// NewCmd is the command args whose first key is args[key] (0: it has
+// none), which a cluster client routes by.
+func NewCmd(ctx context.Context, key int, args ...any) Cmd {
+	c := redis.NewCmd(ctx, args...)
+	if key > 0 {
+		c.SetFirstKeyPos(int8(key))
+	}
+	return Cmd{c}
+}
+
+// Zero reports whether c is no command.
+func (c Cmd) Zero() bool { return c.c == nil }
+
+// Args are the command's arguments, its name first.
+func (c Cmd) Args() []any { return c.c.Args() }
+
+// Reply is the command's reply, once it was sent (before, an empty reply
+// with no error: read it only after a send).
+func (c Cmd) Reply() Reply { return Reply{c.c} }
+
+// SetErr replaces the command's reply with err.
+func (c Cmd) SetErr(err error) { c.c.SetErr(err) }
+
+// Process sends cmd on its own and returns its reply.
+func (c Client) Process(ctx context.Context, cmd Cmd) Reply {
+	_ = c.rdb.Process(ctx, cmd.c)
+	return cmd.Reply()
+}
+
+// Exec sends cmds as one pipeline (on a cluster client, one per node
+// they route to); each holds its reply after.
+func (c Client) Exec(ctx context.Context, cmds ...Cmd) {
+	_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, cmd := range cmds {
+			_ = p.Process(ctx, cmd.c)
+		}
+		return nil
+	})
+}
+
+// ErrNoNode is Node's error for a client whose kind does not say which
+// server holds a key.
+var ErrNoNode = errors.New("relock: client type does not route keys to servers")
+
+// Node returns the client of the server that holds key's slot: c itself
+// when c reaches one server, the slot's master on a cluster.
+func (c Client) Node(ctx context.Context, key string) (Client, error) {
+	switch rdb := c.rdb.(type) {
+	case *redis.Client:
+		return c, nil
+	case *redis.ClusterClient:
+		node, err := rdb.MasterForKey(ctx, key)
+		if err != nil {
+			return Client{}, err
+		}
+		return Client{node}, nil
+	}
+	return Client{}, ErrNoNode
+}
+
+// Sentinel reports whether c finds its master through Sentinel.
+func (c Client) Sentinel() bool {
+	cl, ok := c.rdb.(*redis.Client)
+	return ok && cl.Options().Addr == failoverAddr
+}
+
+// failoverAddr is the address go-redis gives the options of a client
+// made by NewFailoverClient (Sentinel).
+const failoverAddr = "FailoverClient"
+
+// Refresh has a cluster client read its slot map again: go-redis does so
+// on its own only after a MOVED (or every 10 s), so calls sent again
+// after a node stopped answering would keep going to it.
+func (c Client) Refresh(ctx context.Context) {
+	if cc, ok := c.rdb.(*redis.ClusterClient); ok {
+		cc.ReloadState(ctx)
+	}
+}
+
+// IsReply reports whether err holds an error reply of the server (the
+// command reached it), as opposed to a failure to reach it.
+func IsReply(err error) bool {
+	_, ok := ReplyText(err)
+	return ok
+}
+
+// ReplyText is the server's error reply that err holds ("NOSCRIPT No
+// matching script...").
+func ReplyText(err error) (string, bool) {
+	if err == nil {
+		return "", false // before rerr, which escapes: no allocation on success
+	}
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return "", false
+	}
+	return rerr.Error(), true
+}
