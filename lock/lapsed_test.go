@@ -24,10 +24,7 @@ func TestGrantLapsedOnArrivalRefused(t *testing.T) {
 		for _, fair := range []bool{false, true} {
 			ctx := ctxT(t)
 			name := fmt.Sprintf("lapsed:%t", fair)
-			clk := watchdog.NewFakeClock(time.Unix(1_700_000_000, 0))
-			// The wheel's goroutine sleeps on the fake clock: moved on at the end,
-			// it finds the wheel empty and ends.
-			t.Cleanup(func() { clk.Advance(time.Hour) })
+			clk := redistest.FakeClock(t)
 			wd := watchdog.New(watchdog.WithClock(clk))
 			preload(t, env.Universal) // the hook's next call is the script's run, not a NOSCRIPT
 			c := env.NewClient(t)
@@ -61,10 +58,7 @@ func TestReentryLapsedOnArrivalEndsTheHold(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
 		const name = "lapsed:reentry"
-		clk := watchdog.NewFakeClock(time.Unix(1_700_000_000, 0))
-		// The wheel's goroutine sleeps on the fake clock: moved on at the end,
-		// it finds the wheel empty and ends.
-		t.Cleanup(func() { clk.Advance(time.Hour) })
+		clk := redistest.FakeClock(t)
 		wd := watchdog.New(watchdog.WithClock(clk))
 		preload(t, env.Universal)
 		c := env.NewClient(t)

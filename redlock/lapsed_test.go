@@ -1,40 +1,16 @@
 package redlock_test
 
 import (
-	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/redlock"
 	"github.com/relock-go/relock/watchdog"
 )
-
-// afterScript runs a function once, after the next script call through
-// the client it hooks has run, before its reply reaches the caller.
-type afterScript struct{ fn atomic.Pointer[func()] }
-
-func (h *afterScript) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *afterScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, c redis.Cmder) error {
-		err := next(ctx, c)
-		if name := c.Name(); name == "evalsha" || name == "eval" {
-			if fn := h.fn.Swap(nil); fn != nil {
-				(*fn)()
-			}
-		}
-		return err
-	}
-}
-
-func (h *afterScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
 
 // TestRoundLapsedOnArrivalRefused: a round whose quorum came back in its
 // validity time by the local clock but after its lease by the watchdog's
@@ -45,12 +21,9 @@ func TestRoundLapsedOnArrivalRefused(t *testing.T) {
 	ctx := ctxT(t)
 	ms := startMasters(t, 3)
 	cs := ms.process(t)
-	hook := &afterScript{}
+	hook := redistest.NewScriptFaults() // every script
 	cs[0].AddHook(hook)
-	clk := watchdog.NewFakeClock(time.Unix(1_700_000_000, 0))
-	// The wheel's goroutine sleeps on the fake clock: moved on at the end,
-	// it finds the wheel empty and ends.
-	t.Cleanup(func() { clk.Advance(time.Hour) })
+	clk := redistest.FakeClock(t)
 	wd := watchdog.New(watchdog.WithClock(clk))
 	members := make([]redlock.Member, len(cs))
 	for i, c := range cs {
@@ -59,14 +32,14 @@ func TestRoundLapsedOnArrivalRefused(t *testing.T) {
 	rl := redlock.New(members, redlock.WithWatchdog(wd), redlock.WithLeaseTime(10*time.Second))
 	step := func() { clk.Advance(time.Minute) }
 
-	hook.fn.Store(&step)
+	hook.AfterNext(step)
 	_, err := rl.TryLock(ctx)
 	require.ErrorIs(t, err, redlock.ErrLockLost)
 	require.ErrorContains(t, err, "lapsed before the grant's reply arrived")
 	require.NoError(t, rl.Drain(ctx))
 	require.Equal(t, zeros(3), ms.existsOn(t, "lapsed", ms.all()...), "every member given back")
 
-	hook.fn.Store(&step)
+	hook.AfterNext(step)
 	held, err := rl.Lock(ctx)
 	require.NoError(t, err, "the next round holds it")
 	require.Equal(t, ones(3), ms.existsOn(t, "lapsed", ms.all()...))

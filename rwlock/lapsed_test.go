@@ -33,10 +33,7 @@ func TestGrantLapsedOnArrivalRefused(t *testing.T) {
 			for _, src := range rwlock.AcquireScriptSources() {
 				require.NoError(t, redis.NewScript(src).Load(ctx, env.Universal).Err())
 			}
-			clk := watchdog.NewFakeClock(time.Unix(1_700_000_000, 0))
-			// The wheel's goroutine sleeps on the fake clock: moved on at the end,
-			// it finds the wheel empty and ends.
-			t.Cleanup(func() { clk.Advance(time.Hour) })
+			clk := redistest.FakeClock(t)
 			wd := watchdog.New(watchdog.WithClock(clk))
 			c := env.NewClient(t)
 			hook := redistest.NewScriptFaults(rwlock.AcquireScriptSources()...)

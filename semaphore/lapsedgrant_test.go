@@ -22,10 +22,7 @@ func TestGrantLapsedOnArrivalRefused(t *testing.T) {
 		ctx := ctxT(t)
 		const name = "lapsed-grant"
 		require.NoError(t, redis.NewScript(semaphore.AcquireScriptSource()).Load(ctx, env.Universal).Err())
-		clk := watchdog.NewFakeClock(time.Unix(1_700_000_000, 0))
-		// The wheel's goroutine sleeps on the fake clock: moved on at the end,
-		// it finds the wheel empty and ends.
-		t.Cleanup(func() { clk.Advance(time.Hour) })
+		clk := redistest.FakeClock(t)
 		wd := watchdog.New(watchdog.WithClock(clk))
 		c := env.NewClient(t)
 		hook := redistest.NewScriptFaults(semaphore.AcquireScriptSource())

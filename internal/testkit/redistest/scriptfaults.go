@@ -34,7 +34,8 @@ type ScriptFaults struct {
 // clock, a reply that arrives that much later.
 func (f *ScriptFaults) AfterNext(fn func()) { f.after.Store(&fn) }
 
-// NewScriptFaults returns a ScriptFaults on the scripts with sources srcs.
+// NewScriptFaults returns a ScriptFaults on the scripts with sources
+// srcs; with none, on every script (EVAL and EVALSHA).
 func NewScriptFaults(srcs ...string) *ScriptFaults {
 	f := &ScriptFaults{ids: map[any]bool{}}
 	for _, src := range srcs {
@@ -50,7 +51,7 @@ func (f *ScriptFaults) DialHook(next redis.DialHook) redis.DialHook { return nex
 // ProcessHook applies the faults to the calls of f's scripts.
 func (f *ScriptFaults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, c redis.Cmder) error {
-		if args := c.Args(); len(args) < 2 || !f.ids[args[1]] {
+		if !f.applies(c) {
 			return next(ctx, c)
 		}
 		err := next(ctx, c)
@@ -68,6 +69,14 @@ func (f *ScriptFaults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		return err
 	}
+}
+
+func (f *ScriptFaults) applies(c redis.Cmder) bool {
+	args := c.Args()
+	if len(f.ids) == 0 {
+		return c.Name() == "evalsha" || c.Name() == "eval"
+	}
+	return len(args) >= 2 && f.ids[args[1]]
 }
 
 // ProcessPipelineHook is go-redis's, unchanged: the scripts under test
