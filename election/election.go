@@ -95,7 +95,7 @@ func New(client redis.UniversalClient, name string, opts ...Option) *Election {
 	e.record = scripts.ElectionRecord(name)
 	e.channel = scripts.ElectionChannel(name)
 	e.hub = queue.For(c)
-	e.pool = c.Pool()
+	e.pool = conn.PoolFor(c)
 	e.inst = newInstruments(cfg, name)
 	return e
 }

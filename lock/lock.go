@@ -99,7 +99,7 @@ func newMutex(client conn.Client, name string, fair bool, opts []Option) *Mutex 
 	m.acquireLatchPrefix = scripts.AcquireLatch(name)
 	m.tokenKey = scripts.Token(name)
 	m.hub = queue.For(client)
-	m.workers = client.Pool()
+	m.workers = conn.PoolFor(client)
 	m.nameKeys = []string{name}
 	m.leaseOf = primitive + "\x00" + name
 	m.nameArg, m.channelArg, m.tokenArg = name, m.channel, m.tokenKey

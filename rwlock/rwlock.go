@@ -147,7 +147,7 @@ func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	rw.waiters = scripts.WriteWaiters(name)
 	rw.tokenKey = scripts.Token(name)
 	rw.hub = queue.For(c)
-	rw.workers = c.Pool()
+	rw.workers = conn.PoolFor(c)
 	rw.leaseOf = [2]string{read.String() + "\x00" + name, write.String() + "\x00" + name}
 	rw.inst[read] = rw.cfg.Instruments(primitive, read.String(), name, tracing.SpanReleaseReadLock)
 	rw.inst[write] = rw.cfg.Instruments(primitive, write.String(), name, tracing.SpanReleaseWriteLock)

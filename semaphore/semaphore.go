@@ -185,7 +185,7 @@ func New(client redis.UniversalClient, name string, size int64, opts ...Option) 
 	s.channel = scripts.SemaphoreChannel(name)
 	s.latchPrefix = scripts.UnlockLatch(name)
 	s.hub = queue.For(c)
-	s.workers = c.Pool()
+	s.workers = conn.PoolFor(c)
 	s.inst = s.cfg.Instruments(primitive, "", name, tracing.SpanReleaseSemaphore)
 	return s
 }

@@ -51,7 +51,7 @@ func Withdraw(ctx context.Context, after <-chan struct{}, c conn.Client, unlockT
 		}()
 		return nil
 	}
-	if late := c.Pool().Bound(ctx, min(bound, WithdrawWait), call); late != nil {
+	if late := conn.PoolFor(c).Bound(ctx, min(bound, WithdrawWait), call); late != nil {
 		return late
 	}
 	return err

@@ -64,15 +64,6 @@ func (c Client) ReadTimeout() (d time.Duration, ok bool) {
 	return d, true
 }
 
-// Pipe is c's Pipe (PipeFor).
-func (c Client) Pipe() *Pipe { return PipeFor(c) }
-
-// Pool is c's Pool (PoolFor).
-func (c Client) Pool() *Pool { return PoolFor(c) }
-
-// PubSub is c's PubSub (PubSubFor).
-func (c Client) PubSub() *PubSub { return PubSubFor(c) }
-
 // Addr names c's server(s) for errors.
 func (c Client) Addr() string { return addr(c.rdb) }
 

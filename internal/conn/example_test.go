@@ -12,14 +12,20 @@ import (
 	"github.com/relock-go/relock/internal/conn"
 )
 
-func ExamplePipe() {
+// exampleClient is a client on an embedded miniredis, and what closes
+// both.
+func exampleClient() (*redis.Client, func()) {
 	mr := miniredis.NewMiniRedis()
 	if err := mr.Start(); err != nil {
 		panic(err)
 	}
-	defer mr.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	defer rdb.Close()
+	return rdb, func() { _ = rdb.Close(); mr.Close() }
+}
+
+func ExamplePipe() {
+	rdb, stop := exampleClient()
+	defer stop()
 
 	// Many goroutines, one Pipe: under load their commands share round trips.
 	p := conn.PipeFor(conn.Of(rdb))
@@ -43,13 +49,8 @@ func ExampleClient_Addr() {
 // A Client sends plain commands, alone or in one round trip, and reads
 // their replies; a missing key's reply is Nil.
 func ExampleClient() {
-	mr := miniredis.NewMiniRedis()
-	if err := mr.Start(); err != nil {
-		panic(err)
-	}
-	defer mr.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	defer rdb.Close()
+	rdb, stop := exampleClient()
+	defer stop()
 	ctx := context.Background()
 
 	c := conn.Of(rdb)

@@ -230,17 +230,29 @@ func (srv *server) acks(wait conn.Cmd, want int, timeout time.Duration) Acks {
 func pipeline(ctx context.Context, node conn.Client, cmd conn.Cmd, p ReplicaPolicy, n int, refresh bool) (wait conn.Cmd, info []conn.Reply) {
 	cmds := []conn.Cmd{cmd}
 	if n > 0 {
-		wait = conn.NewCmd(ctx, 0, "wait", n, p.Timeout.Milliseconds())
+		wait = waitCmd(ctx, n, p.Timeout)
 		cmds = append(cmds, wait)
 	}
 	if refresh {
-		// Two INFOs, not one with two sections, which Redis 6 refuses.
-		repl, mem := conn.NewCmd(ctx, 0, "info", "replication"), conn.NewCmd(ctx, 0, "info", "memory")
+		repl, mem := infoCmds(ctx)
 		cmds = append(cmds, repl, mem)
 		info = []conn.Reply{repl.Reply(), mem.Reply()}
 	}
 	node.Exec(ctx, cmds...)
 	return wait, info
+}
+
+// waitCmd is WAIT for n replicas within timeout (at least 1 ms: 0 would
+// wait for ever).
+func waitCmd(ctx context.Context, n int, timeout time.Duration) conn.Cmd {
+	return conn.NewCmd(ctx, 0, "wait", n, max(timeout.Milliseconds(), 1))
+}
+
+// infoCmds are the INFO replication and INFO memory a server's replica
+// count and eviction policy are read from: two INFOs, not one with two
+// sections, which Redis 6 refuses.
+func infoCmds(ctx context.Context) (repl, mem conn.Cmd) {
+	return conn.NewCmd(ctx, 0, "info", "replication"), conn.NewCmd(ctx, 0, "info", "memory")
 }
 
 var errUnsupported = errors.New("replica sync: client type not supported")
@@ -346,10 +358,11 @@ type replicas struct {
 // both (NOPERM) gets an error: without the count the acquisition cannot
 // be synced as it asks, and turning the sync off would go unnoticed.
 func ask(ctx context.Context, node conn.Client, log *slog.Logger) (replicas, error) {
-	info := node.Pipelined(ctx, []any{"info", "replication"}, []any{"info", "memory"})
-	r, err := info[0].Text()
+	repl, mem := infoCmds(ctx)
+	node.Exec(ctx, repl, mem)
+	r, err := repl.Reply().Text()
 	if err == nil {
-		checkMemory(node.Addr(), info[1], log)
+		checkMemory(node.Addr(), mem.Reply(), log)
 		return parseReplicas(r), nil
 	}
 	if !conn.IsReply(err) {

@@ -57,7 +57,7 @@ func (r Renewals) Wait(ctx context.Context, timeout time.Duration) conn.Cmd {
 	if r.Want == 0 {
 		return conn.Cmd{}
 	}
-	return conn.NewCmd(ctx, 0, "wait", r.Want, max(timeout.Milliseconds(), 1))
+	return waitCmd(ctx, r.Want, timeout)
 }
 
 // Acked reads the WAIT's reply: nil when the renewals count for a hold

@@ -115,7 +115,7 @@ func evalArgs(argv []any) []any { return append(make([]any, 3, 3+len(argv)), arg
 func (s *Script) send(ctx context.Context, c conn.Client, nkeys int, a []any) conn.Reply {
 	a[0], a[1], a[2] = "evalsha", s.hash, nkeys
 	cmd := newCmd(ctx, nkeys, a)
-	if IsNoScript(c.Pipe().Process(ctx, cmd)) {
+	if IsNoScript(conn.PipeFor(c).Process(ctx, cmd)) {
 		cmd = s.Reload(ctx, cmd)
 		c.Process(ctx, cmd)
 	}
@@ -201,7 +201,7 @@ func (call Call) Retrying(ctx context.Context, c conn.Client, timeout time.Durat
 		rc.ctx = context.WithoutCancel(ctx)
 	}
 	rc.window = 2 * timeout
-	pool := c.Pool()
+	pool := conn.PoolFor(c)
 	if conn.IsDetached(ctx) {
 		wait = rc.window // work nobody else waits for ends with its retries
 	} else if pool.Inline(stop) {
