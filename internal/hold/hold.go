@@ -207,6 +207,24 @@ func (c *holdCtx) Done() <-chan struct{} {
 	return c.Context.Done()
 }
 
+// calmCtx is a hold's context without its cancellation, as
+// context.WithoutCancel would make it: the release of a hold ended through
+// its own context runs on it, since that context is done by then. Unlike
+// WithoutCancel's, it is made and asked for values without an allocation.
+type calmCtx struct{ c *holdCtx }
+
+func (calmCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (calmCtx) Done() <-chan struct{}       { return nil }
+func (calmCtx) Err() error                  { return nil }
+
+func (x calmCtx) Value(k any) any {
+	v := x.c.Value(k)
+	if v == any(x.c.Context) {
+		return nil // the cancelCtx's own key: nothing to cancel here
+	}
+	return v
+}
+
 // live reports whether the hold has not ended, a lapsed lease counting as
 // ended (see Err).
 func (h *Hold) live() bool {
@@ -441,6 +459,9 @@ func (h *Hold) markLost(err error) {
 // It is traced as the primitive's release span.
 func (h *Hold) run(ctx context.Context) error {
 	h.cancel(context.Canceled)
+	if ctx == context.Context(&h.ctx) {
+		ctx = calmCtx{&h.ctx}
+	}
 	t := h.Telemetry
 	if t == nil || t.Tracer == nil || !h.Traced {
 		return h.release(ctx, h)

@@ -304,3 +304,32 @@ func TestStartRefusesALapsedLease(t *testing.T) {
 	require.Zero(t, wd.Stats().Held)
 	require.Empty(t, live.holds)
 }
+
+// A release through the hold's own context runs on that context's values
+// without its cancellation, as context.WithoutCancel would give it: not
+// done, no cause, the caller's values and the hold's own still there.
+func TestReleaseThroughTheHoldsContextIsNotCancelled(t *testing.T) {
+	wd, clk, c := setup(t)
+	key := NewKey(conn.Of(c), "test", "k", "")
+	parent := context.WithValue(context.Background(), valueKey{}, "v")
+	var seen context.Context
+	ctx := start(t, parent, key, &Hold{Owner: "o", Lease: Lease(wd, spec(c, "a"), false, false, clk.Now())}, func(ctx context.Context, h *Hold) error {
+		seen = ctx
+		h.Lease.Stop()
+		return nil
+	})
+	require.NoError(t, End(ctx, key, nil))
+	require.Error(t, ctx.Err(), "the hold's context ends with the hold")
+	require.NoError(t, seen.Err())
+	require.Nil(t, seen.Done())
+	require.NoError(t, context.Cause(seen))
+	_, hasDeadline := seen.Deadline()
+	require.False(t, hasDeadline)
+	require.Equal(t, "v", seen.Value(valueKey{}))
+	got, ok := From(seen, key)
+	require.True(t, ok, "the release still finds its hold")
+	require.Same(t, got, seen.Value(key))
+	child, cancel := context.WithCancel(seen)
+	defer cancel()
+	require.NoError(t, child.Err(), "a context made from it starts live")
+}
