@@ -30,8 +30,8 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 	var derr error // the script's, read by a give-back only once it returned
 	err = conn.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) error {
 		vals, derr = downgradeLua{
-			Lock: rw.name, Channel: rw.channel, LeaseKeys: rw.timeoutPrefix(wh.Owner), TokenCounter: rw.tokenKey,
-			LeaseMS: cfg.Lease().Milliseconds(), Owner: wh.Owner, WriteOwner: wh.Owner + ":write", Publish: rw.hub.PublishCommand(),
+			Lock: rw.args.name, Channel: rw.args.channel, LeaseKeys: rw.timeoutPrefix(wh.Owner), TokenCounter: rw.args.token,
+			LeaseMS: cfg.Lease().Milliseconds(), Owner: wh.Owner, WriteOwner: wh.Owner + ":write", Publish: rw.args.publish,
 		}.call().Run(context.WithoutCancel(ctx), rw.client).Int64Slice()
 		return derr
 	})

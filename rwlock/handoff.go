@@ -106,8 +106,8 @@ func (rw *RWMutex) releaseToReaders(ctx context.Context, ownerID string, timeout
 // counts remain, {-1} not held.
 func (rw *RWMutex) writeRelease(ctx context.Context, ownerID string, timeout time.Duration, readers []any) ([]int64, error) {
 	vals, err := writeReleaseLua{
-		Lock: rw.name, Channel: rw.channel, Latch: rw.latch(), WriteWaiters: rw.waiters, TokenCounter: rw.tokenKey, Prefix: rw.prefix,
-		WriteOwner: ownerID + ":write", Publish: rw.hub.PublishCommand(), LatchLife: rw.cfg.LatchArg(timeout), Readers: readers,
+		Lock: rw.args.name, Channel: rw.args.channel, Latch: rw.latch(), WriteWaiters: rw.args.waiters, TokenCounter: rw.args.token, Prefix: rw.args.prefix,
+		WriteOwner: ownerID + ":write", Publish: rw.args.publish, LatchLife: rw.cfg.LatchArg(timeout), Readers: readers,
 	}.call().Retrying(ctx, rw.client, timeout).Int64Slice()
 	if err == nil && len(vals) == 0 {
 		err = fmt.Errorf("unexpected reply %v", vals)

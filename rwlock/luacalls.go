@@ -32,10 +32,13 @@ var (
 
 // readAcquireLua lays out a call of lua/read_acquire.lua.
 type readAcquireLua struct {
-	Lock, LeaseKeys, WriteWaiters, TokenCounter, Latch string
-	LeaseMS                                            int64
-	Owner, WriteOwner                                  string
-	Mode, LatchLife                                    any
+	Lock                       any
+	LeaseKeys                  string
+	WriteWaiters, TokenCounter any
+	Latch                      string
+	LeaseMS                    int64
+	Owner, WriteOwner          string
+	Mode, LatchLife            any
 }
 
 func (s readAcquireLua) call() scripts.Call {
@@ -45,10 +48,11 @@ func (s readAcquireLua) call() scripts.Call {
 
 // writeAcquireLua lays out a call of lua/write_acquire.lua.
 type writeAcquireLua struct {
-	Lock, WriteWaiters, TokenCounter, Prefix, Latch string
-	LeaseMS                                         int64
-	WriteOwner, Owner, Member                       string
-	Mode, LatchLife                                 any
+	Lock, WriteWaiters, TokenCounter, Prefix any
+	Latch                                    string
+	LeaseMS                                  int64
+	WriteOwner, Owner, Member                string
+	Mode, LatchLife                          any
 }
 
 func (s writeAcquireLua) call() scripts.Call {
@@ -58,9 +62,11 @@ func (s writeAcquireLua) call() scripts.Call {
 
 // readReleaseLua lays out a call of lua/read_release.lua.
 type readReleaseLua struct {
-	Lock, Channel, LeaseKeys, Prefix, Latch string
-	Owner, Publish                          string
-	LatchLife                               any
+	Lock, Channel      any
+	LeaseKeys          string
+	Prefix             any
+	Latch, Owner       string
+	Publish, LatchLife any
 }
 
 func (s readReleaseLua) call() scripts.Call {
@@ -70,9 +76,11 @@ func (s readReleaseLua) call() scripts.Call {
 
 // writeReleaseLua lays out a call of lua/write_release.lua.
 type writeReleaseLua struct {
-	Lock, Channel, Latch, WriteWaiters, TokenCounter, Prefix string
-	WriteOwner, Publish                                      string
-	LatchLife                                                any
+	Lock, Channel                      any
+	Latch                              string
+	WriteWaiters, TokenCounter, Prefix any
+	WriteOwner                         string
+	Publish, LatchLife                 any
 	// Readers are the readers to hand the read lock to (ARGV[4], ...):
 	// owner id, then lease in ms, each; none for a plain release.
 	Readers []any
@@ -86,9 +94,12 @@ func (s writeReleaseLua) call() scripts.Call {
 
 // downgradeLua lays out a call of lua/downgrade.lua.
 type downgradeLua struct {
-	Lock, Channel, LeaseKeys, TokenCounter string
-	LeaseMS                                int64
-	Owner, WriteOwner, Publish             string
+	Lock, Channel     any
+	LeaseKeys         string
+	TokenCounter      any
+	LeaseMS           int64
+	Owner, WriteOwner string
+	Publish           any
 }
 
 func (s downgradeLua) call() scripts.Call {
@@ -98,8 +109,9 @@ func (s downgradeLua) call() scripts.Call {
 
 // withdrawLua lays out a call of lua/withdraw.lua.
 type withdrawLua struct {
-	WriteWaiters, Channel string
-	Owner, Publish        string
+	WriteWaiters, Channel any
+	Owner                 string
+	Publish               any
 }
 
 // call is the withdrawal acquire.Withdraw sends.

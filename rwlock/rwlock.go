@@ -123,11 +123,16 @@ type RWMutex struct {
 	// acquireLatchPrefix + a request id, an acquire latch.
 	latchPrefix        string
 	acquireLatchPrefix string
-	hub                *queue.Hub
-	workers            *conn.Pool               // run the calls a caller may stop waiting for
-	inst               [2]telemetry.Instruments // by side
-	keys               [2]hold.Key              // by side: its holds in a context
-	leaseOf            [2]string                // by side: the Lock of its leases' lease.ID
+	// The keys and arguments every call passes, boxed once, as scripts
+	// take them.
+	args struct {
+		name, channel, prefix, waiters, token, publish any
+	}
+	hub     *queue.Hub
+	workers *conn.Pool               // run the calls a caller may stop waiting for
+	inst    [2]telemetry.Instruments // by side
+	keys    [2]hold.Key              // by side: its holds in a context
+	leaseOf [2]string                // by side: the Lock of its leases' lease.ID
 }
 
 // New returns the RWMutex called name on client. It does not touch Redis;
@@ -147,6 +152,8 @@ func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	rw.waiters = scripts.WriteWaiters(name)
 	rw.tokenKey = scripts.Token(name)
 	rw.hub = queue.For(c)
+	rw.args.name, rw.args.channel, rw.args.prefix = name, rw.channel, rw.prefix
+	rw.args.waiters, rw.args.token, rw.args.publish = rw.waiters, rw.tokenKey, rw.hub.PublishCommand()
 	rw.workers = conn.PoolFor(c)
 	rw.leaseOf = [2]string{read.String() + "\x00" + name, write.String() + "\x00" + name}
 	rw.inst[read] = rw.cfg.Instruments(primitive, read.String(), name, tracing.SpanReleaseReadLock)
@@ -320,8 +327,8 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 // lands: the withdrawal follows it.
 func (rw *RWMutex) withdrawMark(ctx context.Context, ownerID string, late <-chan struct{}) {
 	_ = acquire.Withdraw(ctx, late, rw.client, rw.cfg.UnlockTimeout, withdrawLua{
-		WriteWaiters: rw.waiters, Channel: rw.channel,
-		Owner: ownerID, Publish: rw.hub.PublishCommand(),
+		WriteWaiters: rw.args.waiters, Channel: rw.args.channel,
+		Owner: ownerID, Publish: rw.args.publish,
 	}.call())
 }
 
@@ -370,8 +377,8 @@ func (rw *RWMutex) runRelease(ctx context.Context, s access, ownerID string, tim
 	var err error
 	if s == read {
 		res, err = readReleaseLua{
-			Lock: rw.name, Channel: rw.channel, LeaseKeys: rw.timeoutPrefix(ownerID), Prefix: rw.prefix, Latch: rw.latch(),
-			Owner: ownerID, Publish: rw.hub.PublishCommand(), LatchLife: rw.cfg.LatchArg(timeout),
+			Lock: rw.args.name, Channel: rw.args.channel, LeaseKeys: rw.timeoutPrefix(ownerID), Prefix: rw.args.prefix, Latch: rw.latch(),
+			Owner: ownerID, Publish: rw.args.publish, LatchLife: rw.cfg.LatchArg(timeout),
 		}.call().Retrying(ctx, rw.client, timeout).Int64()
 	} else {
 		var vals []int64

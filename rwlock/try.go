@@ -30,13 +30,13 @@ func (rw *RWMutex) runAcquire(ctx context.Context, sync scripts.ReplicaPolicy, s
 	var acks scripts.Acks
 	if s == read {
 		cmd, acks = readAcquireLua{
-			Lock: rw.name, LeaseKeys: rw.timeoutPrefix(ownerID), WriteWaiters: rw.waiters, TokenCounter: rw.tokenKey, Latch: latchKey,
+			Lock: rw.args.name, LeaseKeys: rw.timeoutPrefix(ownerID), WriteWaiters: rw.args.waiters, TokenCounter: rw.args.token, Latch: latchKey,
 			LeaseMS: leaseTime.Milliseconds(), Owner: ownerID, WriteOwner: ownerID + ":write", Mode: mode,
 			LatchLife: rw.cfg.LatchArg(rw.cfg.UnlockTimeout),
 		}.call().Synced(ctx, rw.client, sync)
 	} else {
 		cmd, acks = writeAcquireLua{
-			Lock: rw.name, WriteWaiters: rw.waiters, TokenCounter: rw.tokenKey, Prefix: rw.prefix, Latch: latchKey,
+			Lock: rw.args.name, WriteWaiters: rw.args.waiters, TokenCounter: rw.args.token, Prefix: rw.args.prefix, Latch: latchKey,
 			LeaseMS: leaseTime.Milliseconds(), WriteOwner: ownerID + ":write", Owner: ownerID, Member: member, Mode: mode,
 			LatchLife: rw.cfg.LatchArg(rw.cfg.UnlockTimeout),
 		}.call().Synced(ctx, rw.client, sync)

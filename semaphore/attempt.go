@@ -94,9 +94,9 @@ func (t *permitTry) runScript(ctx context.Context, waiterID string) (tryReply, e
 	defer s.resizing.RUnlock()
 	size := s.size.Load() // a Resize of this Semaphore during the wait counts
 	cmd, acks := acquireLua{
-		Semaphore: s.name, Permits: s.permits, Weights: s.weights, Waiters: s.waiters, Marks: s.marks, Channel: s.channel,
+		Semaphore: s.args.name, Permits: s.args.permits, Weights: s.args.weights, Waiters: s.args.waiters, Marks: s.args.marks, Channel: s.args.channel,
 		Size: size, N: t.claim.n, PermitID: t.claim.permitID, LeaseMS: leaseTime.Milliseconds(), Waiter: waiterID,
-		Publish: s.hub.PublishCommand(), MarkLifeMS: min(leaseTime, maxMarkLife).Milliseconds(), SizePolicy: s.sizePolicy(),
+		Publish: s.args.publish, MarkLifeMS: min(leaseTime, maxMarkLife).Milliseconds(), SizePolicy: s.sizePolicy(),
 	}.call().Synced(ctx, s.client, t.sync)
 	vals, err := cmd.Int64Slice()
 	return tryReply{vals, acks, size}, err

@@ -55,9 +55,9 @@ func (s *Semaphore) releaseServing(ctx context.Context, permitID string, n int64
 	}
 	sentAt := s.cfg.Watchdog.Now()
 	vals, err := releaseLua{
-		Semaphore: s.name, Permits: s.permits, Weights: s.weights, Channel: s.channel, Latch: hold.RequestKey(s.latchPrefix),
-		Waiters: s.waiters, Marks: s.marks,
-		PermitID: permitID, Publish: s.hub.PublishCommand(), LatchLife: s.cfg.LatchArg(s.cfg.UnlockTimeout), Offered: ws,
+		Semaphore: s.args.name, Permits: s.args.permits, Weights: s.args.weights, Channel: s.args.channel, Latch: hold.RequestKey(s.latchPrefix),
+		Waiters: s.args.waiters, Marks: s.args.marks,
+		PermitID: permitID, Publish: s.args.publish, LatchLife: s.cfg.LatchArg(s.cfg.UnlockTimeout), Offered: ws,
 	}.call().Retrying(ctx, s.client, s.cfg.UnlockTimeout).Int64Slice()
 	if err == nil && len(vals) != 3 {
 		err = fmt.Errorf("unexpected reply %v", vals)

@@ -31,11 +31,12 @@ var (
 
 // acquireLua lays out a call of lua/acquire.lua.
 type acquireLua struct {
-	Semaphore, Permits, Weights, Waiters, Marks, Channel string
+	Semaphore, Permits, Weights, Waiters, Marks, Channel any
 	Size, N                                              int64
 	PermitID                                             string
 	LeaseMS                                              int64
-	Waiter, Publish                                      string
+	Waiter                                               string
+	Publish                                              any
 	MarkLifeMS                                           int64
 	SizePolicy                                           string
 }
@@ -47,9 +48,11 @@ func (s acquireLua) call() scripts.Call {
 
 // releaseLua lays out a call of lua/release.lua.
 type releaseLua struct {
-	Semaphore, Permits, Weights, Channel, Latch, Waiters, Marks string
-	PermitID, Publish                                           string
-	LatchLife                                                   any
+	Semaphore, Permits, Weights, Channel any
+	Latch                                string
+	Waiters, Marks                       any
+	PermitID                             string
+	Publish, LatchLife                   any
 	// Offered are the local waiters offered the permits (ARGV[4], ...),
 	// each claimed by a *waiter, sent as its permit id, n and lease in
 	// ms. They are read here, not passed as built arguments, so that the
@@ -69,7 +72,7 @@ func (s releaseLua) call() scripts.Call {
 
 // availableLua lays out a call of lua/available.lua.
 type availableLua struct {
-	Semaphore, Permits, Weights, Waiters, Marks string
+	Semaphore, Permits, Weights, Waiters, Marks any
 	Size                                        int64
 	SizePolicy                                  string
 }
@@ -81,9 +84,9 @@ func (s availableLua) call() scripts.Call {
 
 // resizeLua lays out a call of lua/resize.lua.
 type resizeLua struct {
-	Semaphore, Channel, Permits, Weights, Waiters, Marks string
+	Semaphore, Channel, Permits, Weights, Waiters, Marks any
 	Size                                                 int64
-	Publish                                              string
+	Publish                                              any
 	RecordLifeMS                                         int64
 }
 
@@ -94,8 +97,9 @@ func (s resizeLua) call() scripts.Call {
 
 // withdrawLua lays out a call of lua/withdraw.lua.
 type withdrawLua struct {
-	Waiters, Marks, Channel, Semaphore, Permits, Weights string
-	Waiter, Publish                                      string
+	Waiters, Marks, Channel, Semaphore, Permits, Weights any
+	Waiter                                               string
+	Publish                                              any
 }
 
 // call is the withdrawal acquire.Withdraw sends.

@@ -132,10 +132,15 @@ type Semaphore struct {
 	channel   string
 	// latchPrefix + a request id names an unlock latch key.
 	latchPrefix string
-	hub         *queue.Hub
-	workers     *conn.Pool // run the calls a caller may stop waiting for
-	inst        telemetry.Instruments
-	hkey        hold.Key // its holds in a context
+	// The keys and arguments every call passes, boxed once, as scripts
+	// take them.
+	args struct {
+		name, permits, weights, waiters, marks, channel, publish any
+	}
+	hub     *queue.Hub
+	workers *conn.Pool // run the calls a caller may stop waiting for
+	inst    telemetry.Instruments
+	hkey    hold.Key // its holds in a context
 }
 
 // MaxSize is the largest size a Semaphore takes: the scripts count
@@ -185,6 +190,9 @@ func New(client redis.UniversalClient, name string, size int64, opts ...Option) 
 	s.channel = scripts.SemaphoreChannel(name)
 	s.latchPrefix = scripts.UnlockLatch(name)
 	s.hub = queue.For(c)
+	s.args.name, s.args.permits, s.args.weights = name, s.permits, s.weights
+	s.args.waiters, s.args.marks, s.args.channel = s.waiters, s.marks, s.channel
+	s.args.publish = s.hub.PublishCommand()
 	s.workers = conn.PoolFor(c)
 	s.inst = s.cfg.Instruments(primitive, "", name, tracing.SpanReleaseSemaphore)
 	return s
@@ -326,8 +334,8 @@ const maxMarkLife = 3 * time.Second
 // lands: the withdrawal follows it.
 func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string, late <-chan struct{}) {
 	_ = acquire.Withdraw(ctx, late, s.client, s.cfg.UnlockTimeout, withdrawLua{
-		Waiters: s.waiters, Marks: s.marks, Channel: s.channel, Semaphore: s.name, Permits: s.permits, Weights: s.weights,
-		Waiter: waiterID, Publish: s.hub.PublishCommand(),
+		Waiters: s.args.waiters, Marks: s.args.marks, Channel: s.args.channel, Semaphore: s.args.name, Permits: s.args.permits, Weights: s.args.weights,
+		Waiter: waiterID, Publish: s.args.publish,
 	}.call())
 }
 
@@ -401,7 +409,7 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 		defer s.resizing.RUnlock()
 		size = s.size.Load()
 		vals, err = availableLua{
-			Semaphore: s.name, Permits: s.permits, Weights: s.weights, Waiters: s.waiters, Marks: s.marks,
+			Semaphore: s.args.name, Permits: s.args.permits, Weights: s.args.weights, Waiters: s.args.waiters, Marks: s.args.marks,
 			Size: size, SizePolicy: s.sizePolicy(),
 		}.call().Run(ctx, s.client).Int64Slice()
 		return err
@@ -436,8 +444,8 @@ func (s *Semaphore) Resize(ctx context.Context, size int64) error {
 		s.resizing.Lock()
 		defer s.resizing.Unlock()
 		resize := resizeLua{
-			Semaphore: s.name, Channel: s.channel, Permits: s.permits, Weights: s.weights, Waiters: s.waiters, Marks: s.marks,
-			Size: size, Publish: s.hub.PublishCommand(), RecordLifeMS: resizedLife.Milliseconds(),
+			Semaphore: s.args.name, Channel: s.args.channel, Permits: s.args.permits, Weights: s.args.weights, Waiters: s.args.waiters, Marks: s.args.marks,
+			Size: size, Publish: s.args.publish, RecordLifeMS: resizedLife.Milliseconds(),
 		}
 		if err := resize.call().Run(ctx, s.client).Err(); err != nil {
 			return err
