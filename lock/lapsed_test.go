@@ -7,9 +7,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/relock-go/relock/internal/telemetry/telemetrytest"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
+	"github.com/relock-go/relock/tracing"
 	"github.com/relock-go/relock/watchdog"
 )
 
@@ -80,5 +85,41 @@ func TestReentryLapsedOnArrivalEndsTheHold(t *testing.T) {
 		require.Equal(t, "2", env.Universal.HGet(ctx, name, ownerField(t, env.Universal, name)).Val(),
 			"both counts left to expire")
 		require.Zero(t, wd.Stats().Held)
+	})
+}
+
+// TestGrantLapsedOnArrivalIsRecordedAsItsError: the acquisition whose
+// grant was refused for a lapsed lease is recorded as the failure its
+// caller got, on its span and in the acquisition metrics, not as
+// acquired; no hold is counted.
+func TestGrantLapsedOnArrivalIsRecordedAsItsError(t *testing.T) {
+	eachSingle(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		spans := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+		defer tp.Shutdown(context.Background())
+		metrics := telemetrytest.New(t)
+		clk := redistest.FakeClock(t)
+		wd := watchdog.New(watchdog.WithClock(clk))
+		preload(t, env.Universal)
+		c := env.NewClient(t)
+		hook := redistest.NewScriptFaults(lock.ScriptSources()["acquire"])
+		c.AddHook(hook)
+		mu := lock.New(c, "lapsed:recorded", lock.WithWatchdog(wd),
+			lock.WithTracerProvider(tp), lock.WithMeterProvider(metrics.Provider))
+		hook.AfterNext(func() { clk.Advance(time.Minute) }) // past the 30 s lease
+		_, err := mu.Lock(ctx)
+		require.ErrorIs(t, err, lock.ErrLockLost)
+
+		ended := spans.Ended()
+		require.Len(t, ended, 1, "the acquire span alone: no hold, so no release span")
+		a := attrs(ended[0].Attributes())
+		require.Equal(t, tracing.OutcomeError, a[tracing.Outcome].AsString())
+		require.Equal(t, codes.Error, ended[0].Status().Code)
+		require.Contains(t, ended[0].Status().Description, "lapsed before the grant's reply arrived")
+
+		outError := tracing.Outcome.String(tracing.OutcomeError)
+		require.EqualValues(t, 1, metrics.Sum(t, tracing.MetricAcquisitions, primLock, outError))
+		require.Zero(t, metrics.Sum(t, tracing.MetricAcquisitions, primLock, outAcquired))
 	})
 }

@@ -167,8 +167,8 @@ func (m *Mutex) Lock(ctx context.Context, opts ...LockOption) (context.Context, 
 	if err != nil {
 		return nil, err
 	}
-	traced, err := acquire.Do(ctx, m.trace(a), req)
-	return m.held(ctx, "lock", a, traced, err)
+	err = acquire.Do(ctx, m.trace(a), req)
+	return m.held(ctx, "lock", a, err)
 }
 
 // TryLock makes one attempt: ErrNotAcquired when another owner holds the
@@ -178,8 +178,8 @@ func (m *Mutex) TryLock(ctx context.Context, opts ...LockOption) (context.Contex
 	if err != nil {
 		return nil, err
 	}
-	traced, err := acquire.Do(ctx, m.trace(a), req)
-	return m.held(ctx, "trylock", a, traced, err)
+	err = acquire.Do(ctx, m.trace(a), req)
+	return m.held(ctx, "trylock", a, err)
 }
 
 // prepare checks an acquisition's input and makes its attempt, and the
@@ -244,21 +244,25 @@ func (m *Mutex) trace(a *attempt) acquire.Trace {
 
 // held returns the context of the hold a's acquisition took, or the error
 // that ended it (err, from acquire.Do), wrapped for op.
-func (m *Mutex) held(ctx context.Context, op string, a *attempt, traced bool, err error) (context.Context, error) {
+func (m *Mutex) held(ctx context.Context, op string, a *attempt, err error) (context.Context, error) {
 	if err != nil {
 		if a.cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
 			err = hold.NameHolders(ctx, m.workers, err, m.heldBy)
 		}
 		return nil, m.id.Wrap(op, err)
 	}
+	return a.held, nil
+}
+
+// Keep makes the hold of the acquisition, which acquired
+// (acquire.Attempt).
+func (a *attempt) Keep(ctx context.Context, traced bool) error {
 	if a.mark > 0 {
-		m.hub.ReturnSeat(m.channel, a.seat, true)
+		a.m.hub.ReturnSeat(a.m.channel, a.seat, true)
 	}
-	held, err := m.newHold(ctx, a, traced)
-	if err != nil {
-		return nil, m.id.Wrap(op, err)
-	}
-	return held, nil
+	var err error
+	a.held, err = a.m.newHold(ctx, a, traced)
+	return err
 }
 
 // attempt is one acquire's state: what it tries with, and what it got.
@@ -267,6 +271,7 @@ type attempt struct {
 	m     *Mutex
 	cfg   *options.Config // New's, or this acquisition's own (Lock's opts)
 	ctx   context.Context // the caller's, for a Discard
+	held  context.Context // the hold's, once kept
 	owner string
 	// ownerArg is owner boxed once, for the acquire script and the lease.
 	ownerArg any

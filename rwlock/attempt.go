@@ -10,6 +10,7 @@ import (
 	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/options"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/tracing"
 )
 
@@ -43,6 +44,19 @@ type attempt struct {
 
 	count, token int64
 	sentAt       time.Time
+	held         context.Context // the hold's, once kept
+}
+
+// Keep makes the hold of the acquisition, which acquired
+// (acquire.Attempt): a given read lock's, when a release handed it over.
+func (a *attempt) Keep(ctx context.Context, traced bool) error {
+	if a.claim != nil && a.claim.given {
+		a.count, a.token, a.sentAt = 1, a.claim.token, a.claim.sentAt
+	}
+	fresh := a.mode == scripts.ModeMinted
+	var err error
+	a.held, err = a.rw.newHold(ctx, a.cfg, a.side, a.owner, fresh, a.count, a.token, a.sentAt, a.lease, traced)
+	return err
 }
 
 // Try makes one try of the acquisition (acquire.Attempt).

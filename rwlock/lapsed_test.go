@@ -9,8 +9,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/telemetry/telemetrytest"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/rwlock"
+	"github.com/relock-go/relock/tracing"
 	"github.com/relock-go/relock/watchdog"
 )
 
@@ -38,7 +40,8 @@ func TestGrantLapsedOnArrivalRefused(t *testing.T) {
 			c := env.NewClient(t)
 			hook := redistest.NewScriptFaults(rwlock.AcquireScriptSources()...)
 			c.AddHook(hook)
-			rw := rwlock.New(c, name, rwlock.WithWatchdog(wd))
+			metrics := telemetrytest.New(t)
+			rw := rwlock.New(c, name, rwlock.WithWatchdog(wd), rwlock.WithMeterProvider(metrics.Provider))
 			hook.AfterNext(func() { clk.Advance(time.Minute) }) // past the 30 s lease
 			_, err := s.lock(rw, as(ctx, "late"))
 			require.ErrorIs(t, err, rwlock.ErrLockLost, s.name)
@@ -47,6 +50,9 @@ func TestGrantLapsedOnArrivalRefused(t *testing.T) {
 			require.Equal(t, int32(1), hook.Seen.Load(), "%s: refused without a second try", s.name)
 			require.Zero(t, env.Universal.Exists(ctx, name).Val(), "%s: given back", s.name)
 			require.Zero(t, wd.Stats().Held, "%s: the watchdog keeps nothing", s.name)
+			// Recorded as the failure the caller got, not as acquired.
+			require.EqualValues(t, 1, metrics.Sum(t, tracing.MetricAcquisitions, tracing.Outcome.String(tracing.OutcomeError)), s.name)
+			require.Zero(t, metrics.Sum(t, tracing.MetricAcquisitions, tracing.Outcome.String(tracing.OutcomeAcquired)), s.name)
 
 			held, err := rw.TryLock(as(ctx, "next"))
 			require.NoError(t, err, "%s: a writer may take it at once", s.name)

@@ -295,21 +295,13 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 	// owner; nor may the writer's own read.
 	direct := (s == read && (holdsRead || holdsWrite)) || (s == write && holdsWrite)
 	tr, req := a.request(once, direct)
-	traced, err := acquire.Do(ctx, tr, req)
-	if err != nil {
+	if err := acquire.Do(ctx, tr, req); err != nil {
 		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
 			err = hold.NameHolders(ctx, rw.workers, err, rw.heldBy)
 		}
 		return nil, rw.id.Wrap(op, err)
 	}
-	if a.claim != nil && a.claim.given {
-		a.count, a.token, a.sentAt = 1, a.claim.token, a.claim.sentAt
-	}
-	held, err := rw.newHold(ctx, cfg, s, ownerID, !shared, a.count, a.token, a.sentAt, leaseTime, traced)
-	if err != nil {
-		return nil, rw.id.Wrap(op, err)
-	}
-	return held, nil
+	return a.held, nil
 }
 
 // withdrawMark takes back the waiting mark of a writer that gave up

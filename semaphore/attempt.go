@@ -34,6 +34,15 @@ type permitTry struct {
 	// Redis may hold permits nobody was told of.
 	uncertain bool
 	late      <-chan struct{} // a try still in flight when the caller left
+	held      context.Context // the hold's, once kept
+}
+
+// Keep makes the hold of the acquisition, which acquired
+// (acquire.Attempt).
+func (t *permitTry) Keep(ctx context.Context, traced bool) error {
+	var err error
+	t.held, err = t.s.hold(ctx, t, traced)
+	return err
 }
 
 // tryReply is what one try read of the acquire script's reply.

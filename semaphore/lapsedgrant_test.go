@@ -7,8 +7,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/telemetry/telemetrytest"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/semaphore"
+	"github.com/relock-go/relock/tracing"
 	"github.com/relock-go/relock/watchdog"
 )
 
@@ -27,7 +29,8 @@ func TestGrantLapsedOnArrivalRefused(t *testing.T) {
 		c := env.NewClient(t)
 		hook := redistest.NewScriptFaults(semaphore.AcquireScriptSource())
 		c.AddHook(hook)
-		s := semaphore.New(c, name, 3, semaphore.WithWatchdog(wd))
+		metrics := telemetrytest.New(t)
+		s := semaphore.New(c, name, 3, semaphore.WithWatchdog(wd), semaphore.WithMeterProvider(metrics.Provider))
 		hook.AfterNext(func() { clk.Advance(time.Minute) }) // past the 30 s lease
 		_, err := s.Acquire(ctx, 2)
 		require.ErrorIs(t, err, semaphore.ErrLockLost)
@@ -36,6 +39,9 @@ func TestGrantLapsedOnArrivalRefused(t *testing.T) {
 		require.Equal(t, int32(1), hook.Seen.Load(), "refused without a second try")
 		require.EqualValues(t, 3, available(t, s), "given back")
 		require.Zero(t, wd.Stats().Held, "the watchdog keeps nothing")
+		// Recorded as the failure the caller got, not as acquired.
+		require.EqualValues(t, 1, metrics.Sum(t, tracing.MetricAcquisitions, tracing.Outcome.String(tracing.OutcomeError)))
+		require.Zero(t, metrics.Sum(t, tracing.MetricAcquisitions, tracing.Outcome.String(tracing.OutcomeAcquired)))
 
 		held, err := s.TryAcquire(ctx, 3)
 		require.NoError(t, err, "every permit free for the next holder")

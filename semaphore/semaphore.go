@@ -285,32 +285,33 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 	t := &permitTry{s: s, cfg: cfg, owner: ownerID, sync: cfg.ReplicaPolicy(), wd: wd,
 		claim: waiter{s: s, ctx: ctx, permitID: permitID, n: n, lease: leaseTime}}
 	tr, req := t.request(size, once)
-	traced, err := acquire.Do(ctx, tr, req)
-	if err != nil {
+	if err := acquire.Do(ctx, tr, req); err != nil {
 		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
 			err = hold.NameHolders(ctx, s.workers, err, s.heldBy)
 		}
 		return nil, s.id.Wrap(op, err)
 	}
+	return t.held, nil
+}
+
+// hold makes the hold of a permit acquired by t.
+func (s *Semaphore) hold(ctx context.Context, t *permitTry, traced bool) (context.Context, error) {
+	permitID, leaseTime := t.claim.permitID, t.claim.lease
 	spec := lease.Spec{
 		Renewer: renewer,
 		Targets: []lease.Target{{Client: s.client, Keys: s.leaseKeys, Arg: permitID}},
 		Timeout: leaseTime,
-		Renew:   cfg.Renewed(),
+		Renew:   t.cfg.Renewed(),
 		// Registered (permit ids are unique) so that a ForceRelease finds
 		// the holds of this process.
 		ID:        lease.ID{Lock: s.leaseOf, Owner: permitID},
 		Name:      s.name,
 		Primitive: primitive,
-		Sync:      cfg.ReplicaPolicy(),
+		Sync:      t.cfg.ReplicaPolicy(),
 	}
-	label := s.label(ctx, cfg, &spec, permitID, leaseTime)
-	l := wd.Start(spec, t.claim.sentAt)
-	held, err := hold.Start(ctx, s.key(), &hold.Hold{Owner: ownerID, Lease: l, Taken: permitTaken{permitID, label, n}, Telemetry: s.inst.Release, Traced: traced, Scoped: cfg.ScopedHold, Live: &s.holds}, s.release)
-	if err != nil {
-		return nil, s.id.Wrap(op, err)
-	}
-	return held, nil
+	label := s.label(ctx, t.cfg, &spec, permitID, leaseTime)
+	l := t.wd.Start(spec, t.claim.sentAt)
+	return hold.Start(ctx, s.key(), &hold.Hold{Owner: t.owner, Lease: l, Taken: permitTaken{permitID, label, t.claim.n}, Telemetry: s.inst.Release, Traced: traced, Scoped: t.cfg.ScopedHold, Live: &s.holds}, s.release)
 }
 
 // maxMarkLife bounds the life of a waiter's mark in the queue. A waiting

@@ -32,6 +32,14 @@ type Attempt interface {
 	// try made before queueing could mark a goroutine that then lands
 	// behind another local waiter, and the two would wait for each other.
 	Try(ctx context.Context, atHead bool) (Result, error)
+	// Keep makes the hold of an acquisition that acquired, before the
+	// acquisition's outcome is recorded, so that a grant refused then (its
+	// lease lapsed before its reply came: hold.Start) is recorded as the
+	// failure its caller gets. traced: the acquisition's span records, so
+	// the hold's release is traced too. ctx is the caller's. What a
+	// refused grant left, Keep gives back itself: the loop does not
+	// Abandon after it.
+	Keep(ctx context.Context, traced bool) error
 	// Abandon cleans up after an acquisition that failed with err: the
 	// marks its tries may have left, what a try whose reply was lost (or
 	// a try still in flight) may hold. ctx is the caller's, maybe ended.
@@ -40,11 +48,14 @@ type Attempt interface {
 }
 
 // TryFunc is a function that makes one try, as an Attempt that never
-// marks and leaves nothing to clean up.
+// marks, keeps nothing and leaves nothing to clean up.
 type TryFunc func(ctx context.Context) (Result, error)
 
 // Try calls f.
 func (f TryFunc) Try(ctx context.Context, _ bool) (Result, error) { return f(ctx) }
+
+// Keep does nothing.
+func (TryFunc) Keep(context.Context, bool) error { return nil }
 
 // Abandon does nothing.
 func (TryFunc) Abandon(context.Context, error) {}
@@ -104,21 +115,19 @@ type Request struct {
 	HandOff queue.Claimant
 }
 
-// Do runs the loop inside the acquisition's span (tr) and, when it fails,
-// has the attempt clean up. It returns nil when acquired, ErrNotAcquired
-// on contention (SingleTry) or when Wait passed, the context's cause when
-// ctx ended, or the error of a try.
-// It also reports whether the acquire's span was recording: the hold's
-// release is traced only then (a hold is traced whole or not at all, and
-// an untraced one pays nothing for its release's span).
+// Do runs the loop inside the acquisition's span (tr), has the attempt
+// keep what it acquired, and, when it fails, clean up. It returns nil
+// when acquired and kept, ErrNotAcquired on contention (SingleTry) or
+// when Wait passed, the context's cause when ctx ended, or the error of a
+// try or of Keep.
 //
 // The loop reads as it runs: a first try, then joining the local queue,
 // then waiting there (run.wait).
-func Do(ctx context.Context, tr Trace, req Request) (traced bool, err error) {
+func Do(ctx context.Context, tr Trace, req Request) (err error) {
 	r := run{req: req}
 	r.sctx, r.rec = tr.Begin(ctx, req.Owner, req.Entry == SingleTry, req.Wait)
-	r.ctx, traced = r.sctx, r.rec.Recording
-	if traced || r.rec.Measured {
+	r.ctx = r.sctx
+	if r.rec.Recording || r.rec.Measured {
 		r.began = time.Now() // else nothing records the outcome: the clock is not read
 	}
 	defer r.end(ctx, &err)
@@ -126,7 +135,7 @@ func Do(ctx context.Context, tr Trace, req Request) (traced bool, err error) {
 	// its first try whatever the wait bound, as Redisson's tryLock does:
 	// the bound limits waiting, and a free lock or a re-entry never waits.
 	if ctx.Err() != nil {
-		return traced, ended(ctx)
+		return ended(ctx)
 	}
 	var deadline time.Time
 	if req.Wait > 0 && req.Entry != SingleTry {
@@ -136,7 +145,7 @@ func Do(ctx context.Context, tr Trace, req Request) (traced bool, err error) {
 		r.attempts++
 		res, terr := req.Attempt.Try(r.ctx, false)
 		if over, err := r.first(res, terr); over {
-			return traced, err
+			return err
 		}
 	}
 	if !deadline.IsZero() {
@@ -144,12 +153,12 @@ func Do(ctx context.Context, tr Trace, req Request) (traced bool, err error) {
 		r.ctx, cancel = context.WithDeadlineCause(r.ctx, deadline, ErrWaitBound)
 		defer cancel()
 		if d := r.done(); d != nil {
-			return traced, d // the bound passed during the first try
+			return d // the bound passed during the first try
 		}
 	}
 	w, acquired, err := r.join()
 	if acquired || err != nil {
-		return traced, err
+		return err
 	}
 	passOn := req.Admits == Several
 	defer func() {
@@ -159,7 +168,7 @@ func Do(ctx context.Context, tr Trace, req Request) (traced bool, err error) {
 		}
 	}()
 	acquired, passOn, err = r.wait(w)
-	return traced, err
+	return err
 }
 
 // ErrWaitBound is the cause of a wait that its bound (WithWaitTimeout)
@@ -185,14 +194,19 @@ type run struct {
 	lastErr error
 }
 
-// end records the acquisition's outcome (*err) and ends its span; a
-// failed one has its attempt clean up, with the caller's ctx.
+// end has the attempt keep what it acquired, records the outcome (*err)
+// and ends the span; a failed acquisition has its attempt clean up, with
+// the caller's ctx.
 func (r *run) end(ctx context.Context, err *error) {
+	acquired := *err == nil
+	if acquired {
+		*err = r.req.Attempt.Keep(ctx, r.rec.Recording)
+	}
 	if !r.began.IsZero() {
 		r.rec.End(r.sctx, *err, r.attempts, time.Since(r.began))
 	}
 	r.rec.Span.End()
-	if *err != nil {
+	if *err != nil && !acquired {
 		r.req.Attempt.Abandon(ctx, *err)
 	}
 }

@@ -871,6 +871,6 @@ func TestContextEndingDuringATry(t *testing.T) {
 
 // do is acquire.Do for tests that look at the error alone.
 func do(ctx context.Context, req call) error {
-	_, err := acquire.Do(ctx, req.trace, req.Request)
+	err := acquire.Do(ctx, req.trace, req.Request)
 	return err
 }

@@ -33,6 +33,8 @@ func (r *recorded) Try(ctx context.Context, atHead bool) (acquire.Result, error)
 	return r.try(ctx)
 }
 
+func (r *recorded) Keep(context.Context, bool) error { return nil }
+
 func (r *recorded) Abandon(_ context.Context, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

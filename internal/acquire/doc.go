@@ -8,7 +8,9 @@
 // time the loop records.
 //
 // A primitive takes part through one contract: it hands Do an Attempt (a
-// try, told whether it runs at the head of the local queue, and an
+// try, told whether it runs at the head of the local queue; a Keep that
+// makes the hold of an acquisition that acquired, before its outcome is
+// recorded, so that a grant refused then is recorded as its error; and an
 // Abandon that cleans up after an acquisition that failed, which the loop
 // calls), a Request (its channel, how many holders it admits, how it
 // starts, the wait bound, a hand-off claim) and a Trace, the span Do

@@ -52,7 +52,7 @@ func Example() {
 	// matters here.
 	// The span Do wraps around the loop.
 	tr := acquire.Trace{Tracer: noop.NewTracerProvider().Tracer("example"), Name: tracing.SpanAcquireLock}
-	do := func(req acquire.Request) error { _, err := acquire.Do(ctx, tr, req); return err }
+	do := func(req acquire.Request) error { return acquire.Do(ctx, tr, req) }
 	fmt.Println("alice lock:", do(request("alice", acquire.TryThenQueue)))
 	fmt.Println("bob trylock:", do(request("bob", acquire.SingleTry)))
 
