@@ -133,7 +133,8 @@ func WithForceUnlockNotice() CommonOption { return common(options.WithForceUnloc
 // within its wait bound, TryLock returns ErrNotReplicated (which matches
 // ErrNotAcquired). A server without replicas gets no WAIT and pays
 // nothing, unless the client has seen a replica of its deployment (a
-// Sentinel client expects them from the start): then
+// Sentinel client expects them from the start, a cluster client as soon
+// as the cluster lists one): then
 // a master with none online refuses the acquisition (ErrNotReplicated,
 // with a warning logged) rather than write a hold a failover could
 // drop; WithReplicaSync(0) takes availability instead. A synced hold's

@@ -400,3 +400,38 @@ func TestReplicaSyncFairKeepsPlace(t *testing.T) {
 	require.Equal(t, "first", (<-turns).who)
 	require.Equal(t, "second", (<-turns).who)
 }
+
+// A process that first meets a cluster's master while that master's
+// replica is down (between a failover and the replica's return) refuses
+// the acquisition, as a process that saw the replica before does: the
+// cluster lists the replica, so the master's lone write could be thrown
+// away. It is not taken for a cluster run without replicas.
+func TestReplicaSyncClusterFirstMetWithoutItsReplica(t *testing.T) {
+	ctx := ctxT(t)
+	cc, masters, replicas := redistest.StartClusterWithReplicas(t, 2)
+	if cc == nil {
+		return
+	}
+	node, err := cc.MasterForKey(ctx, "job")
+	require.NoError(t, err)
+	owner := 0
+	for i, m := range masters {
+		if m.Addr == node.Options().Addr {
+			owner = i
+		}
+	}
+	admin := masters[owner].Client(t)
+	replicas[owner].Kill()
+	require.Eventually(t, func() bool {
+		info, err := admin.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "connected_slaves:0")
+	}, 10*time.Second, 10*time.Millisecond)
+
+	fresh := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{masters[owner].Addr}})
+	t.Cleanup(func() { _ = fresh.Close() })
+	_, err = lock.New(fresh, "job").TryLock(ctx)
+	require.ErrorIs(t, err, lock.ErrNotReplicated)
+	n, err := admin.Exists(ctx, "job").Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing written")
+}

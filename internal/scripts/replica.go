@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -301,7 +302,7 @@ func route(ctx context.Context, c conn.Client, key string) (conn.Client, *server
 	if v, ok := t.nodes.Load(addr); ok {
 		return node, v.(*server), nil
 	}
-	srv := &server{replicated: &t.replicated}
+	srv := &server{replicated: &t.replicated, cluster: true}
 	srv.n.Store(unknown)
 	v, _ := t.nodes.LoadOrStore(addr, srv)
 	return node, v.(*server), nil
@@ -322,6 +323,9 @@ type server struct {
 	checked    atomic.Int64 // when n was read (unix ns)
 	refreshing atomic.Bool  // a call carries an INFO to read n anew
 	replicated *atomic.Bool // its topology's
+	// cluster: a cluster's node, whose count also reads whether the
+	// cluster lists a replica anywhere (CLUSTER NODES).
+	cluster bool
 }
 
 // count returns the server's replica count, asking the server when it is
@@ -335,7 +339,7 @@ func (srv *server) count(ctx context.Context, node conn.Client, log *slog.Logger
 		due := time.Since(time.Unix(0, srv.checked.Load())) > trust
 		return int(v), due && srv.refreshing.CompareAndSwap(false, true), nil
 	}
-	c, err := ask(ctx, node, log)
+	c, err := ask(ctx, node, log, srv.cluster)
 	if err != nil {
 		return 0, false, err
 	}
@@ -347,6 +351,9 @@ func (srv *server) count(ctx context.Context, node conn.Client, log *slog.Logger
 type replicas struct {
 	online  int  // those a WAIT can count on
 	pending bool // one more is connected but still syncing
+	// listed: the server's cluster lists a replica, online or not: the
+	// deployment is replicated even when this master has none online.
+	listed bool
 }
 
 // ask reads the server's online replicas from INFO replication, or from
@@ -357,13 +364,25 @@ type replicas struct {
 // to have no replicas: no WAIT can be counted on there. A user refused
 // both (NOPERM) gets an error: without the count the acquisition cannot
 // be synced as it asks, and turning the sync off would go unnoticed.
-func ask(ctx context.Context, node conn.Client, log *slog.Logger) (replicas, error) {
+// A cluster's node is also asked for the cluster's nodes, in the same
+// round trip: a process that first meets a master between a failover and
+// its replica's return must not take the master's lone writes for a
+// cluster run without replicas.
+func ask(ctx context.Context, node conn.Client, log *slog.Logger, cluster bool) (replicas, error) {
 	repl, mem := infoCmds(ctx)
-	node.Exec(ctx, repl, mem)
+	var nodes conn.Cmd
+	if cluster {
+		nodes = conn.NewCmd(ctx, 0, "cluster", "nodes")
+		node.Exec(ctx, repl, mem, nodes)
+	} else {
+		node.Exec(ctx, repl, mem)
+	}
 	r, err := repl.Reply().Text()
 	if err == nil {
 		checkMemory(node.Addr(), mem.Reply(), log)
-		return parseReplicas(r), nil
+		c := parseReplicas(r)
+		c.listed = cluster && listsReplica(nodes.Reply())
+		return c, nil
 	}
 	if !conn.IsReply(err) {
 		return replicas{}, err
@@ -393,7 +412,7 @@ func parseRole(role []any) int {
 }
 
 func (srv *server) set(r replicas) {
-	if r.online > 0 {
+	if r.online > 0 || r.listed {
 		srv.replicated.Store(true) // not a replica still syncing: it may never come online
 	}
 	srv.checked.Store(time.Now().UnixNano())
@@ -446,6 +465,24 @@ func parseReplicas(info string) replicas {
 	}
 	r.pending = r.pending || connected > r.online
 	return r
+}
+
+// listsReplica reports whether a CLUSTER NODES reply lists a replica,
+// whatever its state (its flags, the third field, include "slave"). A
+// refused or failed CLUSTER NODES lists none: the count stands alone, as
+// before a replica is seen.
+func listsReplica(reply conn.Reply) bool {
+	text, err := reply.Text()
+	if err != nil {
+		return false
+	}
+	for line := range strings.Lines(text) {
+		f := strings.Fields(line)
+		if len(f) > 2 && slices.Contains(strings.Split(f[2], ","), "slave") {
+			return true
+		}
+	}
+	return false
 }
 
 // redirected reports a MOVED or ASK reply: the script did not run.
