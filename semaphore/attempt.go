@@ -41,7 +41,7 @@ type permitTry struct {
 // (acquire.Attempt).
 func (t *permitTry) Keep(ctx context.Context, traced bool) error {
 	var err error
-	t.held, err = t.s.hold(ctx, t, traced)
+	t.held, err = t.s.newHold(ctx, t, traced)
 	return err
 }
 

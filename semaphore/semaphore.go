@@ -294,8 +294,8 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 	return t.held, nil
 }
 
-// hold makes the hold of a permit acquired by t.
-func (s *Semaphore) hold(ctx context.Context, t *permitTry, traced bool) (context.Context, error) {
+// newHold makes the hold of a permit acquired by t.
+func (s *Semaphore) newHold(ctx context.Context, t *permitTry, traced bool) (context.Context, error) {
 	permitID, leaseTime := t.claim.permitID, t.claim.lease
 	spec := lease.Spec{
 		Renewer: renewer,
