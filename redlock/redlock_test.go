@@ -692,10 +692,21 @@ func TestThreeKilledFailsCleanly(t *testing.T) {
 	t.Logf("3 of 5 killed, node timeout 500ms: TryLock failed in %v: %v", time.Since(start), err)
 	require.Less(t, time.Since(start), 5*time.Second)
 	require.ErrorIs(t, err, redlock.ErrNotAcquired)
-	require.ErrorContains(t, err, "won 2 of 5 members, quorum 3")
+	// The round is decided once three members failed: a live member whose
+	// reply comes after the grace is reported pending, and given back.
+	require.Regexp(t, `won [12] of 5 members, quorum 3`, err.Error())
 	nes := nodeErrors(err)
-	require.Equal(t, []int{0, 2, 4}, indexes(nes), "one reason per member not won")
+	require.Subset(t, indexes(nes), []int{0, 2, 4}, "a reason for each dead member")
+	won := 1
+	if strings.Contains(err.Error(), "won 2 of 5") {
+		won = 2
+	}
+	require.Len(t, nes, 5-won, "one reason per member not won")
 	for _, ne := range nes {
+		if ne.Outcome == redlock.OutcomePending {
+			require.Contains(t, live, ne.Index, "only a live member is still pending")
+			continue
+		}
 		require.Contains(t, []string{redlock.OutcomeError, redlock.OutcomeTimeout}, ne.Outcome)
 		require.Error(t, ne.Err, "the cause is kept")
 		require.Contains(t, ne.Node, ms.srvs[ne.Index].Addr)
