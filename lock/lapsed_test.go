@@ -6,10 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/relock-go/relock/internal/telemetry/telemetrytest"
 	"github.com/relock-go/relock/internal/testkit/redistest"
@@ -17,6 +16,34 @@ import (
 	"github.com/relock-go/relock/tracing"
 	"github.com/relock-go/relock/watchdog"
 )
+
+// lapse is a client whose acquire scripts (the lock's ScriptSources
+// named) can be made to answer after their lease lapsed, and the watchdog
+// whose fake clock that moves.
+type lapse struct {
+	clk  *watchdog.FakeClock
+	wd   *watchdog.Watchdog
+	c    redis.UniversalClient
+	hook *redistest.ScriptFaults
+}
+
+func newLapse(t *testing.T, env *redistest.Env, scripts ...string) lapse {
+	l := lapse{clk: redistest.FakeClock(t)}
+	l.wd = watchdog.New(watchdog.WithClock(l.clk))
+	preload(t, env.Universal) // the hook's next call is the script's run, not a NOSCRIPT
+	var srcs []string
+	for _, name := range scripts {
+		srcs = append(srcs, lock.ScriptSources()[name])
+	}
+	l.hook = redistest.NewScriptFaults(srcs...)
+	l.c = env.NewClient(t)
+	l.c.AddHook(l.hook)
+	return l
+}
+
+// arm moves the clock past the 30 s lease once the next hooked script
+// has run, before its reply arrives.
+func (l lapse) arm() { l.hook.AfterNext(func() { l.clk.Advance(time.Minute) }) }
 
 // TestGrantLapsedOnArrivalRefused: a grant whose reply comes after its
 // lease has lapsed (the watchdog's clock moved past the lease between the
@@ -29,24 +56,19 @@ func TestGrantLapsedOnArrivalRefused(t *testing.T) {
 		for _, fair := range []bool{false, true} {
 			ctx := ctxT(t)
 			name := fmt.Sprintf("lapsed:%t", fair)
-			clk := redistest.FakeClock(t)
-			wd := watchdog.New(watchdog.WithClock(clk))
-			preload(t, env.Universal) // the hook's next call is the script's run, not a NOSCRIPT
-			c := env.NewClient(t)
-			hook := redistest.NewScriptFaults(lock.ScriptSources()["acquire"], lock.ScriptSources()["fair_acquire"])
-			c.AddHook(hook)
-			mu := lock.New(c, name, lock.WithWatchdog(wd))
+			l := newLapse(t, env, "acquire", "fair_acquire")
+			mu := lock.New(l.c, name, lock.WithWatchdog(l.wd))
 			if fair {
-				mu = lock.NewFair(c, name, lock.WithWatchdog(wd))
+				mu = lock.NewFair(l.c, name, lock.WithWatchdog(l.wd))
 			}
-			hook.AfterNext(func() { clk.Advance(time.Minute) }) // past the 30 s lease
+			l.arm()
 			_, err := mu.Lock(ctx)
 			require.ErrorIs(t, err, lock.ErrLockLost, "fair %t", fair)
 			require.ErrorContains(t, err, fmt.Sprintf("lock %q", name))
 			require.ErrorContains(t, err, "lapsed before the grant's reply arrived")
-			require.Equal(t, int32(1), hook.Seen.Load(), "fair %t: refused without a second try", fair)
+			require.Equal(t, int32(1), l.hook.Seen.Load(), "fair %t: refused without a second try", fair)
 			require.Zero(t, env.Universal.Exists(ctx, name).Val(), "fair %t: given back", fair)
-			require.Zero(t, wd.Stats().Held, "fair %t: the watchdog keeps nothing", fair)
+			require.Zero(t, l.wd.Stats().Held, "fair %t: the watchdog keeps nothing", fair)
 
 			held, err := mu.TryLock(ctx)
 			require.NoError(t, err, "fair %t: free for the next owner", fair)
@@ -63,17 +85,12 @@ func TestReentryLapsedOnArrivalEndsTheHold(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
 		const name = "lapsed:reentry"
-		clk := redistest.FakeClock(t)
-		wd := watchdog.New(watchdog.WithClock(clk))
-		preload(t, env.Universal)
-		c := env.NewClient(t)
-		hook := redistest.NewScriptFaults(lock.ScriptSources()["acquire"])
-		c.AddHook(hook)
-		mu := lock.New(c, name, lock.WithWatchdog(wd))
+		l := newLapse(t, env, "acquire")
+		mu := lock.New(l.c, name, lock.WithWatchdog(l.wd))
 		outer, err := mu.Lock(ctx)
 		require.NoError(t, err)
 
-		hook.AfterNext(func() { clk.Advance(time.Minute) }) // past the 30 s lease
+		l.arm()
 		// On a context that does not end with the hold, so that the
 		// acquisition does not see the loss before its reply (a late try,
 		// given back by the loop) and Start is what refuses it.
@@ -84,7 +101,7 @@ func TestReentryLapsedOnArrivalEndsTheHold(t *testing.T) {
 		require.ErrorIs(t, mu.Unlock(outer), lock.ErrLockLost)
 		require.Equal(t, "2", env.Universal.HGet(ctx, name, ownerField(t, env.Universal, name)).Val(),
 			"both counts left to expire")
-		require.Zero(t, wd.Stats().Held)
+		require.Zero(t, l.wd.Stats().Held)
 	})
 }
 
@@ -95,19 +112,12 @@ func TestReentryLapsedOnArrivalEndsTheHold(t *testing.T) {
 func TestGrantLapsedOnArrivalIsRecordedAsItsError(t *testing.T) {
 	eachSingle(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		spans := tracetest.NewSpanRecorder()
-		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-		defer tp.Shutdown(context.Background())
+		spans, tp := spanRecorder(t)
 		metrics := telemetrytest.New(t)
-		clk := redistest.FakeClock(t)
-		wd := watchdog.New(watchdog.WithClock(clk))
-		preload(t, env.Universal)
-		c := env.NewClient(t)
-		hook := redistest.NewScriptFaults(lock.ScriptSources()["acquire"])
-		c.AddHook(hook)
-		mu := lock.New(c, "lapsed:recorded", lock.WithWatchdog(wd),
+		l := newLapse(t, env, "acquire")
+		mu := lock.New(l.c, "lapsed:recorded", lock.WithWatchdog(l.wd),
 			lock.WithTracerProvider(tp), lock.WithMeterProvider(metrics.Provider))
-		hook.AfterNext(func() { clk.Advance(time.Minute) }) // past the 30 s lease
+		l.arm()
 		_, err := mu.Lock(ctx)
 		require.ErrorIs(t, err, lock.ErrLockLost)
 

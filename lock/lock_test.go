@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
 	"github.com/relock-go/relock/internal/testkit/redistest"
@@ -665,9 +664,7 @@ func TestWaitersShareOnePubSubConnection(t *testing.T) {
 func TestAcquireSpan(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		rec := tracetest.NewSpanRecorder()
-		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-		defer tp.Shutdown(context.Background())
+		rec, tp := spanRecorder(t)
 		mu := lock.New(env.Universal, "traced", lock.WithTracerProvider(tp))
 		held, err := mu.Lock(ctx)
 		require.NoError(t, err)

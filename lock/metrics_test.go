@@ -215,12 +215,19 @@ func TestMetricNameIsOptIn(t *testing.T) {
 	require.EqualValues(t, 1, n)
 }
 
+// spanRecorder returns a tracer provider whose ended spans rec keeps,
+// shut down when the test ends.
+func spanRecorder(t *testing.T) (rec *tracetest.SpanRecorder, tp *sdktrace.TracerProvider) {
+	rec = tracetest.NewSpanRecorder()
+	tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return rec, tp
+}
+
 func TestReleaseSpan(t *testing.T) {
 	eachSingle(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		rec := tracetest.NewSpanRecorder()
-		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-		defer tp.Shutdown(context.Background())
+		rec, tp := spanRecorder(t)
 		mu := lock.New(env.U(), "m:span", lock.WithTracerProvider(tp))
 		held, err := mu.Lock(ctx)
 		require.NoError(t, err)

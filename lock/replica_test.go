@@ -11,8 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/telemetry/telemetrytest"
@@ -254,8 +252,7 @@ func TestReplicaSyncTelemetry(t *testing.T) {
 	g := redistest.StartReplicated(t, 1)
 	c := g.Master.Client(t)
 	r := telemetrytest.New(t)
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	rec, tp := spanRecorder(t)
 	opts := []lock.Option{lock.WithMeterProvider(r.Provider), lock.WithTracerProvider(tp), lock.WithReplicaSync(200 * time.Millisecond)}
 	mu := lock.New(c, "job", opts...)
 	held, err := mu.TryLock(ctx)
@@ -287,6 +284,20 @@ func TestReplicaSyncTelemetry(t *testing.T) {
 	require.Equal(t, []int64{1, 0, 0}, acked)
 }
 
+// masterOf returns the index in masters of the master of key's slot.
+func masterOf(t *testing.T, ctx context.Context, cc *redis.ClusterClient, masters []*redistest.Server, key string) int {
+	t.Helper()
+	node, err := cc.MasterForKey(ctx, key)
+	require.NoError(t, err)
+	for i, m := range masters {
+		if m.Addr == node.Options().Addr {
+			return i
+		}
+	}
+	t.Fatalf("no master serves %q", key)
+	return -1
+}
+
 // On a cluster with replicas, the WAIT goes to the master of the name's
 // slot, on the script's connection, and a stalled replica of that master
 // refuses the acquisition.
@@ -296,16 +307,8 @@ func TestReplicaSyncCluster(t *testing.T) {
 	if cc == nil {
 		return
 	}
-	node, err := cc.MasterForKey(ctx, "job")
-	require.NoError(t, err)
-	var owner, other int
-	for i, m := range masters {
-		if m.Addr == node.Options().Addr {
-			owner = i
-		} else {
-			other = i
-		}
-	}
+	owner := masterOf(t, ctx, cc, masters, "job")
+	other := 1 - owner
 	admin := func(i int) *redis.Client { return masters[i].Client(t) }
 	acquireAll(t, ctx, cc) // loads the scripts
 	before := []int{waitCalls(t, ctx, admin(0)), waitCalls(t, ctx, admin(1))}
@@ -412,14 +415,7 @@ func TestReplicaSyncClusterFirstMetWithoutItsReplica(t *testing.T) {
 	if cc == nil {
 		return
 	}
-	node, err := cc.MasterForKey(ctx, "job")
-	require.NoError(t, err)
-	owner := 0
-	for i, m := range masters {
-		if m.Addr == node.Options().Addr {
-			owner = i
-		}
-	}
+	owner := masterOf(t, ctx, cc, masters, "job")
 	admin := masters[owner].Client(t)
 	replicas[owner].Kill()
 	require.Eventually(t, func() bool {
@@ -429,7 +425,7 @@ func TestReplicaSyncClusterFirstMetWithoutItsReplica(t *testing.T) {
 
 	fresh := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{masters[owner].Addr}})
 	t.Cleanup(func() { _ = fresh.Close() })
-	_, err = lock.New(fresh, "job").TryLock(ctx)
+	_, err := lock.New(fresh, "job").TryLock(ctx)
 	require.ErrorIs(t, err, lock.ErrNotReplicated)
 	n, err := admin.Exists(ctx, "job").Result()
 	require.NoError(t, err)
