@@ -2,7 +2,9 @@ package lock_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,4 +131,63 @@ func TestUnlockRetriesABusyServer(t *testing.T) {
 	require.NoError(t, err, "a TryLock during a busy script must be sent again until it runs")
 	require.NoError(t, other.Unlock(oheld))
 	require.NoError(t, mu.Unlock(held))
+}
+
+// Unlocks sent together (more than a client sends at once, so some wait
+// for a pipeline of others) each return within their own bound when the
+// server stalls, whatever the client's read timeout.
+func TestUnlocksInFlightTogetherReturnWithinTheirBound(t *testing.T) {
+	for _, cs := range clientSettings {
+		t.Run(cs.name, func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.StartServer(t)
+			rdb := srv.Client(t, cs.opt, func(o *redis.Options) { o.ReadTimeout = 3 * time.Second; o.PoolSize = 64 })
+			const n, unlockTimeout = 24, 500 * time.Millisecond
+			ctx := context.Background()
+			mus := make([]*lock.Mutex, n)
+			helds := make([]context.Context, n)
+			for i := range mus {
+				mus[i] = lock.New(rdb, fmt.Sprintf("bound:together:%s:%d", cs.name, i), lock.WithUnlockTimeout(unlockTimeout))
+				held, err := mus[i].Lock(ctx)
+				require.NoError(t, err)
+				helds[i] = held
+			}
+			srv.Pause(t)
+			var wg sync.WaitGroup
+			for i := range mus {
+				wg.Go(func() {
+					err := within(t, unlockTimeout, "unlock", mus[i].Name(), func() error { return mus[i].Unlock(helds[i]) })
+					assert.Error(t, err, "an unlock on a stalled server returned nil")
+				})
+			}
+			wg.Wait()
+		})
+	}
+}
+
+// A holder label is written after the acquisition: a server that stalls
+// then must not hold Lock past its caller's deadline.
+func TestLabelWriteOnAStalledServerKeepsTheCallersDeadline(t *testing.T) {
+	for _, cs := range clientSettings {
+		t.Run(cs.name, func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.StartServer(t)
+			faults := redistest.NewScriptFaults()
+			rdb := srv.Client(t, cs.opt, func(o *redis.Options) { o.ReadTimeout = 3 * time.Second })
+			rdb.AddHook(faults)
+			name := "bound:label:" + cs.name
+			mu := lock.New(rdb, name, lock.WithHolderLabel("pod-7"), lock.WithUnlockTimeout(500*time.Millisecond))
+			warm, err := mu.Lock(context.Background()) // the scripts loaded: the next one is the acquire
+			require.NoError(t, err)
+			require.NoError(t, mu.Unlock(warm))
+			faults.AfterNext(func() { srv.Pause(t) }) // after the acquire script ran
+			ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+			defer cancel()
+			var held context.Context
+			within(t, 400*time.Millisecond, "lock", name, func() (err error) { held, err = mu.Lock(ctx); return err })
+			if held != nil {
+				within(t, 500*time.Millisecond, "unlock", name, func() error { return mu.Unlock(held) })
+			}
+		})
+	}
 }

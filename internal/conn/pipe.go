@@ -44,6 +44,9 @@ type Pipe struct {
 	client  Ref
 	direct  bool
 	senders int
+	// deadlines: the client honours a context's deadline, which a call
+	// that has one relies on for its bound (Pool.Inline).
+	deadlines bool
 
 	mu     sync.Mutex
 	flying int // senders in flight
@@ -54,7 +57,7 @@ type Pipe struct {
 // in flight at once (at least 1).
 func NewPipe(client Client, senders int) *Pipe {
 	_, single := client.rdb.(*redis.Client)
-	return &Pipe{client: NewRef(client), direct: !single, senders: max(senders, 1)}
+	return &Pipe{client: NewRef(client), direct: !single, senders: max(senders, 1), deadlines: honoursDeadlines(client.rdb)}
 }
 
 type call struct {
@@ -74,7 +77,8 @@ var calls = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1
 // must reach the caller. A command sent alone goes with ctx; a pipeline
 // goes with its sender's values but without any caller's deadline or
 // cancellation, since its replies belong to all of them: the client's
-// read and write timeouts bound it.
+// read and write timeouts bound it. So a command whose ctx has a deadline
+// that the client honours is never queued: it is sent alone at once.
 func (p *Pipe) Process(ctx context.Context, command Cmd) error {
 	cmd := command.c
 	client := p.client.redis()
@@ -89,6 +93,12 @@ func (p *Pipe) Process(ctx context.Context, command Cmd) error {
 		p.flying++
 		p.mu.Unlock()
 		defer p.handOver() // even if a hook panics: the turn must pass on
+		return client.Process(ctx, cmd)
+	}
+	if _, bounded := ctx.Deadline(); bounded && p.deadlines {
+		// Sent alone, past the senders' limit: a queued call would go in
+		// a pipeline, which carries no caller's deadline.
+		p.mu.Unlock()
 		return client.Process(ctx, cmd)
 	}
 	c := calls.Get().(*call)

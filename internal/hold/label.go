@@ -20,15 +20,28 @@ import (
 // holder crashed. It only informs (relock ls, a contention error): a
 // failure to write or delete it is not the acquisition's.
 
-// WriteLabel records label as holder's, since now, for lease.
+// WriteLabel records label as holder's, since now, for lease. It waits
+// for the write at most LabelWait (less when ctx's deadline is sooner):
+// the label must not hold the acquisition it follows past its deadline
+// on a stalled server; a write still unanswered then lands later, or
+// not, and the label only informs.
 func WriteLabel(ctx context.Context, c conn.Client, name, holder, label string, lease time.Duration) {
 	v := label + "\t" + strconv.FormatInt(time.Now().UnixMilli(), 10)
-	_ = c.Do(context.WithoutCancel(ctx), "set", scripts.HolderLabel(name, holder), v, "px", max(lease.Milliseconds(), 1)).Err()
+	labelCall(ctx, c, "set", scripts.HolderLabel(name, holder), v, "px", max(lease.Milliseconds(), 1))
 }
 
-// DropLabel deletes holder's label.
+// DropLabel deletes holder's label, waiting as WriteLabel does. A label
+// whose delete comes too late stays until its lease ends.
 func DropLabel(ctx context.Context, c conn.Client, name, holder string) {
-	_ = c.Do(context.WithoutCancel(ctx), "del", scripts.HolderLabel(name, holder)).Err()
+	labelCall(ctx, c, "del", scripts.HolderLabel(name, holder))
+}
+
+// labelCall sends one label command within LabelWait, whatever the
+// client does with deadlines (conn.Within).
+func labelCall(ctx context.Context, c conn.Client, args ...any) {
+	_ = conn.Within(ctx, conn.PoolFor(c), LabelWait, func(ctx context.Context) error {
+		return c.Do(ctx, args...).Err()
+	})
 }
 
 // Label is a holder's label and since when it holds.
@@ -105,8 +118,9 @@ func HeldBy(ctx context.Context, c conn.Client, name string, holders []string, t
 	return fmt.Errorf("%w (held by %s)", err, strings.Join(parts, ", "))
 }
 
-// LabelWait bounds how long a contention error waits to name the holders:
-// the names only inform, and must not hold a caller whose wait has ended.
+// LabelWait bounds how long a contention error waits to name the holders,
+// and a label's write or delete: labels only inform, and must not hold a
+// caller past its bound.
 const LabelWait = 100 * time.Millisecond
 
 // NameHolders returns heldBy(ctx, err), the contention error err with its
