@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock"
@@ -430,4 +431,24 @@ func TestReplicaSyncClusterFirstMetWithoutItsReplica(t *testing.T) {
 	n, err := admin.Exists(ctx, "job").Result()
 	require.NoError(t, err)
 	require.Zero(t, n, "nothing written")
+}
+
+// A replica sync timeout is refused only when the client's read timeout
+// would cut its WAIT short: a client that never times out reads (-1)
+// takes any.
+func TestReplicaSyncAgainstTheClientsReadTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		readTimeout time.Duration // as given to go-redis (0: its default, 5 s)
+		refused     bool
+	}{{-1, false}, {-2, false}, {0, true}, {2 * time.Second, true}, {10 * time.Second, false}} {
+		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ReadTimeout: tc.readTimeout})
+		err := lock.New(c, "job", lock.WithReplicaSync(5*time.Second)).Err()
+		if tc.refused {
+			assert.ErrorIs(t, err, relock.ErrInvalidArgument, "read timeout %v", tc.readTimeout)
+			assert.ErrorContains(t, err, "cut the WAIT short", "read timeout %v", tc.readTimeout)
+		} else {
+			assert.NoError(t, err, "read timeout %v", tc.readTimeout)
+		}
+		require.NoError(t, c.Close())
+	}
 }

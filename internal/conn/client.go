@@ -46,9 +46,10 @@ func (c Client) Cluster() bool {
 	return ok
 }
 
-// ReadTimeout is how long c waits for a reply before it gives up (its
-// library's default when unset; negative: never), and ok is false when
-// the client's kind does not say.
+// ReadTimeout is how long c waits for a reply before it gives up
+// (negative: never), and ok is false when the client's kind does not say.
+// go-redis's Options are normalized when the client is made: its default
+// is already in them, and 0 there means no timeout (a -1 given).
 func (c Client) ReadTimeout() (d time.Duration, ok bool) {
 	switch rdb := c.rdb.(type) {
 	case *redis.Client:
@@ -59,7 +60,7 @@ func (c Client) ReadTimeout() (d time.Duration, ok bool) {
 		return 0, false
 	}
 	if d == 0 {
-		d = 3 * time.Second // go-redis's default
+		d = -1
 	}
 	return d, true
 }
