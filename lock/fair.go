@@ -67,6 +67,9 @@ func (m *Mutex) withdraw(ctx context.Context, ownerID, waiterID string) error {
 // grantArg says whether a release may write the first waiter's hold
 // itself: not where replica sync asks for a WAIT after every
 // acquisition, which a hold written inside a release would not have.
+// Both sides ask: a releaser for its own config, and a waiter for its
+// own, which it states in the list (lua/fair_acquire.lua), since the
+// release may come from a process configured otherwise.
 func (m *Mutex) grantArg(ctx context.Context) any {
 	if scripts.SyncNeeded(ctx, m.client, m.cfg.ReplicaPolicy(), m.name) {
 		return "0"

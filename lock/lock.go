@@ -362,6 +362,13 @@ func (a *attempt) Granted(g queue.Grant) {
 	a.sentAt = a.sentAt.Add(-max(a.lease-g.TTL, 0))
 }
 
+// Declines is acquire.Decliner: a local release writes the hold it hands
+// over with no WAIT after it, which a's own replica sync may ask for,
+// whatever the releasing Mutex's config.
+func (a *attempt) Declines(ctx context.Context) bool {
+	return scripts.SyncNeeded(ctx, a.m.client, a.cfg.ReplicaPolicy(), a.m.name)
+}
+
 // Discard gives back a lock handed over as the acquire gave up (to the
 // next waiter, if any), bounded by the unlock timeout.
 func (a *attempt) Discard(queue.Grant) {

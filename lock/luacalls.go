@@ -74,11 +74,12 @@ type fairAcquireLua struct {
 	Mode, LatchLife                                     any
 	MarkLifeMS                                          int64 // 0 takes no place in the list
 	Waiter                                              string
+	Grantable                                           any // "1" or "0": grantArg
 }
 
 func (s fairAcquireLua) call() scripts.Call {
 	return fairAcquireScript.With(6, s.Lock, s.TokenCounter, s.Latch, s.Queue, s.Timeouts, s.Waiters,
-		s.LeaseMS, s.Owner, s.Mode, s.LatchLife, s.MarkLifeMS, s.Waiter)
+		s.LeaseMS, s.Owner, s.Mode, s.LatchLife, s.MarkLifeMS, s.Waiter, s.Grantable)
 }
 
 // unlockLastLua lays out a call of lua/unlock_last.lua. Queue, Timeouts,

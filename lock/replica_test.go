@@ -405,6 +405,103 @@ func TestReplicaSyncFairKeepsPlace(t *testing.T) {
 	require.Equal(t, "second", (<-turns).who)
 }
 
+// mixedTake takes a primitive on c with replica sync timeout sync (0:
+// off), as a holder (first) or a waiter; release gives it back.
+type mixedTake func(ctx context.Context, c redis.UniversalClient, sync time.Duration, first bool) (release func() error, err error)
+
+func takeMutex(fair bool) mixedTake {
+	return func(ctx context.Context, c redis.UniversalClient, sync time.Duration, _ bool) (func() error, error) {
+		newMu := lock.New
+		if fair {
+			newMu = lock.NewFair
+		}
+		mu := newMu(c, "fair", lock.WithReplicaSync(sync))
+		h, err := mu.Lock(ctx)
+		return func() error { return mu.Unlock(h) }, err
+	}
+}
+
+func takeRW(ctx context.Context, c redis.UniversalClient, sync time.Duration, first bool) (func() error, error) {
+	rw := rwlock.New(c, "fair", rwlock.WithReplicaSync(sync))
+	if first { // the writer; the waiter reads
+		h, err := rw.Lock(ctx)
+		return func() error { return rw.Unlock(h) }, err
+	}
+	h, err := rw.RLock(ctx)
+	return func() error { return rw.RUnlock(h) }, err
+}
+
+func takeSem(ctx context.Context, c redis.UniversalClient, sync time.Duration, first bool) (func() error, error) {
+	s := semaphore.New(c, "fair", 2, semaphore.WithReplicaSync(sync))
+	n := int64(1)
+	if first {
+		n = 2
+	}
+	h, err := s.Acquire(ctx, n)
+	return func() error { return s.Release(h) }, err
+}
+
+// A waiter with replica sync on is not handed the lock by a release made
+// without it, in another process or by another value of its own: that
+// release would write the waiter's hold with no WAIT after it. The waiter
+// is woken to try, and its own try waits for the replica.
+func TestReplicaSyncWaiterNotHandedByAnUnsyncedRelease(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		take       mixedTake
+		sameClient bool // the release is local (one hub): a hand-off
+		channel    string
+	}{
+		{"fair, another process", takeMutex(true), false, ""},
+		{"fair, same process", takeMutex(true), true, ""},
+		{"lock, same process", takeMutex(false), true, "redisson_lock__channel:{fair}"},
+		{"rwlock reader, same process", takeRW, true, "redisson_rwlock:{fair}"},
+		{"semaphore, same process", takeSem, true, "redisson_sc:{fair}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			g := redistest.StartReplicated(t, 1)
+			admin := g.Master.Client(t)
+			hc := g.Master.Client(t)
+			wc := hc
+			if !tc.sameClient {
+				wc = g.Master.Client(t)
+			}
+			release, err := tc.take(ctx, hc, 0, true)
+			require.NoError(t, err)
+
+			got := make(chan error, 1)
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			wg.Go(func() {
+				rel, err := tc.take(ctx, wc, 200*time.Millisecond, false)
+				got <- err
+				if err == nil {
+					_ = rel()
+				}
+			})
+			if tc.channel == "" {
+				awaitQueued(t, ctx, admin, 1)
+			} else {
+				require.Eventually(t, func() bool {
+					n, err := admin.PubSubNumSub(ctx, tc.channel).Result()
+					return err == nil && n[tc.channel] > 0
+				}, 10*time.Second, 2*time.Millisecond, "the waiter never listened on %s", tc.channel)
+				time.Sleep(50 * time.Millisecond) // its try over: it waits, idle
+			}
+			g.Replicas[0].Pause(t)
+			require.NoError(t, release())
+			select {
+			case err := <-got:
+				t.Fatalf("the synced waiter acquired while the replica was stalled: %v", err)
+			case <-time.After(time.Second):
+			}
+			g.Replicas[0].Resume()
+			require.NoError(t, <-got)
+		})
+	}
+}
+
 // A process that first meets a cluster's master while that master's
 // replica is down (between a failover and the replica's return) refuses
 // the acquisition, as a process that saw the replica before does: the

@@ -40,6 +40,7 @@ type acquireArgs struct {
 	lease, mark time.Duration
 	mode        any
 	latch       any // the acquire latch key, or a key of the slot, unused
+	grantable   any // a fair waiter's: grantArg
 }
 
 // plainSet is a Mutex's scripts.
@@ -92,7 +93,7 @@ func (f fairSet) acquire(m *Mutex, a acquireArgs) scripts.Call {
 	return fairAcquireLua{
 		Lock: m.nameArg, TokenCounter: m.tokenArg, Latch: a.latch, Queue: f.queue, Timeouts: f.timeouts, Waiters: f.waiters,
 		LeaseMS: m.msArg(a.lease), Owner: a.owner, Mode: a.mode, LatchLife: m.cfg.LatchArg(m.cfg.UnlockTimeout),
-		MarkLifeMS: a.mark.Milliseconds(), Waiter: a.waiter,
+		MarkLifeMS: a.mark.Milliseconds(), Waiter: a.waiter, Grantable: a.grantable,
 	}.call()
 }
 

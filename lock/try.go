@@ -27,7 +27,10 @@ func (a *attempt) Send(ctx context.Context) (tryReply, error) {
 	if a.latch != "" {
 		latchArg = a.latch
 	}
-	args := acquireArgs{owner: a.ownerArg, waiter: a.seat, lease: a.lease, mark: a.mark, mode: a.mode, latch: latchArg}
+	args := acquireArgs{owner: a.ownerArg, waiter: a.seat, lease: a.lease, mark: a.mark, mode: a.mode, latch: latchArg, grantable: "0"}
+	if a.mark > 0 { // a fair lock's waiter, which takes its place in the list
+		args.grantable = m.grantArg(ctx)
+	}
 	cmd, acks := m.scripts.acquire(m, args).Synced(ctx, m.client, sync)
 	if err := cmd.Err(); err != nil {
 		return tryReply{}, err

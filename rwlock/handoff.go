@@ -28,6 +28,7 @@ type readClaim struct {
 	ctx    context.Context // the acquiring context, for a Discard
 	owner  string
 	lease  time.Duration
+	sync   scripts.ReplicaPolicy // the reader's own
 	given  bool
 	token  int64
 	sentAt time.Time
@@ -38,6 +39,13 @@ type readClaim struct {
 }
 
 func (c *readClaim) Granted(g queue.Grant) { c.given, c.token, c.sentAt = true, g.Token, g.SentAt }
+
+// Declines is acquire.Decliner: a writer's release takes the read lock
+// for this reader with no WAIT after it, which the reader's own replica
+// sync may ask for, whatever the releasing RWMutex's config.
+func (c *readClaim) Declines(ctx context.Context) bool {
+	return scripts.SyncNeeded(ctx, c.rw.client, c.sync, c.rw.name)
+}
 
 // Discard gives back a read lock handed over as the acquire gave up.
 func (c *readClaim) Discard(queue.Grant) {

@@ -31,11 +31,19 @@ type waiter struct {
 	permitID string
 	n        int64
 	lease    time.Duration
-	sentAt   time.Time // of the try or the hand-off that took the permits
+	sync     scripts.ReplicaPolicy // the waiter's own
+	sentAt   time.Time             // of the try or the hand-off that took the permits
 }
 
 // Granted takes the permits a release handed over, sent at g.SentAt.
 func (w *waiter) Granted(g queue.Grant) { w.sentAt = g.SentAt }
+
+// Declines is acquire.Decliner: a release takes permits for this waiter
+// with no WAIT after it, which its own replica sync may ask for, whatever
+// the releasing Semaphore's config.
+func (w *waiter) Declines(ctx context.Context) bool {
+	return scripts.SyncNeeded(ctx, w.s.client, w.sync, w.s.name)
+}
 
 // Discard gives back permits handed over as the acquire gave up (to the
 // next waiter, if any), bounded by the unlock timeout.

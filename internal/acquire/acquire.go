@@ -111,8 +111,18 @@ type Request struct {
 	Owner   string
 	Attempt Attempt
 	// HandOff, when set, lets a local release hand the lock to this
-	// waiter: the hub's claim (see queue.Hub.Reserve).
+	// waiter: the hub's claim (see queue.Hub.Reserve). One that is a
+	// Decliner is asked as the waiter joins the queue.
 	HandOff queue.Claimant
+}
+
+// Decliner is a claim that may decline every hand-off as its waiter joins
+// the queue, after its first try: one whose replica sync asks for a WAIT
+// after the acquisition, which a hold written by a release has not. It is
+// asked then, not before, because the first try learns whether the
+// server has replicas.
+type Decliner interface {
+	Declines(ctx context.Context) bool
 }
 
 // Do runs the loop inside the acquisition's span (tr), has the attempt
@@ -164,7 +174,7 @@ func Do(ctx context.Context, tr Trace, req Request) (err error) {
 	defer func() {
 		// Only a waiter with a claim (HandOff) is handed anything.
 		if given, handed := w.Leave(acquired && !passOn, req.Fallback); handed && !acquired {
-			req.HandOff.Discard(given) // after leaving: the lock may pass to the next
+			r.req.HandOff.Discard(given) // after leaving: the lock may pass to the next
 		}
 	}()
 	acquired, passOn, err = r.wait(w)
@@ -296,9 +306,13 @@ func (r *run) join() (w *queue.Waiter, acquired bool, err error) {
 	return w, false, nil
 }
 
-// joinOnce puts the acquisition in the local queue of its channel.
+// joinOnce puts the acquisition in the local queue of its channel, with
+// its claim unless the claim declines (Declines).
 func (r *run) joinOnce() (*queue.Waiter, error) {
 	req := &r.req
+	if d, ok := req.HandOff.(Decliner); ok && d.Declines(r.ctx) {
+		req.HandOff = nil
+	}
 	return req.Hub.JoinClaimant(r.ctx, req.Channel, req.Admits == Readers, req.Owner, req.HandOff)
 }
 

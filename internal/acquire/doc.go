@@ -13,7 +13,8 @@
 // recorded, so that a grant refused then is recorded as its error; and an
 // Abandon that cleans up after an acquisition that failed, which the loop
 // calls), a Request (its channel, how many holders it admits, how it
-// starts, the wait bound, a hand-off claim) and a Trace, the span Do
+// starts, the wait bound, a hand-off claim, which may decline as it joins
+// the queue: a Decliner) and a Trace, the span Do
 // wraps around the loop. What the primitives' Abandons share lives here
 // too: the withdrawal of a waiter's mark from a queue it gave up on
 // (Withdraw) and the give-back of what a try whose reply was lost may hold

@@ -32,6 +32,9 @@
 --          (TryLock, a Redlock member)
 -- ARGV[6]  the waiter's id in the list (its channel's suffix); a seat of
 --          its process, reused by later waiters, so not the owner id
+-- ARGV[7]  '1' when a release may write the waiter's hold: not where its
+--          own replica sync asks for a WAIT after the acquisition, which
+--          a hold written inside another process's release would not have
 --
 -- A command this user may not run is refused before anything is written
 -- (may, from internal/scripts' lua/fence.lua), with an error reply naming
@@ -94,9 +97,11 @@ end
 if redis.call('zadd', KEYS[5], at + life, ARGV[6]) == 1 then
   redis.call('rpush', KEYS[4], ARGV[6])
 end
--- Only a waiter minted for this acquisition may be handed the lock by a
--- release; the others are listed with lease 0, for their owner's name.
-redis.call('hset', KEYS[6], ARGV[6], (ARGV[3] == 'minted' and ARGV[1] or '0') .. ':' .. ARGV[2])
+-- Only a waiter minted for this acquisition, and whose hold needs no WAIT,
+-- may be handed the lock by a release; the others are listed with lease
+-- 0, for their owner's name, and are woken to try.
+local grantable = ARGV[3] == 'minted' and ARGV[7] == '1'
+redis.call('hset', KEYS[6], ARGV[6], (grantable and ARGV[1] or '0') .. ':' .. ARGV[2])
 redis.call('pexpire', KEYS[6], life)
 -- The list and the zset live as long as a waiter renews its place.
 redis.call('pexpire', KEYS[4], life)
