@@ -63,18 +63,23 @@ func Withdraw(ctx context.Context, after <-chan struct{}, c conn.Client, unlockT
 // fails with a transient error, for up to window. A try that a stalled
 // server held runs when the server comes back, maybe after any give-back
 // sent during the stall: the give-back must outlast the stall (window is
-// the acquisition's lease, past which its grant lapses anyway).
+// the acquisition's lease, past which its grant lapses anyway). Its
+// tries are spaced as a waiter's are (backoff): many acquisitions give up
+// together when a server struggles, and must not press it in step.
 func GiveBack(late <-chan struct{}, window time.Duration, undo func() error) {
 	go func() {
 		if late != nil {
 			<-late
 		}
 		end := time.Now().Add(window)
+		var bo backoff
 		for {
 			err := undo()
-			if err == nil || !conn.Transient(err) || time.Now().After(end) {
+			left := time.Until(end)
+			if err == nil || !conn.Transient(err) || left <= 0 {
 				return
 			}
+			time.Sleep(min(bo.next(), left))
 		}
 	}()
 }
