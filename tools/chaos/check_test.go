@@ -162,6 +162,26 @@ func TestElectionEpochsAndObservers(t *testing.T) {
 	}
 }
 
+// An epoch that goes back after a failover is under the failover's limit
+// when a leader involved was elected with replica sync off, as an
+// overlap is; with sync on for both, it is a violation.
+func TestElectionEpochBackAfterFailoverWithoutSync(t *testing.T) {
+	fo := FaultEvent{Fault: Fault{ID: 2, Kind: fFailoverSeen, Topo: "t", Target: "t/m1"}, At: 25 * ms, Until: 25 * ms}
+	for _, noSync := range []bool{false, true} {
+		a := acq("w0#0", "election", "E", "a", 5, 0, 10)
+		b := acq("w1#0", "election", "E", "b", 4, 30, 40)
+		a.NoSync = noSync
+		as, _ := hist([]Record{a, endOf(a, opRelease, 20), b, endOf(b, opRelease, 50)}, fo).checkElection()
+		want := "violation"
+		if noSync {
+			want = "expected"
+		}
+		if len(as) != 1 || as[0].Class != want {
+			t.Errorf("leader before with replica sync off %v: anomalies %+v, want one %s", noSync, as, want)
+		}
+	}
+}
+
 func TestVerdicts(t *testing.T) {
 	a := acq("w0#0", "lock", "L", "a", 0, 0, 10)
 	b := acq("w1#0", "lock", "L", "b", 0, 50, 60)

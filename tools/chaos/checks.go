@@ -139,7 +139,7 @@ func (h *history) checkElection() ([]Anomaly, map[string]int) {
 			if a, b := hs[i-1], hs[i]; b.Token <= a.Token {
 				an := Anomaly{Check: "one leader", Topo: b.Topo, Name: b.Name, From: b.From, To: b.From,
 					Detail: fmt.Sprintf("epoch %d of %s not above %d of the leader before, %s", b.Token, b.Owner, a.Token, a.Owner),
-					procs:  []string{a.Proc, b.Proc}}
+					procs:  []string{a.Proc, b.Proc}, noSync: a.NoSync || b.NoSync}
 				h.classify(&an, false)
 				out = append(out, an)
 			}
