@@ -28,11 +28,15 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 	began := time.Now()
 	var vals []int64
 	var derr error // the script's, read by a give-back only once it returned
+	call := downgradeLua{
+		Lock: rw.args.name, Channel: rw.args.channel, LeaseKeys: rw.timeoutPrefix(wh.Owner), TokenCounter: rw.args.token, Latch: rw.latch(),
+		LeaseMS: cfg.Lease().Milliseconds(), Owner: wh.Owner, WriteOwner: wh.Owner + ":write", Publish: rw.args.publish,
+		LatchLife: rw.cfg.LatchArg(rw.cfg.UnlockTimeout),
+	}.call()
 	err = conn.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) error {
-		vals, derr = downgradeLua{
-			Lock: rw.args.name, Channel: rw.args.channel, LeaseKeys: rw.timeoutPrefix(wh.Owner), TokenCounter: rw.args.token,
-			LeaseMS: cfg.Lease().Milliseconds(), Owner: wh.Owner, WriteOwner: wh.Owner + ":write", Publish: rw.args.publish,
-		}.call().Run(context.WithoutCancel(ctx), rw.client).Int64Slice()
+		// The latch makes a resend (go-redis's, after a lost reply) return
+		// the first run's answer instead of converting a second count.
+		vals, derr = call.Run(context.WithoutCancel(ctx), rw.client).Int64Slice()
 		return derr
 	})
 	if err == nil && len(vals) != 2 {

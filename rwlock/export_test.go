@@ -19,3 +19,6 @@ func Options(opts []options.Option) []Option {
 	}
 	return out
 }
+
+// DowngradeSource is the script Downgrade runs.
+func DowngradeSource() string { return downgrade.Source() }

@@ -97,14 +97,16 @@ type downgradeLua struct {
 	Lock, Channel     any
 	LeaseKeys         string
 	TokenCounter      any
+	Latch             string
 	LeaseMS           int64
 	Owner, WriteOwner string
 	Publish           any
+	LatchLife         any
 }
 
 func (s downgradeLua) call() scripts.Call {
-	return downgrade.With(4, s.Lock, s.Channel, s.LeaseKeys, s.TokenCounter,
-		s.LeaseMS, s.Owner, s.WriteOwner, s.Publish)
+	return downgrade.With(5, s.Lock, s.Channel, s.LeaseKeys, s.TokenCounter, s.Latch,
+		s.LeaseMS, s.Owner, s.WriteOwner, s.Publish, s.LatchLife)
 }
 
 // withdrawLua lays out a call of lua/withdraw.lua.

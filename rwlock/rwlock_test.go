@@ -547,6 +547,38 @@ func TestDowngradeOfReentrantWriteKeepsWriteMode(t *testing.T) {
 	})
 }
 
+// A downgrade whose reply was lost is sent again (go-redis resends after a
+// read timeout): the latch answers the second run, so one write count is
+// converted, not two, and the only one is not reported lost.
+func TestDowngradeRunTwice(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		c := env.NewClient(t)
+		twice := redistest.NewScriptFaults(rwlock.DowngradeSource())
+		twice.Twice = true
+		c.AddHook(twice)
+		rw := rwlock.New(c, "dg-twice")
+		w1, err := rw.Lock(as(ctx, "w"))
+		require.NoError(t, err)
+		w2, err := rw.Lock(w1)
+		require.NoError(t, err)
+		d, err := rw.Downgrade(w2)
+		require.NoError(t, err)
+		require.Equal(t, "write", mode(t, env.Universal, "dg-twice"), "the outer write hold still holds")
+		require.Equal(t, 1, count(t, env.Universal, "dg-twice", "w:write"))
+		require.Equal(t, 1, count(t, env.Universal, "dg-twice", "w"))
+		require.NoError(t, rw.RUnlock(d))
+
+		d, err = rw.Downgrade(w1) // the last write count
+		require.NoError(t, err, "the second run must answer as the first")
+		require.Equal(t, "read", mode(t, env.Universal, "dg-twice"))
+		require.Equal(t, 1, count(t, env.Universal, "dg-twice", "w"))
+		require.NoError(t, rw.RUnlock(d))
+		require.False(t, exists(t, env.Universal, "dg-twice"))
+		onlyBookkeepingLeft(t, env.Universal, "dg-twice")
+	})
+}
+
 // TestDowngradeWakesWaitingReaders: readers waiting behind the writer, on
 // this process and on three others, get in when the writer downgrades,
 // while the downgraded hold is still held.

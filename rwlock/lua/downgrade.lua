@@ -1,16 +1,21 @@
 -- Turn one write acquisition into a read acquisition atomically: the owner
 -- takes a read lock (allowed to a writer) and gives back one write count;
 -- at zero writes the lock turns to read mode and waiting readers are woken.
+-- Safe to send again: the first run leaves its answer in a short-lived
+-- latch key, and a second run (a resend after a lost reply) returns it
+-- instead of converting a second write count.
 --
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the channel, redisson_rwlock:{<name>}
 -- KEYS[3]  this owner's lease keys prefix, {<name>}:<owner>:rwlock_timeout
 -- KEYS[4]  fencing token counter, redisson_lock_token:{<name>} (fence:
 --          internal/scripts' lua/fence.lua, loaded before this source)
+-- KEYS[5]  the latch, redisson_unlock_latch:{<name>}:<request id>
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner id
 -- ARGV[3]  owner id .. ':write'
 -- ARGV[4]  publish command
+-- ARGV[5]  latch lifetime in milliseconds
 --
 -- A command this user may not run is refused before anything is written
 -- (may, from internal/scripts' lua/fence.lua), with an error reply naming
@@ -20,11 +25,16 @@
 -- lock. Readers the server could not tell (a publish refused after the
 -- writes, on a server too old to refuse it beforehand) try again by
 -- their lock's TTL.
-local no = may({{'hget', KEYS[1]}, {'hincrby', KEYS[1]}, {'set', KEYS[3] .. ':1'}, {'pttl', KEYS[3] .. ':1'},
+local no = may({{'get', KEYS[5]}, {'hget', KEYS[1]}, {'hincrby', KEYS[1]}, {'set', KEYS[3] .. ':1'}, {'pttl', KEYS[3] .. ':1'},
   {'pexpire', KEYS[3] .. ':1'}, {'pttl', KEYS[1]}, {'pexpire', KEYS[1]}, {'hdel', KEYS[1]}, {'hset', KEYS[1]},
-  {ARGV[4], KEYS[2]}}, fenced(KEYS[4]))
+  {ARGV[4], KEYS[2]}, {'set', KEYS[5]}}, fenced(KEYS[4]))
 if no then
   return no
+end
+local done = redis.call('get', KEYS[5])
+if done ~= false then
+  local ind, token = string.match(done, '^(%d+):(%d+)$')
+  return {tonumber(ind), tonumber(token)}
 end
 local c = tonumber(redis.call('hget', KEYS[1], ARGV[3]))
 if c == nil then
@@ -47,4 +57,7 @@ else
   redis.call('hset', KEYS[1], 'mode', 'read')
   tell(ARGV[4], KEYS[2], 1)
 end
-return {ind, fence(KEYS[4])}
+local token = fence(KEYS[4])
+-- %.0f: a token has 16 digits, more than Lua's default number format keeps
+redis.call('set', KEYS[5], string.format('%.0f:%.0f', ind, token), 'px', ARGV[5])
+return {ind, token}
