@@ -114,6 +114,38 @@ func TestWeightsMadeAnewGetATTL(t *testing.T) {
 	})
 }
 
+// TestBoundKeptWhenTheHashIsLost: the hash that sums the permits in use,
+// evicted or deleted while permits live, is recounted from them, so the
+// bound holds; a permit whose weight is lost too counts as the whole
+// semaphore until it ends.
+func TestBoundKeptWhenTheHashIsLost(t *testing.T) {
+	each(t, func(t *testing.T, env *env) {
+		ctx := ctxT(t)
+		const name = "lost-hash"
+		s := semaphore.New(env.Universal, name, 5)
+		a, err := s.Acquire(ctx, 3)
+		require.NoError(t, err)
+		b, err := s.Acquire(ctx, 2)
+		require.NoError(t, err)
+		require.NoError(t, env.Universal.Del(ctx, name).Err())
+		_, err = s.TryAcquire(ctx, 1)
+		require.ErrorIs(t, err, semaphore.ErrNotAcquired, "5 of 5 permits are held")
+		require.NoError(t, s.Release(b))
+		c, err := s.TryAcquire(ctx, 2)
+		require.NoError(t, err, "2 of 5 are free")
+
+		require.NoError(t, env.Universal.Del(ctx, name, scripts.Weights(name)).Err())
+		_, err = s.TryAcquire(ctx, 1)
+		require.ErrorIs(t, err, semaphore.ErrNotAcquired, "permits of unknown weight live")
+		require.NoError(t, s.Release(a))
+		require.NoError(t, s.Release(c))
+		d, err := s.TryAcquire(ctx, 5)
+		require.NoError(t, err, "every permit is free again")
+		require.NoError(t, s.Release(d))
+		redistest.RequireBoundedKeyspace(t, ctx, env.Universal, time.Minute)
+	})
+}
+
 // TestAcquireRunAgainCountsWhatLapsed: an acquisition's script run a
 // second time (its first reply lost) finds its permit; what lapsed in
 // between and was purged on the way is counted free, not kept in used.

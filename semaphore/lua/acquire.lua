@@ -56,6 +56,7 @@ end
 if S.size == nil then
   redis.call('hset', KEYS[1], 'size', size, 'used', 0)
 end
+S.cap = size
 
 local used = purge(S, now)
 -- an earlier run of this acquisition (its reply lost) took the permits:

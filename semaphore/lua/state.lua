@@ -54,6 +54,19 @@ local function load(S)
   S.used = S.stored or 0
 end
 
+-- recount is the permits in use, summed from the live permits' weights:
+-- used as the hash records it is lost (the hash evicted or deleted under
+-- live permits) or wrong (below 0). A permit whose weight is lost too
+-- counts as the whole semaphore (S.size, else S.cap: the size the caller
+-- knows), so that nothing is granted past the bound while it lives.
+local function recount(S)
+  local used = 0
+  for _, id in ipairs(redis.call('zrange', S.permits, 0, -1)) do
+    used = used + (tonumber(redis.call('hget', S.weights, id)) or S.size or S.cap or 1)
+  end
+  return used
+end
+
 -- purge removes the permits that lapsed by now, and the waiters at the
 -- head of the line whose marks lapsed, and returns the permits in use
 -- after it (from S.used: load first). A lapsed waiter behind a live one
@@ -69,12 +82,15 @@ local function purge(S, now)
     redis.call('hdel', S.weights, id)
     redis.call('zrem', S.permits, id)
   end
+  if S.stored == nil or used < 0 then
+    used = recount(S)
+  end
   -- used is a sum kept beside the permits; with no live permit it is 0,
   -- whatever it says (the permits zset was deleted or evicted under it)
   -- S.fresh: no permit lives, so the permits and weights keys written
   -- next are new and have no TTL yet (settle gives them one). A script
   -- that writes a permit after removing others must write it first.
-  S.fresh = used < 0 or redis.call('zcard', S.permits) == 0
+  S.fresh = redis.call('zcard', S.permits) == 0
   if S.fresh then
     used = 0
     redis.call('del', S.weights)
