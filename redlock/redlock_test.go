@@ -1403,3 +1403,50 @@ func TestContentionNoOverlap(t *testing.T) {
 	}
 	require.Equal(t, zeros(5), ms.existsOn(t, "contended", ms.all()...))
 }
+
+// failNextPipeline fails the next pipeline sent through the client it
+// hooks, before it is written, as a connection reset would.
+type failNextPipeline struct{ armed atomic.Bool }
+
+func (f *failNextPipeline) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f *failNextPipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (f *failNextPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if f.armed.CompareAndSwap(true, false) {
+			for _, c := range cmds {
+				c.SetErr(redistest.ErrReadTimeout)
+			}
+			return redistest.ErrReadTimeout
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestRenewalRetriesAFailedMasterWhileAnotherStalls: of three masters one
+// stalls past the lease and another fails one renewal; the third renews.
+// The round cannot be decided until the stalled one answers, so it is
+// sent again within the lease instead: the failed master renews then, a
+// quorum with the third, and the hold goes on.
+func TestRenewalRetriesAFailedMasterWhileAnotherStalls(t *testing.T) {
+	ctx := ctxT(t)
+	ms := startMasters(t, 3)
+	cs := ms.process(t, func(o *redis.Options) { o.ReadTimeout = 10 * time.Second })
+	blip := &failNextPipeline{}
+	cs[1].AddHook(blip)
+	const lease = renewLease
+	rl := redlock.New(mutexes(cs, "blip"), redlock.WithWatchdogTimeout(lease), redlock.WithUnlockTimeout(3*lease))
+	held, err := rl.Lock(ctx)
+	require.NoError(t, err)
+	ms.pause(t, 0, 3*lease)
+	blip.armed.Store(true)
+	deadline := time.Now().Add(2*lease + lease/2)
+	for time.Now().Before(deadline) && held.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.False(t, blip.armed.Load(), "no renewal was sent to master 1")
+	require.NoError(t, context.Cause(held), "masters 1 and 2 could renew, a quorum, yet the hold was declared lost")
+	require.NoError(t, rl.Unlock(held))
+	require.NoError(t, rl.Drain(ctx))
+}

@@ -80,9 +80,13 @@ type Lease struct {
 	// A renewal round sends one script per target. It is decided as soon
 	// as the quorum renewed (or cannot), without waiting for a stalled
 	// target; results of older rounds are ignored.
-	round     int
-	open      bool // a round is under way, undecided
-	pending   int  // targets of the round not answered yet
+	round int
+	open  bool // a round is under way, undecided
+	// resendAt is when an open round of several targets is sent again,
+	// still undecided: a stalled target holds the round open, and a
+	// target that failed meanwhile would get no other try before the loss.
+	resendAt  time.Time
+	pending   int // targets of the round not answered yet
 	okN       int
 	goneN     int
 	errN      int

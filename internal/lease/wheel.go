@@ -11,10 +11,22 @@ func (w *Watchdog) tickOf(t time.Time) int64 {
 // scheduleLocked puts l in the wheel at its next event.
 func (w *Watchdog) scheduleLocked(l *Lease) {
 	at := l.lossAt
-	if l.spec.Renew && !l.open && l.renewAt.Before(at) {
-		at = l.renewAt
+	if next := l.nextRoundLocked(); !next.IsZero() && next.Before(at) {
+		at = next
 	}
 	w.placeLocked(l, at)
+}
+
+// nextRoundLocked is when l's next renewal round is due (zero: none):
+// renewAt, or while a round is open, its resendAt.
+func (l *Lease) nextRoundLocked() time.Time {
+	switch {
+	case !l.spec.Renew:
+		return time.Time{}
+	case l.open:
+		return l.resendAt
+	}
+	return l.renewAt
 }
 
 func (w *Watchdog) placeLocked(l *Lease, at time.Time) {
@@ -159,7 +171,8 @@ func (w *Watchdog) advanceLocked(now time.Time) ([]renewal, []lossNotice) {
 			// A renewal that falls due later in this tick goes in this
 			// tick's round (early by less than a tick, which is safe: one
 			// round per tick); a loss check keeps its instant (next tick).
-			renew := l.spec.Renew && !l.open && l.renewAt.Before(l.lossAt) && w.tickOf(l.renewAt) <= end
+			next := l.nextRoundLocked()
+			renew := !next.IsZero() && next.Before(l.lossAt) && w.tickOf(next) <= end
 			if l.eventAt.After(now) && !renew {
 				w.placeLocked(l, l.eventAt) // due later in this tick: next tick
 				continue
@@ -178,7 +191,15 @@ func (w *Watchdog) advanceLocked(now time.Time) ([]renewal, []lossNotice) {
 				for i := range l.spec.Targets {
 					batch = append(batch, renewal{l, i, l.round})
 				}
-				w.placeLocked(l, l.lossAt) // the loss check runs even while in flight
+				// Sent again a third of the lease on if still undecided (the
+				// answers to this round are then ignored); the loss check
+				// runs even while in flight. One target: a round is decided
+				// by its answer, and a resend would wait on the same server.
+				l.resendAt = time.Time{}
+				if len(l.spec.Targets) > 1 {
+					l.resendAt = now.Add(l.spec.Timeout / 3)
+				}
+				w.scheduleLocked(l)
 			default:
 				w.scheduleLocked(l)
 			}
