@@ -77,7 +77,7 @@ func newHistory(recs []Record, faults []FaultEvent, ends []IncEnd, stopAt, quiet
 func buildHolds(recs []Record, incEnds map[string]int64, stopAt int64) []Hold {
 	ends := map[string]Record{}
 	for _, r := range recs {
-		if r.Op == opRelease || r.Op == opLost {
+		if r.Op == opRelease || r.Op == opReleasing || r.Op == opLost {
 			k := r.Topo + "|" + r.Owner
 			if e, ok := ends[k]; !ok || r.Start < e.Start {
 				ends[k] = r

@@ -95,6 +95,22 @@ func TestKilledIncarnationHoldEndsAtExit(t *testing.T) {
 	}
 }
 
+// A worker killed while its release was in flight leaves the releasing
+// record alone: the hold ends there (the release may have run), not at
+// the exit.
+func TestReleaseInFlightAtAKillEndsTheHold(t *testing.T) {
+	a := acq("w0#0", "rlock", "R", "a", 0, 0, 10)
+	w := acq("w1#0", "wlock", "R", "w", 0, 50, 60)
+	h := newHistory([]Record{a, endOf(a, opReleasing, 30), w, endOf(w, opRelease, 120)}, nil,
+		[]IncEnd{{Proc: "w0#0", At: 700 * ms}}, 1000*ms, 900*ms, 2*time.Second)
+	if as, _ := h.checkRW(); len(as) != 0 {
+		t.Fatalf("anomalies %+v: a's release was called before the writer got in", as)
+	}
+	if h.holds[0].To != 30*ms {
+		t.Errorf("hold %+v: want it ended at its release's call, 30 ms", h.holds[0])
+	}
+}
+
 func semHold(proc, owner string, w, start, end int64) []Record {
 	r := acq(proc, "sem", "S", owner, 0, start, start)
 	r.Weight, r.Size = w, 3

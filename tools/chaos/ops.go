@@ -197,7 +197,10 @@ func (w *worker) hold(ctx context.Context, s side, held context.Context, base Re
 		}
 	}
 	rel := base
-	rel.Op, rel.Start = opRelease, now()
+	rel.Op, rel.Start = opReleasing, now()
+	rel.End = rel.Start
+	w.rec.add(rel)
+	rel.Op = opRelease
 	err := s.release(held)
 	rel.End, rel.OK, rel.Err = now(), err == nil, errText(err)
 	w.rec.add(rel)

@@ -14,8 +14,12 @@ const (
 	opAcquire = "acquire" // an acquisition attempt: Start is its call, End its reply
 	opHold    = "hold"    // a fenced write made while holding, at Start (the store is the checker)
 	opRelease = "release" // Start: the release is called (the hold ends), End: it returned
-	opLost    = "lost"    // the hold's context ended with ErrLockLost, at Start
-	opObserve = "observe" // an observer heard of a leader (Token: its epoch; 0 vacant)
+	// opReleasing is written as the release is called, before it is sent:
+	// a worker killed before the reply leaves this alone, and the hold
+	// ends here all the same (the release may have run).
+	opReleasing = "releasing"
+	opLost      = "lost"    // the hold's context ended with ErrLockLost, at Start
+	opObserve   = "observe" // an observer heard of a leader (Token: its epoch; 0 vacant)
 )
 
 // Record is one line of a worker's history. Times are wall-clock Unix
