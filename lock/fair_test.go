@@ -213,10 +213,17 @@ func TestFairGrantAcrossProcesses(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
 		admin := env.U()
+		waiter := env.NewClient(t)
+		// A client learns whether the server has replicas from its first
+		// call; until then its waiters are listed to be woken, not granted
+		// (replica sync may ask for a WAIT a grant would not have).
+		warm := lock.NewFair(waiter, "fair")
+		wh, err := warm.Lock(ctx)
+		require.NoError(t, err)
+		require.NoError(t, warm.Unlock(wh))
 		holder := lock.NewFair(admin, "fair")
 		held, err := holder.Lock(ctx)
 		require.NoError(t, err)
-		waiter := env.NewClient(t)
 		got := lockAsync(lock.NewFair(waiter, "fair", lock.WithWatchdogTimeout(20*time.Second)), ctx)
 		awaitQueued(t, ctx, admin, 1)
 		id := queued(t, ctx, admin)[0]
