@@ -25,7 +25,8 @@ type Results struct {
 	Anomalies []Anomaly    `json:"anomalies"`
 	KeysLeft  []KeyLeft    `json:"keys_left"`
 	IncEnds   []IncEnd     `json:"incarnation_ends"` // when each worker process ended
-	Pass      bool         `json:"pass"`             // no violation
+	Invalid   string       `json:"invalid,omitzero"` // why the run proves nothing
+	Pass      bool         `json:"pass"`             // no violation, and valid
 }
 
 // finish checks the history and writes results.json and report.html.
@@ -36,7 +37,7 @@ func (r *runner) finish(stopAt int64, events []FaultEvent, keys []KeyLeft) error
 	}
 	slices.SortFunc(events, func(a, b FaultEvent) int { return a.ID - b.ID })
 	r.mu.Lock()
-	ends := slices.Clone(r.incEnds)
+	ends, invalid := slices.Clone(r.incEnds), r.invalid
 	r.mu.Unlock()
 	quietAt := r.start.Add(r.quiet()).UnixNano()
 	h := newHistory(recs, events, ends, stopAt, quietAt, r.lease)
@@ -51,6 +52,9 @@ func (r *runner) finish(stopAt int64, events []FaultEvent, keys []KeyLeft) error
 			res.Pass = false
 		}
 	}
+	if invalid != nil {
+		res.Invalid, res.Pass = invalid.Error(), false
+	}
 	if err := writeJSON(filepath.Join(r.out, "results.json"), res); err != nil {
 		return err
 	}
@@ -58,7 +62,10 @@ func (r *runner) finish(stopAt int64, events []FaultEvent, keys []KeyLeft) error
 		return err
 	}
 	printSummary(r, &res)
-	if !res.Pass {
+	switch {
+	case invalid != nil:
+		return fmt.Errorf("run invalid: %w", invalid)
+	case !res.Pass:
 		return errViolations
 	}
 	return nil

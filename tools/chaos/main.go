@@ -78,6 +78,7 @@ type runner struct {
 	mu      sync.Mutex
 	procs   []*proc
 	incEnds []IncEnd
+	invalid error // why the results cannot be trusted (a server's port taken)
 
 	topos   map[string]*topology
 	servers map[string]*server

@@ -124,7 +124,7 @@ func (r *runner) killServer(f Fault) (func() error, string, error) {
 		if _, err := s.start(); err != nil {
 			return err
 		}
-		return waitAddr(s.addr, 10*time.Second)
+		return r.waitOwn(s)
 	}, note, nil
 }
 

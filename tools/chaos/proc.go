@@ -147,6 +147,16 @@ func waitAddr(addr string, d time.Duration) error {
 	}
 }
 
+// pid is the process's pid in its current incarnation (0: not started).
+func (p *proc) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // freePort returns a loopback port nobody listens on now.
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -76,10 +77,49 @@ func (r *runner) launch(s *server) error {
 	if _, err := s.start(); err != nil {
 		return err
 	}
+	return r.waitOwn(s)
+}
+
+// errForeign: a server's port is answered by another process (a run
+// started beside this one took it between freePort and the bind), so the
+// workers would talk to a server this run neither faults nor checks.
+var errForeign = errors.New("port answered by another process")
+
+// waitOwn waits until s's own process answers on its port. Another
+// process answering there invalidates the run: it is recorded (invalid)
+// and returned.
+func (r *runner) waitOwn(s *server) error {
 	if err := waitAddr(s.addr, 10*time.Second); err != nil {
 		return fmt.Errorf("server %s: %w", s.id, err)
 	}
-	return nil
+	c := admin(s.addr)
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := c.InfoMap(context.Background(), "server").Result()
+		if err == nil {
+			got := info["Server"]["process_id"]
+			if got == strconv.Itoa(s.proc.pid()) {
+				return nil
+			}
+			err = fmt.Errorf("server %s: %w (pid %s, not %d)", s.id, errForeign, got, s.proc.pid())
+			r.invalidate(err)
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("server %s: INFO: %w", s.id, err)
+		}
+		time.Sleep(20 * time.Millisecond) // LOADING, say
+	}
+}
+
+// invalidate records why the run's results cannot be trusted.
+func (r *runner) invalidate(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.invalid == nil {
+		r.invalid = err
+	}
 }
 
 // startSentinelTopology: a master, a replica and three Sentinels (quorum 2).
