@@ -28,7 +28,6 @@ type readClaim struct {
 	ctx    context.Context // the acquiring context, for a Discard
 	owner  string
 	lease  time.Duration
-	sync   scripts.ReplicaPolicy // the reader's own
 	given  bool
 	token  int64
 	sentAt time.Time
@@ -44,7 +43,7 @@ func (c *readClaim) Granted(g queue.Grant) { c.given, c.token, c.sentAt = true, 
 // for this reader with no WAIT after it, which the reader's own replica
 // sync may ask for, whatever the releasing RWMutex's config.
 func (c *readClaim) Declines(ctx context.Context) bool {
-	return scripts.SyncNeeded(ctx, c.rw.client, c.sync, c.rw.name)
+	return scripts.SyncNeeded(ctx, c.rw.client, c.rw.cfg.ReplicaPolicy(), c.rw.name)
 }
 
 // Discard gives back a read lock handed over as the acquire gave up.

@@ -289,7 +289,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 	// A writer's release may take the read lock for a reader whose owner
 	// was minted here (handoff.go).
 	if s == read && !once && !shared {
-		a.claim = &readClaim{rw: rw, ctx: ctx, owner: ownerID, lease: leaseTime, sync: cfg.ReplicaPolicy()}
+		a.claim = &readClaim{rw: rw, ctx: ctx, owner: ownerID, lease: leaseTime}
 	}
 	// A re-entry must not queue behind waiters that wait for this very
 	// owner; nor may the writer's own read.

@@ -31,8 +31,7 @@ type waiter struct {
 	permitID string
 	n        int64
 	lease    time.Duration
-	sync     scripts.ReplicaPolicy // the waiter's own
-	sentAt   time.Time             // of the try or the hand-off that took the permits
+	sentAt   time.Time // of the try or the hand-off that took the permits
 }
 
 // Granted takes the permits a release handed over, sent at g.SentAt.
@@ -42,7 +41,7 @@ func (w *waiter) Granted(g queue.Grant) { w.sentAt = g.SentAt }
 // with no WAIT after it, which its own replica sync may ask for, whatever
 // the releasing Semaphore's config.
 func (w *waiter) Declines(ctx context.Context) bool {
-	return scripts.SyncNeeded(ctx, w.s.client, w.sync, w.s.name)
+	return scripts.SyncNeeded(ctx, w.s.client, w.s.cfg.ReplicaPolicy(), w.s.name)
 }
 
 // Discard gives back permits handed over as the acquire gave up (to the

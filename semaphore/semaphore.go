@@ -283,7 +283,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 	leaseTime := cfg.Lease()
 	permitID := hold.RequestID()
 	t := &permitTry{s: s, cfg: cfg, owner: ownerID, sync: cfg.ReplicaPolicy(), wd: wd,
-		claim: waiter{s: s, ctx: ctx, permitID: permitID, n: n, lease: leaseTime, sync: cfg.ReplicaPolicy()}}
+		claim: waiter{s: s, ctx: ctx, permitID: permitID, n: n, lease: leaseTime}}
 	tr, req := t.request(size, once)
 	if err := acquire.Do(ctx, tr, req); err != nil {
 		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
