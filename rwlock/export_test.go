@@ -22,3 +22,7 @@ func Options(opts []options.Option) []Option {
 
 // DowngradeSource is the script Downgrade runs.
 func DowngradeSource() string { return downgrade.Source() }
+
+// GiveBackSources are the scripts a give-back runs: what it sends after
+// an acquisition whose reply was lost.
+func GiveBackSources() []string { return []string{readRelease.Source(), writeRelease.Source()} }

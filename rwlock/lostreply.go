@@ -14,7 +14,7 @@ import (
 // lock would stay taken by nobody until its lease ran out. A minted
 // owner's field can only be that grant, released as any hold of the side
 // is (nothing when it is not there); with a latch, the latch says whether
-// that run counted, and is taken away so the count goes back once.
+// that run counted (undo).
 // A try the caller stopped waiting for (late, when not nil) is waited
 // for first, so that the give-back comes after whatever it takes, and the
 // give-back is then retried through an outage for up to the lease
@@ -30,20 +30,11 @@ func (rw *RWMutex) giveBack(ctx context.Context, s access, ownerID, latch string
 
 // undo gives back the count one acquisition of side s took (or may have
 // taken), as giveBack describes, waking the waiters when the lock becomes
-// free; each step is retried for the unlock timeout, regardless of ctx's
-// cancellation.
+// free; retried for the unlock timeout, regardless of ctx's cancellation.
+// With a latch, one script checks that the acquisition counted, takes the
+// latch away and releases the count, so that a resent or retried undo
+// gives the count back once, and never skips it.
 func (rw *RWMutex) undo(ctx context.Context, s access, ownerID, latch string) error {
-	ctx = context.WithoutCancel(ctx)
-	timeout := rw.cfg.UnlockTimeout
-	if latch != "" {
-		n, err := giveBackLua{Latch: latch}.call().Retrying(ctx, rw.client, timeout).Int64()
-		if err != nil || n == 0 {
-			return err
-		}
-	}
-	n, err := rw.runRelease(ctx, s, ownerID, timeout)
-	if err == nil && n >= 1 {
-		rw.hub.Release(rw.channel)
-	}
+	_, err := rw.releaseOnce(context.WithoutCancel(ctx), s, ownerID, latch, rw.cfg.UnlockTimeout)
 	return err
 }

@@ -145,3 +145,41 @@ func TestAcquireRunAgainRenewsLease(t *testing.T) {
 		require.NoError(t, rw.RUnlock(r))
 	})
 }
+
+// TestGiveBackReplyLostToo: a re-entry's reply is lost, and so is the
+// reply of the give-back that follows; the give-back is sent again (as
+// go-redis or its own retry would), and the count the re-entry added
+// must still go back exactly once, on either side, so that the outer
+// hold's unlock frees the lock.
+func TestGiveBackReplyLostToo(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		for _, side := range []string{"read", "write"} {
+			ctx := ctxT(t)
+			name := "lost:giveback:" + side
+			lossy := env.NewClient(t)
+			acquires := newAcquireHook()
+			gives := redistest.NewScriptFaults(rwlock.GiveBackSources()...)
+			lossy.AddHook(acquires)
+			lossy.AddHook(gives)
+			rw := rwlock.New(lossy, name)
+			lock, relock, unlock := rw.RLock, rw.RLock, rw.RUnlock
+			field := func(held context.Context) string { return ownerField(t, held) }
+			if side == "write" {
+				lock, relock, unlock = rw.Lock, rw.Lock, rw.Unlock
+				field = func(held context.Context) string { return ownerField(t, held) + ":write" }
+			}
+			outer, err := lock(ctx)
+			require.NoError(t, err, side)
+			acquires.Lose.Store(1)
+			gives.Lose.Store(1)
+			_, err = relock(outer)
+			require.ErrorIs(t, err, os.ErrDeadlineExceeded, side)
+			require.Eventually(t, func() bool { return gives.Seen.Load() >= 2 }, 5*time.Second, time.Millisecond,
+				"%s: the give-back was sent again after its reply was lost", side)
+			require.Eventually(t, func() bool { return count(t, env.Universal, name, field(outer)) == 1 }, 5*time.Second,
+				time.Millisecond, "%s: the lost re-entry was given back", side)
+			require.NoError(t, unlock(outer), side)
+			require.Zero(t, env.Universal.Exists(ctx, name).Val(), "%s: freed by the outer hold's unlock", side)
+		}
+	})
+}

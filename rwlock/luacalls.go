@@ -24,7 +24,6 @@ var (
 	writeRelease = scripts.Load(luaFS, "lua/write_release.lua", scripts.Fence)
 	downgrade    = scripts.Load(luaFS, "lua/downgrade.lua", scripts.Fence)
 	withdraw     = scripts.Load(luaFS, "lua/withdraw.lua", scripts.Checks)
-	giveBack     = scripts.Load(luaFS, "lua/give_back.lua")
 
 	readRenewer  = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew_read.lua"), KeysPer: 2}
 	writeRenewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew_write.lua"), KeysPer: 1}
@@ -60,25 +59,35 @@ func (s writeAcquireLua) call() scripts.Call {
 		s.LeaseMS, s.WriteOwner, s.Owner, s.Member, s.Mode, s.LatchLife)
 }
 
-// readReleaseLua lays out a call of lua/read_release.lua.
+// readReleaseLua lays out a call of lua/read_release.lua. AcquireLatch
+// is a give-back's (see RWMutex.undo); a release leaves it empty, and the
+// key out.
 type readReleaseLua struct {
-	Lock, Channel      any
-	LeaseKeys          string
-	Prefix             any
-	Latch, Owner       string
-	Publish, LatchLife any
+	Lock, Channel       any
+	LeaseKeys           string
+	Prefix              any
+	Latch, AcquireLatch string
+	Owner               string
+	Publish, LatchLife  any
 }
 
 func (s readReleaseLua) call() scripts.Call {
+	if s.AcquireLatch != "" {
+		return readRelease.With(6, s.Lock, s.Channel, s.LeaseKeys, s.Prefix, s.Latch, s.AcquireLatch,
+			s.Owner, s.Publish, s.LatchLife)
+	}
 	return readRelease.With(5, s.Lock, s.Channel, s.LeaseKeys, s.Prefix, s.Latch,
 		s.Owner, s.Publish, s.LatchLife)
 }
 
-// writeReleaseLua lays out a call of lua/write_release.lua.
+// writeReleaseLua lays out a call of lua/write_release.lua. AcquireLatch
+// is a give-back's (see RWMutex.undo); a release leaves it empty, and the
+// key out.
 type writeReleaseLua struct {
 	Lock, Channel                      any
 	Latch                              string
 	WriteWaiters, TokenCounter, Prefix any
+	AcquireLatch                       string
 	WriteOwner                         string
 	Publish, LatchLife                 any
 	// Readers are the readers to hand the read lock to (ARGV[4], ...):
@@ -87,9 +96,13 @@ type writeReleaseLua struct {
 }
 
 func (s writeReleaseLua) call() scripts.Call {
-	argv := append(make([]any, 0, 9+len(s.Readers)), s.Lock, s.Channel, s.Latch, s.WriteWaiters, s.TokenCounter, s.Prefix,
-		s.WriteOwner, s.Publish, s.LatchLife)
-	return writeRelease.With(6, append(argv, s.Readers...)...)
+	argv := append(make([]any, 0, 10+len(s.Readers)), s.Lock, s.Channel, s.Latch, s.WriteWaiters, s.TokenCounter, s.Prefix)
+	nkeys := 6
+	if s.AcquireLatch != "" {
+		argv, nkeys = append(argv, s.AcquireLatch), 7
+	}
+	argv = append(argv, s.WriteOwner, s.Publish, s.LatchLife)
+	return writeRelease.With(nkeys, append(argv, s.Readers...)...)
 }
 
 // downgradeLua lays out a call of lua/downgrade.lua.
@@ -119,13 +132,4 @@ type withdrawLua struct {
 // call is the withdrawal acquire.Withdraw sends.
 func (s withdrawLua) call() scripts.Call {
 	return withdraw.With(2, s.WriteWaiters, s.Channel, s.Owner, s.Publish)
-}
-
-// giveBackLua lays out a call of lua/give_back.lua.
-type giveBackLua struct {
-	Latch string
-}
-
-func (s giveBackLua) call() scripts.Call {
-	return giveBack.With(1, s.Latch)
 }

@@ -35,9 +35,6 @@ func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
 		"withdraw.lua": {Value: withdrawLua{}, Run: func(w any, c conn.Client) {
 			_ = acquire.Withdraw(ctx, nil, c, timeout, w.(withdrawLua).call())
 		}},
-		"give_back.lua": {Value: giveBackLua{}, Run: func(w any, c conn.Client) {
-			w.(giveBackLua).call().Retrying(ctx, c, timeout)
-		}},
 	}
 	// The renewal scripts take strided batches, laid out by internal/lease.
 	redistest.WrappersMirrorHeaders(t, luaFS, wrappers, "renew_read.lua", "renew_write.lua")

@@ -17,6 +17,11 @@
 -- KEYS[4]  waiting writers, zset {<name>}:rwlock_write_waiters
 -- KEYS[5]  fencing token counter, redisson_lock_token:{<name>}
 -- KEYS[6]  key prefix of the lock, {<name>}
+-- KEYS[7]  a give-back's acquire latch, relock_acquire_latch:{<name>}:<request id>
+--          (absent for a release): the count is given back only when the
+--          acquisition whose reply was lost counted (its latch is there),
+--          and the latch goes in the same run, so that the count goes back
+--          once however often the give-back is sent
 -- ARGV[1]  owner id .. ':write'
 -- ARGV[2]  publish command: publish, or spublish on a cluster
 -- ARGV[3]  latch lifetime in milliseconds
@@ -31,18 +36,22 @@
 -- with one token per reader handed the read lock, in order (none when a
 -- writer waits), {2, token, ...} the same when the message could not be
 -- published (a server too old to refuse it beforehand: the waiters were
--- not told); {0} when write counts remain; {-1} when the owner holds no
--- write lock.
+-- not told); {0} when write counts remain (or a give-back's acquisition
+-- had not counted); {-1} when the owner holds no write lock.
 local lease1 = KEYS[6] .. ':' .. ARGV[1] .. ':rwlock_timeout:1' -- a reader's lease key
 local no = may({{'get', KEYS[3]}, {'hget', KEYS[1]}, {'set', KEYS[3]}, {'hincrby', KEYS[1]}, {'hdel', KEYS[1]}, {'hlen', KEYS[1]}, {'pttl', KEYS[1]},
   {'pexpire', KEYS[1]}, {'hset', KEYS[1]}, {'del', KEYS[1]}, {'time'}, {'zremrangebyscore', KEYS[4]},
-  {'zcard', KEYS[4]}, {'set', lease1}, {ARGV[2], KEYS[2]}}, #ARGV >= 4 and fenced(KEYS[5]) or {})
+  {'zcard', KEYS[4]}, {'set', lease1}, {ARGV[2], KEYS[2]}}, #ARGV >= 4 and fenced(KEYS[5]) or {},
+  KEYS[7] and {{'del', KEYS[7]}} or {})
 if no then
   return no
 end
 local done = redis.call('get', KEYS[3])
 if done ~= false then
   return {tonumber(done)}
+end
+if KEYS[7] and redis.call('del', KEYS[7]) == 0 then
+  return {0}
 end
 local c = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
 if c == nil then
