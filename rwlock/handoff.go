@@ -82,7 +82,7 @@ func (rw *RWMutex) releaseToReaders(ctx context.Context, ownerID string, timeout
 		readers = append(readers, rc.owner, rc.lease.Milliseconds())
 	}
 	sentAt := rw.cfg.Watchdog.Now()
-	vals, err := rw.writeRelease(ctx, ownerID, "", timeout, readers)
+	vals, err := rw.writeRelease(ctx, ownerID, rw.latch(), "", timeout, readers)
 	if err != nil {
 		for _, w := range ws {
 			w.Claimant().(*readClaim).mayHold = true // written before End wakes it
@@ -110,11 +110,11 @@ func (rw *RWMutex) releaseToReaders(ctx context.Context, ownerID string, timeout
 // writeRelease runs lua/write_release.lua for ownerID until it answers or
 // timeout passes, with readers (owner id, lease in ms, each) to hand the
 // read lock to at zero: {1, token per reader handed} released, {0}
-// counts remain, {-1} not held. A give-back's acquireLatch is as in
-// releaseOnce.
-func (rw *RWMutex) writeRelease(ctx context.Context, ownerID, acquireLatch string, timeout time.Duration, readers []any) ([]int64, error) {
+// counts remain, {-1} not held. latch and a give-back's acquireLatch are
+// as in releaseOnce.
+func (rw *RWMutex) writeRelease(ctx context.Context, ownerID, latch, acquireLatch string, timeout time.Duration, readers []any) ([]int64, error) {
 	vals, err := writeReleaseLua{
-		Lock: rw.args.name, Channel: rw.args.channel, Latch: rw.latch(), WriteWaiters: rw.args.waiters, TokenCounter: rw.args.token, Prefix: rw.args.prefix,
+		Lock: rw.args.name, Channel: rw.args.channel, Latch: latch, WriteWaiters: rw.args.waiters, TokenCounter: rw.args.token, Prefix: rw.args.prefix,
 		AcquireLatch: acquireLatch, WriteOwner: ownerID + ":write", Publish: rw.args.publish, LatchLife: rw.cfg.LatchArg(timeout), Readers: readers,
 	}.call().Retrying(ctx, rw.client, timeout).Int64Slice()
 	if err == nil && len(vals) == 0 {

@@ -35,6 +35,6 @@ func (rw *RWMutex) giveBack(ctx context.Context, s access, ownerID, latch string
 // latch away and releases the count, so that a resent or retried undo
 // gives the count back once, and never skips it.
 func (rw *RWMutex) undo(ctx context.Context, s access, ownerID, latch string) error {
-	_, err := rw.releaseOnce(context.WithoutCancel(ctx), s, ownerID, latch, rw.cfg.UnlockTimeout)
+	_, err := rw.releaseOnce(context.WithoutCancel(ctx), s, ownerID, rw.latch(), latch, rw.cfg.UnlockTimeout)
 	return err
 }

@@ -365,22 +365,23 @@ func (rw *RWMutex) latch() string {
 // timeout passes (idempotent through the latch): 1 freed (waiters are
 // woken), 0 holders remain, -1 not held.
 func (rw *RWMutex) runRelease(ctx context.Context, s access, ownerID string, timeout time.Duration) (int64, error) {
-	return rw.releaseOnce(ctx, s, ownerID, "", timeout)
+	return rw.releaseOnce(ctx, s, ownerID, rw.latch(), "", timeout)
 }
 
-// releaseOnce is runRelease, and with acquireLatch a give-back's: the
-// count goes only when that acquisition counted, once (0 otherwise).
-func (rw *RWMutex) releaseOnce(ctx context.Context, s access, ownerID, acquireLatch string, timeout time.Duration) (int64, error) {
+// releaseOnce is runRelease with its latch given, and with acquireLatch a
+// give-back's: the count goes only when the run that left acquireLatch
+// counted, once (-2 when it had not).
+func (rw *RWMutex) releaseOnce(ctx context.Context, s access, ownerID, latch, acquireLatch string, timeout time.Duration) (int64, error) {
 	var res int64
 	var err error
 	if s == read {
 		res, err = readReleaseLua{
-			Lock: rw.args.name, Channel: rw.args.channel, LeaseKeys: rw.timeoutPrefix(ownerID), Prefix: rw.args.prefix, Latch: rw.latch(),
+			Lock: rw.args.name, Channel: rw.args.channel, LeaseKeys: rw.timeoutPrefix(ownerID), Prefix: rw.args.prefix, Latch: latch,
 			AcquireLatch: acquireLatch, Owner: ownerID, Publish: rw.args.publish, LatchLife: rw.cfg.LatchArg(timeout),
 		}.call().Retrying(ctx, rw.client, timeout).Int64()
 	} else {
 		var vals []int64
-		vals, err = rw.writeRelease(ctx, ownerID, acquireLatch, timeout, nil)
+		vals, err = rw.writeRelease(ctx, ownerID, latch, acquireLatch, timeout, nil)
 		if err == nil {
 			res = vals[0]
 		}

@@ -9,11 +9,12 @@
 -- KEYS[3]  this owner's lease keys prefix, {<name>}:<owner>:rwlock_timeout
 -- KEYS[4]  key prefix of the lock, {<name>}
 -- KEYS[5]  the latch, redisson_unlock_latch:{<name>}:<request id>
--- KEYS[6]  a give-back's acquire latch, relock_acquire_latch:{<name>}:<request id>
---          (absent for a release): the count is given back only when the
---          acquisition whose reply was lost counted (its latch is there),
---          and the latch goes in the same run, so that the count goes back
---          once however often the give-back is sent
+-- KEYS[6]  a give-back's latch (absent for a release): an acquisition's,
+--          relock_acquire_latch:{<name>}:<request id>, or a downgrade's,
+--          KEYS[5]'s form; the count is given back only when the run whose
+--          reply was lost counted (its latch is there), and the latch goes
+--          in the same run, so that the count goes back once however often
+--          the give-back is sent
 -- ARGV[1]  owner id
 -- ARGV[2]  publish command: publish, or spublish on a cluster
 -- ARGV[3]  latch lifetime in milliseconds
@@ -23,9 +24,9 @@
 --
 -- Returns 1 when the lock was freed (message published), 2 when freed but
 -- the message could not be published (a server too old to refuse it
--- beforehand: the waiters were not told), 0 when holders remain (or a
--- give-back's acquisition had not counted), -1 when the owner holds no
--- read lock.
+-- beforehand: the waiters were not told), 0 when holders remain, -1 when
+-- the owner holds no read lock, -2 when a give-back's acquisition had not
+-- counted (nothing done).
 -- may and tell come from internal/scripts' lua/acl.lua (scripts.Checks).
 local lease1 = KEYS[3] .. ':1'
 local no = may({{'get', KEYS[5]}, {'del', lease1}, {'pttl', lease1}, {'hincrby', KEYS[1]}, {'hdel', KEYS[1]}, {'hget', KEYS[1]},
@@ -39,7 +40,7 @@ if done ~= false then
   return tonumber(done)
 end
 if KEYS[6] and redis.call('del', KEYS[6]) == 0 then
-  return 0
+  return -2
 end
 local c = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
 if c == nil then

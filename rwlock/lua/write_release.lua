@@ -36,8 +36,9 @@
 -- with one token per reader handed the read lock, in order (none when a
 -- writer waits), {2, token, ...} the same when the message could not be
 -- published (a server too old to refuse it beforehand: the waiters were
--- not told); {0} when write counts remain (or a give-back's acquisition
--- had not counted); {-1} when the owner holds no write lock.
+-- not told); {0} when write counts remain; {-1} when the owner holds no
+-- write lock; {-2} when a give-back's acquisition had not counted (nothing
+-- done).
 local lease1 = KEYS[6] .. ':' .. ARGV[1] .. ':rwlock_timeout:1' -- a reader's lease key
 local no = may({{'get', KEYS[3]}, {'hget', KEYS[1]}, {'set', KEYS[3]}, {'hincrby', KEYS[1]}, {'hdel', KEYS[1]}, {'hlen', KEYS[1]}, {'pttl', KEYS[1]},
   {'pexpire', KEYS[1]}, {'hset', KEYS[1]}, {'del', KEYS[1]}, {'time'}, {'zremrangebyscore', KEYS[4]},
@@ -51,7 +52,7 @@ if done ~= false then
   return {tonumber(done)}
 end
 if KEYS[7] and redis.call('del', KEYS[7]) == 0 then
-  return {0}
+  return {-2}
 end
 local c = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
 if c == nil then

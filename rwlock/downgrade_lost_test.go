@@ -1,0 +1,47 @@
+package rwlock_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/testkit/redistest"
+	"github.com/relock-go/relock/rwlock"
+)
+
+// TestDowngradeReplyLost: a downgrade runs but its reply is lost, so the
+// caller gets an error and gives the write hold up. What the run did
+// must be undone exactly: the read count it made goes (not left to its
+// lease), and the write count it converted is not released a second
+// time, which would take an outer write hold's count with it.
+func TestDowngradeReplyLost(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		c := env.NewClient(t)
+		lost := redistest.NewScriptFaults(rwlock.DowngradeSource())
+		c.AddHook(lost)
+		rw := rwlock.New(c, "dg-lost")
+
+		outer, err := rw.Lock(as(ctx, "w"))
+		require.NoError(t, err)
+		inner, err := rw.Lock(outer)
+		require.NoError(t, err)
+		lost.Lose.Store(1)
+		_, err = rw.Downgrade(inner)
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+		require.Equal(t, 1, count(t, env.Universal, "dg-lost", "w:write"), "the outer write hold keeps its count")
+		require.Zero(t, count(t, env.Universal, "dg-lost", "w"), "the converted read count was given back")
+		require.Equal(t, "write", mode(t, env.Universal, "dg-lost"))
+		require.NoError(t, rw.Unlock(outer), "the outer write hold is still held")
+		require.False(t, exists(t, env.Universal, "dg-lost"))
+
+		only, err := rw.Lock(as(ctx, "w"))
+		require.NoError(t, err)
+		lost.Lose.Store(1)
+		_, err = rw.Downgrade(only) // the last write count
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+		require.False(t, exists(t, env.Universal, "dg-lost"), "freed, not left read-locked by nobody")
+		onlyBookkeepingLeft(t, env.Universal, "dg-lost")
+	})
+}
