@@ -68,18 +68,22 @@ local served = 0
 local head = S.head
 for i = 4, #ARGV, 3 do
   local id, want = ARGV[i], tonumber(ARGV[i + 1])
-  if i > 4 then
-    head = head_of_line(S, now) -- a lapsed waiter the last one served uncovered goes too
+  -- A waiter that took its permit with a try of its own before this run
+  -- (a release that came late) is served, and counted already.
+  if redis.call('zscore', KEYS[2], id) == false then
+    if i > 4 then
+      head = head_of_line(S, now) -- a lapsed waiter the last one served uncovered goes too
+    end
+    -- want <= size - used, not used + want <= size: see acquire.lua
+    if not ((head == nil or head == id) and want <= size - used) then
+      break
+    end
+    redis.call('zadd', KEYS[2], now + tonumber(ARGV[i + 2]), id)
+    redis.call('hset', KEYS[3], id, want)
+    redis.call('zrem', KEYS[6], id)
+    redis.call('hdel', KEYS[7], id)
+    used = used + want
   end
-  -- want <= size - used, not used + want <= size: see acquire.lua
-  if not ((head == nil or head == id) and want <= size - used) then
-    break
-  end
-  redis.call('zadd', KEYS[2], now + tonumber(ARGV[i + 2]), id)
-  redis.call('hset', KEYS[3], id, want)
-  redis.call('zrem', KEYS[6], id)
-  redis.call('hdel', KEYS[7], id)
-  used = used + want
   served = served + 1
 end
 -- removed after the hand-off, so that the permits and weights keys never
