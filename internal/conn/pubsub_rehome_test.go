@@ -112,3 +112,63 @@ func TestSubscriptionFollowsItsSlotThroughAFailover(t *testing.T) {
 	require.Equal(t, int64(1), n, fmt.Sprintf("SPUBLISH on %s", replicas[owner].Addr))
 	rec.waitFor(t, "message", ch, "a message published on the promoted replica")
 }
+
+// A MOVED reply names one slot: a subscription of another slot waiting
+// on the same connection for its confirmation is confirmed as usual, not
+// failed with the other channel's redirect.
+func TestMOVEDFailsNoSubscriptionOfAnotherSlot(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	cc, servers := redistest.StartCluster(t, 2)
+	require.NotNil(t, cc)
+	ps := conn.PubSubFor(conn.Of(cc))
+
+	// keep holds the connection open; ch's slot leaves the master; other
+	// stays there, in a third slot.
+	node, err := cc.MasterForKey(ctx, chanName(t, 0))
+	require.NoError(t, err)
+	from := node.Options().Addr
+	keep := chanName(t, 0)
+	var ch, other string
+	for i := 1; other == "" && i < 10000; i++ {
+		c := chanName(t, i)
+		n, err := cc.MasterForKey(ctx, c)
+		require.NoError(t, err)
+		if n.Options().Addr != from || conn.Slot(c) == conn.Slot(keep) || (ch != "" && conn.Slot(c) == conn.Slot(ch)) {
+			continue
+		}
+		if ch == "" {
+			ch = c
+		} else {
+			other = c
+		}
+	}
+	require.NotEmpty(t, other)
+	rec := newRecorder()
+	subscribeReady(t, ctx, ps, keep, rec)
+
+	to, old := servers[0], servers[1]
+	if to.Addr == from {
+		to, old = servers[1], servers[0]
+	}
+	require.NoError(t, redistest.MoveSlot(ctx, servers, conn.Slot(ch), to))
+	// Both are sent while the old master answers nothing, so that the
+	// MOVED for ch comes while other waits for its confirmation.
+	old.Pause(t)
+	sub := subscribe(t, ctx, ps, ch, rec)
+	subOther := subscribe(t, ctx, ps, other, rec)
+	time.Sleep(100 * time.Millisecond)
+	old.Resume()
+
+	requireReady(t, subOther, "the subscription of the slot that stayed")
+	newOwner := to.Client(t)
+	require.Eventually(t, func() bool {
+		res, err := newOwner.PubSubShardNumSub(ctx, ch).Result()
+		return err == nil && res[ch] == 1
+	}, settle, poll, "the subscription moved to the slot's new master")
+	requireReady(t, sub, "the moved subscription")
+	n, err := old.Client(t).SPublish(ctx, other, "unlocked").Result()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	rec.waitFor(t, "message", other, "a message on the slot that stayed")
+}

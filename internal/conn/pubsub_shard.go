@@ -276,11 +276,14 @@ func (ps *PubSub) refused(s *shard, err error, refused redis.Error) {
 			st.refused = true
 			continue
 		}
-		if len(st.pending) > 0 && s.ssub && isMoved && Slot(ch) == slot {
+		// A MOVED names one slot, whose channels move (here, and in
+		// lost); the others' confirmations still come.
+		if isMoved && Slot(ch) != slot {
+			continue
+		}
+		if len(st.pending) > 0 && s.ssub && isMoved {
 			moved = append(moved, ch)
 		}
-		// A MOVED names one slot, whose channels move (above, and in
-		// lost); the others may still be confirmed.
 		if sub := ps.subs[ch]; st.resync && !isMoved && sub != nil && sub.err == nil {
 			sub.err = err // Failed from now on
 		}
