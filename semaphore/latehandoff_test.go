@@ -25,12 +25,19 @@ func TestLateHandOffToAWaiterThatHoldsItsPermit(t *testing.T) {
 		require.Equal(t, []int64{1, 2}, acquireScript(t, ctx, env, s, name, size, 1, "holder", lease))
 		require.Equal(t, []int64{1, 1}, acquireScript(t, ctx, env, s, name, size, 1, "waiter", lease), "the waiter's own try")
 
+		env.advance(50 * time.Millisecond) // the release runs later than the waiter's try
+		sentAt := serverMillis(t, ctx, env.Universal)
 		ks := []string{name, scripts.Permits(name), scripts.Weights(name), s.Channel(),
 			"redisson_unlock_latch:{" + name + "}:late", scripts.Waiters(name), scripts.WaiterExpiry(name)}
 		got, err := redis.NewScript(semaphore.ReleaseScriptSource()).Run(ctx, env.Universal, ks,
 			"holder", "publish", 3000, "waiter", 1, lease.Milliseconds()).Int64Slice()
 		require.NoError(t, err)
 		require.Equal(t, []int64{1, 1, 2}, got, "released; the waiter holds its permit; two are free")
+		// The waiter measures its lease from the hand-off: Redis must not
+		// end the permit before.
+		ends, err := env.Universal.ZScore(ctx, scripts.Permits(name), "waiter").Result()
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, int64(ends), sentAt+lease.Milliseconds(), "the permit's lease runs from the hand-off")
 
 		free, err := s.Available(ctx)
 		require.NoError(t, err)

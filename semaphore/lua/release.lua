@@ -69,8 +69,12 @@ local head = S.head
 for i = 4, #ARGV, 3 do
   local id, want = ARGV[i], tonumber(ARGV[i + 1])
   -- A waiter that took its permit with a try of its own before this run
-  -- (a release that came late) is served, and counted already.
-  if redis.call('zscore', KEYS[2], id) == false then
+  -- (a release that came late) is served, and counted already; its
+  -- lease runs from this run, which its holder measures from, as a try
+  -- run twice renews it (acquire.lua).
+  if redis.call('zscore', KEYS[2], id) ~= false then
+    redis.call('zadd', KEYS[2], now + tonumber(ARGV[i + 2]), id)
+  else
     if i > 4 then
       head = head_of_line(S, now) -- a lapsed waiter the last one served uncovered goes too
     end
