@@ -8,6 +8,7 @@ import (
 	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/options"
 )
 
 // Downgrade turns the write hold that returned ctx into a read hold, in
@@ -27,6 +28,7 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 	sentAt := wd.Now()
 	began := time.Now()
 	var vals []int64
+	var derr error // the call's own, read by the give-up once it returned
 	latch := rw.latch()
 	call := downgradeLua{
 		Lock: rw.args.name, Channel: rw.args.channel, LeaseKeys: rw.timeoutPrefix(wh.Owner), TokenCounter: rw.args.token, Latch: latch,
@@ -36,15 +38,14 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 	err = conn.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) error {
 		// The latch makes a resend (go-redis's, after a lost reply) return
 		// the first run's answer instead of converting a second count.
-		var err error
-		vals, err = call.Run(context.WithoutCancel(ctx), rw.client).Int64Slice()
-		return err
+		vals, derr = call.Run(context.WithoutCancel(ctx), rw.client).Int64Slice()
+		return derr
 	})
 	if err == nil && len(vals) != 2 {
 		err = fmt.Errorf("unexpected reply %v", vals)
 	}
 	if err != nil {
-		rw.giveUpDowngrade(ctx, wh, latch, conn.AfterLate(err), began)
+		rw.giveUpDowngrade(ctx, wh, latch, conn.AfterLate(err), began, func() int { return downgradeRan(vals, derr) })
 		return nil, rw.id.Wrap("downgrade", err)
 	}
 	wh.Lease.Release()
@@ -60,52 +61,96 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 	return held, nil
 }
 
+// downgradeRan tells from a downgrade call's own result, once it has
+// returned, whether its script converted a count: 1 it did, 0 it did
+// not (it answered so, or Redis refused it before it ran), -1 unknown
+// (its reply was lost).
+func downgradeRan(vals []int64, err error) int {
+	switch {
+	case err == nil && len(vals) == 2 && vals[0] == -1:
+		return 0
+	case err == nil && len(vals) == 2:
+		return 1
+	case err != nil && conn.IsReply(err):
+		return 0
+	}
+	return -1
+}
+
 // giveUpDowngrade gives the write hold wh up after a downgrade that
-// failed, undoing exactly what the script did if it ran: its latch says
-// so (the script leaves it only when it converted a count). Then the read
-// count it made goes and the write count it converted is gone already;
-// otherwise the write count goes. One release script checks and takes the
-// latch, so that a retry cannot release the wrong side, and each release
-// keeps one latch of its own across retries, so that none counts twice.
-// The lease stops at once: what cannot be undone lapses with it. A script
-// still on its way (late) is waited for first, and the give-back retried
-// in the background; otherwise it runs within what is left of the call's
-// bound.
-func (rw *RWMutex) giveUpDowngrade(ctx context.Context, wh *hold.Hold, downgradeLatch string, late <-chan struct{}, began time.Time) {
+// failed, undoing exactly what the script did: when it converted a count,
+// the read count it made goes and the write count is gone already;
+// otherwise the write count goes. The call's own result says which, once
+// it has returned (ran); when its reply was lost, the downgrade's latch
+// (left only by a run that converted a count) is asked in the same
+// release script that gives the read count back, and its absence is
+// trusted only while the latch would still live: past that, nothing is
+// released, and both counts lapse. The lease stops at once; each release
+// keeps one latch across retries, so none counts twice. A call still on
+// its way (late) is waited for first; the give-up then goes on in the
+// background, as does one that outlives the call's bound.
+func (rw *RWMutex) giveUpDowngrade(ctx context.Context, wh *hold.Hold, downgradeLatch string, late <-chan struct{}, began time.Time, ran func() int) {
 	last := wh.Lease.Release()
 	wh.Close()
-	readLatch, writeLatch := rw.latch(), rw.latch()
-	ran := -1 // unknown; 1 the downgrade ran, 0 it did not
-	undo := func(ctx context.Context) error {
-		timeout := rw.cfg.UnlockTimeout
-		if ran < 0 {
-			res, err := rw.releaseOnce(ctx, read, wh.Owner, readLatch, downgradeLatch, timeout)
-			if err != nil {
-				return err
-			}
-			ran = 0
-			if res != -2 {
-				ran = 1
-			}
-		}
-		res := int64(1) // the downgrade ended the write count
-		if ran == 0 {
-			var err error
-			if res, err = rw.releaseOnce(ctx, write, wh.Owner, writeLatch, "", timeout); err != nil {
-				return err
-			}
-		}
-		rw.dropLabel(ctx, wh, write, last && res != -1)
-		return nil
-	}
+	g := downgradeGiveUp{rw: rw, wh: wh, last: last, latch: downgradeLatch, trustUntil: began.Add(time.Duration(options.LatchLife(rw.cfg.UnlockTimeout)-
+		rw.cfg.UnlockTimeout.Milliseconds()) * time.Millisecond), readLatch: rw.latch(), writeLatch: rw.latch(), ran: -2, outcome: ran}
 	if late == nil {
-		// A release Redis holds off (BUSY) goes on in the background past
-		// the bound.
 		rctx, cancel := context.WithDeadline(ctx, began.Add(rw.cfg.UnlockTimeout))
-		_ = undo(rctx)
+		err := g.undo(rctx)
 		cancel()
-		return
+		if err == nil || !conn.Transient(err) {
+			return
+		}
+		late = conn.AfterLate(err)
 	}
 	ctx = conn.Detached(ctx) // each try ends with its retries
-	acquire.GiveBack(late, rw.cfg.UnlockTimeout, func() error { return undo(ctx) })
+	acquire.GiveBack(late, rw.cfg.UnlockTimeout, func() error { return g.undo(ctx) })
+}
+
+// downgradeGiveUp is the state of one giveUpDowngrade across its tries.
+type downgradeGiveUp struct {
+	rw                    *RWMutex
+	wh                    *hold.Hold
+	last                  bool
+	latch                 string    // the downgrade's
+	trustUntil            time.Time // the latch's absence says it did not run
+	readLatch, writeLatch string
+	ran                   int // -2 not known yet, -1 unknown, 0 no, 1 yes
+	readDone              bool
+	outcome               func() int
+}
+
+func (g *downgradeGiveUp) undo(ctx context.Context) error {
+	rw, timeout := g.rw, g.rw.cfg.UnlockTimeout
+	if g.ran == -2 {
+		g.ran = g.outcome()
+	}
+	if g.ran == -1 {
+		res, err := rw.releaseOnce(ctx, read, g.wh.Owner, g.readLatch, g.latch, timeout)
+		switch {
+		case err != nil:
+			return err
+		case res != -2:
+			g.ran, g.readDone = 1, true
+		case time.Now().Before(g.trustUntil):
+			g.ran = 0
+		default:
+			return nil // the latch may have lapsed: leave both to their leases
+		}
+	}
+	if g.ran == 1 && !g.readDone {
+		if _, err := rw.releaseOnce(ctx, read, g.wh.Owner, g.readLatch, "", timeout); err != nil {
+			return err
+		}
+		g.readDone = true
+	}
+	res := int64(1) // the downgrade ended the write count
+	if g.ran == 0 {
+		var err error
+		if res, err = rw.releaseOnce(ctx, write, g.wh.Owner, g.writeLatch, "", timeout); err != nil {
+			return err
+		}
+	}
+	rw.dropLabel(ctx, g.wh, write, g.last && res != -1)
+	return nil
 }

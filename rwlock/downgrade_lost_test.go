@@ -45,3 +45,29 @@ func TestDowngradeReplyLost(t *testing.T) {
 		onlyBookkeepingLeft(t, env.Universal, "dg-lost")
 	})
 }
+
+// TestDowngradeRequestLost: the downgrade's request is lost before it
+// reaches Redis, so nothing was converted; the give-up, which cannot
+// tell from the reply, finds no latch of the run and releases the
+// write count alone: the outer write hold keeps its own.
+func TestDowngradeRequestLost(t *testing.T) {
+	each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		c := env.NewClient(t)
+		lost := redistest.NewScriptFaults(rwlock.DowngradeSource())
+		c.AddHook(lost)
+		rw := rwlock.New(c, "dg-dropped")
+		outer, err := rw.Lock(as(ctx, "w"))
+		require.NoError(t, err)
+		inner, err := rw.Lock(outer)
+		require.NoError(t, err)
+		lost.Drop.Store(1)
+		_, err = rw.Downgrade(inner)
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+		require.Equal(t, 1, count(t, env.Universal, "dg-dropped", "w:write"), "the inner write count went, the outer's stayed")
+		require.Zero(t, count(t, env.Universal, "dg-dropped", "w"))
+		require.NoError(t, rw.Unlock(outer))
+		require.False(t, exists(t, env.Universal, "dg-dropped"))
+		onlyBookkeepingLeft(t, env.Universal, "dg-dropped")
+	})
+}

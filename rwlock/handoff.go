@@ -110,8 +110,8 @@ func (rw *RWMutex) releaseToReaders(ctx context.Context, ownerID string, timeout
 // writeRelease runs lua/write_release.lua for ownerID until it answers or
 // timeout passes, with readers (owner id, lease in ms, each) to hand the
 // read lock to at zero: {1, token per reader handed} released, {0}
-// counts remain, {-1} not held. latch and a give-back's acquireLatch are
-// as in releaseOnce.
+// counts remain, {-1} not held, {-2} a give-back's acquisition had not
+// counted. latch and a give-back's acquireLatch are as in releaseOnce.
 func (rw *RWMutex) writeRelease(ctx context.Context, ownerID, latch, acquireLatch string, timeout time.Duration, readers []any) ([]int64, error) {
 	vals, err := writeReleaseLua{
 		Lock: rw.args.name, Channel: rw.args.channel, Latch: latch, WriteWaiters: rw.args.waiters, TokenCounter: rw.args.token, Prefix: rw.args.prefix,

@@ -33,7 +33,8 @@ func (rw *RWMutex) giveBack(ctx context.Context, s access, ownerID, latch string
 // free; retried for the unlock timeout, regardless of ctx's cancellation.
 // With a latch, one script checks that the acquisition counted, takes the
 // latch away and releases the count, so that a resent or retried undo
-// gives the count back once, and never skips it.
+// gives the count back once; a latch that lapsed before the give-back
+// came (options.LatchLife) leaves the count to its lease.
 func (rw *RWMutex) undo(ctx context.Context, s access, ownerID, latch string) error {
 	_, err := rw.releaseOnce(context.WithoutCancel(ctx), s, ownerID, rw.latch(), latch, rw.cfg.UnlockTimeout)
 	return err

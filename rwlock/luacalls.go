@@ -60,8 +60,9 @@ func (s writeAcquireLua) call() scripts.Call {
 }
 
 // readReleaseLua lays out a call of lua/read_release.lua. AcquireLatch
-// is a give-back's (see RWMutex.undo); a release leaves it empty, and the
-// key out.
+// is a give-back's: an acquisition's latch (RWMutex.undo) or a
+// downgrade's (giveUpDowngrade); a release leaves it empty, and the key
+// out.
 type readReleaseLua struct {
 	Lock, Channel       any
 	LeaseKeys           string

@@ -44,6 +44,10 @@ if KEYS[6] and redis.call('del', KEYS[6]) == 0 then
 end
 local c = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
 if c == nil then
+  if KEYS[6] then
+    -- its latch went above: a resend must not read that as "did not count"
+    redis.call('set', KEYS[5], -1, 'px', ARGV[3])
+  end
   return -1
 end
 redis.call('del', KEYS[3] .. ':' .. c)

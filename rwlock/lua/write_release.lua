@@ -56,6 +56,10 @@ if KEYS[7] and redis.call('del', KEYS[7]) == 0 then
 end
 local c = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
 if c == nil then
+  if KEYS[7] then
+    -- its latch went above: a resend must not read that as "did not count"
+    redis.call('set', KEYS[3], -1, 'px', ARGV[3])
+  end
   return {-1}
 end
 if c > 1 then

@@ -18,13 +18,15 @@ var ErrReadTimeout error = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadl
 // EVALSHA hash or EVAL source): with Twice it sends each call twice, as
 // go-redis's resend after a read timeout would, Gap after the first (a
 // resend comes a read timeout later); the next Lose calls have
-// their reply replaced by ErrReadTimeout after Redis ran the script. Seen
-// counts the calls. AfterNext holds up one reply.
+// their reply replaced by ErrReadTimeout after Redis ran the script; the
+// next Drop calls fail so without reaching Redis (a request lost on its
+// way). Seen counts the calls. AfterNext holds up one reply.
 type ScriptFaults struct {
 	ids   map[any]bool
 	Twice bool
 	Gap   time.Duration
 	Lose  atomic.Int32
+	Drop  atomic.Int32
 	Seen  atomic.Int32
 	after atomic.Pointer[func()]
 }
@@ -53,6 +55,11 @@ func (f *ScriptFaults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, c redis.Cmder) error {
 		if !f.applies(c) {
 			return next(ctx, c)
+		}
+		if f.Drop.Add(-1) >= 0 {
+			f.Seen.Add(1)
+			c.SetErr(ErrReadTimeout)
+			return ErrReadTimeout
 		}
 		err := next(ctx, c)
 		if err == nil && f.Twice {
