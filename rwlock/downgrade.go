@@ -125,6 +125,9 @@ func (g *downgradeGiveUp) undo(ctx context.Context) error {
 	if g.ran == -2 {
 		g.ran = g.outcome()
 	}
+	if pastDeadline(ctx) {
+		return context.DeadlineExceeded // the caller's bound: the rest goes on in the background
+	}
 	if g.ran == -1 {
 		res, err := rw.releaseOnce(ctx, read, g.wh.Owner, g.readLatch, g.latch, timeout)
 		switch {
@@ -145,6 +148,9 @@ func (g *downgradeGiveUp) undo(ctx context.Context) error {
 		g.readDone = true
 	}
 	res := int64(1) // the downgrade ended the write count
+	if g.ran == 0 && pastDeadline(ctx) {
+		return context.DeadlineExceeded
+	}
 	if g.ran == 0 {
 		var err error
 		if res, err = rw.releaseOnce(ctx, write, g.wh.Owner, g.writeLatch, "", timeout); err != nil {
@@ -153,4 +159,11 @@ func (g *downgradeGiveUp) undo(ctx context.Context) error {
 	}
 	rw.dropLabel(ctx, g.wh, write, g.last && res != -1)
 	return nil
+}
+
+// pastDeadline reports whether ctx's deadline, if any, has passed: a
+// call made with it would wait a whole timeout of its own (CallerWait).
+func pastDeadline(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }
