@@ -1,6 +1,7 @@
 package rwlock_test
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -18,17 +19,9 @@ import (
 func TestDowngradeReplyLost(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
-		c := env.NewClient(t)
-		lost := redistest.NewScriptFaults(rwlock.DowngradeSource())
-		c.AddHook(lost)
-		rw := rwlock.New(c, "dg-lost")
-
-		outer, err := rw.Lock(as(ctx, "w"))
-		require.NoError(t, err)
-		inner, err := rw.Lock(outer)
-		require.NoError(t, err)
+		rw, lost, outer, inner := reenteredWrite(t, env, "dg-lost")
 		lost.Lose.Store(1)
-		_, err = rw.Downgrade(inner)
+		_, err := rw.Downgrade(inner)
 		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
 		require.Equal(t, 1, count(t, env.Universal, "dg-lost", "w:write"), "the outer write hold keeps its count")
 		require.Zero(t, count(t, env.Universal, "dg-lost", "w"), "the converted read count was given back")
@@ -52,17 +45,9 @@ func TestDowngradeReplyLost(t *testing.T) {
 // write count alone: the outer write hold keeps its own.
 func TestDowngradeRequestLost(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
-		ctx := ctxT(t)
-		c := env.NewClient(t)
-		lost := redistest.NewScriptFaults(rwlock.DowngradeSource())
-		c.AddHook(lost)
-		rw := rwlock.New(c, "dg-dropped")
-		outer, err := rw.Lock(as(ctx, "w"))
-		require.NoError(t, err)
-		inner, err := rw.Lock(outer)
-		require.NoError(t, err)
+		rw, lost, outer, inner := reenteredWrite(t, env, "dg-dropped")
 		lost.Drop.Store(1)
-		_, err = rw.Downgrade(inner)
+		_, err := rw.Downgrade(inner)
 		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
 		require.Equal(t, 1, count(t, env.Universal, "dg-dropped", "w:write"), "the inner write count went, the outer's stayed")
 		require.Zero(t, count(t, env.Universal, "dg-dropped", "w"))
@@ -70,4 +55,20 @@ func TestDowngradeRequestLost(t *testing.T) {
 		require.False(t, exists(t, env.Universal, "dg-dropped"))
 		onlyBookkeepingLeft(t, env.Universal, "dg-dropped")
 	})
+}
+
+// reenteredWrite is an RWMutex named name on a client whose downgrades
+// go through the returned faults, and owner w's write hold taken twice:
+// outer, then inner on it.
+func reenteredWrite(t *testing.T, env *redistest.Env, name string) (rw *rwlock.RWMutex, faults *redistest.ScriptFaults, outer, inner context.Context) {
+	t.Helper()
+	c := env.NewClient(t)
+	faults = redistest.NewScriptFaults(rwlock.DowngradeSource())
+	c.AddHook(faults)
+	rw = rwlock.New(c, name)
+	outer, err := rw.Lock(as(ctxT(t), "w"))
+	require.NoError(t, err)
+	inner, err = rw.Lock(outer)
+	require.NoError(t, err)
+	return rw, faults, outer, inner
 }

@@ -1,10 +1,12 @@
 package conn_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -25,20 +27,8 @@ func TestSubscribeAnsweredMOVEDMovesToTheSlotsMaster(t *testing.T) {
 
 	// Two channels of two slots of one master: keep holds the connection
 	// open, ch is subscribed once its slot has left.
-	node, err := cc.MasterForKey(ctx, chanName(t, 0))
-	require.NoError(t, err)
-	from := node.Options().Addr
-	keep := chanName(t, 0)
-	var ch string
-	for i := 1; ch == "" && i < 10000; i++ {
-		c := chanName(t, i)
-		n, err := cc.MasterForKey(ctx, c)
-		require.NoError(t, err)
-		if n.Options().Addr == from && conn.Slot(c) != conn.Slot(keep) {
-			ch = c
-		}
-	}
-	require.NotEmpty(t, ch)
+	from, chans := channelsOfOneMaster(t, ctx, cc, 2)
+	keep, ch := chans[0], chans[1]
 	rec := newRecorder()
 	subscribeReady(t, ctx, ps, keep, rec)
 
@@ -125,25 +115,8 @@ func TestMOVEDFailsNoSubscriptionOfAnotherSlot(t *testing.T) {
 
 	// keep holds the connection open; ch's slot leaves the master; other
 	// stays there, in a third slot.
-	node, err := cc.MasterForKey(ctx, chanName(t, 0))
-	require.NoError(t, err)
-	from := node.Options().Addr
-	keep := chanName(t, 0)
-	var ch, other string
-	for i := 1; other == "" && i < 10000; i++ {
-		c := chanName(t, i)
-		n, err := cc.MasterForKey(ctx, c)
-		require.NoError(t, err)
-		if n.Options().Addr != from || conn.Slot(c) == conn.Slot(keep) || (ch != "" && conn.Slot(c) == conn.Slot(ch)) {
-			continue
-		}
-		if ch == "" {
-			ch = c
-		} else {
-			other = c
-		}
-	}
-	require.NotEmpty(t, other)
+	from, chans := channelsOfOneMaster(t, ctx, cc, 3)
+	keep, ch, other := chans[0], chans[1], chans[2]
 	rec := newRecorder()
 	subscribeReady(t, ctx, ps, keep, rec)
 
@@ -171,4 +144,26 @@ func TestMOVEDFailsNoSubscriptionOfAnotherSlot(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n)
 	rec.waitFor(t, "message", other, "a message on the slot that stayed")
+}
+
+// channelsOfOneMaster returns n channels that cc's master of chanName(t,
+// 0) serves, that one first, each in a slot of its own, and that master's
+// address.
+func channelsOfOneMaster(t *testing.T, ctx context.Context, cc *redis.ClusterClient, n int) (addr string, chans []string) {
+	t.Helper()
+	slots := map[int]bool{}
+	for i := 0; len(chans) < n && i < 10000; i++ {
+		c := chanName(t, i)
+		node, err := cc.MasterForKey(ctx, c)
+		require.NoError(t, err)
+		if i == 0 {
+			addr = node.Options().Addr
+		}
+		if node.Options().Addr == addr && !slots[conn.Slot(c)] {
+			slots[conn.Slot(c)] = true
+			chans = append(chans, c)
+		}
+	}
+	require.Len(t, chans, n, "channels of one master in %d slots", n)
+	return addr, chans
 }
