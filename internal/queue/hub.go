@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -386,10 +387,12 @@ func (q *line) heard(payload string) {
 // reconnect of its connection, when a message may have been missed) until
 // stop is called.
 // It shares the channel's subscription with its waiters and does not wait
-// for Redis to confirm it: a holder uses it to hear of a ForceUnlock made
-// elsewhere, which its lease's renewal would find later anyway. f runs on
-// the hub's receiving goroutine, under the hub's lock: it must only hand
-// the work on (start a goroutine, signal a channel).
+// for Redis to confirm it: a message published before Redis took the
+// SUBSCRIBE reached nobody, so once Redis confirms a subscription that was
+// not yet confirmed, f is called with "" too (a holder then asks whether a
+// ForceUnlock made elsewhere came in between). f runs on the hub's
+// receiving goroutine, under the hub's lock: it must only hand the work on
+// (start a goroutine, signal a channel).
 func (h *Hub) Watch(ctx context.Context, channel string, f func(payload string)) (stop func(), err error) {
 	fp := &f
 	h.mu.Lock()
@@ -404,14 +407,46 @@ func (h *Hub) Watch(ctx context.Context, channel string, f func(payload string))
 		}
 		q.sub = sub
 	}
+	stopped := make(chan struct{})
+	if ready := q.sub.Ready(); !isClosed(ready) {
+		go h.confirmed(q, q.sub, ready, fp, stopped)
+	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
+			close(stopped)
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.unwatchLocked(channel, q, fp)
 		})
 	}, nil
+}
+
+// confirmed calls the watcher fp with "" once Redis confirmed sub, unless
+// stopped first or Redis refused it (the watcher's fallback then stands).
+func (h *Hub) confirmed(q *line, sub *conn.Subscription, ready <-chan struct{}, fp *func(string), stopped <-chan struct{}) {
+	select {
+	case <-ready:
+	case <-stopped:
+		return
+	}
+	if sub.Err() != nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if slices.Contains(q.watchers, fp) {
+		(*fp)("")
+	}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 func (h *Hub) unwatchLocked(channel string, q *line, fp *func(payload string)) {

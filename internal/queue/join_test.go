@@ -122,9 +122,11 @@ func TestJoinEndsWithItsContext(t *testing.T) {
 	assert.Equal(t, ch, srv.NextUnsubscribe(t).Channel, "its channel is unsubscribed")
 }
 
-// A watcher shares the channel's subscription with its waiters: it hears
-// every message, keeps the subscription when the last waiter leaves, and
-// its stop drops it when it is the last.
+// A watcher shares the channel's subscription with its waiters: it is
+// told ("") when Redis confirms the subscription, as a message published
+// before that reached nobody; it hears every message, keeps the
+// subscription when the last waiter leaves, and its stop drops it when it
+// is the last.
 func TestWatch(t *testing.T) {
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		ctx := testContext(t)
@@ -133,7 +135,13 @@ func TestWatch(t *testing.T) {
 		heard := make(chan string, 8)
 		stop, err := h.Watch(ctx, ch, func(p string) { heard <- p })
 		require.NoError(t, err)
-		redistest.RequireNumSubEventually(t, ctx, env.Client, 1, ch)
+		select {
+		case p := <-heard:
+			require.Empty(t, p, "the watcher is told of the confirmation")
+		case <-time.After(5 * time.Second):
+			t.Fatal("the watcher was not told of the confirmation")
+		}
+		require.Equal(t, int64(1), env.Client.PubSubNumSub(ctx, ch).Val()[ch], "confirmed")
 		require.Equal(t, int64(1), env.Client.Publish(ctx, ch, "x").Val())
 		select {
 		case p := <-heard:
