@@ -144,6 +144,8 @@ func Do(ctx context.Context, tr Trace, req Request) (err error) {
 	// A ctx that has already ended gets no try; any other acquire makes
 	// its first try whatever the wait bound, as Redisson's tryLock does:
 	// the bound limits waiting, and a free lock or a re-entry never waits.
+	// Resending that try while the server answers BUSY or LOADING is
+	// waiting, though: the bound ends it (resendUntil).
 	if ctx.Err() != nil {
 		return ended(ctx)
 	}
@@ -153,7 +155,11 @@ func Do(ctx context.Context, tr Trace, req Request) (err error) {
 	}
 	if req.Entry != QueueFirst && (req.Entry != TryThenQueue || !req.Hub.Waiting(req.Channel)) {
 		r.attempts++
-		res, terr := req.Attempt.Try(r.ctx, false)
+		tctx := r.ctx
+		if !deadline.IsZero() {
+			tctx = context.WithValue(tctx, resendKey{}, deadline)
+		}
+		res, terr := req.Attempt.Try(tctx, false)
 		if over, err := r.first(res, terr); over {
 			return err
 		}
@@ -236,11 +242,15 @@ func (r *run) done() error {
 func (r *run) first(res Result, err error) (over bool, _ error) {
 	if err != nil {
 		// As after every try: an error caused by the end of ctx is that
-		// end (the wait bound, the caller's cause). Any other error of the
-		// first try is returned at once: Redis could not be reached when
-		// the acquire began, and the caller hears so rather than waiting
-		// for an outage to end. Replicas that did not acknowledge are a
-		// failed try: a waiter tries again.
+		// end (the caller's cause), with the try's error when it is
+		// another (a BUSY resent until ctx ended). Any other
+		// error of the first try is returned at once: Redis could not be
+		// reached when the acquire began, and the caller hears so rather
+		// than waiting for an outage to end. Replicas that did not
+		// acknowledge are a failed try: a waiter tries again.
+		if !errors.Is(err, ErrWaitBound) {
+			r.lastErr = err
+		}
 		if d := r.done(); d != nil {
 			return true, d
 		}

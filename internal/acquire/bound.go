@@ -37,22 +37,50 @@ func (f CallFunc[T]) Send(ctx context.Context) (T, error) { return f(ctx) }
 func Bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration, t Call[T]) (v T, err error) {
 	var until time.Time
 	var bo backoff
+	var again error // the last answer that said to try again
 	for {
 		if ctx.Done() == nil {
 			v, err = t.Send(ctx)
 		} else {
 			v, err = onPool(ctx, pool, patience, t)
 		}
+		if again != nil && ctx.Err() != nil && isContextErr(err) {
+			// A resend that met the end of ctx says only that: the
+			// server's last answer says why the call waited.
+			return v, again
+		}
 		if !conn.TryAgain(err) {
 			return v, err
 		}
+		again = err
 		if until.IsZero() {
-			until = time.Now().Add(patience)
+			until = resendUntil(ctx, time.Now().Add(patience))
 		}
 		if d := bo.next(); time.Until(until) < d || !clock.Sleep(ctx, d) {
 			return v, err
 		}
 	}
+}
+
+// resendKey carries the wait bound of an acquisition's first try, which
+// runs under its caller's context alone (Do): Bounded stops resending it
+// there.
+type resendKey struct{}
+
+// resendUntil is the instant past which Bounded sends a try no more: at
+// patience, or sooner at the wait bound of a first try.
+func resendUntil(ctx context.Context, patience time.Time) time.Time {
+	if b, ok := ctx.Value(resendKey{}).(time.Time); ok && b.Before(patience) {
+		return b
+	}
+	return patience
+}
+
+// isContextErr reports a call that failed for the end of its context
+// alone: not a late one (conn.AfterLate), which may still take what its
+// caller must give back.
+func isContextErr(err error) bool {
+	return conn.AfterLate(err) == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled))
 }
 
 // onPool runs one try of Bounded on pool.

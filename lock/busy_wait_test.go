@@ -1,0 +1,110 @@
+package lock_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/testkit/redistest"
+	"github.com/relock-go/relock/lock"
+)
+
+// A server busy with a long script answers BUSY to every acquire script.
+// Lock resends its first try while it may (the server answers again once
+// the script ends), but not past its wait bound: it returns the server's
+// BUSY within the bound, as it returns any error of a first try, not when
+// the script ends.
+func TestWaitBoundHoldsWhileTheServerIsBusy(t *testing.T) {
+	const busy, bound = 3 * time.Second, 300 * time.Millisecond
+	check := func(t *testing.T, c *redis.Client) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		t0 := time.Now()
+		_, err := lock.New(c, "busy:wait").Lock(ctx, lock.WithWaitTimeout(bound))
+		took := time.Since(t0)
+		t.Logf("Lock returned after %v: %v", took, err)
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "BUSY")
+		require.Less(t, took, bound+200*time.Millisecond, "the wait bound held (the server was busy for %v)", busy)
+	}
+	t.Run("miniredis", func(t *testing.T) {
+		_, c := redistest.Miniredis(t)
+		var until atomic.Int64
+		c.AddHook(busyHook{&until})
+		until.Store(time.Now().Add(busy).UnixNano())
+		check(t, c)
+	})
+	t.Run("redis", func(t *testing.T) {
+		srv := redistest.StartServer(t, redistest.WithArgs("--busy-reply-threshold", "50"))
+		c := srv.Client(t)
+		wait := redistest.BusyScript(srv.Client(t, func(o *redis.Options) { o.ReadTimeout = busy + 2*time.Second }), busy)
+		defer wait()
+		require.Eventually(t, func() bool {
+			err := c.Ping(context.Background()).Err()
+			return err != nil && strings.HasPrefix(err.Error(), "BUSY")
+		}, time.Second, 5*time.Millisecond, "the server never answered BUSY")
+		check(t, c)
+	})
+}
+
+// busyHook answers every script call BUSY until the instant in until, as
+// a server running a long script does.
+type busyHook struct{ until *atomic.Int64 }
+
+type busyReply struct{}
+
+func (busyReply) Error() string { return "BUSY Redis is busy running a script." }
+func (busyReply) RedisError()   {}
+
+func (busyHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h busyHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if n := cmd.Name(); (n == "evalsha" || n == "eval") && time.Now().UnixNano() < h.until.Load() {
+			cmd.SetErr(busyReply{})
+			return cmd.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (busyHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A process that first meets a replicated master while it is busy with a
+// long script is answered BUSY to the INFO and ROLE that count its
+// replicas: that is no count, and the acquisitions after the script must
+// still wait for the replica, not go unsynced until the count is read
+// again.
+func TestReplicaSyncAfterABusyFirstMeeting(t *testing.T) {
+	g := redistest.StartReplicated(t, 1, redistest.WithArgs("--busy-reply-threshold", "50"))
+	if g == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin := g.Master.Client(t)
+	c := g.Master.Client(t) // a new client: its servers' replicas are not counted yet
+	mu := lock.New(c, "busy:replicated")
+
+	wait := redistest.BusyScript(g.Master.Client(t, func(o *redis.Options) { o.ReadTimeout = 5 * time.Second }), time.Second)
+	require.Eventually(t, func() bool {
+		err := admin.Ping(ctx).Err()
+		return err != nil && strings.HasPrefix(err.Error(), "BUSY")
+	}, time.Second, 5*time.Millisecond, "the server never answered BUSY")
+	_, err := mu.Lock(ctx, lock.WithWaitTimeout(200*time.Millisecond))
+	require.ErrorContains(t, err, "BUSY")
+	wait()
+
+	before := waitCalls(t, ctx, admin)
+	held, err := mu.Lock(ctx)
+	require.NoError(t, err)
+	require.NoError(t, mu.Unlock(held))
+	require.Greater(t, waitCalls(t, ctx, admin), before, "the acquisition waited for the replica")
+}
