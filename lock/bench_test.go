@@ -57,6 +57,28 @@ func BenchmarkUncontendedLockUnlock(b *testing.B) {
 	}
 }
 
+// BenchmarkScriptsOnly sends relock's acquire and release scripts by
+// plain go-redis calls, without relock's Go code: read beside
+// BenchmarkRawFloor and BenchmarkUncontendedLockUnlock, it splits relock's
+// extra time per pair between its scripts and its client code.
+func BenchmarkScriptsOnly(b *testing.B) {
+	rdb := benchClient(b)
+	ctx := context.Background()
+	src := lock.ScriptSources()
+	acquire, release := redis.NewScript(src["acquire"]), redis.NewScript(src["unlock_last"])
+	keys := []string{"bench", "redisson_lock_token:{bench}", "bench"}
+	relKeys := []string{"bench", "redisson_lock__channel:{bench}"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := acquire.Run(ctx, rdb, keys, 30000, "bench:1", "minted", 15000).Err(); err != nil {
+			b.Fatal(err)
+		}
+		if n, err := release.Run(ctx, rdb, relKeys, "0", "bench:1", "publish").Int64(); err != nil || n != 1 {
+			b.Fatal(n, err)
+		}
+	}
+}
+
 func BenchmarkReentrantLockUnlock(b *testing.B) {
 	rdb := benchClient(b)
 	ctx := context.Background()
