@@ -387,12 +387,13 @@ func (q *line) heard(payload string) {
 // reconnect of its connection, when a message may have been missed) until
 // stop is called.
 // It shares the channel's subscription with its waiters and does not wait
-// for Redis to confirm it: a message published before Redis took the
-// SUBSCRIBE reached nobody, so once Redis confirms a subscription that was
-// not yet confirmed, f is called with "" too (a holder then asks whether a
-// ForceUnlock made elsewhere came in between). f runs on the hub's
-// receiving goroutine, under the hub's lock: it must only hand the work on
-// (start a goroutine, signal a channel).
+// for Redis to confirm it. A message published before the watcher was
+// listed, or before Redis took the SUBSCRIBE, reached no watcher, so f is
+// also called with "" once the subscription is confirmed: at once when it
+// is already, else when Redis confirms it (a holder then asks whether a
+// ForceUnlock made elsewhere came in between). f runs under the hub's
+// lock, on Watch's, the receiving or the confirming goroutine: it must
+// only hand the work on (start a goroutine, signal a channel).
 func (h *Hub) Watch(ctx context.Context, channel string, f func(payload string)) (stop func(), err error) {
 	fp := &f
 	h.mu.Lock()
@@ -410,6 +411,8 @@ func (h *Hub) Watch(ctx context.Context, channel string, f func(payload string))
 	stopped := make(chan struct{})
 	if ready := q.sub.Ready(); !isClosed(ready) {
 		go h.confirmed(q, q.sub, ready, fp, stopped)
+	} else if q.sub.Err() == nil {
+		f("")
 	}
 	var once sync.Once
 	return func() {
@@ -422,8 +425,10 @@ func (h *Hub) Watch(ctx context.Context, channel string, f func(payload string))
 	}, nil
 }
 
-// confirmed calls the watcher fp with "" once Redis confirmed sub, unless
-// stopped first or Redis refused it (the watcher's fallback then stands).
+// confirmed calls the watcher fp with "" once sub is ready, unless stopped
+// first or Redis refused it (the watcher's fallback then stands). A sub
+// moved to another node is ready too: the call comes early then, and
+// Missed follows the new node's confirmation.
 func (h *Hub) confirmed(q *line, sub *conn.Subscription, ready <-chan struct{}, fp *func(string), stopped <-chan struct{}) {
 	select {
 	case <-ready:
