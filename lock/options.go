@@ -61,7 +61,8 @@ func WithWatchdogTimeout(d time.Duration) CommonOption { return common(options.W
 // WithWaitTimeout bounds how long Lock waits (ErrNotAcquired after d),
 // without bounding the hold. The first try is made whatever d is (a free
 // lock is taken even when d is shorter than a round trip); it is bounded
-// by ctx and the client's own timeouts.
+// by ctx and the client's own timeouts, and a server that answers it BUSY
+// or LOADING is asked again only until d.
 func WithWaitTimeout(d time.Duration) CommonOption { return common(options.WithWaitTimeout(d)) }
 
 // WithUnlockTimeout bounds Unlock, which runs on its own timeout because

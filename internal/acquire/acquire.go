@@ -149,10 +149,10 @@ func Do(ctx context.Context, tr Trace, req Request) (err error) {
 	if ctx.Err() != nil {
 		return ended(ctx)
 	}
-	var deadline time.Time
 	if req.Wait > 0 && req.Entry != SingleTry {
-		deadline = time.Now().Add(req.Wait) // measured from the call, as Redisson does
+		r.deadline = time.Now().Add(req.Wait) // measured from the call, as Redisson does
 	}
+	deadline := r.deadline
 	if req.Entry != QueueFirst && (req.Entry != TryThenQueue || !req.Hub.Waiting(req.Channel)) {
 		r.attempts++
 		tctx := r.ctx
@@ -201,8 +201,9 @@ type run struct {
 	began    time.Time // when Do began, if rec records anything
 	req      Request   // a copy: a pointer kept here would move the caller's to the heap
 	attempts int
-	res      Result // of the last try
-	tried    bool   // a try was made before joining
+	deadline time.Time // the wait bound's, if any
+	res      Result    // of the last try
+	tried    bool      // a try was made before joining
 	bo       backoff
 	// lastErr is the transient error of the last try (or Join) made while
 	// waiting, nil once a try answers again: the reason shown with the end
@@ -230,7 +231,11 @@ func (r *run) end(ctx context.Context, err *error) {
 // done is the error of an acquisition whose ctx ended (nil while it
 // lasts), with the last transient error seen while waiting.
 func (r *run) done() error {
-	cause := ended(r.ctx)
+	return r.withLast(ended(r.ctx))
+}
+
+// withLast is cause with the last transient error seen while waiting.
+func (r *run) withLast(cause error) error {
 	if cause != nil && r.lastErr != nil {
 		return fmt.Errorf("%w (last error while waiting: %w)", cause, r.lastErr)
 	}
@@ -242,14 +247,22 @@ func (r *run) done() error {
 func (r *run) first(res Result, err error) (over bool, _ error) {
 	if err != nil {
 		// As after every try: an error caused by the end of ctx is that
-		// end (the caller's cause), with the try's error when it is
-		// another (a BUSY resent until ctx ended). Any other
-		// error of the first try is returned at once: Redis could not be
-		// reached when the acquire began, and the caller hears so rather
-		// than waiting for an outage to end. Replicas that did not
-		// acknowledge are a failed try: a waiter tries again.
-		if !errors.Is(err, ErrWaitBound) {
+		// end (the caller's cause), with the server's last answer when it
+		// said to try again (a BUSY resent until ctx ended, or until the
+		// wait bound: ErrNotAcquired, as after any wait). Any other error
+		// of the first try is returned at once: Redis could not be reached
+		// when the acquire began, and the caller hears so rather than
+		// waiting for an outage to end. Replicas that did not acknowledge
+		// are a failed try: a waiter tries again.
+		var rs *resent
+		switch {
+		case errors.As(err, &rs):
+			r.lastErr = rs.answer
+		case conn.TryAgain(err):
 			r.lastErr = err
+			if !r.deadline.IsZero() && !time.Now().Before(r.deadline) {
+				return true, r.withLast(errs.ErrNotAcquired)
+			}
 		}
 		if d := r.done(); d != nil {
 			return true, d

@@ -3,6 +3,7 @@ package acquire
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/relock-go/relock/internal/clock"
@@ -29,13 +30,16 @@ func (f CallFunc[T]) Send(ctx context.Context) (T, error) { return f(ctx) }
 // it goes on in the background (what it may take must be given back after
 // it: conn.AfterLate). A reply that says to try again (conn.TryAgain:
 // BUSY, LOADING...) is sent again, after a backoff, for up to patience or
-// until ctx ends. A ctx that cannot end runs the try on the caller's
-// goroutine, as the uncontended path of context.Background does. A try
-// on its way when the wait bound (ErrWaitBound) passes has up to patience
-// more to answer: the bound limits waiting, and a healthy server's answer
-// is kept rather than given back.
+// until ctx ends; an acquisition's first try, which runs under its
+// caller's ctx, is sent no more past its wait bound (Do), and returns the
+// last answer at that bound. A ctx that cannot end runs the try on the
+// caller's goroutine, as the uncontended path of context.Background does.
+// A try on its way when the wait bound (ErrWaitBound) passes has up to
+// patience more to answer: the bound limits waiting, and a healthy
+// server's answer is kept rather than given back.
 func Bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration, t Call[T]) (v T, err error) {
 	var until time.Time
+	var atBound bool // until is a first try's wait bound
 	var bo backoff
 	var again error // the last answer that said to try again
 	for {
@@ -45,22 +49,39 @@ func Bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration
 			v, err = onPool(ctx, pool, patience, t)
 		}
 		if again != nil && ctx.Err() != nil && isContextErr(err) {
-			// A resend that met the end of ctx says only that: the
-			// server's last answer says why the call waited.
-			return v, again
+			return v, &resent{err: err, answer: again}
 		}
 		if !conn.TryAgain(err) {
 			return v, err
 		}
 		again = err
 		if until.IsZero() {
-			until = resendUntil(ctx, time.Now().Add(patience))
+			until, atBound = resendUntil(ctx, time.Now().Add(patience))
 		}
-		if d := bo.next(); time.Until(until) < d || !clock.Sleep(ctx, d) {
+		d := bo.next()
+		if rest := time.Until(until); rest < d {
+			if atBound {
+				clock.Sleep(ctx, rest) // the caller was promised the bound, not less
+			}
+			return v, err
+		}
+		if !clock.Sleep(ctx, d) {
 			return v, err
 		}
 	}
 }
+
+// resent is a resend that met the end of its context, with the server's
+// last answer before it, which says why the call waited. It unwraps to
+// the context's error alone: the resend may have run (conn.MayHaveRun),
+// and what it took is given back.
+type resent struct{ err, answer error }
+
+func (e *resent) Error() string {
+	return fmt.Sprintf("%v (the server last answered: %v)", e.err, e.answer)
+}
+
+func (e *resent) Unwrap() error { return e.err }
 
 // resendKey carries the wait bound of an acquisition's first try, which
 // runs under its caller's context alone (Do): Bounded stops resending it
@@ -68,12 +89,12 @@ func Bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration
 type resendKey struct{}
 
 // resendUntil is the instant past which Bounded sends a try no more: at
-// patience, or sooner at the wait bound of a first try.
-func resendUntil(ctx context.Context, patience time.Time) time.Time {
+// patience, or sooner at the wait bound of a first try (atBound).
+func resendUntil(ctx context.Context, patience time.Time) (until time.Time, atBound bool) {
 	if b, ok := ctx.Value(resendKey{}).(time.Time); ok && b.Before(patience) {
-		return b
+		return b, true
 	}
-	return patience
+	return patience, false
 }
 
 // isContextErr reports a call that failed for the end of its context

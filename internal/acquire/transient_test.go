@@ -137,7 +137,11 @@ func TestTransientErrorThenContextEndReturnsBoth(t *testing.T) {
 
 		t.Run("wait bound", func(t *testing.T) {
 			f := &flaky{from: 2, err: errDown}
-			req := request(hub, channelOf(t), f.try)
+			// as a primitive's Try sends its script (pool nil: on this goroutine)
+			try := func(ctx context.Context) (acquire.Result, error) {
+				return acquire.Bounded(ctx, nil, 5*time.Second, acquire.CallFunc[acquire.Result](f.try))
+			}
+			req := request(hub, channelOf(t), try)
 			req.Wait = 300 * time.Millisecond
 			err := await(t, start(testContext(t), req), "acquire")
 			require.ErrorIs(t, err, errs.ErrNotAcquired)
@@ -192,3 +196,50 @@ type redisError string
 
 func (e redisError) Error() string { return string(e) }
 func (redisError) RedisError()     {}
+
+// A resend of a BUSY try that fails for the end of its context says so,
+// with the server's last answer, and may have run: what it took must be
+// given back, so the context's error is what it unwraps to, not the BUSY.
+func TestResendMeetingTheEndOfItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls := 0
+	_, err := acquire.Bounded(ctx, nil, 5*time.Second, acquire.CallFunc[int](func(ctx context.Context) (int, error) {
+		calls++
+		if calls == 1 {
+			return 0, redisError("BUSY Redis is busy running a script.")
+		}
+		cancel() // as go-redis meets the end of ctx after sending
+		return 0, ctx.Err()
+	}))
+	require.Equal(t, 2, calls)
+	require.ErrorIs(t, err, context.Canceled)
+	require.True(t, conn.MayHaveRun(err), "a resend that may have run is given back")
+	require.False(t, conn.TryAgain(err))
+	require.Contains(t, err.Error(), "BUSY")
+}
+
+// An acquisition's first try is resent on BUSY up to its wait bound and
+// no further; at the bound it is ErrNotAcquired, with the server's answer.
+func TestFirstTryResentUpToTheWaitBound(t *testing.T) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
+		hub := queue.For(conn.Of(env.Client))
+		f := &flaky{from: 1, err: redisError("BUSY Redis is busy running a script.")}
+		// as a primitive's Try sends its script (pool nil: on this goroutine)
+		try := func(ctx context.Context) (acquire.Result, error) {
+			return acquire.Bounded(ctx, nil, 5*time.Second, acquire.CallFunc[acquire.Result](f.try))
+		}
+		req := request(hub, channelOf(t), try)
+		req.Wait = 150 * time.Millisecond
+		began := time.Now()
+		err := do(testContext(t), req)
+		took := time.Since(began)
+		require.ErrorIs(t, err, errs.ErrNotAcquired)
+		require.Contains(t, err.Error(), "BUSY")
+		require.GreaterOrEqual(t, took, req.Wait, "the bound is waited out")
+		require.Less(t, took, req.Wait+time.Second, "and not long past it")
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		require.Greater(t, f.calls, 1, "resent meanwhile")
+	})
+}
