@@ -31,8 +31,8 @@ func (f CallFunc[T]) Send(ctx context.Context) (T, error) { return f(ctx) }
 // it: conn.AfterLate). A reply that says to try again (conn.TryAgain:
 // BUSY, LOADING...) is sent again, after a backoff, for up to patience or
 // until ctx ends; an acquisition's first try, which runs under its
-// caller's ctx, is sent no more past its wait bound (Do), and returns the
-// last answer at that bound. A ctx that cannot end runs the try on the
+// caller's ctx, is sent again until its wait bound instead (Do), and
+// returns the last answer at that bound. A ctx that cannot end runs the try on the
 // caller's goroutine, as the uncontended path of context.Background does.
 // A try on its way when the wait bound (ErrWaitBound) passes has up to
 // patience more to answer: the bound limits waiting, and a healthy
@@ -89,9 +89,10 @@ func (e *resent) Unwrap() error { return e.err }
 type resendKey struct{}
 
 // resendUntil is the instant past which Bounded sends a try no more: at
-// patience, or sooner at the wait bound of a first try (atBound).
+// patience, or at the wait bound of a first try (atBound), sooner or
+// later: the caller asked to wait that long.
 func resendUntil(ctx context.Context, patience time.Time) (until time.Time, atBound bool) {
-	if b, ok := ctx.Value(resendKey{}).(time.Time); ok && b.Before(patience) {
+	if b, ok := ctx.Value(resendKey{}).(time.Time); ok {
 		return b, true
 	}
 	return patience, false

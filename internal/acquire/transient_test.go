@@ -139,7 +139,7 @@ func TestTransientErrorThenContextEndReturnsBoth(t *testing.T) {
 			f := &flaky{from: 2, err: errDown}
 			// as a primitive's Try sends its script (pool nil: on this goroutine)
 			try := func(ctx context.Context) (acquire.Result, error) {
-				return acquire.Bounded(ctx, nil, 5*time.Second, acquire.CallFunc[acquire.Result](f.try))
+				return acquire.Bounded(ctx, nil, 50*time.Millisecond, acquire.CallFunc[acquire.Result](f.try))
 			}
 			req := request(hub, channelOf(t), try)
 			req.Wait = 300 * time.Millisecond
@@ -219,15 +219,16 @@ func TestResendMeetingTheEndOfItsContext(t *testing.T) {
 	require.Contains(t, err.Error(), "BUSY")
 }
 
-// An acquisition's first try is resent on BUSY up to its wait bound and
-// no further; at the bound it is ErrNotAcquired, with the server's answer.
+// An acquisition's first try is resent on BUSY up to its wait bound, even
+// past the try's own patience, and no further; at the bound it is
+// ErrNotAcquired, with the server's answer.
 func TestFirstTryResentUpToTheWaitBound(t *testing.T) {
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		hub := queue.For(conn.Of(env.Client))
 		f := &flaky{from: 1, err: redisError("BUSY Redis is busy running a script.")}
 		// as a primitive's Try sends its script (pool nil: on this goroutine)
 		try := func(ctx context.Context) (acquire.Result, error) {
-			return acquire.Bounded(ctx, nil, 5*time.Second, acquire.CallFunc[acquire.Result](f.try))
+			return acquire.Bounded(ctx, nil, 50*time.Millisecond, acquire.CallFunc[acquire.Result](f.try))
 		}
 		req := request(hub, channelOf(t), try)
 		req.Wait = 150 * time.Millisecond
