@@ -145,7 +145,7 @@ func Do(ctx context.Context, tr Trace, req Request) (err error) {
 	// its first try whatever the wait bound, as Redisson's tryLock does:
 	// the bound limits waiting, and a free lock or a re-entry never waits.
 	// Resending that try while the server answers BUSY or LOADING is
-	// waiting, though: the bound ends it (resendUntil).
+	// waiting, though: the bound says how long (resendUntil).
 	if ctx.Err() != nil {
 		return ended(ctx)
 	}

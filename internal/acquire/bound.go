@@ -32,11 +32,12 @@ func (f CallFunc[T]) Send(ctx context.Context) (T, error) { return f(ctx) }
 // BUSY, LOADING...) is sent again, after a backoff, for up to patience or
 // until ctx ends; an acquisition's first try, which runs under its
 // caller's ctx, is sent again until its wait bound instead (Do), and
-// returns the last answer at that bound. A ctx that cannot end runs the try on the
-// caller's goroutine, as the uncontended path of context.Background does.
-// A try on its way when the wait bound (ErrWaitBound) passes has up to
-// patience more to answer: the bound limits waiting, and a healthy
-// server's answer is kept rather than given back.
+// returns the last answer at that bound. A ctx that cannot end runs the
+// try on the caller's goroutine, as the uncontended path of
+// context.Background does. A try on its way when the wait bound
+// (ErrWaitBound) passes has up to patience more to answer: the bound
+// limits waiting, and a healthy server's answer is kept rather than given
+// back.
 func Bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration, t Call[T]) (v T, err error) {
 	var until time.Time
 	var atBound bool // until is a first try's wait bound
@@ -84,8 +85,8 @@ func (e *resent) Error() string {
 func (e *resent) Unwrap() error { return e.err }
 
 // resendKey carries the wait bound of an acquisition's first try, which
-// runs under its caller's context alone (Do): Bounded stops resending it
-// there.
+// runs under its caller's context alone (Do): Bounded resends it until
+// then.
 type resendKey struct{}
 
 // resendUntil is the instant past which Bounded sends a try no more: at
