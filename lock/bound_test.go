@@ -3,7 +3,6 @@ package lock_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -106,10 +105,7 @@ func TestUnlockRetriesABusyServer(t *testing.T) {
 	busyClient := srv.Client(t, func(o *redis.Options) { o.ReadTimeout = 5 * time.Second })
 	wait := redistest.BusyScript(busyClient, 600*time.Millisecond)
 	defer wait()
-	require.Eventually(t, func() bool {
-		err := rdb.Ping(ctx).Err()
-		return err != nil && strings.HasPrefix(err.Error(), "BUSY")
-	}, time.Second, 5*time.Millisecond, "the server never answered BUSY")
+	redistest.RequireBusy(t, ctx, rdb)
 	start := time.Now()
 	require.NoError(t, mu.Unlock(held), "an unlock during a busy script must be sent again until it runs")
 	t.Logf("unlock during a busy script took %v", time.Since(start))
@@ -122,10 +118,7 @@ func TestUnlockRetriesABusyServer(t *testing.T) {
 	require.NoError(t, err)
 	wait2 := redistest.BusyScript(busyClient, 600*time.Millisecond)
 	defer wait2()
-	require.Eventually(t, func() bool {
-		err := rdb.Ping(ctx).Err()
-		return err != nil && strings.HasPrefix(err.Error(), "BUSY")
-	}, time.Second, 5*time.Millisecond, "the server never answered BUSY")
+	redistest.RequireBusy(t, ctx, rdb)
 	other := lock.New(rdb, "bound:busy:other")
 	oheld, err := other.TryLock(ctx)
 	require.NoError(t, err, "a TryLock during a busy script must be sent again until it runs")

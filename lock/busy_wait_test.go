@@ -2,7 +2,6 @@ package lock_test
 
 import (
 	"context"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,10 +42,7 @@ func TestWaitBoundHoldsWhileTheServerIsBusy(t *testing.T) {
 		c := srv.Client(t)
 		wait := redistest.BusyScript(srv.Client(t, func(o *redis.Options) { o.ReadTimeout = busy + 2*time.Second }), busy)
 		defer wait()
-		require.Eventually(t, func() bool {
-			err := c.Ping(context.Background()).Err()
-			return err != nil && strings.HasPrefix(err.Error(), "BUSY")
-		}, time.Second, 5*time.Millisecond, "the server never answered BUSY")
+		redistest.RequireBusy(t, context.Background(), c)
 		check(t, c)
 	})
 }
@@ -93,10 +89,7 @@ func TestReplicaSyncAfterABusyFirstMeeting(t *testing.T) {
 	mu := lock.New(c, "busy:replicated")
 
 	wait := redistest.BusyScript(g.Master.Client(t, func(o *redis.Options) { o.ReadTimeout = 5 * time.Second }), time.Second)
-	require.Eventually(t, func() bool {
-		err := admin.Ping(ctx).Err()
-		return err != nil && strings.HasPrefix(err.Error(), "BUSY")
-	}, time.Second, 5*time.Millisecond, "the server never answered BUSY")
+	redistest.RequireBusy(t, ctx, admin)
 	_, err := mu.Lock(ctx, lock.WithWaitTimeout(200*time.Millisecond))
 	require.ErrorContains(t, err, "BUSY")
 	wait()

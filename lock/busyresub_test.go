@@ -2,7 +2,6 @@ package lock_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -41,10 +40,7 @@ func TestWaiterHearsUnlockAfterABusyServerRefusedItsResubscription(t *testing.T)
 	redistest.RequireNumSubEventually(t, ctx, admin, 1, "redisson_lock__channel:{"+name+"}")
 
 	wait := redistest.BusyScript(srv.Client(t, func(o *redis.Options) { o.ReadTimeout = 5 * time.Second }), time.Second)
-	require.Eventually(t, func() bool {
-		err := admin.Ping(ctx).Err()
-		return err != nil && strings.HasPrefix(err.Error(), "BUSY")
-	}, time.Second, 5*time.Millisecond, "the server never answered BUSY")
+	redistest.RequireBusy(t, ctx, admin)
 	d.BreakAll()
 	wait()
 	redistest.RequireNumSubEventually(t, ctx, admin, 1, "redisson_lock__channel:{"+name+"}")

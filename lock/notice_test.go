@@ -32,13 +32,7 @@ func TestForceUnlockNoticeFromAnotherProcess(t *testing.T) {
 		ok, err := lock.New(other, "notice").ForceUnlock(ctx)
 		require.NoError(t, err)
 		require.True(t, ok)
-		select {
-		case <-held.Done():
-			require.ErrorIs(t, context.Cause(held), lock.ErrLockLost)
-			require.Contains(t, context.Cause(held).Error(), "force-unlocked")
-		case <-time.After(5 * time.Second):
-			t.Fatal("the holder did not hear of the ForceUnlock")
-		}
+		requireForceUnlocked(t, held)
 		<-inner.Done()
 		require.ErrorIs(t, mu.Unlock(inner), lock.ErrLockLost)
 		require.ErrorIs(t, mu.Unlock(held), lock.ErrLockLost)
@@ -87,15 +81,22 @@ func TestForceUnlockNoticeBeforeItsSubscriptionArrives(t *testing.T) {
 		ok, err := lock.New(env.NewClient(t), "notice:late").ForceUnlock(ctx)
 		require.NoError(t, err)
 		require.True(t, ok)
-		select {
-		case <-held.Done():
-			require.ErrorIs(t, context.Cause(held), lock.ErrLockLost)
-			require.Contains(t, context.Cause(held).Error(), "force-unlocked")
-		case <-time.After(5 * time.Second):
-			t.Fatal("the holder did not hear of the ForceUnlock")
-		}
+		requireForceUnlocked(t, held)
 		require.ErrorIs(t, mu.Unlock(held), lock.ErrLockLost)
 	})
+}
+
+// requireForceUnlocked waits up to 5 s (half the default renewal period)
+// for the hold held to end with ErrLockLost for a ForceUnlock.
+func requireForceUnlocked(t *testing.T, held context.Context) {
+	t.Helper()
+	select {
+	case <-held.Done():
+		require.ErrorIs(t, context.Cause(held), lock.ErrLockLost)
+		require.Contains(t, context.Cause(held).Error(), "force-unlocked")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the holder did not hear of the ForceUnlock")
+	}
 }
 
 // lateWrites is a connection whose writes reach the server d after they

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -23,6 +25,16 @@ while true do t = redis.call('TIME'); if t[1]*1000000 + t[2] > e then break end 
 		_ = c.Eval(context.Background(), src, nil).Err()
 	}()
 	return func() { <-done }
+}
+
+// RequireBusy waits for c's server to answer BUSY, as it
+// does once a script (BusyScript) runs past its busy-reply-threshold.
+func RequireBusy(t testing.TB, ctx context.Context, c redis.UniversalClient) {
+	t.Helper()
+	eventually(t, func() bool {
+		err := c.Ping(ctx).Err()
+		return err != nil && strings.HasPrefix(err.Error(), "BUSY")
+	}, "the server never answered BUSY")
 }
 
 // Breakable records the connections a client dials (set Dial as its
