@@ -1,6 +1,7 @@
 package conn_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -73,4 +74,62 @@ func TestResubscriptionRefusedForGoodFailsTheSubscription(t *testing.T) {
 	require.Equal(t, heard{"broken", ch, ""}, rec.next(t, "after Redis dropped the connection"))
 	require.Eventually(t, sub.Failed, settle, poll, "the refused resubscription fails the subscription")
 	require.ErrorContains(t, sub.Err(), "NOPERM")
+}
+
+// Redis refuses a SUBSCRIBE whose channel the user may not access (NOPERM)
+// with one error reply, in the place of that command's confirmation. Only
+// that subscription fails: another channel's, sent after it on the same
+// connection and answered after the refusal, is confirmed and hears its
+// messages. (The refusal names no channel; the order of the replies says
+// which command it answers.) It holds after a reconnect too, where
+// go-redis subscribes every channel again on its own, and for a user who
+// may not PING.
+func TestChannelRefusedFailsOnlyItsOwnSubscription(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, ping string }{{"ping allowed", "+ping"}, {"ping refused", "-ping"}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			channelRefusedAlone(t, c.ping)
+		})
+	}
+}
+
+func channelRefusedAlone(t *testing.T, ping string) {
+	ctx := testContext(t)
+	srv := redistest.StartServer(t)
+	admin := srv.Client(t)
+	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "app", "on", ">pw", "~*", "resetchannels", "&allowed:*", "+@all", ping).Err())
+	d := &redistest.Breakable{}
+	app := srv.Client(t, func(o *redis.Options) { o.Username, o.Password, o.Dialer = "app", "pw", d.Dial })
+	ps := conn.PubSubFor(conn.Of(app))
+	rec := newRecorder()
+	subscribeReady(t, ctx, ps, "allowed:warm", rec) // the connection is up
+
+	for round := range 4 {
+		if round == 2 {
+			d.BreakAll()
+			rec.waitFor(t, "missed", "allowed:warm", "the resubscription after the connection broke")
+		}
+		// A paused server refuses the first SUBSCRIBE at once (it checks
+		// the user's rights before the pause) and confirms the second only
+		// when the pause ends: the refusal reaches the client while the
+		// other subscription waits for its confirmation.
+		require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", "300", "ALL").Err())
+		deniedCh, allowedCh := fmt.Sprintf("denied:%d", round), fmt.Sprintf("allowed:%d", round)
+		denied := subscribe(t, ctx, ps, deniedCh, rec)
+		allowed := subscribe(t, ctx, ps, allowedCh, rec)
+		requireNotReady(t, allowed, "while the server is paused")
+
+		select {
+		case <-denied.Ready():
+		case <-time.After(heardTimeout):
+			t.Fatalf("round %d: the refused subscription is not ready within %v", round, heardTimeout)
+		}
+		require.ErrorContains(t, denied.Err(), "NOPERM", "round %d", round)
+		requireReady(t, allowed, fmt.Sprintf("round %d: the allowed channel, answered after the refusal", round))
+		redistest.RequireNumSubEventually(t, ctx, admin, 1, allowedCh)
+		require.NoError(t, admin.Publish(ctx, allowedCh, "unlocked").Err())
+		rec.waitFor(t, "message", allowedCh, fmt.Sprintf("round %d: a message on the allowed channel", round))
+		denied.Cancel()
+	}
 }

@@ -32,6 +32,7 @@ type shard struct {
 	// again: a resubscription of the channels a server refused for the
 	// moment is due (resubscribeRefused).
 	again bool
+	order sendOrder // the SUBSCRIBEs sent, to place a refusal (pubsub_order.go)
 }
 
 // channelState counts SUBSCRIBEs sent and confirmed for one channel, so a
@@ -69,6 +70,7 @@ func (ps *PubSub) shardLocked(ctx context.Context, channel string) (*shard, erro
 		return s, nil
 	}
 	s := &shard{addr: addr, chans: map[string]*channelState{}, own: map[string]int{}, done: make(chan struct{})}
+	s.order.known = true // nothing sent yet
 	if node != nil {
 		s.ps, s.ssub = node.SSubscribe(ctx), true
 	} else {
@@ -88,6 +90,9 @@ func (ps *PubSub) subscribeLocked(ctx context.Context, channel string, l Listene
 		s.linger.Stop()
 		s.linger = nil
 	}
+	if s.order.needsPing() {
+		s.order.pingedOrLost(s.ps.Ping(ctx))
+	}
 	if s.ssub {
 		err = s.ps.SSubscribe(ctx, channel)
 	} else {
@@ -101,10 +106,12 @@ func (ps *PubSub) subscribeLocked(ctx context.Context, channel string, l Listene
 	if err != nil {
 		// go-redis keeps the channel in its set even when the SUBSCRIBE
 		// could not be sent, and would subscribe it again on reconnect.
+		s.order.lose() // the connection may have been written, and redialled
 		ps.forgetLocked(s, channel)
 		ps.dropChannelLocked(s, channel)
 		return nil, err
 	}
+	s.order.sent(channel)
 	st.sent++
 	sub := &Subscription{ps: ps, shard: s, channel: channel, l: l, target: st.sent, ready: make(chan struct{})}
 	st.pending = append(st.pending, sub)
@@ -115,27 +122,28 @@ func (ps *PubSub) subscribeLocked(ctx context.Context, channel string, l Listene
 // resubscribeEach sends an SSUBSCRIBE of its own for each channel of s.
 func (ps *PubSub) resubscribeEach(s *shard) {
 	ps.mu.Lock()
+	defer ps.mu.Unlock()
 	chans := make([]string, 0, len(s.chans))
 	for ch := range s.chans {
 		chans = append(chans, ch)
 	}
-	ps.mu.Unlock()
 	subscribeAll(s, chans)
 }
 
 // subscribeAll subscribes chans on s, within a second: in one SUBSCRIBE,
 // or one SSUBSCRIBE per channel on a cluster, whose server refuses
 // channels of several slots in one. A broken connection is retried by
-// receive, and a refusal comes back to refused.
+// receive, and a refusal comes back to refused. It runs with ps.mu held,
+// so that its sends take their place in s's order.
 func subscribeAll(s *shard, chans []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if !s.ssub {
-		_ = s.ps.Subscribe(ctx, chans...)
+		s.order.sentOrLost(s.ps.Subscribe(ctx, chans...), chans...)
 		return
 	}
 	for _, ch := range chans {
-		_ = s.ps.SSubscribe(ctx, ch)
+		s.order.sentOrLost(s.ps.SSubscribe(ctx, ch), ch)
 	}
 }
 
@@ -155,14 +163,18 @@ func (ps *PubSub) forgetAllWithin(s *shard, channels []string, timeout time.Dura
 		// One SUNSUBSCRIBE per channel: the server refuses channels of
 		// several slots in one (CROSSSLOT).
 		for _, ch := range channels {
-			if s.ps.SUnsubscribe(ctx, ch) == nil {
+			if err := s.ps.SUnsubscribe(ctx, ch); err == nil {
 				s.own[ch]++
+			} else {
+				s.order.lose() // the connection may have been redialled
 			}
 		}
-	} else if s.ps.Unsubscribe(ctx, channels...) == nil {
+	} else if err := s.ps.Unsubscribe(ctx, channels...); err == nil {
 		for _, ch := range channels {
 			s.own[ch]++
 		}
+	} else {
+		s.order.lose()
 	}
 }
 
@@ -219,6 +231,10 @@ func (ps *PubSub) receive(s *shard) {
 			if l := ps.listener(m.Channel); l != nil {
 				l.Message(m.Channel, m.Payload)
 			}
+		case *redis.Pong:
+			ps.mu.Lock()
+			s.order.ponged()
+			ps.mu.Unlock()
 		case *redis.Subscription:
 			switch m.Kind {
 			case "subscribe", "ssubscribe":
@@ -238,7 +254,8 @@ func (ps *PubSub) receive(s *shard) {
 
 // refused handles Redis refusing a (S)SUBSCRIBE (NOPERM, MOVED, BUSY...):
 // the connection is intact and nothing was resubscribed, so the counts
-// stay. A refusal for the moment (a server running a long script or
+// stay. A refusal for a channel's rights that the shard's order places
+// (pubsub_order.go) fails the subscriptions of its command alone. A refusal for the moment (a server running a long script or
 // loading its data: TryAgain) is sent again shortly, the waiting
 // subscriptions waiting on: the refused command may be the resubscription
 // of every channel after a reconnect, which would otherwise leave them
@@ -259,13 +276,21 @@ func (ps *PubSub) refused(s *shard, err error, refused redis.Error) {
 		// SSUBSCRIBE, which the server refuses when they sit in several
 		// slots (the channels of several locks): send each alone. Their
 		// confirmations stand for the one lost expected.
+		ps.mu.Lock()
+		s.order.lose()
+		ps.mu.Unlock()
 		go ps.resubscribeEach(s)
 		return
 	}
+	ps.mu.Lock()
+	if ps.refusedInOrderLocked(s, err, refused.Error()) {
+		ps.mu.Unlock()
+		return
+	}
+	s.order.lose() // this refusal may answer another command
 	var moved []string
 	slot, isMoved := Redirect(refused)
 	later := TryAgain(err)
-	ps.mu.Lock()
 	for ch := range s.own {
 		if !isMoved || Slot(ch) == slot {
 			delete(s.own, ch)
@@ -346,6 +371,7 @@ func (ps *PubSub) lost(s *shard) bool {
 		return false
 	}
 	clear(s.own)
+	s.order.broken() // go-redis subscribes every channel again, on its own
 	type heard struct {
 		l  Listener
 		ch string
@@ -376,6 +402,7 @@ func (ps *PubSub) lost(s *shard) bool {
 
 func (ps *PubSub) confirm(s *shard, channel string) {
 	ps.mu.Lock()
+	s.order.confirmed(channel)
 	if s.own[channel] > 0 {
 		ps.mu.Unlock()
 		return // the reply of a subscription since ended
