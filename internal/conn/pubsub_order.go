@@ -1,7 +1,9 @@
 package conn
 
 import (
+	"context"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -15,16 +17,20 @@ import (
 // resubscription after a reconnect, a send that failed) or a refusal may
 // answer another command (BUSY, MOVED): a refusal then fails every
 // subscription waiting, as before, rather than leave one waiting for
-// ever. The next subscription sends a PING first: every reply before its
-// PONG answers a command sent before it, so the order is known again
-// from the PONG on, with the sends made since the PING.
+// ever. The next subscription first unsubscribes a marker channel that
+// nobody subscribes: every reply before the marker's answers a command
+// sent before it, so the order is known again from that reply on, with
+// the sends made since. An unsubscription is the marker, not a PING: its
+// channel is not checked against the user's rights, and a server that
+// is loading its data runs it, as it runs the SUBSCRIBE after it.
 
 // sendOrder lists a shard's (S)SUBSCRIBEs whose replies are due.
 type sendOrder struct {
-	known bool       // sends lists every (S)SUBSCRIBE whose reply is due
-	sends [][]string // the channels of each not yet confirmed, oldest first
-	pings int        // PINGs sent whose PONG is due
-	stale bool       // the order was lost after the last PING was sent
+	known  bool       // sends lists every (S)SUBSCRIBE whose reply is due
+	sends  [][]string // the channels of each not yet confirmed, oldest first
+	marker string     // the last marker sent, until its reply; "" for none
+	stale  bool       // the order was lost after marker was sent
+	seq    uint64     // markers made, which names each apart
 }
 
 // sent records a (S)SUBSCRIBE of chans, written on the connection.
@@ -46,42 +52,60 @@ func (o *sendOrder) sentOrLost(err error, chans ...string) {
 // reply came that it cannot place.
 func (o *sendOrder) lose() { o.known, o.sends, o.stale = false, nil, true }
 
-// broken forgets the order of a connection that failed: the PONGs due on
-// it never come.
-func (o *sendOrder) broken() { *o = sendOrder{} }
+// broken forgets the order of a connection that failed: the replies due
+// on it never come.
+func (o *sendOrder) broken() { *o = sendOrder{seq: o.seq} }
 
-// needsPing reports whether a PING is due before the next send.
-func (o *sendOrder) needsPing() bool { return !o.known && (o.pings == 0 || o.stale) }
+// needsMarker reports whether a marker is due before the next send.
+func (o *sendOrder) needsMarker() bool { return !o.known && (o.marker == "" || o.stale) }
 
-// pinged records a PING written on the connection: the sends from now on
-// are listed.
-func (o *sendOrder) pinged() { o.pings, o.sends, o.stale = o.pings+1, nil, false }
+// nextMarker returns a new marker channel in channel's cluster slot, or
+// "" when it cannot make one there.
+func (o *sendOrder) nextMarker(channel string) string {
+	o.seq++
+	tag := channel
+	if s := strings.IndexByte(channel, '{'); s >= 0 {
+		if e := strings.IndexByte(channel[s+1:], '}'); e > 0 {
+			tag = channel[s+1 : s+1+e]
+		}
+	}
+	m := "{" + tag + "}relock_pubsub_order:" + strconv.FormatUint(o.seq, 10)
+	if Slot(m) != Slot(channel) {
+		return ""
+	}
+	return m
+}
 
-// pingedOrLost is pinged, or lose when the PING could not be written
-// (err): the connection may have been redialled.
-func (o *sendOrder) pingedOrLost(err error) {
+// marked records marker m's unsubscription, written on the connection
+// (err nil): the sends from now on are listed.
+func (o *sendOrder) marked(m string, err error) {
 	if err != nil {
 		o.lose()
 		return
 	}
-	o.pinged()
+	o.marker, o.sends, o.stale = m, nil, false
 }
 
-// ponged records a PONG: at the last one due, the order is known, unless
-// it was lost since its PING.
-func (o *sendOrder) ponged() {
-	if o.pings == 0 {
-		return
+// answered reports whether ch, an unsubscription's reply, is the last
+// marker's; the order is then known, unless it was lost since the
+// marker was sent. An earlier marker's reply is taken for the reply of
+// an unsubscription nobody counts on, and dropped as such.
+func (o *sendOrder) answered(ch string) bool {
+	if o.marker == "" || ch != o.marker {
+		return false
 	}
-	o.pings--
-	if o.pings == 0 && !o.stale {
-		o.known = true
-	}
+	o.marker = ""
+	o.known = !o.stale
+	return true
 }
 
 // confirmed takes ch out of the oldest send that has it: a channel's
-// confirmation answers its oldest SUBSCRIBE still due.
+// confirmation answers its oldest SUBSCRIBE still due. While the order is
+// not known, the confirmation may answer a send made before the marker.
 func (o *sendOrder) confirmed(ch string) {
+	if !o.known {
+		return
+	}
 	for i, chans := range o.sends {
 		if j := slices.Index(chans, ch); j >= 0 {
 			if len(chans) == 1 {
@@ -106,27 +130,34 @@ func (o *sendOrder) refused() ([]string, bool) {
 }
 
 // channelRefusal reports a refusal of a (S)SUBSCRIBE for its channels'
-// rights: NOPERM, which no other command a shard sends can get (Redis
-// does not check the rights of an unsubscription).
+// rights (Redis 7.0's words, then 7.2's), which no other command a shard
+// sends can get: Redis does not check the rights of an unsubscription.
 func channelRefusal(msg string) bool {
-	return strings.HasPrefix(msg, "NOPERM") && strings.Contains(msg, "channel")
+	return strings.HasPrefix(msg, "NOPERM") &&
+		(strings.Contains(msg, "one of the channels used as arguments") || strings.HasSuffix(msg, "' channel"))
 }
 
-// pingRefusal reports a refusal of the PING a shard sends to find its
-// order again (a user without +ping): it answers the PING all the same.
-func pingRefusal(msg string) bool {
-	return strings.HasPrefix(msg, "NOPERM") && strings.Contains(msg, "'ping'")
+// markLocked unsubscribes a marker in channel's slot when the order of
+// s must be found again, before channel's SUBSCRIBE is sent.
+func (ps *PubSub) markLocked(ctx context.Context, s *shard, channel string) {
+	if !s.order.needsMarker() {
+		return
+	}
+	m := s.order.nextMarker(channel)
+	if m == "" {
+		return
+	}
+	if s.ssub {
+		s.order.marked(m, s.ps.SUnsubscribe(ctx, m))
+	} else {
+		s.order.marked(m, s.ps.Unsubscribe(ctx, m))
+	}
 }
 
-// refusedInOrderLocked handles a refusal that the order places: a PING's,
-// which stands for its PONG, or one for a channel's rights, which fails
-// the subscriptions of the send it answers. It reports false when it
+// refusedInOrderLocked fails the subscriptions of the send that a
+// refusal for its channels' rights answers, and reports false when it
 // cannot place the refusal.
 func (ps *PubSub) refusedInOrderLocked(s *shard, err error, msg string) bool {
-	if pingRefusal(msg) {
-		s.order.ponged()
-		return true
-	}
 	if !channelRefusal(msg) {
 		return false
 	}
@@ -135,15 +166,9 @@ func (ps *PubSub) refusedInOrderLocked(s *shard, err error, msg string) bool {
 		return false
 	}
 	for _, ch := range chans {
-		st := s.chans[ch]
-		if st == nil {
-			continue // cancelled since
+		if st := s.chans[ch]; st != nil { // nil: cancelled since
+			ps.failLocked(ch, st, err, true)
 		}
-		for _, p := range st.pending {
-			p.err = err
-			close(p.ready)
-		}
-		st.pending = nil
 	}
 	return true
 }

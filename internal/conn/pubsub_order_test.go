@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestSendOrder(t *testing.T) {
@@ -26,32 +27,52 @@ func TestSendOrder(t *testing.T) {
 	o.sent("d")
 	_, ok = o.refused()
 	assert.False(t, ok, "lost")
-	assert.True(t, o.needsPing())
-	o.pinged()
-	assert.False(t, o.needsPing(), "a PING on its way")
+	require.True(t, o.needsMarker())
+	m1 := o.nextMarker("redisson_lock__channel:{app:x}")
+	o.marked(m1, nil)
+	assert.False(t, o.needsMarker(), "a marker on its way")
 	o.sent("e")
-	o.lose() // a refusal after the PING: its PONG proves nothing
-	assert.True(t, o.needsPing())
-	o.pinged()
+	o.lose() // a refusal after the marker: its reply proves nothing
+	require.True(t, o.needsMarker())
+	m2 := o.nextMarker("redisson_lock__channel:{app:x}")
+	require.NotEqual(t, m1, m2)
+	o.marked(m2, nil)
 	o.sent("f")
-	o.ponged()
-	assert.False(t, o.known, "the first PONG is older than the loss")
-	o.ponged()
+	o.confirmed("f") // a reply from before the marker: f's send stays due
+	assert.False(t, o.answered(m1), "an earlier marker's reply")
+	assert.False(t, o.known)
+	assert.True(t, o.answered(m2))
 	assert.True(t, o.known)
 	chans, ok = o.refused()
 	assert.True(t, ok)
-	assert.Equal(t, []string{"f"}, chans, "the sends since the last PING")
+	assert.Equal(t, []string{"f"}, chans, "the sends since the last marker")
 
-	o.pinged()
+	o.lose()
+	o.marked(o.nextMarker("ch"), nil)
+	o.marked("", assert.AnError) // a marker that could not be written
+	assert.True(t, o.needsMarker())
+	m3 := o.nextMarker("ch")
+	o.marked(m3, nil)
 	o.broken()
-	o.ponged() // of the broken connection: never comes, and is ignored
+	assert.False(t, o.answered(m3), "sent on a connection that failed")
 	assert.False(t, o.known)
-	assert.True(t, o.needsPing())
+	assert.True(t, o.needsMarker())
+}
 
+func TestMarkerSharesTheChannelsSlot(t *testing.T) {
+	var o sendOrder
+	for _, ch := range []string{"redisson_lock__channel:{app:x}", "redisson_lock__channel:app:{user1}:lock", "plain", "a{b"} {
+		m := o.nextMarker(ch)
+		require.NotEmpty(t, m, ch)
+		assert.Equal(t, Slot(ch), Slot(m), ch)
+	}
+	assert.Empty(t, o.nextMarker("a}b{"), "no marker where its slot would differ")
+}
+
+func TestChannelRefusal(t *testing.T) {
 	assert.True(t, channelRefusal("NOPERM this user has no permissions to access one of the channels used as arguments"))
 	assert.True(t, channelRefusal("NOPERM User app has no permissions to access the 'x' channel"))
 	assert.False(t, channelRefusal("NOPERM this user has no permissions to run the 'subscribe' command"))
+	assert.False(t, channelRefusal("NOPERM User channel_x has no permissions to run the 'unsubscribe' command"))
 	assert.False(t, channelRefusal("BUSY Redis is busy running a script."))
-	assert.True(t, pingRefusal("NOPERM this user has no permissions to run the 'ping' command"))
-	assert.False(t, pingRefusal("NOPERM this user has no permissions to access one of the channels used as arguments"))
 }

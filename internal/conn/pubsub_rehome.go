@@ -32,7 +32,7 @@ const (
 // channel to move in the second case.
 func (ps *PubSub) dropped(s *shard, channel string) (move bool) {
 	ps.mu.Lock()
-	if ps.takeOwnLocked(s, channel) {
+	if s.order.answered(channel) || ps.takeOwnLocked(s, channel) {
 		ps.mu.Unlock()
 		return false
 	}

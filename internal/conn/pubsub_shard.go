@@ -90,9 +90,7 @@ func (ps *PubSub) subscribeLocked(ctx context.Context, channel string, l Listene
 		s.linger.Stop()
 		s.linger = nil
 	}
-	if s.order.needsPing() {
-		s.order.pingedOrLost(s.ps.Ping(ctx))
-	}
+	ps.markLocked(ctx, s, channel)
 	if s.ssub {
 		err = s.ps.SSubscribe(ctx, channel)
 	} else {
@@ -231,17 +229,15 @@ func (ps *PubSub) receive(s *shard) {
 			if l := ps.listener(m.Channel); l != nil {
 				l.Message(m.Channel, m.Payload)
 			}
-		case *redis.Pong:
-			ps.mu.Lock()
-			s.order.ponged()
-			ps.mu.Unlock()
 		case *redis.Subscription:
 			switch m.Kind {
 			case "subscribe", "ssubscribe":
 				ps.confirm(s, m.Channel)
 			case "unsubscribe":
 				ps.mu.Lock()
-				ps.takeOwnLocked(s, m.Channel)
+				if !s.order.answered(m.Channel) {
+					ps.takeOwnLocked(s, m.Channel)
+				}
 				ps.mu.Unlock()
 			case "sunsubscribe":
 				if ps.dropped(s, m.Channel) {
@@ -309,14 +305,7 @@ func (ps *PubSub) refused(s *shard, err error, refused redis.Error) {
 		if len(st.pending) > 0 && s.ssub && isMoved {
 			moved = append(moved, ch)
 		}
-		if sub := ps.subs[ch]; st.resync && !isMoved && sub != nil && sub.err == nil {
-			sub.err = err // Failed from now on
-		}
-		for _, p := range st.pending {
-			p.err = err
-			close(p.ready)
-		}
-		st.pending = nil
+		ps.failLocked(ch, st, err, !isMoved)
 	}
 	again := later && !s.again
 	s.again = s.again || later
@@ -327,6 +316,20 @@ func (ps *PubSub) refused(s *shard, err error, refused redis.Error) {
 	if again {
 		go ps.resubscribeRefused(s)
 	}
+}
+
+// failLocked fails the subscriptions of ch that wait for a confirmation
+// with err, and, when it answers ch's resubscription (resubscribed), the
+// live one too, which counts on it.
+func (ps *PubSub) failLocked(ch string, st *channelState, err error, resubscribed bool) {
+	if sub := ps.subs[ch]; resubscribed && st.resync && sub != nil && sub.err == nil {
+		sub.err = err // Failed from now on
+	}
+	for _, p := range st.pending {
+		p.err = err
+		close(p.ready)
+	}
+	st.pending = nil
 }
 
 // resubscribeRefused sends again, refusedRetry after a refusal for the
