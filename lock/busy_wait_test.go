@@ -47,6 +47,52 @@ func TestWaitBoundHoldsWhileTheServerIsBusy(t *testing.T) {
 	})
 }
 
+// TryLock on a server busy with a long script sends its attempt again
+// for up to the unlock timeout (the server may answer in a moment), then
+// returns the server's reply rather than ErrNotAcquired: nobody else was
+// found to hold the lock. A context that ends first ends it then.
+func TestTryLockOnABusyServer(t *testing.T) {
+	const busy, patience = 3 * time.Second, 400 * time.Millisecond
+	check := func(t *testing.T, c *redis.Client) {
+		m := lock.New(c, "busy:try", lock.WithUnlockTimeout(patience))
+		t0 := time.Now()
+		_, err := m.TryLock(context.Background())
+		took := time.Since(t0)
+		t.Logf("TryLock returned after %v: %v", took, err)
+		require.Error(t, err)
+		require.NotErrorIs(t, err, lock.ErrNotAcquired)
+		require.ErrorContains(t, err, "BUSY")
+		require.ErrorContains(t, err, `trylock lock "busy:try"`)
+		// Backoffs that grow: the last resend is at most one short of it.
+		require.GreaterOrEqual(t, took, patience/2, "sent again while the server may answer")
+		require.Less(t, took, patience+300*time.Millisecond, "for the unlock timeout, not the script's %v", busy)
+
+		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+		defer cancel()
+		t0 = time.Now()
+		_, err = m.TryLock(ctx)
+		took = time.Since(t0)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.ErrorContains(t, err, "BUSY", "the reply that kept it waiting")
+		require.Less(t, took, 150*time.Millisecond+200*time.Millisecond, "the context's end")
+	}
+	t.Run("miniredis", func(t *testing.T) {
+		_, c := redistest.Miniredis(t)
+		var until atomic.Int64
+		c.AddHook(busyHook{&until})
+		until.Store(time.Now().Add(busy).UnixNano())
+		check(t, c)
+	})
+	t.Run("redis", func(t *testing.T) {
+		srv := redistest.StartServer(t, redistest.WithArgs("--busy-reply-threshold", "50"))
+		c := srv.Client(t)
+		wait := redistest.BusyScript(srv.Client(t, func(o *redis.Options) { o.ReadTimeout = busy + 2*time.Second }), busy)
+		defer wait()
+		redistest.RequireBusy(t, context.Background(), c)
+		check(t, c)
+	})
+}
+
 // busyHook answers every script call BUSY until the instant in until, as
 // a server running a long script does.
 type busyHook struct{ until *atomic.Int64 }

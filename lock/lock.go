@@ -172,7 +172,10 @@ func (m *Mutex) Lock(ctx context.Context, opts ...LockOption) (context.Context, 
 }
 
 // TryLock makes one attempt: ErrNotAcquired when another owner holds the
-// lock. On success it is as Lock; opts are as Lock's.
+// lock. On success it is as Lock; opts are as Lock's. A server that
+// cannot run the attempt yet (BUSY with a long script, LOADING, a
+// failover's READONLY) has it sent again, for up to the unlock timeout
+// or until ctx ends, and then TryLock returns that reply.
 func (m *Mutex) TryLock(ctx context.Context, opts ...LockOption) (context.Context, error) {
 	a, req, err := m.prepare(ctx, "trylock", true, opts)
 	if err != nil {

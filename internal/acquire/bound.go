@@ -50,6 +50,8 @@ func Bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration
 			v, err = onPool(ctx, pool, patience, t)
 		}
 		if again != nil && ctx.Err() != nil && isContextErr(err) {
+			// A late try's error is kept inside (conn.AfterLate): what
+			// it may take is given back once it lands.
 			return v, &resent{err: err, answer: again}
 		}
 		if !conn.TryAgain(err) {
@@ -74,8 +76,9 @@ func Bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration
 
 // resent is a resend that met the end of its context, with the server's
 // last answer before it, which says why the call waited. It unwraps to
-// the context's error alone: the resend may have run (conn.MayHaveRun),
-// and what it took is given back.
+// the context's error alone, or to the *conn.LateError of a resend still
+// on its way: the resend may have run (conn.MayHaveRun), and what it
+// took is given back, after it lands when it is late.
 type resent struct{ err, answer error }
 
 func (e *resent) Error() string {
@@ -99,11 +102,10 @@ func resendUntil(ctx context.Context, patience time.Time) (until time.Time, atBo
 	return patience, false
 }
 
-// isContextErr reports a call that failed for the end of its context
-// alone: not a late one (conn.AfterLate), which may still take what its
-// caller must give back.
+// isContextErr reports a call that failed for the end of its context,
+// late or not.
 func isContextErr(err error) bool {
-	return conn.AfterLate(err) == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled))
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 // onPool runs one try of Bounded on pool.

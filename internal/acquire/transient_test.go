@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -217,6 +218,40 @@ func TestResendMeetingTheEndOfItsContext(t *testing.T) {
 	require.True(t, conn.MayHaveRun(err), "a resend that may have run is given back")
 	require.False(t, conn.TryAgain(err))
 	require.Contains(t, err.Error(), "BUSY")
+}
+
+// A resend still on its way when its context ends is late: the error
+// keeps the late call (conn.AfterLate), which a give-back waits for, and
+// the server's BUSY that made it wait.
+func TestLateResendMeetingTheEndOfItsContext(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	release := make(chan struct{})
+	var calls atomic.Int32
+	_, err := acquire.Bounded(ctx, conn.NewPool(0), 5*time.Second, acquire.CallFunc[int](func(context.Context) (int, error) {
+		if calls.Add(1) == 1 {
+			return 0, redisError("BUSY Redis is busy running a script.")
+		}
+		<-release // a server that has not answered yet
+		return 1, nil
+	}))
+	require.Equal(t, int32(2), calls.Load())
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.True(t, conn.MayHaveRun(err))
+	require.Contains(t, err.Error(), "BUSY")
+	late := conn.AfterLate(err)
+	require.NotNil(t, late, "the late call, which a give-back waits for")
+	select {
+	case <-late:
+		t.Fatal("done before the call returned")
+	default:
+	}
+	close(release)
+	select {
+	case <-late:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the late call's end was not told")
+	}
 }
 
 // An acquisition's first try is resent on BUSY up to its wait bound, even
