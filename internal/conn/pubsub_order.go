@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Redis answers the commands of a connection in turn. A SUBSCRIBE of a
@@ -17,18 +18,26 @@ import (
 // resubscription after a reconnect, a send that failed) or a refusal may
 // answer another command (BUSY, MOVED): a refusal then fails every
 // subscription waiting, as before, rather than leave one waiting for
-// ever. The next subscription first unsubscribes a marker channel that
+// ever, or, when a marker is on its way, every subscription sent before
+// it. The next subscription first unsubscribes a marker channel that
 // nobody subscribes: every reply before the marker's answers a command
 // sent before it, so the order is known again from that reply on, with
 // the sends made since. An unsubscription is the marker, not a PING: its
 // channel is not checked against the user's rights, and a server that
 // is loading its data runs it, as it runs the SUBSCRIBE after it.
 
+// markerPatience is how long a marker may go unanswered before another is
+// sent: go-redis may redial a connection without an error reaching the
+// receiving goroutine (a hand-off), and the marker's reply then never
+// comes.
+const markerPatience = 2 * time.Second
+
 // sendOrder lists a shard's (S)SUBSCRIBEs whose replies are due.
 type sendOrder struct {
 	known  bool       // sends lists every (S)SUBSCRIBE whose reply is due
 	sends  [][]string // the channels of each not yet confirmed, oldest first
 	marker string     // the last marker sent, until its reply; "" for none
+	sentAt time.Time  // when marker was sent
 	stale  bool       // the order was lost after marker was sent
 	seq    uint64     // markers made, which names each apart
 }
@@ -57,7 +66,19 @@ func (o *sendOrder) lose() { o.known, o.sends, o.stale = false, nil, true }
 func (o *sendOrder) broken() { *o = sendOrder{seq: o.seq} }
 
 // needsMarker reports whether a marker is due before the next send.
-func (o *sendOrder) needsMarker() bool { return !o.known && (o.marker == "" || o.stale) }
+func (o *sendOrder) needsMarker() bool {
+	return !o.known && (o.marker == "" || o.stale || time.Since(o.sentAt) > markerPatience)
+}
+
+// awaiting reports whether a marker is on its way and the order was not
+// lost since: every reply before the marker's answers a send before it.
+func (o *sendOrder) awaiting() bool { return !o.known && o.marker != "" && !o.stale }
+
+// sentSince reports whether ch was sent since the last marker (or while
+// the order is known, whether a send of ch is due).
+func (o *sendOrder) sentSince(ch string) bool {
+	return slices.ContainsFunc(o.sends, func(chans []string) bool { return slices.Contains(chans, ch) })
+}
 
 // nextMarker returns a new marker channel in channel's cluster slot, or
 // "" when it cannot make one there.
@@ -83,7 +104,7 @@ func (o *sendOrder) marked(m string, err error) {
 		o.lose()
 		return
 	}
-	o.marker, o.sends, o.stale = m, nil, false
+	o.marker, o.sentAt, o.sends, o.stale = m, time.Now(), nil, false
 }
 
 // answered reports whether ch, an unsubscription's reply, is the last
@@ -138,35 +159,48 @@ func channelRefusal(msg string) bool {
 }
 
 // markLocked unsubscribes a marker in channel's slot when the order of
-// s must be found again, before channel's SUBSCRIBE is sent.
-func (ps *PubSub) markLocked(ctx context.Context, s *shard, channel string) {
+// s must be found again, before channel's SUBSCRIBE is sent. The error is
+// the marker's write's.
+func (ps *PubSub) markLocked(ctx context.Context, s *shard, channel string) error {
 	if !s.order.needsMarker() {
-		return
+		return nil
 	}
 	m := s.order.nextMarker(channel)
 	if m == "" {
-		return
+		return nil
 	}
+	var err error
 	if s.ssub {
-		s.order.marked(m, s.ps.SUnsubscribe(ctx, m))
+		err = s.ps.SUnsubscribe(ctx, m)
 	} else {
-		s.order.marked(m, s.ps.Unsubscribe(ctx, m))
+		err = s.ps.Unsubscribe(ctx, m)
 	}
+	s.order.marked(m, err)
+	return err
 }
 
 // refusedInOrderLocked fails the subscriptions of the send that a
 // refusal for its channels' rights answers, and reports false when it
-// cannot place the refusal.
+// cannot place the refusal. While a marker is on its way, such a
+// refusal answers a send before it (not the marker, an unsubscription):
+// the subscriptions sent before it fail, and those since wait on.
 func (ps *PubSub) refusedInOrderLocked(s *shard, err error, msg string) bool {
 	if !channelRefusal(msg) {
 		return false
 	}
-	chans, ok := s.order.refused()
-	if !ok {
+	if chans, ok := s.order.refused(); ok {
+		for _, ch := range chans {
+			if st := s.chans[ch]; st != nil { // nil: cancelled since
+				ps.failLocked(ch, st, err, true)
+			}
+		}
+		return true
+	}
+	if !s.order.awaiting() {
 		return false
 	}
-	for _, ch := range chans {
-		if st := s.chans[ch]; st != nil { // nil: cancelled since
+	for ch, st := range s.chans {
+		if !s.order.sentSince(ch) {
 			ps.failLocked(ch, st, err, true)
 		}
 	}

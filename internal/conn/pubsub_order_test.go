@@ -2,6 +2,7 @@ package conn
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,6 +58,25 @@ func TestSendOrder(t *testing.T) {
 	assert.False(t, o.answered(m3), "sent on a connection that failed")
 	assert.False(t, o.known)
 	assert.True(t, o.needsMarker())
+}
+
+// While a marker is on its way, a refusal answers a send before it: the
+// sends since are known, and a marker unanswered for long is sent again.
+func TestSendOrderAwaitingAMarker(t *testing.T) {
+	var o sendOrder
+	o.lose()
+	o.sent("before")
+	require.False(t, o.awaiting())
+	o.marked(o.nextMarker("ch"), nil)
+	o.sent("after")
+	assert.True(t, o.awaiting())
+	assert.False(t, o.sentSince("before"))
+	assert.True(t, o.sentSince("after"))
+	assert.False(t, o.needsMarker(), "the marker is young")
+	o.sentAt = time.Now().Add(-markerPatience - time.Millisecond)
+	assert.True(t, o.needsMarker(), "a marker unanswered for long is taken as lost")
+	o.lose()
+	assert.False(t, o.awaiting(), "lost since the marker")
 }
 
 func TestMarkerSharesTheChannelsSlot(t *testing.T) {

@@ -83,7 +83,7 @@ func TestResubscriptionRefusedForGoodFailsTheSubscription(t *testing.T) {
 // messages. (The refusal names no channel; the order of the replies says
 // which command it answers.) It holds after a reconnect too, where
 // go-redis subscribes every channel again on its own, and for a user who
-// may not PING.
+// may not PING (the order is found again by an unsubscription).
 func TestChannelRefusedFailsOnlyItsOwnSubscription(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
@@ -101,11 +101,12 @@ func TestChannelRefusedFailsOnlyItsOwnSubscription(t *testing.T) {
 			d.BreakAll()
 			rec.waitFor(t, "missed", "allowed:warm", "the resubscription after the connection broke")
 		}
-		// A paused server refuses the first SUBSCRIBE at once (it checks
-		// the user's rights before the pause) and confirms the second only
-		// when the pause ends: the refusal reaches the client while the
-		// other subscription waits for its confirmation.
-		require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", "300", "ALL").Err())
+		// A paused server checks the user's rights before it postpones a
+		// command: it refuses the denied SUBSCRIBE at once (after the
+		// reconnect, when the pause ends: the marker before it is
+		// postponed) and confirms the other one when the pause ends. The
+		// refusal reaches the client while the other subscription waits.
+		require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", "1000", "ALL").Err())
 		deniedCh, allowedCh := fmt.Sprintf("denied:%d", round), fmt.Sprintf("allowed:%d", round)
 		denied := subscribe(t, ctx, ps, deniedCh, rec)
 		allowed := subscribe(t, ctx, ps, allowedCh, rec)
@@ -123,4 +124,38 @@ func TestChannelRefusedFailsOnlyItsOwnSubscription(t *testing.T) {
 		rec.waitFor(t, "message", allowedCh, fmt.Sprintf("round %d: a message on the allowed channel", round))
 		denied.Cancel()
 	}
+}
+
+// A server busy with a long script checks the user's rights before it
+// answers BUSY: the denied SUBSCRIBE is refused (NOPERM) at once, in
+// order, and the allowed one BUSY. Only the denied one fails; the other
+// is sent again, after a marker, until the server answers, and is then
+// confirmed.
+func TestChannelRefusedWhileTheServerIsBusy(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	srv := redistest.StartServer(t, redistest.WithArgs("--busy-reply-threshold", "50"))
+	admin := srv.Client(t)
+	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "app", "on", ">pw", "~*", "resetchannels", "&allowed:*", "+@all").Err())
+	app := srv.Client(t, func(o *redis.Options) { o.Username, o.Password = "app", "pw" })
+	ps := conn.PubSubFor(conn.Of(app))
+	rec := newRecorder()
+	subscribeReady(t, ctx, ps, "allowed:warm", rec)
+
+	busy := srv.Client(t, func(o *redis.Options) { o.ReadTimeout = 5 * time.Second })
+	wait := redistest.BusyScript(busy, 1500*time.Millisecond)
+	redistest.RequireBusy(t, ctx, admin)
+	denied := subscribe(t, ctx, ps, "denied:x", rec)
+	allowed := subscribe(t, ctx, ps, "allowed:x", rec)
+	select {
+	case <-denied.Ready():
+	case <-time.After(heardTimeout):
+		t.Fatalf("the refused subscription is not ready within %v", heardTimeout)
+	}
+	require.ErrorContains(t, denied.Err(), "NOPERM")
+	wait()
+	requireReady(t, allowed, "the allowed channel, once the server answers")
+	redistest.RequireNumSubEventually(t, ctx, admin, 1, "allowed:x")
+	require.NoError(t, admin.Publish(ctx, "allowed:x", "unlocked").Err())
+	rec.waitFor(t, "message", "allowed:x", "a message on the allowed channel")
 }

@@ -90,7 +90,10 @@ func (ps *PubSub) subscribeLocked(ctx context.Context, channel string, l Listene
 		s.linger.Stop()
 		s.linger = nil
 	}
-	ps.markLocked(ctx, s, channel)
+	if err := ps.markLocked(ctx, s, channel); err != nil {
+		ps.lingerIfIdleLocked(s)
+		return nil, err // the SUBSCRIBE would meet the same connection
+	}
 	if s.ssub {
 		err = s.ps.SSubscribe(ctx, channel)
 	} else {
@@ -121,27 +124,36 @@ func (ps *PubSub) subscribeLocked(ctx context.Context, channel string, l Listene
 func (ps *PubSub) resubscribeEach(s *shard) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
+	if s.closed {
+		return
+	}
 	chans := make([]string, 0, len(s.chans))
 	for ch := range s.chans {
 		chans = append(chans, ch)
 	}
-	subscribeAll(s, chans)
+	subscribeEachLocked(ps, s, chans)
 }
 
-// subscribeAll subscribes chans on s, within a second: in one SUBSCRIBE,
-// or one SSUBSCRIBE per channel on a cluster, whose server refuses
-// channels of several slots in one. A broken connection is retried by
-// receive, and a refusal comes back to refused. It runs with ps.mu held,
-// so that its sends take their place in s's order.
-func subscribeAll(s *shard, chans []string) {
+// subscribeEachLocked subscribes chans on s again, within a second, one
+// (S)SUBSCRIBE per channel: Redis refuses a command whole, for channels
+// of several slots (CROSSSLOT) or for one the user may not access
+// (NOPERM), and a channel sent alone takes its refusal alone. A marker
+// goes first when s's order is lost (pubsub_order.go). A broken
+// connection is retried by receive, and a refusal comes back to refused.
+func subscribeEachLocked(ps *PubSub, s *shard, chans []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if !s.ssub {
-		s.order.sentOrLost(s.ps.Subscribe(ctx, chans...), chans...)
+	if len(chans) == 0 || ps.markLocked(ctx, s, chans[0]) != nil {
 		return
 	}
 	for _, ch := range chans {
-		s.order.sentOrLost(s.ps.SSubscribe(ctx, ch), ch)
+		var err error
+		if s.ssub {
+			err = s.ps.SSubscribe(ctx, ch)
+		} else {
+			err = s.ps.Subscribe(ctx, ch)
+		}
+		s.order.sentOrLost(err, ch)
 	}
 }
 
@@ -183,6 +195,12 @@ func (ps *PubSub) dropChannelLocked(s *shard, channel string) {
 		}
 		delete(s.chans, channel)
 	}
+	ps.lingerIfIdleLocked(s)
+}
+
+// lingerIfIdleLocked has s close PubSubLinger from now when it has no
+// channel left.
+func (ps *PubSub) lingerIfIdleLocked(s *shard) {
 	if len(s.chans) == 0 && s.linger == nil {
 		s.linger = time.AfterFunc(PubSubLinger, func() { ps.closeIdle(s) })
 	}
@@ -351,8 +369,8 @@ func (ps *PubSub) resubscribeRefused(s *shard) {
 			chans = append(chans, ch)
 		}
 	}
-	if len(chans) > 0 && !s.closed {
-		subscribeAll(s, chans)
+	if !s.closed {
+		subscribeEachLocked(ps, s, chans)
 	}
 }
 
