@@ -200,7 +200,7 @@ func (ps *PubSub) refusedInOrderLocked(s *shard, err error, msg string) bool {
 		return false
 	}
 	for ch, st := range s.chans {
-		if !s.order.sentSince(ch) {
+		if !st.refused && !s.order.sentSince(ch) { // refused: no reply due
 			ps.failLocked(ch, st, err, true)
 		}
 	}

@@ -127,10 +127,12 @@ func TestChannelRefusedFailsOnlyItsOwnSubscription(t *testing.T) {
 }
 
 // A server busy with a long script checks the user's rights before it
-// answers BUSY: the denied SUBSCRIBE is refused (NOPERM) at once, in
-// order, and the allowed one BUSY. Only the denied one fails; the other
-// is sent again, after a marker, until the server answers, and is then
-// confirmed.
+// answers BUSY: a denied SUBSCRIBE is refused (NOPERM) at once, an
+// allowed one BUSY, and sent again (after a marker) until the server
+// answers. Only the denied one fails, whether it was sent before the
+// allowed one or after it (when the allowed one waits to be sent again:
+// a refusal then may answer any send before it); the allowed one is
+// confirmed once the server answers.
 func TestChannelRefusedWhileTheServerIsBusy(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
@@ -143,19 +145,33 @@ func TestChannelRefusedWhileTheServerIsBusy(t *testing.T) {
 	subscribeReady(t, ctx, ps, "allowed:warm", rec)
 
 	busy := srv.Client(t, func(o *redis.Options) { o.ReadTimeout = 5 * time.Second })
-	wait := redistest.BusyScript(busy, 1500*time.Millisecond)
+	wait := redistest.BusyScript(busy, 2*time.Second)
 	redistest.RequireBusy(t, ctx, admin)
-	denied := subscribe(t, ctx, ps, "denied:x", rec)
-	allowed := subscribe(t, ctx, ps, "allowed:x", rec)
-	select {
-	case <-denied.Ready():
-	case <-time.After(heardTimeout):
-		t.Fatalf("the refused subscription is not ready within %v", heardTimeout)
+	denied0 := subscribe(t, ctx, ps, "denied:0", rec)
+	allowed0 := subscribe(t, ctx, ps, "allowed:0", rec)
+	allowed1 := subscribe(t, ctx, ps, "allowed:1", rec)
+	denied1 := subscribe(t, ctx, ps, "denied:1", rec)
+	requireRefused := func(sub *conn.Subscription, what string) {
+		t.Helper()
+		select {
+		case <-sub.Ready():
+		case <-time.After(heardTimeout):
+			t.Fatalf("%s: not ready within %v", what, heardTimeout)
+		}
+		require.ErrorContains(t, sub.Err(), "NOPERM", what)
 	}
-	require.ErrorContains(t, denied.Err(), "NOPERM")
+	requireRefused(denied0, "the denied channel sent first")
+	requireNotReady(t, allowed0, "while the server is busy")
+	requireNotReady(t, allowed1, "while the server is busy")
 	wait()
-	requireReady(t, allowed, "the allowed channel, once the server answers")
-	redistest.RequireNumSubEventually(t, ctx, admin, 1, "allowed:x")
-	require.NoError(t, admin.Publish(ctx, "allowed:x", "unlocked").Err())
-	rec.waitFor(t, "message", "allowed:x", "a message on the allowed channel")
+	// Sent after a BUSY, the second denied channel waits with the others
+	// to be sent again; its refusal comes once the server answers.
+	requireRefused(denied1, "the denied channel sent after a BUSY")
+	for _, ch := range []string{"allowed:0", "allowed:1"} {
+		sub := map[string]*conn.Subscription{"allowed:0": allowed0, "allowed:1": allowed1}[ch]
+		requireReady(t, sub, ch+", once the server answers")
+		redistest.RequireNumSubEventually(t, ctx, admin, 1, ch)
+		require.NoError(t, admin.Publish(ctx, ch, "unlocked").Err())
+		rec.waitFor(t, "message", ch, "a message on "+ch)
+	}
 }

@@ -92,7 +92,7 @@ func (ps *PubSub) subscribeLocked(ctx context.Context, channel string, l Listene
 	}
 	if err := ps.markLocked(ctx, s, channel); err != nil {
 		ps.lingerIfIdleLocked(s)
-		return nil, err // the SUBSCRIBE would meet the same connection
+		return nil, err // go-redis redials: the SUBSCRIBE would go where no order is known
 	}
 	if s.ssub {
 		err = s.ps.SSubscribe(ctx, channel)
@@ -269,8 +269,9 @@ func (ps *PubSub) receive(s *shard) {
 // refused handles Redis refusing a (S)SUBSCRIBE (NOPERM, MOVED, BUSY...):
 // the connection is intact and nothing was resubscribed, so the counts
 // stay. A refusal for a channel's rights that the shard's order places
-// (pubsub_order.go) fails the subscriptions of its command alone. A refusal for the moment (a server running a long script or
-// loading its data: TryAgain) is sent again shortly, the waiting
+// (pubsub_order.go) fails the subscriptions of its command alone. A
+// refusal for the moment (a server running a long script or loading its
+// data: TryAgain) is sent again shortly, the waiting
 // subscriptions waiting on: the refused command may be the resubscription
 // of every channel after a reconnect, which would otherwise leave them
 // unsubscribed for good while counted as subscribed. Otherwise the
@@ -310,10 +311,14 @@ func (ps *PubSub) refused(s *shard, err error, refused redis.Error) {
 			delete(s.own, ch)
 		}
 	}
+	denied := channelRefusal(refused.Error())
 	for ch, st := range s.chans {
 		if later && (st.resync || len(st.pending) > 0) {
 			st.refused = true
 			continue
+		}
+		if denied && st.refused {
+			continue // refused for the moment, not resent yet: no reply is due
 		}
 		// A MOVED names one slot, whose channels move (here, and in
 		// lost); the others' confirmations still come.
