@@ -42,9 +42,12 @@ type sendOrder struct {
 	seq    uint64     // markers made, which names each apart
 }
 
-// sent records a (S)SUBSCRIBE of chans, written on the connection.
+// sent records a (S)SUBSCRIBE of chans, written on the connection: one
+// sent while the order is lost and no marker is on its way says nothing.
 func (o *sendOrder) sent(chans ...string) {
-	o.sends = append(o.sends, slices.Clone(chans))
+	if o.known || o.marker != "" {
+		o.sends = append(o.sends, slices.Clone(chans))
+	}
 }
 
 // sentOrLost records a (S)SUBSCRIBE of chans, or loses the order when it
@@ -200,7 +203,7 @@ func (ps *PubSub) refusedInOrderLocked(s *shard, err error, msg string) bool {
 		return false
 	}
 	for ch, st := range s.chans {
-		if !st.refused && !s.order.sentSince(ch) { // refused: no reply due
+		if !st.refused && !s.order.sentSince(ch) { // refused: sent again anyway
 			ps.failLocked(ch, st, err, true)
 		}
 	}

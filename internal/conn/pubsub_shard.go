@@ -306,12 +306,12 @@ func (ps *PubSub) refused(s *shard, err error, refused redis.Error) {
 	var moved []string
 	slot, isMoved := Redirect(refused)
 	later := TryAgain(err)
+	denied := channelRefusal(refused.Error()) // answers a SUBSCRIBE, not an UNSUBSCRIBE
 	for ch := range s.own {
-		if !isMoved || Slot(ch) == slot {
+		if !denied && (!isMoved || Slot(ch) == slot) {
 			delete(s.own, ch)
 		}
 	}
-	denied := channelRefusal(refused.Error())
 	for ch, st := range s.chans {
 		if later && (st.resync || len(st.pending) > 0) {
 			st.refused = true
