@@ -30,21 +30,7 @@ func TestWaitBoundHoldsWhileTheServerIsBusy(t *testing.T) {
 		require.Contains(t, err.Error(), "BUSY")
 		require.Less(t, took, bound+200*time.Millisecond, "the wait bound held (the server was busy for %v)", busy)
 	}
-	t.Run("miniredis", func(t *testing.T) {
-		_, c := redistest.Miniredis(t)
-		var until atomic.Int64
-		c.AddHook(busyHook{&until})
-		until.Store(time.Now().Add(busy).UnixNano())
-		check(t, c)
-	})
-	t.Run("redis", func(t *testing.T) {
-		srv := redistest.StartServer(t, redistest.WithArgs("--busy-reply-threshold", "50"))
-		c := srv.Client(t)
-		wait := redistest.BusyScript(srv.Client(t, func(o *redis.Options) { o.ReadTimeout = busy + 2*time.Second }), busy)
-		defer wait()
-		redistest.RequireBusy(t, context.Background(), c)
-		check(t, c)
-	})
+	onBusyServers(t, busy, check)
 }
 
 // TryLock on a server busy with a long script sends its attempt again
@@ -78,6 +64,13 @@ func TestTryLockOnABusyServer(t *testing.T) {
 		require.ErrorContains(t, err, "BUSY", "the reply that kept it waiting")
 		require.Less(t, took, time.Second, "the context's end, not the script's or the unlock timeout's")
 	}
+	onBusyServers(t, busy, check)
+}
+
+// onBusyServers runs check on miniredis, whose script calls a hook
+// answers BUSY, and on a redis-server running a real script, each busy
+// for busy from the start.
+func onBusyServers(t *testing.T, busy time.Duration, check func(t *testing.T, c *redis.Client)) {
 	t.Run("miniredis", func(t *testing.T) {
 		_, c := redistest.Miniredis(t)
 		var until atomic.Int64
