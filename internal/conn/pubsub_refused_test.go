@@ -167,11 +167,13 @@ func TestChannelRefusedWhileTheServerIsBusy(t *testing.T) {
 	// Sent after a BUSY, the second denied channel waits with the others
 	// to be sent again; its refusal comes once the server answers.
 	requireRefused(denied1, "the denied channel sent after a BUSY")
-	for _, ch := range []string{"allowed:0", "allowed:1"} {
-		sub := map[string]*conn.Subscription{"allowed:0": allowed0, "allowed:1": allowed1}[ch]
-		requireReady(t, sub, ch+", once the server answers")
-		redistest.RequireNumSubEventually(t, ctx, admin, 1, ch)
-		require.NoError(t, admin.Publish(ctx, ch, "unlocked").Err())
-		rec.waitFor(t, "message", ch, "a message on "+ch)
+	for _, a := range []struct {
+		ch  string
+		sub *conn.Subscription
+	}{{"allowed:0", allowed0}, {"allowed:1", allowed1}} {
+		requireReady(t, a.sub, a.ch+", once the server answers")
+		redistest.RequireNumSubEventually(t, ctx, admin, 1, a.ch)
+		require.NoError(t, admin.Publish(ctx, a.ch, "unlocked").Err())
+		rec.waitFor(t, "message", a.ch, "a message on "+a.ch)
 	}
 }
