@@ -50,8 +50,9 @@ func TestTryLockOnABusyServer(t *testing.T) {
 		require.NotErrorIs(t, err, lock.ErrNotAcquired)
 		require.ErrorContains(t, err, "BUSY")
 		require.ErrorContains(t, err, `trylock lock "busy:try"`)
-		// Backoffs that grow: the last resend is at most one short of it.
-		require.GreaterOrEqual(t, took, patience/2, "sent again while the server may answer")
+		// One try is answered at once; growing, jittered backoffs stop
+		// the resends somewhat short of the unlock timeout.
+		require.GreaterOrEqual(t, took, patience/10, "sent again while the server may answer")
 		require.Less(t, took, patience+time.Second, "for the unlock timeout, not the script's %v", busy)
 
 		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
