@@ -24,6 +24,13 @@ var (
 	// replica sync timeout (WithReplicaSync), so it was undone: a
 	// failover could have lost it. It matches ErrNotAcquired too.
 	ErrNotReplicated = fmt.Errorf("%w: too few replicas acknowledged", ErrNotAcquired)
+	// ErrWrongKind: the name is held by another kind of primitive (a
+	// lock, fair lock or election, an rwlock, a semaphore): one name
+	// serves one kind, so the acquisition was refused at once and
+	// nothing was written. It matches ErrNotAcquired too, so a TryLock
+	// caller that only checks for contention still backs off; the
+	// error's text names both kinds.
+	ErrWrongKind = fmt.Errorf("%w: name held by another kind", ErrNotAcquired)
 	// ErrWaitersNotTold: the release was made, but its notification was
 	// refused (PUBLISH denied by the user's ACL on a server too old to
 	// check before writing, Redis 6): waiters wake when the lock's lease

@@ -30,6 +30,7 @@ var (
 	ErrLockLost        = relock.ErrLockLost
 	ErrInvalidArgument = relock.ErrInvalidArgument
 	ErrNotReplicated   = relock.ErrNotReplicated
+	ErrWrongKind       = relock.ErrWrongKind
 )
 
 const (

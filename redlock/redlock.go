@@ -29,6 +29,7 @@ var (
 	ErrLockLost        = relock.ErrLockLost
 	ErrInvalidArgument = relock.ErrInvalidArgument
 	ErrNotReplicated   = relock.ErrNotReplicated
+	ErrWrongKind       = relock.ErrWrongKind
 )
 
 // Member is a lock on one Redis that a Redlock can drive: *lock.Mutex,

@@ -32,6 +32,7 @@ var (
 	ErrLockLost        = relock.ErrLockLost
 	ErrInvalidArgument = relock.ErrInvalidArgument
 	ErrNotReplicated   = relock.ErrNotReplicated
+	ErrWrongKind       = relock.ErrWrongKind
 	// ErrUpgradeNotSupported: an owner holding only the read lock asked for
 	// the write lock. Waiting would deadlock (the writer would wait for its
 	// own read lock), so it is refused at once.

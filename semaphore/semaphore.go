@@ -35,6 +35,7 @@ var (
 	ErrLockLost        = relock.ErrLockLost
 	ErrInvalidArgument = relock.ErrInvalidArgument
 	ErrNotReplicated   = relock.ErrNotReplicated
+	ErrWrongKind       = relock.ErrWrongKind
 	// ErrSizeMismatch: Redis records another size for this semaphore than
 	// the Semaphore was built with (another process disagrees); see Resize.
 	ErrSizeMismatch = errors.New("semaphore size mismatch")

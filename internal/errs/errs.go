@@ -15,6 +15,7 @@ var (
 	ErrLockLost        = relock.ErrLockLost
 	ErrInvalidArgument = relock.ErrInvalidArgument
 	ErrNotReplicated   = relock.ErrNotReplicated
+	ErrWrongKind       = relock.ErrWrongKind
 	ErrWaitersNotTold  = relock.ErrWaitersNotTold
 	ErrNoLeader        = relock.ErrNoLeader
 )
