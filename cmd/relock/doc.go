@@ -15,7 +15,8 @@
 // --json (a stable JSON document for scripts instead of the table),
 // --timeout (default 10s). Keys are listed with SCAN, never KEYS. unlock
 // asks for confirmation on a terminal unless --yes, and refuses to run
-// without --yes when stdin is not a terminal. Exit status: 0 ok, 1 error,
+// without --yes when stdin is not a terminal (a pipe, or the /dev/null of
+// cron, systemd and `ssh host cmd`). Exit status: 0 ok, 1 error,
 // 2 usage, 3 when leaks found some.
 //
 // doctor checks one server (--addr), the master a Sentinel set names and

@@ -21,10 +21,3 @@ func main() {
 	stop()
 	os.Exit(code)
 }
-
-// isTerminal reports whether f is a character device (a terminal), so
-// that unlock may ask for confirmation on it.
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}

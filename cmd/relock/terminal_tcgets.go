@@ -1,0 +1,7 @@
+//go:build aix || linux || solaris || zos
+
+package main
+
+import "golang.org/x/sys/unix"
+
+const ioctlReadTermios = unix.TCGETS
