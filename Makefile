@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: test lint lint-tools test-faults soak redis-server bench example bench-scale chaos test-chaos chromium
+.PHONY: test lint lint-tools test-faults soak redis-server postgres bench example bench-scale chaos test-chaos chromium
 
 # Linters, pinned; `make lint` installs them with `go install` into
 # $(go env GOPATH)/bin when missing, at another version, or built by
@@ -36,9 +36,31 @@ redis-server:
 		case "$${CI:-}" in true|TRUE|True|1) echo "CI=$$CI: failing instead of skipping" >&2; exit 1;; esac; \
 	fi
 
-test: lint redis-server
+# PostgreSQL's binaries for the fence guards' tests (tools/fencecheck),
+# which start their own server in a temporary directory (as the user
+# postgres when root). Missing: installed when root, else those tests
+# skip locally and fail in CI.
+postgres:
+	@if ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || command -v postgres >/dev/null 2>&1; then \
+		echo "postgres: $$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -n 1)"; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		echo "PostgreSQL not found; installing it with apt-get"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && apt-get install -y -qq postgresql || exit 1; \
+		ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || { echo "apt-get installed no /usr/lib/postgresql/*/bin/postgres" >&2; exit 1; }; \
+	else \
+		echo "" >&2; \
+		echo "!!! PostgreSQL is NOT installed and we are not root, so it was not installed." >&2; \
+		echo "!!! The fence guards' PostgreSQL tests will be SKIPPED (not passed)." >&2; \
+		echo "!!! Install it: sudo apt-get install postgresql" >&2; \
+		echo "" >&2; \
+		case "$${CI:-}" in true|TRUE|True|1) echo "CI=$$CI: failing instead of skipping" >&2; exit 1;; esac; \
+	fi
+
+test: lint redis-server postgres
 	$(GO) test -race -count=1 -timeout 20m ./...
 	cd bench && $(GO) test -count=1 ./...
+	cd tools && $(GO) test -count=1 -timeout 10m ./fencecheck/
 
 # gofmt, go vet and staticcheck over the three modules (the root, bench/,
 # tools/; tools/ with and without the faults tag), actionlint over the CI
