@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/errs"
 )
 
 // tryReply is what one try of an attempt read of the acquire script's
@@ -55,6 +56,8 @@ func parseAcquire(cmd conn.Reply) (tryReply, error) {
 			c, ok1 := v[0].(int64)
 			n, ok2 := v[1].(int64)
 			switch {
+			case ok1 && ok2 && c == -2:
+				return tryReply{}, errs.WrongKind(n)
 			case ok1 && ok2 && c == 0:
 				return tryReply{ttl: time.Duration(n) * time.Millisecond}, nil
 			case ok1 && ok2:

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -49,6 +50,8 @@ func (rw *RWMutex) runAcquire(ctx context.Context, sync scripts.ReplicaPolicy, s
 		return 0, 0, 0, fmt.Errorf("unexpected reply %v", vals)
 	case vals[0] == -1:
 		return 0, 0, 0, ErrUpgradeNotSupported
+	case vals[0] == -2:
+		return 0, 0, 0, errs.WrongKind(vals[1])
 	case vals[0] == 0:
 		return 0, 0, time.Duration(vals[1]) * time.Millisecond, nil
 	}

@@ -45,3 +45,24 @@ func Reason(err error) error {
 	}
 	return err
 }
+
+// The kinds an acquire script reports in its {-2, kind} reply when the
+// name's hash is another primitive's, told apart by the fields each keeps.
+const (
+	KindLock      = 1 // owner fields only: a lock, a fair lock or an election
+	KindRWLock    = 2 // a mode field
+	KindSemaphore = 3 // a size field
+)
+
+// WrongKind is ErrWrongKind naming the kind an acquire script found.
+func WrongKind(kind int64) error {
+	other := map[int64]string{
+		KindLock:      "a lock (plain, fair or an election's)",
+		KindRWLock:    "an rwlock",
+		KindSemaphore: "a semaphore",
+	}[kind]
+	if other == "" {
+		other = fmt.Sprintf("another kind (%d)", kind)
+	}
+	return fmt.Errorf("%w: the name is held by %s; one name serves one kind", ErrWrongKind, other)
+}

@@ -31,7 +31,8 @@
 -- Returns the token alone when the lock was free (count 1): the common
 -- case, kept to the fewest calls and a scalar reply. Returns {count,
 -- token} on a re-entry or a second run, {0, pttl} when another owner holds
--- it.
+-- it, {-2, kind} when another kind holds the name (2 an rwlock, 3 a
+-- semaphore).
 local latch = ARGV[3] == 'latch' and KEYS[3]
 -- HGET too, though it runs before any write: the release needs it, and a
 -- user who could lock but not unlock would find out with the lock held.
@@ -47,6 +48,13 @@ if redis.call('exists', KEYS[1]) == 0 then
 end
 local held = redis.call('hget', KEYS[1], ARGV[2])
 if held == false then
+  -- one name serves one kind: an rwlock's hash (field mode) or a
+  -- semaphore's (field size) is refused, not waited on
+  if redis.call('hexists', KEYS[1], 'mode') == 1 then
+    return {-2, 2}
+  elseif redis.call('hexists', KEYS[1], 'size') == 1 then
+    return {-2, 3}
+  end
   return {0, redis.call('pttl', KEYS[1])}
 end
 if ARGV[3] == 'minted' then

@@ -43,7 +43,8 @@
 -- Returns the token alone when the lock was free, {count, token} on a
 -- re-entry or a second run, {0, wait} when the caller must wait: wait is
 -- when to try again, in milliseconds (the lock's PTTL, or when the first
--- waiter's deadline passes), at most a third of the mark life.
+-- waiter's deadline passes), at most a third of the mark life; {-2,
+-- kind} when another kind holds the name (2 an rwlock, 3 a semaphore).
 local latch = ARGV[3] == 'latch' and KEYS[3]
 local no = may({{'exists', KEYS[1]}, {'hget', KEYS[1]}, {'pttl', KEYS[1]}, {'lindex', KEYS[4]}, {'lpop', KEYS[4]}, {'rpush', KEYS[4]}, {'pexpire', KEYS[4]},
   {'zscore', KEYS[5]}, {'zadd', KEYS[5]}, {'zrem', KEYS[5]}, {'pexpire', KEYS[5]},
@@ -82,6 +83,12 @@ else
     local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     return {count, grant(KEYS[2], latch, ARGV[4])}
+  end
+  -- one name serves one kind (as in lua/acquire.lua)
+  if redis.call('hexists', KEYS[1], 'mode') == 1 then
+    return {-2, 2}
+  elseif redis.call('hexists', KEYS[1], 'size') == 1 then
+    return {-2, 3}
   end
 end
 local wait

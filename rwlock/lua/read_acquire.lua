@@ -32,10 +32,11 @@
 -- it.
 --
 -- Returns {count, token} when acquired; {0, ttl} when not, ttl being when
--- to try again at the latest (ms).
+-- to try again at the latest (ms); {-2, kind} when another kind holds the
+-- name (1 a lock, fair lock or election; 3 a semaphore).
 local latch = ARGV[4] == 'latch' and KEYS[5]
 local lease1 = KEYS[2] .. ':1'
-local no = may({{'time'}, {'zremrangebyscore', KEYS[3]}, {'zrange', KEYS[3]},
+local no = may({{'time'}, {'zrange', KEYS[3]},
   {'hget', KEYS[1]}, {'hset', KEYS[1]}, {'hincrby', KEYS[1]}, {'hdel', KEYS[1]}, {'hlen', KEYS[1]},
   {'hexists', KEYS[1]}, {'del', KEYS[1]}, {'pttl', KEYS[1]}, {'pexpire', KEYS[1]},
   {'exists', lease1}, {'set', lease1}, {'pttl', lease1}, {'pexpire', lease1}, latch and {'set', latch}}, fenced(KEYS[4]))
@@ -61,11 +62,18 @@ local function renew(count)
   end
 end
 
--- purge: expired writer marks, and this owner's own entry when all its
--- lease keys expired (a lost hold): counting on from it would make a new
--- read a re-entry, which passes a waiting writer
-redis.call('zremrangebyscore', KEYS[3], '-inf', now)
 local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false and redis.call('exists', KEYS[1]) == 1 then
+  -- one name serves one kind: a lock's hash (owner fields) or a
+  -- semaphore's (field size) is refused, and nothing is written
+  return {-2, redis.call('hexists', KEYS[1], 'size') == 1 and 3 or 1}
+end
+-- purge this owner's own entry when all its lease keys expired (a lost
+-- hold): counting on from it would make a new read a re-entry, which
+-- passes a waiting writer. Expired writer marks are left to the writers'
+-- tries: a read that wrote nothing before its grant's HSET or HINCRBY is
+-- refused whole by a full server, which refuses a script's first write
+-- when it would grow memory, and no later one.
 local held = redis.call('hget', KEYS[1], ARGV[2])
 if held ~= false and mode == 'read' then
   local alive = false
@@ -97,7 +105,13 @@ if done then
 end
 if mode == false or mode == 'read' or redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
   if not mine and mode ~= 'write' then
-    local first = redis.call('zrange', KEYS[3], 0, 0, 'withscores')
+    -- the first live mark: lapsed ones (rare: writers purge them) are
+    -- read past, since this script writes nothing before its grant
+    local first, i = {}, 0
+    repeat
+      first = redis.call('zrange', KEYS[3], i, i, 'withscores')
+      i = i + 1
+    until #first == 0 or tonumber(first[2]) > now
     if #first > 0 then
       -- a writer waits: new readers queue behind it
       local ttl = tonumber(first[2]) - now

@@ -31,7 +31,9 @@
 -- Returns {count, token} when acquired; {-1, 0} when the owner holds only
 -- a read lock (upgrade); {0, ttl} when it must wait, ttl being when to try
 -- again at the latest: the earliest reader lease end, the hash's TTL, and
--- no more than a third of the lease, so that the mark is kept fresh.
+-- no more than a third of the lease, so that the mark is kept fresh;
+-- {-2, kind} when another kind holds the name (1 a lock, fair lock or
+-- election; 3 a semaphore).
 local latch = ARGV[5] == 'latch' and KEYS[5]
 local lease1 = KEYS[4] .. ':' .. ARGV[3] .. ':rwlock_timeout:1' -- a reader's lease key
 local no = may({{'time'}, {'zremrangebyscore', KEYS[2]}, {'zadd', KEYS[2]}, {'zrem', KEYS[2]},
@@ -46,8 +48,12 @@ local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lease = tonumber(ARGV[1])
 
-redis.call('zremrangebyscore', KEYS[2], '-inf', now)
 local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false and redis.call('exists', KEYS[1]) == 1 then
+  -- one name serves one kind: a lock's hash (owner fields) or a
+  -- semaphore's (field size) is refused, and nothing is written
+  return {-2, redis.call('hexists', KEYS[1], 'size') == 1 and 3 or 1}
+end
 local wake = -1 -- earliest end of a live reader's lease
 if mode == 'read' then
   local fields = redis.call('hgetall', KEYS[1])
@@ -72,9 +78,13 @@ if mode == 'read' then
   end
 end
 
+-- Expired writer marks are purged after the first write that may grow
+-- memory (HSET, ZADD): a full server refuses a script's first such write
+-- and no later one, so a new acquisition is refused whole there.
 if mode == false then
   redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
   redis.call('pexpire', KEYS[1], lease)
+  redis.call('zremrangebyscore', KEYS[2], '-inf', now)
   redis.call('zrem', KEYS[2], ARGV[4])
   return {1, grant(KEYS[3], latch, ARGV[6])}
 end
@@ -100,6 +110,7 @@ end
 
 if ARGV[4] ~= '' then
   redis.call('zadd', KEYS[2], now + lease, ARGV[4])
+  redis.call('zremrangebyscore', KEYS[2], '-inf', now)
   if redis.call('pttl', KEYS[2]) < lease then
     redis.call('pexpire', KEYS[2], lease)
   end
