@@ -20,6 +20,15 @@ func ScriptSources() map[string]string {
 	}
 }
 
+// FairScriptSources is ScriptSources for a fair lock's release scripts,
+// which carry the libraries that serve its first waiter.
+func FairScriptSources() map[string]string {
+	return map[string]string{
+		"unlock_last": fairUnlockLastScript.Source(),
+		"unlock":      fairUnlockScript.Source(),
+	}
+}
+
 // Options wraps the options that optionstest builds for the fuzz tests,
 // which share them across primitives.
 func Options(opts []options.Option) []Option {

@@ -279,6 +279,8 @@ func (w *channelWatch) since() []string {
 func channelOf(name string) string  { return "redisson_lock__channel:{" + name + "}" }
 func tokenKeyOf(name string) string { return "redisson_lock_token:{" + name + "}" }
 
+func forcedKeyOf(name string) string { return "redisson_unlock_latch:{" + name + "}:forced" }
+
 type acquired struct {
 	ctx context.Context
 	err error
@@ -728,8 +730,9 @@ func TestTransferScriptIdempotent(t *testing.T) {
 	})
 }
 
-// TestUnlockLastScript: 1 released (and published), -1 not held (a
-// retry), -2 more than one count (unchanged).
+// TestUnlockLastScript: 1 released (and published), -3 not held with no
+// loss shown (a retry), -1 not held after a loss (the counter gone, or the
+// owner in a force unlock's record), -2 more than one count (unchanged).
 func TestUnlockLastScript(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
@@ -737,7 +740,7 @@ func TestUnlockLastScript(t *testing.T) {
 		const name = "ulast"
 		watch := watchChannel(t, env, channelOf(name))
 		run := func(id string) int64 {
-			n, err := unlockLast.Run(ctx, env.Universal, []string{name, channelOf(name)}, 0, id, publishCmd(env)).Int64()
+			n, err := unlockLast.Run(ctx, env.Universal, []string{name, channelOf(name), tokenKeyOf(name), forcedKeyOf(name)}, 0, id, publishCmd(env)).Int64()
 			require.NoError(t, err)
 			return n
 		}
@@ -745,13 +748,18 @@ func TestUnlockLastScript(t *testing.T) {
 		require.EqualValues(t, 1, run("owner"))
 		require.Zero(t, env.Universal.Exists(ctx, name).Val())
 		require.Equal(t, []string{"0"}, watch.since())
-		require.EqualValues(t, -1, run("owner"), "a retry finds the field gone")
+		require.EqualValues(t, -1, run("owner"), "the field gone, and the counter too: a flush")
+		require.NoError(t, env.Universal.Set(ctx, tokenKeyOf(name), 7, time.Hour).Err())
+		require.EqualValues(t, -3, run("owner"), "a retry finds the field gone, and no loss")
+		require.NoError(t, env.Universal.HSet(ctx, forcedKeyOf(name), "owner", 1).Err())
+		require.EqualValues(t, -1, run("owner"), "the field gone by a force unlock")
+		require.NoError(t, env.Universal.Del(ctx, forcedKeyOf(name)).Err())
 		require.Empty(t, watch.since(), "and publishes nothing")
 
 		require.NoError(t, env.Universal.HSet(ctx, name, "owner", 2).Err())
 		require.EqualValues(t, -2, run("owner"))
 		require.Equal(t, map[string]string{"owner": "2"}, env.Universal.HGetAll(ctx, name).Val())
-		require.EqualValues(t, -1, run("other"), "another owner's release")
+		require.EqualValues(t, -3, run("other"), "another owner's release (no loss shown: Unlock reads its lease)")
 		require.Equal(t, map[string]string{"owner": "2"}, env.Universal.HGetAll(ctx, name).Val())
 		require.Empty(t, watch.since())
 	})
@@ -884,8 +892,9 @@ func TestHandOffTransferRetriedAfterLostReply(t *testing.T) {
 }
 
 // TestUnlockLastRetriedAfterLostReply: the reply of unlock_last.lua is
-// lost after Redis ran it; the retry answers -1 (the field is gone), which
-// Unlock reads as released, since the lease was not lost.
+// lost after Redis ran it; the retry answers -3 (the field is gone, and
+// Redis shows no loss), which Unlock reads as released, since the lease
+// was not lost.
 func TestUnlockLastRetriedAfterLostReply(t *testing.T) {
 	each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := ctxT(t)
@@ -906,7 +915,7 @@ func TestUnlockLastRetriedAfterLostReply(t *testing.T) {
 		log.gate.Store(&gate)
 		require.NoError(t, mu.Unlock(held), "a retried release is not a lost lock")
 		require.EqualValues(t, 2, lost.Load(), "unlock_last was sent again")
-		require.Equal(t, [][]int64{{-1}}, log.replies(t, "unlock_last"))
+		require.Equal(t, [][]int64{{-3}}, log.replies(t, "unlock_last"))
 		require.Zero(t, env.Universal.Exists(ctx, name).Val())
 		require.Equal(t, []string{"0"}, watch.since(), "published once, by the first run")
 		other, err := mu.TryLock(ctx)

@@ -65,6 +65,7 @@ type Mutex struct {
 	nameArg    any      // name, boxed once, as a script key
 	channelArg any
 	tokenArg   any
+	forcedArg  any // scripts.ForceUnlocked(name)
 	leaseArg   any // the configured lease in ms
 	publishArg any
 	releaseFn  hold.ReleaseFunc // m.release: a method value allocates each time it is taken
@@ -104,6 +105,7 @@ func newMutex(client conn.Client, name string, fair bool, opts []Option) *Mutex 
 	m.nameKeys = []string{name}
 	m.leaseOf = primitive + "\x00" + name
 	m.nameArg, m.channelArg, m.tokenArg = name, m.channel, m.tokenKey
+	m.forcedArg = scripts.ForceUnlocked(name)
 	m.leaseArg = m.cfg.Lease().Milliseconds()
 	m.publishArg = m.hub.PublishCommand()
 	m.inst = m.cfg.Instruments(primitive, "", name, tracing.SpanReleaseLock)
@@ -486,10 +488,14 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 	} else {
 		reply := m.scripts.unlockLast(ctx, m, ownerID).Retrying(ctx, m.client, timeout)
 		res, err = reply.Int64()
-		if err == nil && res == -1 && reply.Retried && (held == nil || !held.Lapsed()) {
-			// The field is gone and an earlier attempt's reply was lost:
-			// that attempt released it (the lease could not have lapsed).
+		if err == nil && res == -3 {
+			// The field is gone and Redis shows no loss: an earlier run
+			// whose reply was lost (resent by us or by the client) released
+			// it, unless the lease lapsed meanwhile.
 			res = 1
+			if held != nil && held.Lapsed() {
+				res = -1
+			}
 		}
 		if err == nil && res >= 1 && !yield {
 			m.hub.Release(m.channel)

@@ -57,3 +57,4 @@ func (m *Mutex) undo(ctx context.Context, owner, latch string, lease time.Durati
 	_, err := m.releaseLast(ctx, owner, lease, timeout, false, nil)
 	return err
 }
+

@@ -83,22 +83,22 @@ func (s fairAcquireLua) call() scripts.Call {
 }
 
 // unlockLastLua lays out a call of lua/unlock_last.lua. Queue, Timeouts,
-// TokenCounter, Waiters and Grant are a fair lock's, which fairCall lays
-// out; call, a lock's, leaves them out.
+// Waiters and Grant are a fair lock's, which fairCall lays out; call, a
+// lock's, leaves them out.
 type unlockLastLua struct {
-	Lock, Channel                          any
-	Queue, Timeouts, TokenCounter, Waiters any
-	UnlockMessage                          int
-	Owner                                  string
-	Publish, Grant                         any
+	Lock, Channel, TokenCounter, Forced any
+	Queue, Timeouts, Waiters            any
+	UnlockMessage                       int
+	Owner                               string
+	Publish, Grant                      any
 }
 
 func (s unlockLastLua) call() scripts.Call {
-	return unlockLastScript.With(2, s.Lock, s.Channel, s.UnlockMessage, s.Owner, s.Publish)
+	return unlockLastScript.With(4, s.Lock, s.Channel, s.TokenCounter, s.Forced, s.UnlockMessage, s.Owner, s.Publish)
 }
 
 func (s unlockLastLua) fairCall() scripts.Call {
-	return fairUnlockLastScript.With(6, s.Lock, s.Channel, s.Queue, s.Timeouts, s.TokenCounter, s.Waiters,
+	return fairUnlockLastScript.With(7, s.Lock, s.Channel, s.TokenCounter, s.Forced, s.Queue, s.Timeouts, s.Waiters,
 		s.UnlockMessage, s.Owner, s.Publish, s.Grant)
 }
 

@@ -55,7 +55,7 @@ func (plainSet) acquire(m *Mutex, a acquireArgs) scripts.Call {
 
 func (plainSet) unlockLast(_ context.Context, m *Mutex, owner string) scripts.Call {
 	return unlockLastLua{
-		Lock: m.nameArg, Channel: m.channelArg,
+		Lock: m.nameArg, Channel: m.channelArg, TokenCounter: m.tokenArg, Forced: m.forcedArg,
 		UnlockMessage: unlockMessage, Owner: owner, Publish: m.publishArg,
 	}.call()
 }
@@ -99,7 +99,8 @@ func (f fairSet) acquire(m *Mutex, a acquireArgs) scripts.Call {
 
 func (f fairSet) unlockLast(ctx context.Context, m *Mutex, owner string) scripts.Call {
 	return unlockLastLua{
-		Lock: m.nameArg, Channel: m.channelArg, Queue: f.queue, Timeouts: f.timeouts, TokenCounter: m.tokenArg, Waiters: f.waiters,
+		Lock: m.nameArg, Channel: m.channelArg, TokenCounter: m.tokenArg, Forced: m.forcedArg,
+		Queue: f.queue, Timeouts: f.timeouts, Waiters: f.waiters,
 		UnlockMessage: unlockMessage, Owner: owner, Publish: m.publishArg, Grant: m.grantArg(ctx),
 	}.fairCall()
 }

@@ -2,9 +2,10 @@ package hold
 
 import (
 	"context"
-	"errors"
+	"fmt"
 
 	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/scripts"
 )
@@ -24,9 +25,9 @@ type Waker interface {
 	Release(channel string)
 }
 
-// ErrChanged reports that a force unlock found the name holding another
-// kind than the caller expected: nothing was changed.
-var ErrChanged = errors.New("changed kind since it was read; nothing done")
+// ErrChanged reports that a force unlock found the name held by another
+// kind than the caller's (one name serves one kind): nothing was changed.
+var ErrChanged = fmt.Errorf("%w: nothing done", errs.ErrWrongKind)
 
 // ForceUnlockAndTell is ForceUnlock for a primitive: its holders in this
 // process (their leases on wd and c) are declared lost with reason once
@@ -58,7 +59,7 @@ func ForceUnlock(ctx context.Context, c conn.Client, kind, name, publish string)
 	case KindSemaphore:
 		s.Channel, s.PrefixOrPermits, s.Weights = scripts.SemaphoreChannel(name), scripts.Permits(name), scripts.Weights(name)
 	default:
-		s.Channel = scripts.LockChannel(name)
+		s.Channel, s.PrefixOrPermits = scripts.LockChannel(name), scripts.ForceUnlocked(name)
 	}
 	n, err := s.call().Run(ctx, c).Int64()
 	switch {

@@ -20,7 +20,7 @@ var ForceUnlockScript = scripts.Load(luaFS, "lua/force_unlock.lua")
 
 // forceUnlockLua lays out a call of lua/force_unlock.lua. PrefixOrPermits
 // and Weights are sent only when not "": the keys the kind has (KEYS[3]
-// for an rwlock, KEYS[3] and KEYS[4] for a semaphore).
+// for a lock or an rwlock, KEYS[3] and KEYS[4] for a semaphore).
 type forceUnlockLua struct {
 	Hash, Channel, PrefixOrPermits, Weights string
 	Kind, Publish                           string

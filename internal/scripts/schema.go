@@ -68,6 +68,13 @@ func Token(name string) string { return Prefix("redisson_lock_token", name) }
 // (a request id follows), so that an unlock sent again answers the same.
 func UnlockLatch(name string) string { return Prefix("redisson_unlock_latch", name) + ":" }
 
+// ForceUnlocked is the record of the owners whose holds a force unlock of
+// a lock ended (a hash, owner -> 1, living as long as their lease would
+// have), so that their own release can tell that loss from a release of
+// theirs whose reply was lost. It lies among the unlock latches, whose key
+// pattern a user's ACL already grants.
+func ForceUnlocked(name string) string { return UnlockLatch(name) + "forced" }
+
 // AcquireLatch is the prefix of the latch keys that keep an acquisition's
 // answer (a request id follows).
 func AcquireLatch(name string) string { return Prefix("relock_acquire_latch", name) + ":" }

@@ -7,7 +7,11 @@
 --          redisson_rwlock:{<name>} (rwlock), redisson_sc:{<name>} (semaphore)
 -- KEYS[3]  rwlock: readers' lease key prefix, {<name>} (keys
 --          {<name>}:<owner>:rwlock_timeout:<i>, i = 1..read count);
---          semaphore: the permits zset {<name>}:permits; lock: unused
+--          semaphore: the permits zset {<name>}:permits; lock: the record
+--          of the owners a force unlock ended,
+--          redisson_unlock_latch:{<name>}:forced (owner -> 1), kept as long
+--          as their lease would have lived, so that their own release
+--          tells this loss from a release whose reply was lost
 -- KEYS[4]  semaphore: the permit weights hash {<name>}:weights; else unused
 -- ARGV[1]  the kind the caller saw: lock, rwlock or semaphore
 -- ARGV[2]  publish command: publish, or spublish on a cluster
@@ -39,6 +43,18 @@ if kind == 'rwlock' then
       for j = 1, c do
         redis.call('del', KEYS[3] .. ':' .. f .. ':rwlock_timeout:' .. j)
       end
+    end
+  end
+end
+if kind == 'lock' and KEYS[3] then
+  local owners = redis.call('hkeys', KEYS[1])
+  local ttl = redis.call('pttl', KEYS[1])
+  if #owners > 0 and ttl > 0 then
+    for _, o in ipairs(owners) do
+      redis.call('hset', KEYS[3], o, 1)
+    end
+    if redis.call('pttl', KEYS[3]) < ttl then
+      redis.call('pexpire', KEYS[3], ttl)
     end
   end
 end
