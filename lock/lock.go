@@ -69,6 +69,7 @@ type Mutex struct {
 	leaseArg   any // the configured lease in ms
 	publishArg any
 	releaseFn  hold.ReleaseFunc // m.release: a method value allocates each time it is taken
+	goneFn     lease.Listener   // m.keyGone, likewise
 	hkey       hold.Key
 	// fair holds a fair lock's waiter list, deadline zset and waiters hash
 	// (NewFair), as script keys; nil for a lock.
@@ -91,6 +92,7 @@ func newMutex(client conn.Client, name string, fair bool, opts []Option) *Mutex 
 	m := &Mutex{client: client, name: name, cfg: options.Apply(newOptions(opts))}
 	m.redlockHook = m.redlockNode
 	m.releaseFn = m.release
+	m.goneFn = lease.LostFunc(m.keyGone)
 	m.hkey = hold.NewKey(client, primitive, name, "")
 	m.id = errs.Ident{Primitive: primitive, Name: name, Invalid: m.cfg.Check(client, "lock", name)}
 	if m.id.Invalid != "" {
@@ -405,6 +407,7 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) (context.C
 		Primitive: primitive,
 		Token:     a.token,
 		Sync:      a.cfg.ReplicaPolicy(),
+		Gone:      m.goneFn,
 	}
 	// A first count records its label, keeps a key asked for and starts
 	// its notice; a re-entry shares the outer hold's lease, which has them

@@ -57,6 +57,11 @@ type Spec struct {
 	Token int64
 	// Name and Primitive label the ErrLockLost the holder gets.
 	Name, Primitive string
+	// Gone, when set, is told when a renewal found the key gone (a flush,
+	// a restart without persistence, an eviction): the holder's process is
+	// the one party that knows the lock is free, so the primitive tells
+	// its waiters as a release would have. Not told of other losses.
+	Gone Listener
 	// Sync is the replica sync of the acquisition (Timeout 0: off): a
 	// renewal counts only once replicas acknowledged it as Sync asks,
 	// since a renewal a failover drops would leave the holder believing

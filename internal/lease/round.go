@@ -72,6 +72,9 @@ func (w *Watchdog) completeLocked(r renewal, res error, sentAt, now time.Time) (
 	case l.goneN > n-l.spec.Quorum:
 		l.open = false
 		cbs := w.loseLocked(l, "key gone")
+		if l.spec.Gone != nil {
+			cbs = append(cbs, l.spec.Gone)
+		}
 		return lossNotice{cbs, l.lostErr}, true
 	case l.pending == 0:
 		l.open = false
