@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
@@ -103,7 +104,8 @@ func (e *Election) campaign(ctx context.Context, value string) (context.Context,
 // error or cause) ends the term, not Run. lead is called only once
 // elected: a process that never leads runs nothing. A campaign that fails
 // for another reason than ctx (Redis unreachable) is made again after a
-// pause, with a warning logged; bad input ends Run at once.
+// pause, with a warning logged; bad input, or a closed client, ends Run
+// at once with that error.
 func (e *Election) Run(ctx context.Context, value string, lead func(leading context.Context) error) error {
 	if err := e.ident().Check("run", ctx, unmade); err != nil {
 		return err
@@ -120,7 +122,8 @@ func (e *Election) Run(ctx context.Context, value string, lead func(leading cont
 				_ = e.Resign(leading)
 			}
 			return nil
-		case errors.Is(err, ErrInvalidArgument):
+		case errors.Is(err, ErrInvalidArgument), errors.Is(err, redis.ErrClosed):
+			// bad input, or a closed client: no campaign can succeed
 			return err
 		case err != nil:
 			e.logger().Warn("relock: election campaign failed; campaigning again", "election", e.name, "err", err, "pause", pause)

@@ -83,8 +83,9 @@ func WithReplicaSync(timeout time.Duration) Option {
 // (default 1); see lock.WithMinReplicas.
 func WithMinReplicas(n int) Option { return lockOption(lock.WithMinReplicas(n), nil) }
 
-// WithHolderLabel names the candidate (a pod, a host) next to its hold and
-// its place in line, as `relock ls` and `relock show` print them.
+// WithHolderLabel names the leader (a pod, a host) next to its hold, as
+// `relock ls` and `relock show` print it. A label is written with a hold:
+// a candidate still in line shows there by its waiter id alone.
 func WithHolderLabel(s string) Option { return lockOption(lock.WithHolderLabel(s), nil) }
 
 // WithTracerProvider sets where the campaign spans (and the fair lock's

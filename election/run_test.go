@@ -155,3 +155,20 @@ func TestCheckReportsFailingRenewalsBeforeTheLoss(t *testing.T) {
 	require.NoError(t, e.Check(ctx), "a process that no longer leads is a healthy follower")
 	srv.Resume()
 }
+
+// TestRunEndsOnAClosedClient: a candidate whose client is closed can never
+// be elected: Run returns the client's error at once, not campaigning
+// again for ever.
+func TestRunEndsOnAClosedClient(t *testing.T) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
+		c := env.NewClient(t)
+		e := election.New(c, "closed-client")
+		require.NoError(t, c.Close())
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		start := time.Now()
+		err := e.Run(ctx, "v", func(context.Context) error { return nil })
+		require.ErrorIs(t, err, redis.ErrClosed)
+		require.Less(t, time.Since(start), 2*time.Second)
+	})
+}

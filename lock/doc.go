@@ -32,7 +32,22 @@
 // token, no unlock message: the lock is never free for another to barge
 // in), so a contended critical section costs one round trip; after 16
 // such hand-offs in a row, or 50 ms of them, the lock is released through
-// Redis so that waiters of other processes get their turn.
+// Redis so that waiters of other processes may get their turn. Across
+// processes the plain lock is not fair: a release through Redis wakes
+// every process's waiters at once and the fastest try wins, so a lone
+// waiter of another process can wait much longer than the goroutines
+// that take turns in the holder's process (over a second against their
+// 16-70 ms, measured with 16 local goroutines). Use NewFair where order
+// across processes matters.
+//
+// # One name, one kind
+//
+// A name serves one kind of primitive. An acquisition of a name that an
+// rwlock or a semaphore holds is refused at once with ErrWrongKind (it
+// matches ErrNotAcquired too), naming that kind, and writes nothing; the
+// rwlock and the semaphore refuse a lock's name likewise. A plain lock, a
+// fair lock and an election keep the same hash, so they exclude each other
+// on one name (a fair lock's order is kept only among fair waiters).
 //
 // # Fair locks
 //
