@@ -492,12 +492,13 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 		reply := m.scripts.unlockLast(ctx, m, ownerID).Retrying(ctx, m.client, timeout)
 		res, err = reply.Int64()
 		if err == nil && res == -3 {
-			// The field is gone and Redis shows no loss: an earlier run
-			// whose reply was lost (resent by us or by the client) released
-			// it, unless the lease lapsed meanwhile.
-			res = 1
-			if held != nil && held.Lapsed() {
-				res = -1
+			// The field is gone and Redis shows no loss. For a live hold,
+			// an earlier run whose reply was lost (resent by us or by the
+			// client) released it; without a hold to vouch for the owner (a
+			// give-back, a member's release), only a resend of ours says so.
+			res = -1
+			if (held != nil && !held.Lapsed()) || (held == nil && reply.Retried) {
+				res = 1
 			}
 		}
 		if err == nil && res >= 1 && !yield {
