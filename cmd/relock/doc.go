@@ -13,7 +13,11 @@
 // 127.0.0.1:6379), --cluster (a Redis Cluster: every master is scanned;
 // --cluster=a,b names the seeds),
 // --json (a stable JSON document for scripts instead of the table),
-// --timeout (default 10s). Keys are listed with SCAN, never KEYS. unlock
+// --timeout (default 10s). Keys are listed with SCAN, never KEYS. The
+// tables show a name, key, id or label in Go's %q form when it holds a
+// character that is not printable, a space, a quote or a backslash, so
+// that no name reaches the terminal as escape codes or splits a row;
+// --json keeps them exact. unlock
 // asks for confirmation on a terminal unless --yes, and refuses to run
 // without --yes when stdin is not a terminal (a pipe, or the /dev/null of
 // cron, systemd and `ssh host cmd`). Exit status: 0 ok, 1 error,

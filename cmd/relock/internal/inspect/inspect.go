@@ -191,8 +191,8 @@ func (in *Inspector) List(ctx context.Context, pattern string) ([]Entry, error) 
 	}
 	out := []Entry{}
 	for _, name := range names {
-		if strings.HasPrefix(name, scripts.FairWaitersPrefix) {
-			continue // a fair lock's, shown with it
+		if isAux(name) {
+			continue // a fair lock's waiters, a latch: shown with their lock
 		}
 		e, ok, err := in.get(ctx, name, now)
 		if err != nil {
@@ -203,6 +203,14 @@ func (in *Inspector) List(ctx context.Context, pattern string) ([]Entry, error) 
 		}
 	}
 	return out, nil
+}
+
+// isAux reports whether a hash is a lock's auxiliary key, not a lock:
+// its fair waiters, or a latch (a release's record of the owners a force
+// unlock ended is a hash of owners, as a lock is).
+func isAux(key string) bool {
+	return strings.HasPrefix(key, scripts.FairWaitersPrefix) ||
+		strings.HasPrefix(key, scripts.UnlockLatchPrefix) || strings.HasPrefix(key, scripts.AcquireLatchPrefix)
 }
 
 // labels fills in the holders' labels (one round trip).
@@ -262,7 +270,7 @@ func (in *Inspector) Show(ctx context.Context, name string) (Detail, error) {
 	for _, k := range cands {
 		typ, err := in.client.Type(ctx, k).Result()
 		if err != nil {
-			return Detail{}, fmt.Errorf("TYPE %s: %w", k, err)
+			return Detail{}, fmt.Errorf("TYPE %q: %w", k, err)
 		}
 		if typ == "none" {
 			continue
@@ -280,7 +288,7 @@ func (in *Inspector) Show(ctx context.Context, name string) (Detail, error) {
 func (in *Inspector) pttl(ctx context.Context, key string) (int64, error) {
 	d, err := in.client.PTTL(ctx, key).Result()
 	if err != nil {
-		return 0, fmt.Errorf("PTTL %s: %w", key, err)
+		return 0, fmt.Errorf("PTTL %q: %w", key, err)
 	}
 	// go-redis returns the -1 and -2 replies as durations of -1 and -2 ns.
 	if d < 0 {
@@ -322,7 +330,7 @@ func (in *Inspector) get(ctx context.Context, name string, now int64) (Entry, bo
 		if isWrongType(err) {
 			return Entry{}, false, nil
 		}
-		return Entry{}, false, fmt.Errorf("HGETALL %s: %w", name, err)
+		return Entry{}, false, fmt.Errorf("HGETALL %q: %w", name, err)
 	}
 	kind := Classify(fields)
 	if kind == "" {
@@ -338,7 +346,7 @@ func (in *Inspector) get(ctx context.Context, name string, now int64) (Entry, bo
 		case err == nil:
 			e.FencingToken = &tok
 		case !errors.Is(err, redis.Nil) && !isWrongType(err):
-			return Entry{}, false, fmt.Errorf("GET fencing token of %s: %w", name, err)
+			return Entry{}, false, fmt.Errorf("GET fencing token of %q: %w", name, err)
 		}
 	}
 	switch kind {
@@ -375,17 +383,17 @@ func (in *Inspector) get(ctx context.Context, name string, now int64) (Entry, bo
 func (in *Inspector) fairQueue(ctx context.Context, e *Entry, now int64) error {
 	ids, err := in.client.LRange(ctx, scripts.FairQueue(e.Name), 0, -1).Result()
 	if err != nil && !isWrongType(err) {
-		return fmt.Errorf("LRANGE waiters of %s: %w", e.Name, err)
+		return fmt.Errorf("LRANGE waiters of %q: %w", e.Name, err)
 	}
 	// relock's waiters: seat -> "<lease ms>:<owner>".
 	seats, err := in.client.HGetAll(ctx, scripts.FairWaiters(e.Name)).Result()
 	if err != nil && !isWrongType(err) {
-		return fmt.Errorf("HGETALL waiters of %s: %w", e.Name, err)
+		return fmt.Errorf("HGETALL waiters of %q: %w", e.Name, err)
 	}
 	for _, id := range ids {
 		deadline, err := in.client.ZScore(ctx, scripts.FairTimeouts(e.Name), id).Result()
 		if err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
-			return fmt.Errorf("ZSCORE deadline of %s in %s: %w", id, e.Name, err)
+			return fmt.Errorf("ZSCORE deadline of %q in %q: %w", id, e.Name, err)
 		}
 		w := Waiter{ID: id, MarkMs: int64(deadline) - now}
 		if _, o, ok := strings.Cut(seats[id], ":"); ok && o != "" {
@@ -431,7 +439,7 @@ func (in *Inspector) rwlock(ctx context.Context, e *Entry, fields map[string]str
 	}
 	ws, err := in.client.ZRangeWithScores(ctx, scripts.WriteWaiters(e.Name), 0, -1).Result()
 	if err != nil && !isWrongType(err) {
-		return fmt.Errorf("ZRANGE write waiters of %s: %w", e.Name, err)
+		return fmt.Errorf("ZRANGE write waiters of %q: %w", e.Name, err)
 	}
 	for _, z := range ws {
 		e.Waiters = append(e.Waiters, Waiter{ID: fmt.Sprint(z.Member), MarkMs: int64(z.Score) - now})
@@ -445,11 +453,11 @@ func (in *Inspector) semaphore(ctx context.Context, e *Entry, fields map[string]
 	e.Size, e.Used = &size, &used
 	permits, err := in.client.ZRangeWithScores(ctx, scripts.Permits(e.Name), 0, -1).Result()
 	if err != nil && !isWrongType(err) {
-		return fmt.Errorf("ZRANGE permits of %s: %w", e.Name, err)
+		return fmt.Errorf("ZRANGE permits of %q: %w", e.Name, err)
 	}
 	weights, err := in.client.HGetAll(ctx, scripts.Weights(e.Name)).Result()
 	if err != nil && !isWrongType(err) {
-		return fmt.Errorf("HGETALL weights of %s: %w", e.Name, err)
+		return fmt.Errorf("HGETALL weights of %q: %w", e.Name, err)
 	}
 	for _, z := range permits {
 		id := fmt.Sprint(z.Member)
@@ -459,11 +467,11 @@ func (in *Inspector) semaphore(ctx context.Context, e *Entry, fields map[string]
 	}
 	waiters, err := in.client.ZRange(ctx, scripts.Waiters(e.Name), 0, -1).Result()
 	if err != nil && !isWrongType(err) {
-		return fmt.Errorf("ZRANGE waiters of %s: %w", e.Name, err)
+		return fmt.Errorf("ZRANGE waiters of %q: %w", e.Name, err)
 	}
 	marks, err := in.client.HGetAll(ctx, scripts.WaiterExpiry(e.Name)).Result()
 	if err != nil && !isWrongType(err) {
-		return fmt.Errorf("HGETALL waiter marks of %s: %w", e.Name, err)
+		return fmt.Errorf("HGETALL waiter marks of %q: %w", e.Name, err)
 	}
 	for _, w := range waiters {
 		exp, _ := strconv.ParseInt(marks[w], 10, 64)

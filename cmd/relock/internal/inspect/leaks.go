@@ -56,149 +56,143 @@ const MaxTTL = 24 * time.Hour
 //
 // Findings are sorted by key, then holder.
 func (in *Inspector) Leaks(ctx context.Context, pattern string) (Report, error) {
-	rep := Report{Findings: []Finding{}}
-	now, err := in.Now(ctx)
-	if err != nil {
-		return rep, err
+	l := &leakScan{in: in, rep: Report{Findings: []Finding{}}}
+	var err error
+	if l.now, err = in.Now(ctx); err != nil {
+		return l.rep, err
 	}
-	add := func(key, name, problem, holder, format string, args ...any) {
-		rep.Findings = append(rep.Findings, Finding{Key: key, Name: name, Problem: problem, Holder: holder, Detail: fmt.Sprintf(format, args...)})
-	}
-	// checkTTL reports a key of ours that never expires, or not soon
-	// enough; what says what the key is.
-	checkTTL := func(k, name, what string) error {
-		rep.Keys++
-		ttl, err := in.pttl(ctx, k)
+	for _, pass := range []struct {
+		typ  string
+		each func(context.Context, string) error
+	}{{"hash", l.hash}, {"string", l.string}, {"zset", l.zset}} {
+		keys, err := in.Scan(ctx, pattern, pass.typ)
 		if err != nil {
-			return err
+			return l.rep, err
 		}
-		switch {
-		case ttl == NoTTL:
-			add(k, name, "no-ttl", "", "%s without TTL: it never expires", what)
-		case time.Duration(ttl)*time.Millisecond > MaxTTL:
-			add(k, name, "long-ttl", "", "%s expires in %s, later than the %g h within which everything of relock's expires", what,
-				// to the minute: a TTL read a moment after it was set
-				// says the same
-				(time.Duration(ttl) * time.Millisecond).Round(time.Minute), MaxTTL.Hours())
-		}
-		return nil
-	}
-
-	// hashes: locks, rwlocks, semaphores, and the semaphores' weights and
-	// waiter marks
-	hashes, err := in.Scan(ctx, pattern, "hash")
-	if err != nil {
-		return rep, err
-	}
-	for _, k := range hashes {
-		if strings.HasPrefix(k, scripts.FairWaitersPrefix) {
-			if err := checkTTL(k, "", "fair lock waiters hash"); err != nil {
-				return rep, err
-			}
-			continue
-		}
-		if base, suffix, ok := semAux(k); ok {
-			if err := checkTTL(k, unprefix(base), "semaphore "+strings.TrimPrefix(suffix, ":")+" hash"); err != nil {
-				return rep, err
-			}
-			if err := in.semAuxLeaks(ctx, k, base, suffix, now, add); err != nil {
-				return rep, err
-			}
-			continue
-		}
-		e, ok, err := in.get(ctx, k, now)
-		if err != nil {
-			return rep, err
-		}
-		if !ok {
-			continue
-		}
-		if err := checkTTL(k, k, e.Kind+" hash"); err != nil {
-			return rep, err
-		}
-		switch e.Kind {
-		case KindSemaphore:
-			for _, h := range e.Holders {
-				if h.Expired {
-					add(scripts.Permits(k), k, "expired-permit", h.ID,
-						"permit of %d expired %s ago but is still counted: its holder is dead (reclaimed by the next acquire)", h.Count, ago(h.LeaseMs))
-				}
-			}
-			for _, w := range e.Waiters {
-				if w.MarkMs <= 0 {
-					add(scripts.Waiters(k), k, "stale-waiter", w.ID,
-						"waiter's mark expired %s ago: the waiter is gone (dropped when it reaches the head of the line, or with the keys)", ago(w.MarkMs))
-				}
-			}
-		default:
-			for _, h := range e.Holders {
-				if h.Expired {
-					add(k, k, "dead-reader", h.ID,
-						"reader (count %d) is still listed but all its lease keys are gone: it died (purged by the next writer's try or read release)", h.Count)
-				}
+		for _, k := range keys {
+			if err := pass.each(ctx, k); err != nil {
+				return l.rep, err
 			}
 		}
 	}
-
-	// strings: fencing counters, latches, rwlock lease keys
-	strs, err := in.Scan(ctx, pattern, "string")
-	if err != nil {
-		return rep, err
-	}
-	for _, k := range strs {
-		var err error
-		switch {
-		case strings.HasPrefix(k, scripts.TokenPrefix):
-			err = checkTTL(k, "", "fencing counter")
-		case strings.HasPrefix(k, scripts.UnlockLatchPrefix):
-			err = checkTTL(k, "", "unlock latch")
-		case strings.HasPrefix(k, scripts.AcquireLatchPrefix):
-			err = checkTTL(k, "", "acquire latch")
-		case strings.HasPrefix(k, scripts.HolderLabelPrefix):
-			err = checkTTL(k, "", "holder label")
-		default:
-			tag, owner, i, ok := scripts.ParseReadTimeout(k)
-			if !ok {
-				continue
-			}
-			if err = checkTTL(k, unprefix(tag), "rwlock lease key"); err == nil {
-				err = in.leaseKeyLeaks(ctx, k, tag, owner, i, add)
-			}
-		}
-		if err != nil {
-			return rep, err
-		}
-	}
-
-	// zsets: rwlock write waiters, semaphore permits and waiters
-	zsets, err := in.Scan(ctx, pattern, "zset")
-	if err != nil {
-		return rep, err
-	}
-	for _, k := range zsets {
-		if base, ok := strings.CutSuffix(k, ":rwlock_write_waiters"); ok {
-			if err := checkTTL(k, unprefix(base), "rwlock write-waiter set"); err != nil {
-				return rep, err
-			}
-			continue
-		}
-		if base, suffix, ok := semAux(k); ok {
-			if err := checkTTL(k, unprefix(base), "semaphore "+strings.TrimPrefix(suffix, ":")+" set"); err != nil {
-				return rep, err
-			}
-			if err := in.semAuxLeaks(ctx, k, base, suffix, now, add); err != nil {
-				return rep, err
-			}
-		}
-	}
-	sort.SliceStable(rep.Findings, func(i, j int) bool {
-		a, b := rep.Findings[i], rep.Findings[j]
+	sort.SliceStable(l.rep.Findings, func(i, j int) bool {
+		a, b := l.rep.Findings[i], l.rep.Findings[j]
 		if a.Key != b.Key {
 			return a.Key < b.Key
 		}
 		return a.Holder < b.Holder
 	})
-	return rep, nil
+	return l.rep, nil
+}
+
+// leakScan is one run of Leaks: what it found so far.
+type leakScan struct {
+	in  *Inspector
+	now int64 // the server's clock, ms
+	rep Report
+}
+
+func (l *leakScan) add(key, name, problem, holder, format string, args ...any) {
+	l.rep.Findings = append(l.rep.Findings, Finding{Key: key, Name: name, Problem: problem, Holder: holder, Detail: fmt.Sprintf(format, args...)})
+}
+
+// checkTTL reports a key of ours that never expires, or not soon enough;
+// what says what the key is.
+func (l *leakScan) checkTTL(ctx context.Context, k, name, what string) error {
+	l.rep.Keys++
+	ttl, err := l.in.pttl(ctx, k)
+	if err != nil {
+		return err
+	}
+	switch {
+	case ttl == NoTTL:
+		l.add(k, name, "no-ttl", "", "%s without TTL: it never expires", what)
+	case time.Duration(ttl)*time.Millisecond > MaxTTL:
+		l.add(k, name, "long-ttl", "", "%s expires in %s, later than the %g h within which everything of relock's expires", what,
+			// to the minute: a TTL read a moment after it was set says
+			// the same
+			(time.Duration(ttl) * time.Millisecond).Round(time.Minute), MaxTTL.Hours())
+	}
+	return nil
+}
+
+// hash checks a hash: a lock, rwlock or semaphore, a semaphore's weights
+// or waiter marks, a fair lock's waiters, a latch.
+func (l *leakScan) hash(ctx context.Context, k string) error {
+	switch {
+	case strings.HasPrefix(k, scripts.FairWaitersPrefix):
+		return l.checkTTL(ctx, k, "", "fair lock waiters hash")
+	case isAux(k):
+		return l.checkTTL(ctx, k, "", "latch hash")
+	}
+	if base, suffix, ok := semAux(k); ok {
+		if err := l.checkTTL(ctx, k, unprefix(base), "semaphore "+strings.TrimPrefix(suffix, ":")+" hash"); err != nil {
+			return err
+		}
+		return l.in.semAuxLeaks(ctx, k, base, suffix, l.now, l.add)
+	}
+	e, ok, err := l.in.get(ctx, k, l.now)
+	if err != nil || !ok {
+		return err
+	}
+	if err := l.checkTTL(ctx, k, k, e.Kind+" hash"); err != nil {
+		return err
+	}
+	for _, h := range e.Holders {
+		switch {
+		case h.Expired && e.Kind == KindSemaphore:
+			l.add(scripts.Permits(k), k, "expired-permit", h.ID,
+				"permit of %d expired %s ago but is still counted: its holder is dead (reclaimed by the next acquire)", h.Count, ago(h.LeaseMs))
+		case h.Expired:
+			l.add(k, k, "dead-reader", h.ID,
+				"reader (count %d) is still listed but all its lease keys are gone: it died (purged by the next writer's try or read release)", h.Count)
+		}
+	}
+	for _, w := range e.Waiters {
+		if e.Kind == KindSemaphore && w.MarkMs <= 0 {
+			l.add(scripts.Waiters(k), k, "stale-waiter", w.ID,
+				"waiter's mark expired %s ago: the waiter is gone (dropped when it reaches the head of the line, or with the keys)", ago(w.MarkMs))
+		}
+	}
+	return nil
+}
+
+// string checks a string: a fencing counter, a latch, a holder label, an
+// rwlock reader's lease key.
+func (l *leakScan) string(ctx context.Context, k string) error {
+	switch {
+	case strings.HasPrefix(k, scripts.TokenPrefix):
+		return l.checkTTL(ctx, k, "", "fencing counter")
+	case strings.HasPrefix(k, scripts.UnlockLatchPrefix):
+		return l.checkTTL(ctx, k, "", "unlock latch")
+	case strings.HasPrefix(k, scripts.AcquireLatchPrefix):
+		return l.checkTTL(ctx, k, "", "acquire latch")
+	case strings.HasPrefix(k, scripts.HolderLabelPrefix):
+		return l.checkTTL(ctx, k, "", "holder label")
+	}
+	tag, owner, i, ok := scripts.ParseReadTimeout(k)
+	if !ok {
+		return nil
+	}
+	if err := l.checkTTL(ctx, k, unprefix(tag), "rwlock lease key"); err != nil {
+		return err
+	}
+	return l.in.leaseKeyLeaks(ctx, k, tag, owner, i, l.add)
+}
+
+// zset checks a sorted set: an rwlock's write waiters, a semaphore's
+// permits or waiters.
+func (l *leakScan) zset(ctx context.Context, k string) error {
+	if base, ok := strings.CutSuffix(k, ":rwlock_write_waiters"); ok {
+		return l.checkTTL(ctx, k, unprefix(base), "rwlock write-waiter set")
+	}
+	if base, suffix, ok := semAux(k); ok {
+		if err := l.checkTTL(ctx, k, unprefix(base), "semaphore "+strings.TrimPrefix(suffix, ":")+" set"); err != nil {
+			return err
+		}
+		return l.in.semAuxLeaks(ctx, k, base, suffix, l.now, l.add)
+	}
+	return nil
 }
 
 // semAux splits a semaphore auxiliary key into its base ({name} or a name
@@ -240,7 +234,7 @@ func (in *Inspector) semAuxLeaks(ctx context.Context, k, base, suffix string, no
 	for _, n := range names(base) {
 		fields, err := in.client.HGetAll(ctx, n).Result()
 		if err != nil && !isWrongType(err) {
-			return fmt.Errorf("HGETALL %s: %w", n, err)
+			return fmt.Errorf("HGETALL %q: %w", n, err)
 		}
 		if Classify(fields) == KindSemaphore {
 			sem = n
@@ -258,15 +252,15 @@ func (in *Inspector) semAuxLeaks(ctx context.Context, k, base, suffix string, no
 	}
 	weights, err := in.client.HGetAll(ctx, k).Result()
 	if err != nil {
-		return fmt.Errorf("HGETALL %s: %w", k, err)
+		return fmt.Errorf("HGETALL %q: %w", k, err)
 	}
 	permits := scripts.Permits(sem)
 	for id := range weights {
 		if err := in.client.ZScore(ctx, permits, id).Err(); err != nil {
 			if !isNil(err) {
-				return fmt.Errorf("ZSCORE %s: %w", permits, err)
+				return fmt.Errorf("ZSCORE %q: %w", permits, err)
 			}
-			add(k, sem, "orphan-weight", id, "weight of a permit that is not in %s: kept until the permits zset empties", permits)
+			add(k, sem, "orphan-weight", id, "weight of a permit that is not in %q: kept until the permits zset empties", permits)
 		}
 	}
 	return nil
@@ -283,7 +277,7 @@ func (in *Inspector) leaseKeyLeaks(ctx context.Context, k, base, owner string, i
 			}
 		}
 		if err != nil && !isNil(err) && !isWrongType(err) {
-			return fmt.Errorf("HGET %s: %w", n, err)
+			return fmt.Errorf("HGET %q: %w", n, err)
 		}
 	}
 	add(k, name, "orphan-lease-key", owner, "rwlock lease key whose hash %q is gone or no longer lists this read", name)
