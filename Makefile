@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: test lint lint-tools test-faults soak redis-server postgres bench example bench-scale chaos test-chaos chromium
+.PHONY: test lint lint-tools test-faults soak redis-server postgres bench example example-fencing bench-scale chaos test-chaos chromium
 
 # Linters, pinned; `make lint` installs them with `go install` into
 # $(go env GOPATH)/bin when missing, at another version, or built by
@@ -61,17 +61,20 @@ test: lint redis-server postgres
 	$(GO) test -race -count=1 -timeout 20m ./...
 	cd bench && $(GO) test -count=1 ./...
 	cd tools && $(GO) test -count=1 -timeout 10m ./fencecheck/
+	cd examples/fencing && $(GO) test -count=1 ./...
 
-# gofmt, go vet and staticcheck over the three modules (the root, bench/,
-# tools/; tools/ with and without the faults tag), actionlint over the CI
-# workflows. Any finding fails it.
+# gofmt, go vet and staticcheck over the four modules (the root, bench/,
+# examples/fencing/, tools/; tools/ with and without the faults tag),
+# actionlint over the CI workflows. Any finding fails it.
 lint: lint-tools
 	@out="$$($(GOFMT) -l .)"; if [ -n "$$out" ]; then echo "gofmt -l: not formatted:" >&2; echo "$$out" >&2; exit 1; fi
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
+	cd examples/fencing && $(GO) vet ./...
 	cd tools && $(GO) vet ./... && $(GO) vet -tags faults ./... && $(GO) vet -tags chaos ./...
 	$(STATICCHECK) ./...
 	cd bench && $(STATICCHECK) ./...
+	cd examples/fencing && $(STATICCHECK) ./...
 	cd tools && $(STATICCHECK) ./... && $(STATICCHECK) -tags faults ./... && $(STATICCHECK) -tags chaos ./...
 	$(ACTIONLINT) .github/workflows/*.yml
 
@@ -138,6 +141,11 @@ bench-scale: redis-server
 
 example:
 	$(GO) run ./examples/quickstart
+
+# examples/fencing is a module of its own (its database drivers stay out
+# of the library's go.mod).
+example-fencing:
+	$(GO) -C examples/fencing run .
 
 # Side-by-side comparison with redsync, bsm/redislock and rueidislock
 # (bench/, a separate module, so the peers never enter this go.mod).

@@ -32,13 +32,13 @@ func TestFencing(t *testing.T) {
 		t.Errorf("B's token %d is not after A's %d", tokB, tokA)
 	}
 	want := []string{
-		`store: accepted "A's first entry" with token ` + a[1],
+		`database: accepted "A's first entry" with token ` + a[1],
 		"A: checked its lock (held: true), then stalls",
-		`store: accepted "B's entry" with token ` + b[1],
+		`database: accepted "B's entry" with token ` + b[1],
 		"A: resumes and writes",
-		`store: REJECTED "A's second entry": token ` + a[1] + " is older than " + b[1],
+		`database: REJECTED "A's second entry": relock: check fence "` + name + `": stale fencing token ` + a[1] + ": the resource has seen " + b[1],
 		"A: its lock context says lost: true; Unlock says lost: true",
-		`store holds "B's entry"`,
+		`ledger holds "B's entry"`,
 	}
 	rest := got
 	for _, w := range want { // in this order
