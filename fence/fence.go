@@ -22,6 +22,7 @@ type StaleError struct {
 	Highest int64 // the highest token the resource had accepted
 }
 
+// Error reads "stale fencing token <token>: the resource has seen <highest>".
 func (e *StaleError) Error() string {
 	return fmt.Sprintf("%v %d: the resource has seen %d", ErrStale, e.Token, e.Highest)
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // publicPackages are the packages whose entry points pkg.go.dev shows.
-var publicPackages = []string{".", "lock", "rwlock", "semaphore", "redlock", "election", "watchdog", "tracing"}
+var publicPackages = []string{".", "lock", "rwlock", "semaphore", "redlock", "election", "watchdog", "tracing", "fence"}
 
 // TestEveryEntryPointHasAnExample: every exported
 // function and method of the public packages has an Example, which
