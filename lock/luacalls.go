@@ -23,11 +23,12 @@ var wakeLib = scripts.NewLib(luaFS, "lua/wake.lua")
 
 var (
 	acquireScript = scripts.Load(luaFS, "lua/acquire.lua", scripts.Fence)
-	// A lock's release scripts carry only the permission checks: Lua
-	// defines a library's functions anew on every run, which the common
-	// unlock need not pay for the fencing library. A fair lock's load it.
+	// The common path's scripts, acquire and unlock_last, stand alone: Lua
+	// defines a library's functions anew on every run. The other release
+	// scripts carry only the permission checks; a fair lock's the fencing
+	// library too.
 	unlockScript     = scripts.Load(luaFS, "lua/unlock.lua", scripts.Checks)
-	unlockLastScript = scripts.Load(luaFS, "lua/unlock_last.lua", scripts.Checks)
+	unlockLastScript = scripts.Load(luaFS, "lua/unlock_last.lua")
 	transferScript   = scripts.Load(luaFS, "lua/transfer.lua", scripts.Fence)
 	giveBackScript   = scripts.Load(luaFS, "lua/give_back.lua", scripts.Checks)
 

@@ -26,20 +26,23 @@
 -- ARGV[4]  a fair lock's: '1' when a release may write the first waiter's
 --          hold (lua/wake.lua)
 --
--- HGET and DEL, the first write, are not asked beforehand: a refusal of
--- either changes nothing, and internal/scripts names the command. What
--- runs after the DEL is asked (may), with an error reply naming it.
---
 -- Returns 1 when released (key deleted, message published), 2 when
--- released but the message could not be published (a server too old to
--- refuse it beforehand: the waiters were not told), -1 when the owner does
+-- released but the message could not be published (a fair lock's, on a
+-- server too old to refuse it beforehand: the waiters were not told), -1 when the owner does
 -- not hold the lock and Redis shows it lost, -3 when it does not hold it
 -- and Redis shows no loss, -2 when it holds more than one count.
--- may and tell come from internal/scripts' lua/acl.lua (scripts.Checks).
+-- A fair lock's release loads internal/scripts' lua/fence.lua (may) and
+-- lua/wake.lua, and asks beforehand what runs after its first write. A
+-- lock's loads nothing: its channel's PUBLISH, the command most likely
+-- refused, runs before the DEL, so that a refusal leaves the lock held
+-- and internal/scripts names the command from the line Redis reports.
+-- Waiters told first try only after this script, when the key is gone.
 local fair = KEYS[5] ~= nil
-local no = may(fair and woken(ARGV[3], KEYS[2], KEYS[1], KEYS[5], KEYS[6], KEYS[3], KEYS[7]) or {{ARGV[3], KEYS[2]}})
-if no then
-  return no
+if fair then
+  local no = may(woken(ARGV[3], KEYS[2], KEYS[1], KEYS[5], KEYS[6], KEYS[3], KEYS[7]))
+  if no then
+    return no
+  end
 end
 local count = redis.call('hget', KEYS[1], ARGV[2])
 if count == false then
@@ -51,11 +54,14 @@ end
 if tonumber(count) > 1 then
   return -2
 end
-redis.call('del', KEYS[1])
-local told
 if fair then
-  told = wake(ARGV[3], KEYS[2], ARGV[1], KEYS[1], KEYS[5], KEYS[6], KEYS[3], KEYS[7], ARGV[4])
-else
-  told = tell(ARGV[3], KEYS[2], ARGV[1]) -- a lock: loaded without the libraries
+  redis.call('del', KEYS[1])
+  return wake(ARGV[3], KEYS[2], ARGV[1], KEYS[1], KEYS[5], KEYS[6], KEYS[3], KEYS[7], ARGV[4]) and 1 or 2
 end
-return told and 1 or 2
+if ARGV[3] == 'spublish' then
+  redis.call('spublish', KEYS[2], ARGV[1])
+else
+  redis.call('publish', KEYS[2], ARGV[1])
+end
+redis.call('del', KEYS[1])
+return 1
