@@ -2,7 +2,7 @@
 // (and Redisson, whose key layout relock shares) keep in Redis.
 //
 //	relock [flags] ls [pattern]                 locks, rwlocks, semaphores: holders, counts, TTLs, fencing tokens
-//	relock [flags] show NAME                    one of them, with every key it has
+//	relock [flags] show NAME                    one of them, with every key it has (labels and latches too)
 //	relock [flags] leaks [pattern]              keys without TTL, holders of dead owners, orphaned keys
 //	relock [flags] unlock --force [--yes] NAME  release NAME whoever holds it; waiters are woken
 //	relock [flags] doctor [--sentinel addr,... --master name] [--skew 500ms] [--acl-user user] [--name lockname]

@@ -225,7 +225,26 @@ func holds(t *testing.T, c redis.UniversalClient) <-chan struct{} {
 	if err := c.Set(ctx, "greeting", "hello", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
+	dropLatches(t, c)
 	return writerDone
+}
+
+// dropLatches deletes the latches the scene's calls left, which live a few
+// seconds: the goldens must not depend on how long the test took.
+// TestShowListsLabelsLatchesAndElectionRecord shows them.
+func dropLatches(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	for _, p := range []string{"relock_acquire_latch:*", "redisson_unlock_latch:*"} {
+		ks, err := redistest.Keys(ctx, c, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range ks {
+			if err := c.Del(ctx, k).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
 
 func waitFor(t *testing.T, cond func() bool) {

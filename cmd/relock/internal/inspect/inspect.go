@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -133,51 +132,6 @@ func (in *Inspector) Now(ctx context.Context) (int64, error) {
 	return t.UnixMilli(), nil
 }
 
-// Scan returns the keys of type typ ("" for any) that match pattern,
-// sorted, with SCAN (never KEYS), on every master of a cluster.
-func (in *Inspector) Scan(ctx context.Context, pattern, typ string) ([]string, error) {
-	var mu sync.Mutex
-	seen := map[string]struct{}{}
-	scan := func(ctx context.Context, c redis.Cmdable) error {
-		var cursor uint64
-		for {
-			var ks []string
-			var err error
-			if typ == "" {
-				ks, cursor, err = c.Scan(ctx, cursor, pattern, 1000).Result()
-			} else {
-				ks, cursor, err = c.ScanType(ctx, cursor, pattern, 1000, typ).Result()
-			}
-			if err != nil {
-				return fmt.Errorf("SCAN: %w", err)
-			}
-			mu.Lock()
-			for _, k := range ks {
-				seen[k] = struct{}{}
-			}
-			mu.Unlock()
-			if cursor == 0 {
-				return nil
-			}
-		}
-	}
-	var err error
-	if cc, ok := in.cluster(); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return scan(ctx, node) })
-	} else {
-		err = scan(ctx, in.client)
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(seen))
-	for k := range seen {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
 // List returns the locks, rwlocks and semaphores whose names match
 // pattern, sorted by name. Hashes that are none of these are skipped.
 func (in *Inspector) List(ctx context.Context, pattern string) ([]Entry, error) {
@@ -244,7 +198,8 @@ func (in *Inspector) Get(ctx context.Context, name string) (Entry, error) {
 	return e, nil
 }
 
-// Show returns the entry called name with its keys, or ErrNotFound.
+// Show returns the entry called name with every key of it, holder labels
+// and latches included, or ErrNotFound.
 func (in *Inspector) Show(ctx context.Context, name string) (Detail, error) {
 	e, err := in.Get(ctx, name)
 	if err != nil {
@@ -254,7 +209,7 @@ func (in *Inspector) Show(ctx context.Context, name string) (Detail, error) {
 	cands := []string{name, scripts.Token(name)}
 	switch e.Kind {
 	case KindLock:
-		cands = append(cands, scripts.FairQueue(name), scripts.FairTimeouts(name), scripts.FairWaiters(name))
+		cands = append(cands, scripts.FairQueue(name), scripts.FairTimeouts(name), scripts.FairWaiters(name), scripts.ElectionRecord(name))
 	case KindRWLock:
 		for _, h := range e.Holders {
 			if h.Side == SideRead {
@@ -267,6 +222,11 @@ func (in *Inspector) Show(ctx context.Context, name string) (Detail, error) {
 	case KindSemaphore:
 		cands = append(cands, scripts.Permits(name), scripts.Weights(name), scripts.Waiters(name), scripts.WaiterExpiry(name))
 	}
+	aux, err := in.auxKeys(ctx, name)
+	if err != nil {
+		return Detail{}, err
+	}
+	cands = append(cands, aux...)
 	for _, k := range cands {
 		typ, err := in.client.Type(ctx, k).Result()
 		if err != nil {
