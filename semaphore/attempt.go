@@ -9,6 +9,7 @@ import (
 
 	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/scripts"
@@ -91,6 +92,8 @@ func (t *permitTry) Try(ctx context.Context, atHead bool) (acquire.Result, error
 		return acquire.Result{}, s.mismatch(vals[1], size)
 	case -3: // resized below n during the wait
 		return acquire.Result{}, fmt.Errorf("%w: n %d exceeds size %d", ErrInvalidArgument, n, vals[1])
+	case -4:
+		return acquire.Result{}, errs.WrongKind(vals[1])
 	}
 	return acquire.Result{}, fmt.Errorf("unexpected reply %v", vals)
 }

@@ -422,8 +422,11 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 	if len(vals) != 2 {
 		return 0, s.id.Wrap("available", fmt.Errorf("unexpected reply %v", vals))
 	}
-	if vals[0] == -2 {
+	switch vals[0] {
+	case -2:
 		return 0, s.id.Wrap("available", s.mismatch(vals[1], size))
+	case -4:
+		return 0, s.id.Wrap("available", errs.WrongKind(vals[1]))
 	}
 	return vals[1], nil
 }
@@ -449,8 +452,12 @@ func (s *Semaphore) Resize(ctx context.Context, size int64) error {
 			Semaphore: s.args.name, Channel: s.args.channel, Permits: s.args.permits, Weights: s.args.weights, Waiters: s.args.waiters, Marks: s.args.marks,
 			Size: size, Publish: s.args.publish, RecordLifeMS: resizedLife.Milliseconds(),
 		}
-		if err := resize.call().Run(ctx, s.client).Err(); err != nil {
+		old, err := resize.call().Run(ctx, s.client).Int64()
+		if err != nil {
 			return err
+		}
+		if old < 0 {
+			return errs.WrongKind(-old)
 		}
 		s.size.Store(size)
 		return nil

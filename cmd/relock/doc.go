@@ -28,8 +28,11 @@
 // user and password), or every master of a cluster (--cluster, the seeds
 // in --addr or as --cluster=a,b): the eviction policy (any policy that can
 // evict relock's keys while maxmemory is set is an error: they all have
-// TTLs, so volatile-* takes them first), persistence (none, RDB, AOF and
-// its fsync), replicas and min-replicas-to-write, the ACL each primitive
+// TTLs, so volatile-* takes them first), used_memory against maxmemory (a
+// warning from 90%: under noeviction a full server refuses the writes
+// that need memory, so new acquisitions fail with an OOM error while
+// holds already granted are renewed and released), persistence (none,
+// RDB, AOF and its fsync), replicas and min-replicas-to-write, the ACL each primitive
 // needs (ACL DRYRUN for the connection's user or --acl-user, tried on the
 // keys and channels of the lock --name; without DRYRUN, read commands
 // that change nothing), the server's clock against this machine's

@@ -32,10 +32,15 @@
 -- A command this user may not run is refused before anything is written
 -- (may, kept: state.lua), with an error reply naming it.
 --
+-- On a full server (maxmemory reached) the first write is one Redis
+-- refuses there (the size's HSET, the guard's HSETNX, the permit's ZADD,
+-- the mark's ZADD or HSET), so the try fails whole with OOM.
+--
 -- Returns {1, available} when acquired; {0, ttl} when it must wait (ttl:
 -- when to try at the latest: the earliest permit expiry, at most a third
 -- of the mark's life so the mark stays fresh); {-2, size} when Redis records
--- another size; {-3, size} when n exceeds the recorded size.
+-- another size; {-3, size} when n exceeds the recorded size; {-4, kind}
+-- when another kind holds the name (other_kind), with nothing written.
 local S = {hash = KEYS[1], permits = KEYS[2], weights = KEYS[3], waiters = KEYS[4], marks = KEYS[5]}
 local no = may(kept(S), {{'zscore', KEYS[2]}, {'zadd', KEYS[2]}, {'hset', KEYS[3]}, {'zscore', KEYS[4]},
   {'zadd', KEYS[4]}, {'zcard', KEYS[4]}, {'hset', KEYS[5]}, ARGV[5] ~= '' and {ARGV[6], KEYS[6]}})
@@ -46,6 +51,10 @@ local now = server_ms()
 local n, lease = tonumber(ARGV[2]), tonumber(ARGV[4])
 
 load(S)
+local other = other_kind(S)
+if other then
+  return {-4, other}
+end
 local size = S.size or tonumber(ARGV[1])
 if S.size ~= nil and size ~= tonumber(ARGV[1]) and ARGV[8] ~= 'recorded' then
   return {-2, size}
@@ -55,6 +64,8 @@ if n > size then
 end
 if S.size == nil then
   redis.call('hset', KEYS[1], 'size', size, 'used', 0)
+else
+  S.grow = S.size
 end
 S.cap = size
 

@@ -13,13 +13,18 @@
 -- A command this user may not run is refused before anything is written
 -- (may, kept: state.lua), with an error reply naming it.
 --
--- Returns {1, available}; {-2, size} when Redis records another size; a
+-- Returns {1, available}; {-2, size} when Redis records another size;
+-- {-4, kind} when another kind holds the name (other_kind); a
 -- semaphore with nothing recorded has all of ARGV[1] free (nothing is
 -- written).
 local S = {hash = KEYS[1], permits = KEYS[2], weights = KEYS[3], waiters = KEYS[4], marks = KEYS[5]}
 load(S)
 local size = S.size
 if size == nil then
+  local other = other_kind(S)
+  if other then
+    return {-4, other}
+  end
   return {1, tonumber(ARGV[1])}
 end
 if size ~= tonumber(ARGV[1]) and ARGV[2] ~= 'recorded' then

@@ -26,6 +26,8 @@
 -- A command this user may not run is refused before anything is written
 -- (may, kept: state.lua), with an error reply naming it.
 --
+-- A hash at KEYS[1] of another kind (other_kind) is left untouched.
+--
 -- Returns {1, served, free} when released: served is how many offered
 -- waiters now hold permits, free how many permits are left free (-1 when
 -- a retry cannot tell); {2, served, free} the same when the message could
@@ -53,6 +55,13 @@ if done ~= false then
 end
 local now = server_ms()
 load(S)
+if other_kind(S) then
+  -- the hash is another kind's (ours was lost under the permit, and the
+  -- name taken): the permit goes, the other's hash is left as it is
+  local res = redis.call('zrem', KEYS[2], ARGV[1]) == 1 and 1 or -1
+  redis.call('hdel', KEYS[3], ARGV[1])
+  return {res, 0, -1}
+end
 local used = purge(S, now)
 if redis.call('zscore', KEYS[2], ARGV[1]) == false then
   redis.call('hdel', KEYS[3], ARGV[1])
@@ -60,6 +69,11 @@ if redis.call('zscore', KEYS[2], ARGV[1]) == false then
   return {-1, 0, -1}
 end
 local n = tonumber(redis.call('hget', KEYS[3], ARGV[1])) or 0
+-- its weight goes first: a write that a full server (maxmemory) lets
+-- through, after which Redis lets the rest of the release through too,
+-- the hand-off's ZADD and HSET included (they take the place of what is
+-- given back)
+redis.call('hdel', KEYS[3], ARGV[1])
 used = used - n
 if used < 0 then used = 0 end
 
@@ -90,10 +104,10 @@ for i = 4, #ARGV, 3 do
   end
   served = served + 1
 end
--- removed after the hand-off, so that the permits and weights keys never
--- empty in between: the ones served keep the keys' TTL (see settle)
+-- removed after the hand-off, so that the permits key never empties in
+-- between: the ones served keep the keys' TTL (see settle, which gives
+-- the weights a TTL again if the hand-off made them anew)
 redis.call('zrem', KEYS[2], ARGV[1])
-redis.call('hdel', KEYS[3], ARGV[1])
 settle(S, now, used)
 local free = math.max(size - used, 0)
 -- the other waiters, here and elsewhere, try for what is left

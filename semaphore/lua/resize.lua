@@ -17,7 +17,8 @@
 -- A command this user may not run is refused before anything is written
 -- (may, kept: state.lua), with an error reply naming it.
 --
--- Returns the previous size, or 0 when none was recorded. Waiters the
+-- Returns the previous size, or 0 when none was recorded; -kind when
+-- another kind holds the name (other_kind), with nothing written. Waiters the
 -- server could not tell (a publish refused after the writes, on a server
 -- too old to refuse it beforehand) try again by their marks' third.
 local S = {hash = KEYS[1], permits = KEYS[3], weights = KEYS[4], waiters = KEYS[5], marks = KEYS[6]}
@@ -26,6 +27,10 @@ if no then
   return no
 end
 load(S)
+local other = other_kind(S)
+if other then
+  return -other
+end
 local old = S.size or 0
 local now = server_ms()
 local used = purge(S, now)

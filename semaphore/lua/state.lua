@@ -28,6 +28,21 @@ local function server_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- guard runs, before an acquisition's first write (S.grow set), one that
+-- Redis refuses on a full server (maxmemory reached: OOM): it refuses a
+-- command that may add memory only until a script has written, and a
+-- purge's HDEL or ZREM, let through, would let the permit in after it.
+-- Refused first, the acquisition fails whole with OOM and nothing is
+-- written. HSETNX of the size that S.grow holds changes nothing. Only a
+-- purge that has something to drop runs it: on the common path the
+-- permit's own ZADD or the mark's HSET comes first.
+local function guard(S)
+  if S.grow then
+    redis.call('hsetnx', S.hash, 'size', S.grow)
+    S.grow = nil
+  end
+end
+
 -- head_of_line drops the waiters at the head of the line whose marks lapsed by
 -- now and returns the first live one's id (nil when none waits).
 local function head_of_line(S, now)
@@ -40,6 +55,7 @@ local function head_of_line(S, now)
     if mark ~= nil and mark > now then
       return head[1]
     end
+    guard(S)
     redis.call('hdel', S.marks, head[1])
     redis.call('zrem', S.waiters, head[1])
   end
@@ -52,6 +68,26 @@ local function load(S)
   local rec = redis.call('hmget', S.hash, 'size', 'used', 'kept')
   S.size, S.stored, S.kept = tonumber(rec[1]), tonumber(rec[2]), tonumber(rec[3])
   S.used = S.stored or 0
+end
+
+-- other_kind is the kind of another primitive whose hash sits at the
+-- semaphore's name (errs.KindLock 1: owner fields alone, a lock, a fair
+-- lock or an election; errs.KindRWLock 2: a field mode), or nil. Only a
+-- hash without size can be one (load: S.size nil), since ours records the
+-- size as long as it lives, bar a used or kept that settle wrote after an
+-- eviction: so the common path, where the size is there, asks nothing.
+local function other_kind(S)
+  if S.size ~= nil then
+    return nil
+  end
+  local n = redis.call('hlen', S.hash)
+  if n <= (S.stored and 1 or 0) + (S.kept and 1 or 0) then
+    return nil
+  end
+  if redis.call('hexists', S.hash, 'mode') == 1 then
+    return 2
+  end
+  return 1
 end
 
 -- recount is the permits in use, summed from the live permits' weights:
@@ -78,6 +114,7 @@ local function purge(S, now)
   local used = S.used
   local expired = redis.call('zrangebyscore', S.permits, '-inf', now)
   for _, id in ipairs(expired) do
+    guard(S)
     used = used - (tonumber(redis.call('hget', S.weights, id)) or 0)
     redis.call('hdel', S.weights, id)
     redis.call('zrem', S.permits, id)
@@ -93,6 +130,7 @@ local function purge(S, now)
   S.fresh = redis.call('zcard', S.permits) == 0
   if S.fresh then
     used = 0
+    guard(S)
     redis.call('del', S.weights)
   end
   S.head = head_of_line(S, now)

@@ -14,6 +14,8 @@
 -- A command this user may not run is refused before anything is written
 -- (may, kept: state.lua), with an error reply naming it.
 --
+-- A hash at KEYS[4] of another kind (other_kind) is left untouched.
+--
 -- Returns 1 when a mark was removed. Waiters the server could not tell (a
 -- publish refused after the writes, on a server too old to refuse it
 -- beforehand) try again by their marks' third.
@@ -26,7 +28,9 @@ redis.call('hdel', KEYS[2], ARGV[1])
 local removed = redis.call('zrem', KEYS[1], ARGV[1])
 local now = server_ms()
 load(S)
-settle(S, now, purge(S, now))
+if not other_kind(S) then -- another kind's hash is left as it is
+  settle(S, now, purge(S, now))
+end
 if removed == 1 then
   tell(ARGV[2], KEYS[3], 0)
   return 1

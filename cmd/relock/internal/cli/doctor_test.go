@@ -16,15 +16,17 @@ var (
 	clockRE = regexp.MustCompile(`server clock [^:]*? this machine's \(± [^)]*\)`)
 	// versionRE: CI installs whichever redis-server its distribution has.
 	versionRE = regexp.MustCompile(`version: redis [0-9.]+`)
+	memoryRE  = regexp.MustCompile(`used_memory is [0-9]+% of maxmemory \([0-9]+ of`)
 )
 
 // maskDoctor hides what changes from run to run or machine to machine:
-// ports, clock readings and the server's version.
+// ports, clock readings, the server's version and its memory use.
 func maskDoctor(res result) result {
 	for _, s := range []*string{&res.stdout, &res.stderr} {
 		*s = addrRE.ReplaceAllString(*s, "ADDR")
 		*s = clockRE.ReplaceAllString(*s, "server clock <skew>")
 		*s = versionRE.ReplaceAllString(*s, "version: redis <version>")
+		*s = memoryRE.ReplaceAllString(*s, "used_memory is <n>% of maxmemory (<used> of")
 	}
 	return res
 }

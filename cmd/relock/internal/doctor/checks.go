@@ -34,8 +34,7 @@ func (n *node) eviction() Finding {
 		}
 	case policy == "noeviction":
 		f.Severity = OK
-		f.Message = "maxmemory-policy noeviction (maxmemory " + bytes(mem) +
-			"): a full server refuses writes, which relock returns as errors, and never evicts a held lock"
+		f.Message = "maxmemory-policy noeviction (maxmemory " + bytes(mem) + "): Redis never evicts a held lock; " + atTheLimit
 	case strings.HasPrefix(policy, "allkeys-"):
 		f.Severity = Error
 		f.Message = "maxmemory-policy " + policy + " with maxmemory " + bytes(mem) +
@@ -52,6 +51,51 @@ func (n *node) eviction() Finding {
 		f.Fix = evictionFix
 	}
 	return f
+}
+
+// atTheLimit is what a full server under noeviction does to locks: it
+// refuses the writes that need memory, and a renewal or a release needs
+// none.
+const atTheLimit = "at the limit it refuses writes that need memory, so new acquisitions fail with an OOM error, " +
+	"while holds already granted are still renewed and released"
+
+// memoryWarnPercent is the share of maxmemory from which memory warns.
+const memoryWarnPercent = 90
+
+// memory reports how near the server is to maxmemory, where it stops
+// granting locks (noeviction) or evicts them (eviction reports that);
+// ok is false without a limit.
+func (n *node) memory() (f Finding, ok bool) {
+	f = Finding{Check: "memory"}
+	limit, _ := n.setting("maxmemory", "maxmemory")
+	mem, err := strconv.ParseInt(limit, 10, 64)
+	if err != nil || mem <= 0 {
+		return f, false
+	}
+	used, err := strconv.ParseInt(n.info["used_memory"], 10, 64)
+	if err != nil {
+		f.Severity = Warn
+		f.Message = "could not read used_memory (" + n.unread() + "): cannot tell how near the server is to maxmemory " + bytes(mem)
+		f.Fix = "let the doctor's user run INFO, or watch used_memory against maxmemory by hand"
+		return f, true
+	}
+	pct := used * 100 / mem
+	f.Message = fmt.Sprintf("used_memory is %d%% of maxmemory (%d of %d bytes)", pct, used, mem)
+	policy, _ := n.setting("maxmemory_policy", "maxmemory-policy")
+	switch {
+	case pct < memoryWarnPercent:
+		f.Severity = OK
+		return f, true
+	case policy != "noeviction":
+		f.Message += ": near the limit or over it, where Redis evicts keys (see eviction)"
+	case used >= mem:
+		f.Message += ": over the limit: every new acquisition fails with an OOM error now, while holds already granted are still renewed and released"
+	default:
+		f.Message += ": near the limit, where new acquisitions fail with an OOM error while holds already granted are still renewed and released"
+	}
+	f.Severity = Warn
+	f.Fix = "raise maxmemory (CONFIG SET maxmemory, then CONFIG REWRITE to keep it), or free memory on this server"
+	return f, true
 }
 
 // bytes formats a memory size for a message.

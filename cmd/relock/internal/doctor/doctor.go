@@ -54,7 +54,7 @@ type Finding struct {
 	// finding is about.
 	Node string `json:"node"`
 	// Check names what was checked: connection, sentinel, cluster,
-	// version, eviction, persistence, replicas, clock or acl.
+	// version, eviction, memory, persistence, replicas, clock or acl.
 	Check    string   `json:"check"`
 	Severity Severity `json:"severity"`
 	Message  string   `json:"message"`

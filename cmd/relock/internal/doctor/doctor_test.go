@@ -320,7 +320,7 @@ func TestClusterChecksEveryMaster(t *testing.T) {
 }
 
 func TestReportJSONRoundTrips(t *testing.T) {
-	rep, _ := server(t, doctor.Config{}, "--maxmemory", "1mb", "--maxmemory-policy", "allkeys-random")
+	rep, _ := server(t, doctor.Config{}, "--maxmemory", "2mb", "--maxmemory-policy", "allkeys-random")
 	var buf bytes.Buffer
 	require.NoError(t, rep.WriteJSON(&buf))
 	var back doctor.Report

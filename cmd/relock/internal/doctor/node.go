@@ -42,7 +42,11 @@ func checkNode(ctx context.Context, c *redis.Client, want role, cluster bool, cf
 	}
 	n.read(ctx)
 	fs := []Finding{n.version(ctx)}
-	fs = append(fs, n.eviction(), n.persistence())
+	fs = append(fs, n.eviction())
+	if f, ok := n.memory(); ok {
+		fs = append(fs, f)
+	}
+	fs = append(fs, n.persistence())
 	fs = append(fs, n.replicas(ctx)...)
 	fs = append(fs, n.clock(ctx))
 	fs = append(fs, n.acl(ctx)...)
