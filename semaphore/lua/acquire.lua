@@ -32,6 +32,10 @@
 -- A command this user may not run is refused before anything is written
 -- (may, kept: state.lua), with an error reply naming it.
 --
+-- On a full server (maxmemory reached) the first write is one Redis
+-- refuses there (the size's HSET, the guard's HSETNX, the permit's ZADD,
+-- the mark's ZADD or HSET), so the try fails whole with OOM.
+--
 -- Returns {1, available} when acquired; {0, ttl} when it must wait (ttl:
 -- when to try at the latest: the earliest permit expiry, at most a third
 -- of the mark's life so the mark stays fresh); {-2, size} when Redis records
@@ -60,6 +64,8 @@ if n > size then
 end
 if S.size == nil then
   redis.call('hset', KEYS[1], 'size', size, 'used', 0)
+else
+  S.grow = S.size
 end
 S.cap = size
 

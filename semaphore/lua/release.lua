@@ -69,6 +69,11 @@ if redis.call('zscore', KEYS[2], ARGV[1]) == false then
   return {-1, 0, -1}
 end
 local n = tonumber(redis.call('hget', KEYS[3], ARGV[1])) or 0
+-- its weight goes first: a write that a full server (maxmemory) lets
+-- through, after which Redis lets the rest of the release through too,
+-- the hand-off's ZADD and HSET included (they take the place of what is
+-- given back)
+redis.call('hdel', KEYS[3], ARGV[1])
 used = used - n
 if used < 0 then used = 0 end
 
@@ -99,10 +104,10 @@ for i = 4, #ARGV, 3 do
   end
   served = served + 1
 end
--- removed after the hand-off, so that the permits and weights keys never
--- empty in between: the ones served keep the keys' TTL (see settle)
+-- removed after the hand-off, so that the permits key never empties in
+-- between: the ones served keep the keys' TTL (see settle, which gives
+-- the weights a TTL again if the hand-off made them anew)
 redis.call('zrem', KEYS[2], ARGV[1])
-redis.call('hdel', KEYS[3], ARGV[1])
 settle(S, now, used)
 local free = math.max(size - used, 0)
 -- the other waiters, here and elsewhere, try for what is left

@@ -4,9 +4,15 @@
 -- expire with its last permit or mark, so a renewed permit extends them
 -- (never shortens them). A labeled permit (WithHolderLabel) has its label
 -- key after its keys, renewed with it; a batch is all labeled or none
--- (its stride). The hash is extended only while it is the semaphore's
--- (it records the size): a hash of another kind that took the name after
--- ours was lost is left as it is.
+-- (its stride).
+--
+-- A renewal adds no memory, and must go on on a full server (maxmemory
+-- reached, noeviction): Redis refuses a ZADD or HSET there only while a
+-- script has written nothing, so each permit's first write is a PEXPIRE,
+-- always sent for the permits zset, and the ZADD comes after it. The hash
+-- is extended only while it is the semaphore's (it records the size): a
+-- hash of another kind that took the name after ours was lost is left as
+-- it is.
 --
 -- KEYS[s*i-s+1]  the live permits zset of permit i (s = #KEYS / permits:
 --                3, or 4 with a label)
@@ -27,9 +33,10 @@ for i = 1, n do
   local permits, lease, id = KEYS[first], tonumber(ARGV[2 * i - 1]), ARGV[2 * i]
   local score = redis.call('zscore', permits, id)
   if score ~= false and tonumber(score) > now then
+    redis.call('pexpire', permits, math.max(redis.call('pttl', permits), lease))
     redis.call('zadd', permits, 'XX', now + lease, id)
-    for j = first, first + 2 do
-      if redis.call('pttl', KEYS[j]) < lease and (j ~= first + 1 or redis.call('hexists', KEYS[j], 'size') == 1) then
+    for j = first + 1, first + 2 do
+      if redis.call('pttl', KEYS[j]) < lease and (j == first + 2 or redis.call('hexists', KEYS[j], 'size') == 1) then
         redis.call('pexpire', KEYS[j], lease)
       end
     end

@@ -28,6 +28,21 @@ local function server_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- guard runs, before an acquisition's first write (S.grow set), one that
+-- Redis refuses on a full server (maxmemory reached: OOM): it refuses a
+-- command that may add memory only until a script has written, and a
+-- purge's HDEL or ZREM, let through, would let the permit in after it.
+-- Refused first, the acquisition fails whole with OOM and nothing is
+-- written. HSETNX of the size that S.grow holds changes nothing. Only a
+-- purge that has something to drop runs it: on the common path the
+-- permit's own ZADD or the mark's HSET comes first.
+local function guard(S)
+  if S.grow then
+    redis.call('hsetnx', S.hash, 'size', S.grow)
+    S.grow = nil
+  end
+end
+
 -- head_of_line drops the waiters at the head of the line whose marks lapsed by
 -- now and returns the first live one's id (nil when none waits).
 local function head_of_line(S, now)
@@ -40,6 +55,7 @@ local function head_of_line(S, now)
     if mark ~= nil and mark > now then
       return head[1]
     end
+    guard(S)
     redis.call('hdel', S.marks, head[1])
     redis.call('zrem', S.waiters, head[1])
   end
@@ -98,6 +114,7 @@ local function purge(S, now)
   local used = S.used
   local expired = redis.call('zrangebyscore', S.permits, '-inf', now)
   for _, id in ipairs(expired) do
+    guard(S)
     used = used - (tonumber(redis.call('hget', S.weights, id)) or 0)
     redis.call('hdel', S.weights, id)
     redis.call('zrem', S.permits, id)
@@ -113,6 +130,7 @@ local function purge(S, now)
   S.fresh = redis.call('zcard', S.permits) == 0
   if S.fresh then
     used = 0
+    guard(S)
     redis.call('del', S.weights)
   end
   S.head = head_of_line(S, now)
