@@ -11,7 +11,9 @@
 // from {name}:waiters and {name}:waiter_expiry), and a hash whose every
 // field is an owner id <uuid>:<n> with an integer count a lock. Any other
 // key is not ours and is left alone. The fencing token is read from
-// redisson_lock_token:{name}.
+// redisson_lock_token:{name}. Show adds the keys whose ids no record
+// lists (holder labels, unlock and acquire latches), found with one SCAN
+// for the name's tag on the server that holds its slot.
 //
 // Every listing uses SCAN (on each master of a cluster), never KEYS, and
 // reads only, except ForceUnlock, which releases a lock, rwlock or
