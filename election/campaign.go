@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
@@ -122,7 +121,7 @@ func (e *Election) Run(ctx context.Context, value string, lead func(leading cont
 				_ = e.Resign(leading)
 			}
 			return nil
-		case errors.Is(err, ErrInvalidArgument), errors.Is(err, redis.ErrClosed):
+		case errors.Is(err, ErrInvalidArgument), hold.ClientClosed(err):
 			// bad input, or a closed client: no campaign can succeed
 			return err
 		case err != nil:

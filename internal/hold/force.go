@@ -2,6 +2,7 @@ package hold
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/relock-go/relock/internal/conn"
@@ -24,6 +25,10 @@ type Waker interface {
 	PublishCommand() string
 	Release(channel string)
 }
+
+// ClientClosed reports whether err is a call on a closed client, which no
+// retry can mend: a candidate on one can never hold anything.
+func ClientClosed(err error) bool { return errors.Is(err, conn.ErrClosed) }
 
 // ErrChanged reports that a force unlock found the name held by another
 // kind than the caller's (one name serves one kind): nothing was changed.
