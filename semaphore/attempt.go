@@ -35,7 +35,17 @@ type permitTry struct {
 	// Redis may hold permits nobody was told of.
 	uncertain bool
 	late      <-chan struct{} // a try still in flight when the caller left
-	held      context.Context // the hold's, once kept
+	// landed is what the last try's script answered, written by the try
+	// itself: a late try's, read once late is closed, tells what it left.
+	landed landing
+	held   context.Context // the hold's, once kept
+}
+
+// landing is one try's answer, as the try itself saw it.
+type landing struct {
+	vals   []int64
+	err    error
+	marked bool // the try marked its waiter (it ran at the head)
 }
 
 // Keep makes the hold of the acquisition, which acquired
@@ -56,13 +66,21 @@ type tryReply struct {
 // Try makes one try of the acquisition (acquire.Attempt).
 func (t *permitTry) Try(ctx context.Context, atHead bool) (acquire.Result, error) {
 	s, permitID, n := t.s, t.claim.permitID, t.claim.n
+	if ctx.Err() != nil {
+		// The caller gave up before this try left (a waiter promoted as
+		// its wait ended): sent now, it would take permits or mark a
+		// waiter for nobody, and hold the others back until given back.
+		return acquire.Result{}, context.Cause(ctx)
+	}
 	waiterID := ""
 	if atHead {
 		waiterID = permitID // the local head takes its turn in Redis
 	}
 	t.claim.sentAt = t.wd.Now()
 	r, err := acquire.Bounded(ctx, s.workers, t.cfg.UnlockTimeout, acquire.CallFunc[tryReply](func(ctx context.Context) (tryReply, error) {
-		return t.runScript(ctx, waiterID)
+		r, err := t.runScript(ctx, waiterID)
+		t.landed = landing{r.vals, err, waiterID != ""}
+		return r, err
 	}))
 	vals, acks, size := r.vals, r.acks, r.size
 	t.uncertain = err != nil && conn.MayHaveRun(err)
@@ -149,10 +167,33 @@ func (t *permitTry) request(size int64, once bool) (acquire.Trace, acquire.Reque
 // it withdraws the waiter's mark its tries may have left, and gives back
 // the permits a try whose reply was lost may have taken.
 func (t *permitTry) Abandon(ctx context.Context, _ error) {
+	if t.late != nil {
+		go t.afterLate(ctx)
+		return
+	}
 	if t.marked {
-		t.s.withdrawMark(ctx, t.claim.permitID, t.late)
+		t.s.withdrawMark(ctx, t.claim.permitID)
 	}
 	if t.uncertain {
-		t.s.giveBack(ctx, t.claim.permitID, t.late, t.claim.lease)
+		t.s.giveBack(ctx, t.claim.permitID, 0)
+	}
+}
+
+// afterLate cleans up after a try the caller stopped waiting for, once
+// it lands, by what it answered: most find the permits taken and leave
+// nothing, and a churn of waiters that give up must not queue a give-back
+// each in front of the next caller's try.
+func (t *permitTry) afterLate(ctx context.Context) {
+	<-t.late
+	l := t.landed
+	answered := l.err == nil && len(l.vals) == 2
+	took := answered && l.vals[0] == 1
+	unknown := l.err != nil && conn.MayHaveRun(l.err)
+	// an earlier try's mark (a grant takes it back), or this try's own
+	if t.marked && !took || l.marked && (unknown || answered && l.vals[0] == 0) {
+		t.s.withdrawMark(ctx, t.claim.permitID)
+	}
+	if took || unknown {
+		t.s.giveBack(ctx, t.claim.permitID, t.claim.lease)
 	}
 }

@@ -332,10 +332,8 @@ const maxMarkLife = 3 * time.Second
 // the queue, and the waiters behind a mark retry at least as often. So a
 // stale mark only delays the others, by maxMarkLife at most, never blocks
 // them for good.
-// A try still in flight (late, when not nil) may write the mark when it
-// lands: the withdrawal follows it.
-func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string, late <-chan struct{}) {
-	_ = acquire.Withdraw(ctx, late, s.client, s.cfg.UnlockTimeout, withdrawLua{
+func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string) {
+	_ = acquire.Withdraw(ctx, nil, s.client, s.cfg.UnlockTimeout, withdrawLua{
 		Waiters: s.args.waiters, Marks: s.args.marks, Channel: s.args.channel, Semaphore: s.args.name, Permits: s.args.permits, Weights: s.args.weights,
 		Waiter: waiterID, Publish: s.args.publish,
 	}.call())
@@ -344,18 +342,13 @@ func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string, late <-ch
 // giveBack releases, in the background, the permits an acquire that gave
 // up may have left in Redis: its last try failed after the script may
 // have run (a reply lost to a timeout or a broken connection). Without it
-// they would stay taken by nobody until their lease ran out. A try the
-// caller stopped waiting for (late, when not nil) is waited for first, so
-// that the give-back comes after whatever it takes, and the give-back is
-// then retried through an outage for up to the lease (acquire.GiveBack).
-// Nothing of the caller waits for it.
-func (s *Semaphore) giveBack(ctx context.Context, permitID string, late <-chan struct{}, leaseTime time.Duration) {
+// they would stay taken by nobody until their lease ran out. It is
+// retried through an outage for up to window (acquire.GiveBack): the
+// lease after a try the caller stopped waiting for, which a stalled
+// server may run when it comes back. Nothing of the caller waits for it.
+func (s *Semaphore) giveBack(ctx context.Context, permitID string, window time.Duration) {
 	ctx = conn.Detached(ctx) // each try ends with its retries
-	window := s.cfg.UnlockTimeout
-	if late != nil {
-		window = max(window, leaseTime)
-	}
-	acquire.GiveBack(late, window, func() error { return s.undo(ctx, permitID) })
+	acquire.GiveBack(nil, max(s.cfg.UnlockTimeout, window), func() error { return s.undo(ctx, permitID) })
 }
 
 // undo releases the permits one acquisition took (or may have taken),
