@@ -17,7 +17,12 @@
 // cluster slot: the hash <name> (size, used), the zset {<name>}:permits
 // (permit id -> expiry), the hash {<name>}:weights (permit id -> n), the
 // waiters' zset {<name>}:waiters and their marks' expiry
-// {<name>}:waiter_expiry; releases publish on redisson_sc:{<name>}.
+// {<name>}:waiter_expiry; releases publish on redisson_sc:{<name>}. A
+// name another kind holds (a lock, fair lock or election, an rwlock: a
+// hash at <name> without size) is refused at once with ErrWrongKind,
+// naming that kind, and nothing of it is touched. On a full server
+// (maxmemory with noeviction) the permits held are renewed and released
+// as usual, and a new one fails with Redis's OOM, writing nothing.
 //
 // The goroutines of one process wait in one local queue; a release hands
 // the permits it gives back to the first of them in the same script, in
