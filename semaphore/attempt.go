@@ -2,6 +2,7 @@ package semaphore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -41,6 +42,12 @@ type permitTry struct {
 	held   context.Context // the hold's, once kept
 }
 
+// errUnsent is a try not sent, its caller's wait having ended.
+var errUnsent = errors.New("try not sent: the wait had ended")
+
+// mayHaveRun is conn.MayHaveRun, but for a try not sent at all.
+func mayHaveRun(err error) bool { return !errors.Is(err, errUnsent) && conn.MayHaveRun(err) }
+
 // landing is one try's answer, as the try itself saw it.
 type landing struct {
 	vals   []int64
@@ -78,17 +85,21 @@ func (t *permitTry) Try(ctx context.Context, atHead bool) (acquire.Result, error
 	}
 	t.claim.sentAt = t.wd.Now()
 	r, err := acquire.Bounded(ctx, s.workers, t.cfg.UnlockTimeout, acquire.CallFunc[tryReply](func(ctx context.Context) (tryReply, error) {
+		if ctx.Err() != nil {
+			t.landed = landing{} // its caller left before a worker took it up
+			return tryReply{}, errUnsent
+		}
 		r, err := t.runScript(ctx, waiterID)
 		t.landed = landing{r.vals, err, waiterID != ""}
 		return r, err
 	}))
 	vals, acks, size := r.vals, r.acks, r.size
-	t.uncertain = err != nil && conn.MayHaveRun(err)
+	t.uncertain = err != nil && mayHaveRun(err)
 	if l := conn.AfterLate(err); l != nil {
 		t.late = l
 	}
 	if err != nil {
-		t.marked = t.marked || (waiterID != "" && conn.MayHaveRun(err))
+		t.marked = t.marked || (waiterID != "" && mayHaveRun(err))
 		return acquire.Result{}, err
 	}
 	if len(vals) != 2 {

@@ -29,11 +29,14 @@ func TestLateTryThatFoundItHeldLeavesNothingToGiveBack(t *testing.T) {
 		releases := redistest.NewScriptFaults(semaphore.ReleaseScriptSource())
 		c.AddHook(tries)
 		c.AddHook(releases)
+		b := semaphore.New(c, name, 1)
+		_, err = b.TryAcquire(ctx, 1) // c knows its server and the script
+		require.ErrorIs(t, err, semaphore.ErrNotAcquired)
 		landed := make(chan struct{})
 		tries.AfterNext(func() { time.Sleep(200 * time.Millisecond); close(landed) })
 		wctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 		defer cancel()
-		_, err = semaphore.New(c, name, 1).Acquire(wctx, 1)
+		_, err = b.Acquire(wctx, 1)
 		require.ErrorIs(t, err, semaphore.ErrNotAcquired)
 		<-landed
 		time.Sleep(300 * time.Millisecond) // what follows the late try has gone out
