@@ -33,12 +33,12 @@ end
 -- command that may add memory only until a script has written, and a
 -- purge's HDEL or ZREM, let through, would let the permit in after it.
 -- Refused first, the acquisition fails whole with OOM and nothing is
--- written. HSETNX of the size that S.grow holds changes nothing. Only a
+-- written. HSET of the size that S.grow holds changes nothing. Only a
 -- purge that has something to drop runs it: on the common path the
 -- permit's own ZADD or the mark's HSET comes first.
 local function guard(S)
   if S.grow then
-    redis.call('hsetnx', S.hash, 'size', S.grow)
+    redis.call('hset', S.hash, 'size', S.grow)
     S.grow = nil
   end
 end
@@ -80,9 +80,8 @@ local function other_kind(S)
   if S.size ~= nil then
     return nil
   end
-  local n = redis.call('hlen', S.hash)
-  if n <= (S.stored and 1 or 0) + (S.kept and 1 or 0) then
-    return nil
+  if S.stored or S.kept or redis.call('type', S.hash).ok ~= 'hash' then
+    return nil -- ours after an eviction, or no hash at all
   end
   if redis.call('hexists', S.hash, 'mode') == 1 then
     return 2
