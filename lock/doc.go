@@ -92,21 +92,23 @@
 // # Fencing tokens
 //
 // Every acquisition, re-entry and hand-off included, draws its token from
-// Redisson RFencedLock's counter redisson_lock_token:{name}: the token is
-// max(counter + 1, the server's time in microseconds), computed in the
-// acquire script from Redis's TIME and stored back in the counter with a
-// TTL of an hour, renewed by every acquisition. So no
-// counter outlives the last use of its lock by more than an hour, and a
-// Java RFencedLock, which INCRs the same key, draws the next number.
+// Redisson RFencedLock's counter redisson_lock_token:{name}. A lock's
+// acquire script INCRs it, as RFencedLock does; a counter that is gone,
+// or below 2^50 (not seeded from a clock: a Java RFencedLock's from 0),
+// is seeded with the server's time in microseconds from Redis's TIME. The
+// scripts of a fair lock's waiter, an rwlock and a hand-off draw
+// max(counter + 1, that time). Every acquisition gives the counter a TTL
+// of an hour, so no counter outlives the last use of its lock by more than
+// an hour, and a Java RFencedLock draws the next number.
 //
 // Why tokens never go backwards, even when the counter is lost: while the
 // counter lives, each token is above the last one stored. When Redis
 // forgets it (expired after an hour unused, FLUSHALL, a restart without
 // persistence, a failover to a replica that missed the last write), the
 // next token is the server's current time in microseconds. Every earlier
-// token was at most the server time of its own acquisition plus the
-// number of acquisitions drawn faster than one a microsecond (a few, where
-// a lock takes a round trip), so the new one is larger as long as the
+// token was at most the server time of its own acquisition (a seed, plus
+// one per acquisition since it, each taking more than a microsecond), so
+// the new one is larger as long as the
 // server's clock has not stepped back in between. What breaks it: a clock
 // set back by more than the time since the last acquisition (by more than
 // an hour, for a counter that expired), or a failover to a server whose

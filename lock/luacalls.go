@@ -22,7 +22,7 @@ var luaFS embed.FS
 var wakeLib = scripts.NewLib(luaFS, "lua/wake.lua")
 
 var (
-	acquireScript = scripts.Load(luaFS, "lua/acquire.lua", scripts.Fence)
+	acquireScript = scripts.Load(luaFS, "lua/acquire.lua")
 	// The common path's scripts, acquire and unlock_last, stand alone: Lua
 	// defines a library's functions anew on every run. The other release
 	// scripts carry only the permission checks; a fair lock's the fencing

@@ -151,6 +151,6 @@ func TestSelectorRefusingTheCounterChangesNothing(t *testing.T) {
 		"(+@write ~app:*)")
 	before := keyspace(t, ctx, e.admin)
 	_, err := lock.New(e.user, "app:job", lock.WithReplicaSync(0)).TryLock(ctx)
-	require.ErrorContains(t, err, "NOPERM relock: this user may not SET on key redisson_lock_token:{app:job}")
+	require.ErrorContains(t, err, "NOPERM relock: this user may not INCR on key redisson_lock_token:{app:job}")
 	require.Equal(t, before, keyspace(t, ctx, e.admin), "nothing written")
 }

@@ -114,7 +114,7 @@ var clusterCommands = []string{"cluster|slots", "cluster|shards", "command"}
 var (
 	lockCommands = []string{
 		"exists", "hset", "hget", "hexists", "hincrby", "pexpire", "pttl",
-		"get", "set", "del", "time", "type",
+		"get", "set", "incr", "del", "time", "type",
 	}
 	fairCommands = []string{"lindex", "lpop", "lpush", "rpush", "lrem", "zadd", "zrem", "zscore", "hdel"}
 	rwCommands   = []string{

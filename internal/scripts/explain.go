@@ -19,7 +19,10 @@ var (
 	// command refused by the ACL, and one refused one of its keys.
 	refusedCommand = regexp.MustCompile(`can't run this command|permissions to run the`)
 	refusedKey     = regexp.MustCompile(`can't access at least one of the keys|permissions to access`)
+	refusedChannel = regexp.MustCompile(`can't publish to the channel|permissions to access one of the channels`)
 	scriptLine     = regexp.MustCompile(`@user_script:(\d+)`)
+	// keyRef is a KEYS[i] a line passes, which names the channel refused.
+	keyRef = regexp.MustCompile(`KEYS\[(\d+)\]`)
 	// callee is a command a line runs by name.
 	callee = regexp.MustCompile(`redis\.p?call\(\s*'([a-z|]+)'`)
 )
@@ -37,13 +40,15 @@ func (Refusal) RedisError() {}
 
 // named returns err, Redis's own refusal of a command of s, in may's
 // words when the line Redis reports runs one command by name; else nil.
-func (s *Script) named(err error) error {
+// args are the EVALSHA's (its keys from args[3]), which name a channel
+// refused.
+func (s *Script) named(err error, args []any) error {
 	if err == nil {
 		return nil // before the string work, on every successful call
 	}
 	msg := err.Error()
-	command := refusedCommand.MatchString(msg)
-	if strings.HasPrefix(msg, "NOPERM relock:") || (!command && !refusedKey.MatchString(msg)) {
+	command, channel := refusedCommand.MatchString(msg), refusedChannel.MatchString(msg)
+	if strings.HasPrefix(msg, "NOPERM relock:") || (!command && !channel && !refusedKey.MatchString(msg)) {
 		return nil
 	}
 	m := scriptLine.FindStringSubmatch(msg)
@@ -60,8 +65,37 @@ func (s *Script) named(err error) error {
 		return nil // none by name, or more than one: which is not known
 	}
 	name := strings.ToUpper(calls[0][1])
+	if channel {
+		return Refusal("NOPERM relock: this user may not " + name + " to channel " + channelOf(lines[n-1], args))
+	}
 	if command {
 		return Refusal("NOPERM relock: this user may not run " + name)
 	}
+	if key, ok := keyOf(lines[n-1], args); ok {
+		return Refusal("NOPERM relock: this user may not " + name + " on key " + key)
+	}
 	return Refusal("NOPERM relock: this user may not " + name + " on one of its keys")
+}
+
+// channelOf is the channel a script's line publishes to, from the KEYS[i]
+// it passes and the call's args, or words that say it is not known.
+func channelOf(line string, args []any) string {
+	if ch, ok := keyOf(line, args); ok {
+		return ch
+	}
+	return "of one of its keys"
+}
+
+// keyOf is the key (or channel) a script's line passes as its one KEYS[i],
+// read from the call's args (its keys from args[3]).
+func keyOf(line string, args []any) (string, bool) {
+	m := keyRef.FindAllStringSubmatch(line, -1)
+	if len(m) != 1 {
+		return "", false
+	}
+	if i, _ := strconv.Atoi(m[0][1]); i >= 1 && 2+i < len(args) {
+		k, ok := args[2+i].(string)
+		return k, ok
+	}
+	return "", false
 }

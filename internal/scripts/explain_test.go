@@ -30,7 +30,7 @@ func TestRefusalBeforeTheFirstWriteIsNamed(t *testing.T) {
 		{"get", []string{"-get"}, "NOPERM relock: this user may not run GET"},
 		// Both refused: the one Redis refused first, not the first listed.
 		{"both", []string{"-hset", "-get"}, "NOPERM relock: this user may not run GET"},
-		{"key", []string{"-hset", "(+hset ~other)"}, "NOPERM relock: this user may not HSET on one of its keys"},
+		{"key", []string{"-hset", "(+hset ~other)"}, "NOPERM relock: this user may not HSET on key k"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := aclUser(t, ctx, admin, "u"+tc.name, tc.rules...)

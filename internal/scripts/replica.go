@@ -195,7 +195,7 @@ func (srv *server) send(ctx context.Context, node conn.Client, p ReplicaPolicy, 
 		}
 	}
 	if err := cmd.Reply().Err(); err != nil {
-		if named := s.named(err); named != nil {
+		if named := s.named(err, cmd.Args()); named != nil {
 			cmd.SetErr(named)
 			err = named
 		}

@@ -119,7 +119,7 @@ func (s *Script) send(ctx context.Context, c conn.Client, nkeys int, a []any) co
 		cmd = s.Reload(ctx, cmd)
 		c.Process(ctx, cmd)
 	}
-	if named := s.named(cmd.Reply().Err()); named != nil {
+	if named := s.named(cmd.Reply().Err(), a); named != nil {
 		cmd.SetErr(named)
 	}
 	Unreachable(ctx, c, cmd.Reply().Err())

@@ -1,7 +1,8 @@
 -- Acquire, or re-enter, a reentrant lock in Redisson's RLock layout, and
--- draw a fencing token from Redisson RFencedLock's counter (draw and keep,
--- from internal/scripts' lua/fence.lua, which Load puts before this
--- source with lua/acl.lua's may).
+-- draw a fencing token from Redisson RFencedLock's counter: INCR while it
+-- lives (RFencedLock's own way), the server's time in microseconds when it
+-- was gone, so that tokens keep increasing across its loss. The script
+-- stands alone (no library): this is the common path.
 --
 -- Safe to run twice for one acquisition (a retry after a lost reply,
 -- go-redis's own resend after a read timeout), so that a grant is never
@@ -22,11 +23,15 @@
 --          (a caller that keeps its own count of runs: a Redlock member)
 -- ARGV[4]  the latch's life in milliseconds
 --
--- Reads come before the first write (HSET, HINCRBY or PEXPIRE of the
--- hash), the token's included (draw, from lua/fence.lua): a refusal of
--- any of those changes nothing, and internal/scripts names the command
--- refused. What runs after the first write is asked beforehand (may),
--- with an error reply naming it.
+-- It asks the ACL nothing: the writes run in the order their refusal is
+-- most likely, the counter's (another key pattern) first, then the
+-- latch's, then the hash's, so that a refusal changes no hold (a token may
+-- be skipped), and internal/scripts names the command refused from the
+-- line Redis reports. The counter's PEXPIRE runs before the hash's HSET,
+-- so a refused PEXPIRE cannot leave a hash without a TTL; a user allowed a
+-- command on one key pattern and refused it on another is a stated limit,
+-- which relock doctor's ACL DRYRUN checks. The INCR may grow memory, so a
+-- full server (maxmemory, noeviction) refuses the whole acquisition.
 --
 -- Returns the token alone when the lock was free (count 1): the common
 -- case, kept to the fewest calls and a scalar reply. Returns {count,
@@ -34,17 +39,34 @@
 -- it, {-2, kind} when another kind holds the name (2 an rwlock, 3 a
 -- semaphore).
 local latch = ARGV[3] == 'latch' and KEYS[3]
--- HGET too, though it runs before any write: the release needs it, and a
--- user who could lock but not unlock would find out with the lock held.
-local no = may({{'hget', KEYS[1]}, {'pexpire', KEYS[1]}, {'set', KEYS[2]}, latch and {'set', latch}})
-if no then
-  return no
+
+-- token draws the next token and keeps the counter an hour past it
+-- (internal/scripts' FenceTTL). A counter below 2^50 (before 2005 in
+-- microseconds) was not written from the server's clock: gone (INCR made
+-- it 1), left by a refused SET, or a Redisson RFencedLock's from 0. The
+-- token is then the server's time in microseconds, above every earlier
+-- one, formatted whole (a Lua number as an argument is cut to 14 digits).
+-- INCR runs first of all the writes, and the counter's PEXPIRE before the
+-- hash is written: their refusal changes no hold.
+local function token()
+  local n = redis.call('incr', KEYS[2])
+  if n < 1125899906842624 then
+    local t = redis.call('time')
+    n = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    redis.call('set', KEYS[2], string.format('%.0f', n))
+  end
+  redis.call('pexpire', KEYS[2], 3600000)
+  return n
 end
+
 if redis.call('exists', KEYS[1]) == 0 then
-  local token = draw(KEYS[2])
+  local n = token()
+  if latch then
+    redis.call('set', latch, string.format('%.0f', n), 'px', ARGV[4])
+  end
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  return keep(KEYS[2], token, latch, ARGV[4])
+  return n
 end
 local held = redis.call('hget', KEYS[1], ARGV[2])
 if held == false then
@@ -60,19 +82,21 @@ end
 if ARGV[3] == 'minted' then
   -- an earlier run of this acquisition took it: the same grant (the
   -- token it drew, or a new one should the counter be gone)
-  local token = tonumber(redis.call('get', KEYS[2]))
-  local drawn = not token and draw(KEYS[2])
+  local n = tonumber(redis.call('get', KEYS[2])) or token()
   redis.call('pexpire', KEYS[1], ARGV[1])
-  return {tonumber(held), token or keep(KEYS[2], drawn, false)}
+  return {tonumber(held), n}
 end
-local done = granted(latch)
+local done = latch and tonumber(redis.call('get', latch))
 if done then
   -- a second run: the hold's lease runs from it, as the caller measures
   -- it from this run's send, not from the first run's
   redis.call('pexpire', KEYS[1], ARGV[1])
   return {tonumber(held), done}
 end
-local token = draw(KEYS[2])
+local n = token()
+if latch then
+  redis.call('set', latch, string.format('%.0f', n), 'px', ARGV[4])
+end
 local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
 redis.call('pexpire', KEYS[1], ARGV[1])
-return {count, keep(KEYS[2], token, latch, ARGV[4])}
+return {count, n}
