@@ -35,3 +35,32 @@ func TestStaleNamesFindsGaps(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"p.Gone", "p.T.N"}, stale)
 }
+
+// ARCHITECTURE.md maps every library file under internal/ (testkit aside)
+// by its path, so that a new file is placed on the map when it is made.
+func TestArchitectureNamesEveryInternalFile(t *testing.T) {
+	arch, err := os.ReadFile("../../../ARCHITECTURE.md")
+	require.NoError(t, err)
+	var missing []string
+	err = filepath.WalkDir("../../../internal", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel := strings.TrimPrefix(filepath.ToSlash(path), "../../../")
+		if d.IsDir() {
+			if rel == "internal/testkit" || d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(rel, ".go") && !strings.HasSuffix(rel, "_test.go") &&
+			!strings.Contains(string(arch), "`"+rel+"`") {
+			missing = append(missing, rel)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	if len(missing) > 0 {
+		t.Errorf("ARCHITECTURE.md does not name %d files of internal/:\n%s", len(missing), strings.Join(missing, "\n"))
+	}
+}
