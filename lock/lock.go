@@ -69,7 +69,7 @@ type Mutex struct {
 	leaseArg   any // the configured lease in ms
 	publishArg any
 	releaseFn  hold.ReleaseFunc // m.release: a method value allocates each time it is taken
-	goneFn     lease.Listener   // m.keyGone, likewise
+	goneFn     lease.Listener   // tells the waiters of a key found gone: made once
 	hkey       hold.Key
 	// fair holds a fair lock's waiter list, deadline zset and waiters hash
 	// (NewFair), as script keys; nil for a lock.
@@ -92,7 +92,7 @@ func newMutex(client conn.Client, name string, fair bool, opts []Option) *Mutex 
 	m := &Mutex{client: client, name: name, cfg: options.Apply(newOptions(opts))}
 	m.redlockHook = m.redlockNode
 	m.releaseFn = m.release
-	m.goneFn = lease.LostFunc(m.keyGone)
+	m.goneFn = lease.LostFunc(func(error) { m.hub.Freed(m.channel, m.cfg.UnlockTimeout) })
 	m.hkey = hold.NewKey(client, primitive, name, "")
 	m.id = errs.Ident{Primitive: primitive, Name: name, Invalid: m.cfg.Check(client, "lock", name)}
 	if m.id.Invalid != "" {

@@ -57,18 +57,3 @@ func (m *Mutex) undo(ctx context.Context, owner, latch string, lease time.Durati
 	_, err := m.releaseLast(ctx, owner, lease, timeout, false, nil)
 	return err
 }
-
-// keyGone tells the lock's waiters that a renewal found its key gone (a
-// flush, a restart without persistence, an eviction), as a release would
-// have: this process's waiters at once, other processes' through the
-// unlock message, which the holder's process alone can send, since the
-// key left with no release. The message is sent in the background,
-// bounded by the unlock timeout, as the watchdog's goroutine runs this.
-func (m *Mutex) keyGone(error) {
-	m.hub.Release(m.channel)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.UnlockTimeout)
-		defer cancel()
-		m.client.Process(ctx, conn.NewCmd(ctx, 1, m.publishArg, m.channelArg, unlockMessage))
-	}()
-}

@@ -134,7 +134,7 @@ type RWMutex struct {
 	inst    [2]telemetry.Instruments // by side
 	keys    [2]hold.Key              // by side: its holds in a context
 	leaseOf [2]string                // by side: the Lock of its leases' lease.ID
-	gone    lease.Listener           // rw.keyGone, made once
+	gone    lease.Listener           // tells the waiters of a key found gone: made once
 }
 
 // New returns the RWMutex called name on client. It does not touch Redis;
@@ -157,7 +157,7 @@ func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	rw.args.name, rw.args.channel, rw.args.prefix = name, rw.channel, rw.prefix
 	rw.args.waiters, rw.args.token, rw.args.publish = rw.waiters, rw.tokenKey, rw.hub.PublishCommand()
 	rw.workers = conn.PoolFor(c)
-	rw.gone = lease.LostFunc(rw.keyGone)
+	rw.gone = lease.LostFunc(func(error) { rw.hub.Freed(rw.channel, rw.cfg.UnlockTimeout) })
 	rw.leaseOf = [2]string{read.String() + "\x00" + name, write.String() + "\x00" + name}
 	rw.inst[read] = rw.cfg.Instruments(primitive, read.String(), name, tracing.SpanReleaseReadLock)
 	rw.inst[write] = rw.cfg.Instruments(primitive, write.String(), name, tracing.SpanReleaseWriteLock)
@@ -345,20 +345,6 @@ func (rw *RWMutex) spec(s access, ownerID string, leaseTime time.Duration, renew
 		sp.Targets = []lease.Target{{Client: rw.client, Keys: []string{rw.name}, Arg: ownerID + ":write"}}
 	}
 	return sp
-}
-
-// keyGone tells the lock's waiters that a renewal found its hold gone (a
-// flush, a restart without persistence), as a release would have: this
-// process's waiters at once, other processes' through the unlock message
-// (Redisson's 0), sent in the background within the unlock timeout, as
-// the watchdog's goroutine runs this.
-func (rw *RWMutex) keyGone(error) {
-	rw.hub.Release(rw.channel)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), rw.cfg.UnlockTimeout)
-		defer cancel()
-		rw.client.Process(ctx, conn.NewCmd(ctx, 1, rw.args.publish, rw.args.channel, 0))
-	}()
 }
 
 // newHold registers a hold of side s; fresh says its owner was minted by

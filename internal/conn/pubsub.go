@@ -64,6 +64,16 @@ type Subscription struct {
 	err     error // set before ready is closed when Redis refused the subscription
 }
 
+// Publish sends message on channel with PublishCommand, within ctx where
+// the client honours it, else within its read timeout.
+func (ps *PubSub) Publish(ctx context.Context, channel string, message any) error {
+	c := ps.client.Client()
+	if c.rdb == nil {
+		return ErrClosed // collected: no caller holds it
+	}
+	return c.Process(ctx, NewCmd(ctx, 1, ps.PublishCommand(), channel, message)).Err()
+}
+
 // PublishCommand is the command an unlock script publishes with: SPUBLISH
 // on a cluster (sharded pub/sub keeps the message on the lock's shard),
 // PUBLISH elsewhere, as Redisson does.

@@ -52,6 +52,20 @@ func newHub(client conn.Client) *Hub {
 // PUBLISH elsewhere, as Redisson does.
 func (h *Hub) PublishCommand() string { return h.ps.PublishCommand() }
 
+// Freed tells channel's waiters that their lock is free though no release
+// said so (a renewal found its key gone, after a flush): this process's at
+// once, other processes' through the unlock message (Redisson's 0), which
+// only the holder's process can send. It is sent in the background within
+// timeout, as the watchdog's goroutine calls this.
+func (h *Hub) Freed(channel string, timeout time.Duration) {
+	h.Release(channel)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		_ = h.ps.Publish(ctx, channel, 0)
+	}()
+}
+
 // Waiting reports whether goroutines of this process wait for channel's
 // lock; a newcomer then queues behind them instead of trying at once.
 func (h *Hub) Waiting(channel string) bool {

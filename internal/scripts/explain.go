@@ -65,25 +65,16 @@ func (s *Script) named(err error, args []any) error {
 		return nil // none by name, or more than one: which is not known
 	}
 	name := strings.ToUpper(calls[0][1])
-	if channel {
-		return Refusal("NOPERM relock: this user may not " + name + " to channel " + channelOf(lines[n-1], args))
-	}
-	if command {
+	key, named := keyOf(lines[n-1], args)
+	switch {
+	case channel && named:
+		return Refusal("NOPERM relock: this user may not " + name + " to channel " + key)
+	case command:
 		return Refusal("NOPERM relock: this user may not run " + name)
-	}
-	if key, ok := keyOf(lines[n-1], args); ok {
+	case named:
 		return Refusal("NOPERM relock: this user may not " + name + " on key " + key)
 	}
 	return Refusal("NOPERM relock: this user may not " + name + " on one of its keys")
-}
-
-// channelOf is the channel a script's line publishes to, from the KEYS[i]
-// it passes and the call's args, or words that say it is not known.
-func channelOf(line string, args []any) string {
-	if ch, ok := keyOf(line, args); ok {
-		return ch
-	}
-	return "of one of its keys"
 }
 
 // keyOf is the key (or channel) a script's line passes as its one KEYS[i],
