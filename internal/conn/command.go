@@ -37,7 +37,7 @@ func (c Cmd) SetErr(err error) { c.c.SetErr(err) }
 
 // Process sends cmd on its own and returns its reply.
 func (c Client) Process(ctx context.Context, cmd Cmd) Reply {
-	_ = c.rdb.Process(ctx, cmd.c)
+	_ = process(ctx, c.rdb, cmd.c)
 	return cmd.Reply()
 }
 

@@ -93,13 +93,13 @@ func (p *Pipe) Process(ctx context.Context, command Cmd) error {
 		p.flying++
 		p.mu.Unlock()
 		defer p.handOver() // even if a hook panics: the turn must pass on
-		return client.Process(ctx, cmd)
+		return process(ctx, client, cmd)
 	}
 	if _, bounded := ctx.Deadline(); bounded && p.deadlines {
 		// Sent alone, past the senders' limit: a queued call would go in
 		// a pipeline, which carries no caller's deadline.
 		p.mu.Unlock()
-		return client.Process(ctx, cmd)
+		return process(ctx, client, cmd)
 	}
 	c := calls.Get().(*call)
 	c.ctx, c.cmd = ctx, cmd

@@ -75,7 +75,7 @@ func newPool(c Client) *Pool {
 func honoursDeadlines(c redis.UniversalClient) bool {
 	switch c := c.(type) {
 	case *redis.Client:
-		return c.Options().ContextTimeoutEnabled
+		return true // through its twin when it does not itself
 	case *redis.ClusterClient:
 		return c.Options().ContextTimeoutEnabled
 	case *redis.Ring:
