@@ -27,8 +27,8 @@
 -- most likely, the counter's (another key pattern) first, then the
 -- latch's, then the hash's, so that a refusal changes no hold (a token may
 -- be skipped), and internal/scripts names the command refused from the
--- line Redis reports. The counter's PEXPIRE runs before the hash's HSET,
--- so a refused PEXPIRE cannot leave a hash without a TTL; a user allowed a
+-- line Redis reports. A refused PEXPIRE of the hash deletes it, so that
+-- it is not left without a TTL; a user allowed a
 -- command on one key pattern and refused it on another is a stated limit,
 -- which relock doctor's ACL DRYRUN checks. The INCR may grow memory, so a
 -- full server (maxmemory, noeviction) refuses the whole acquisition.
@@ -40,34 +40,56 @@
 -- semaphore).
 local latch = ARGV[3] == 'latch' and KEYS[3]
 
--- token draws the next token and keeps the counter an hour past it
--- (internal/scripts' FenceTTL). A counter below 2^50 (before 2005 in
+-- The token: the counter's next value, and the counter kept an hour past
+-- it (internal/scripts' FenceTTL). A counter below 2^50 (before 2005 in
 -- microseconds) was not written from the server's clock: gone (INCR made
 -- it 1), left by a refused SET, or a Redisson RFencedLock's from 0. The
 -- token is then the server's time in microseconds, above every earlier
--- one, formatted whole (a Lua number as an argument is cut to 14 digits).
--- INCR runs first of all the writes, and the counter's PEXPIRE before the
--- hash is written: their refusal changes no hold.
+-- one, written from TIME's digits (a Lua number as an argument is cut to
+-- 14 digits, and Redis prints it).
+-- INCR runs first of all the writes, and the counter's expiry is set
+-- before the hash is written: their refusal changes no hold. The free
+-- lock's path draws it inline: a function would be made anew on each run.
+-- Numbers are passed to Redis as strings: Redis prints a Lua number.
+if redis.call('exists', KEYS[1]) == 0 then
+  local n = redis.call('incr', KEYS[2])
+  if n < 1125899906842624 then
+    local t = redis.call('time')
+    local us = t[1] .. string.sub('00000' .. t[2], -6)
+    n = tonumber(us)
+    redis.call('set', KEYS[2], us, 'px', '3600000')
+  else
+    redis.call('pexpire', KEYS[2], '3600000')
+  end
+  if latch then
+    redis.call('set', latch, string.format('%.0f', n), 'px', ARGV[4])
+  end
+  redis.call('hset', KEYS[1], ARGV[2], '1')
+  -- a PEXPIRE refused (a new counter was set with PX, so none ran yet)
+  -- must not leave the lock held with no TTL
+  local ttl = redis.pcall('pexpire', KEYS[1], ARGV[1])
+  if type(ttl) == 'table' then
+    redis.call('del', KEYS[1])
+    redis.call('pexpire', KEYS[1], ARGV[1]) -- the refusal again, raised from its line
+    return ttl
+  end
+  return n
+end
+
+-- token draws a token as the free lock's path does, the counter's
+-- PEXPIRE always run: the hash it is drawn for has a TTL already.
 local function token()
   local n = redis.call('incr', KEYS[2])
   if n < 1125899906842624 then
     local t = redis.call('time')
-    n = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    redis.call('set', KEYS[2], string.format('%.0f', n))
+    local us = t[1] .. string.sub('00000' .. t[2], -6)
+    n = tonumber(us)
+    redis.call('set', KEYS[2], us)
   end
-  redis.call('pexpire', KEYS[2], 3600000)
+  redis.call('pexpire', KEYS[2], '3600000')
   return n
 end
 
-if redis.call('exists', KEYS[1]) == 0 then
-  local n = token()
-  if latch then
-    redis.call('set', latch, string.format('%.0f', n), 'px', ARGV[4])
-  end
-  redis.call('hset', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return n
-end
 local held = redis.call('hget', KEYS[1], ARGV[2])
 if held == false then
   -- one name serves one kind: an rwlock's hash (field mode) or a
