@@ -29,10 +29,10 @@ type twin struct {
 	hook  atomic.Pointer[twinHook] // the innermost hook that sends on clone
 }
 
-// timedCmd marks a command to be sent on the twin. One pointer wide, it
-// becomes a redis.Cmder without an allocation; the hooks outside relock's
-// see it as the command it wraps.
-type timedCmd struct{ *redis.Cmd }
+// timedKey marks the context of a call to be sent on the twin (a value
+// of the context, not a wrapper of the command: the hooks outside
+// relock's see the command itself, as a *redis.Cmd).
+type timedKey struct{}
 
 // twinHook sends the marked calls on its twin while it is the client's
 // innermost hook. Once go-redis builds the chain again (a hook was added
@@ -54,8 +54,8 @@ func (h *twinHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		return next // a hook was added inside this one
 	}
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if c, ok := cmd.(timedCmd); ok {
-			return h.t.clone.Process(ctx, c.Cmd)
+		if ctx.Value(timedKey{}) == h.t {
+			return h.t.clone.Process(ctx, cmd)
 		}
 		return next(ctx, cmd)
 	}
@@ -101,5 +101,5 @@ func process(ctx context.Context, rdb redis.UniversalClient, cmd *redis.Cmd) err
 		return rdb.Process(ctx, cmd)
 	}
 	t.innermost(c)
-	return rdb.Process(ctx, timedCmd{cmd})
+	return rdb.Process(context.WithValue(ctx, timedKey{}, t), cmd)
 }
