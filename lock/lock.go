@@ -52,13 +52,9 @@ type Mutex struct {
 	id       errs.Ident // its name in errors, and why New refused its arguments
 	channel  string
 	tokenKey string
-	// latchPrefix + a request id names an unlock latch key;
-	// acquireLatchPrefix + a request id, a re-entry's acquire latch.
-	latchPrefix        string
-	acquireLatchPrefix string
-	hub                *queue.Hub
-	workers            *conn.Pool // run the calls a caller may stop waiting for
-	inst               telemetry.Instruments
+	hub      *queue.Hub
+	workers  *conn.Pool // run the calls a caller may stop waiting for
+	inst     telemetry.Instruments
 	// Made once, read-only: what every call would otherwise allocate.
 	nameKeys   []string // {name}
 	leaseOf    string   // the Lock of its leases' lease.ID
@@ -99,8 +95,6 @@ func newMutex(client conn.Client, name string, fair bool, opts []Option) *Mutex 
 		return m
 	}
 	m.channel = scripts.LockChannel(name)
-	m.latchPrefix = scripts.UnlockLatch(name)
-	m.acquireLatchPrefix = scripts.AcquireLatch(name)
 	m.tokenKey = scripts.Token(name)
 	m.hub = queue.For(client)
 	m.workers = conn.PoolFor(client)
@@ -219,7 +213,7 @@ func (m *Mutex) prepare(ctx context.Context, op string, once bool, opts []LockOp
 		// Other holds of this process share the owner: only a latch tells
 		// a second run of this acquisition from theirs.
 		a.mode = scripts.ModeLatch
-		a.latch = hold.RequestKey(m.acquireLatchPrefix)
+		a.latch = hold.RequestKey(scripts.AcquireLatch(m.name)) // off the common path: built here
 	}
 	channel, seated := m.scripts.seat(m, a, once)
 	req := acquire.Request{
@@ -516,7 +510,7 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 // (waiters are woken), 0 counts remain, -1 not held. lease is re-applied
 // while counts remain.
 func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout time.Duration) (int64, error) {
-	latch := hold.RequestKey(m.latchPrefix)
+	latch := hold.RequestKey(scripts.UnlockLatch(m.name)) // off the common path: built here
 	res, err := m.scripts.unlock(ctx, m, latch, ownerID, lease, timeout).Retrying(ctx, m.client, timeout).Int64()
 	if err == nil && res >= 1 {
 		m.hub.Release(m.channel)
