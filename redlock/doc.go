@@ -52,12 +52,10 @@
 // a lease has passed (delayed restarts), or run them with AOF fsync always.
 // Redisson has deprecated its RedissonRedLock for these reasons. The real
 // protection is a fencing token checked by the resource: the token of a
-// Redlock hold is the largest of the members' tokens. Each member
-// increments its own counter (seeded from its server's time in
-// microseconds when the counter is gone; see package lock), so the token
-// increases while the same masters answer, but tokens from different
-// masters are not comparable: after a member is lost the next token may
-// be lower than the last. The token is advisory here. Use a
+// Redlock hold is the largest of the members' tokens. Each member draws
+// max(its counter + 1, its server time in microseconds), so tokens from
+// different masters follow one another only as closely as the masters'
+// clocks agree: the token is advisory here. Use a
 // single-master lock's token (or a store-side check) where correctness
 // depends on it. Use Redlock where a rare double grant costs efficiency,
 // not correctness.

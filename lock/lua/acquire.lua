@@ -39,23 +39,30 @@
 -- it, {-2, kind} when another kind holds the name (2 an rwlock, 3 a
 -- semaphore).
 local latch = ARGV[3] == 'latch' and KEYS[3]
+-- A Redlock member's token is the largest of max(counter + 1, server
+-- time in microseconds) on each master, so that tokens drawn from
+-- different masters follow one another as closely as their clocks agree.
+local member = ARGV[3] == ''
 
 -- The token: the counter's next value, and the counter kept an hour past
 -- it (internal/scripts' FenceTTL). A counter below 2^50 (before 2005 in
 -- microseconds) was not written from the server's clock: gone (INCR made
 -- it 1), left by a refused SET, or a Redisson RFencedLock's from 0. The
 -- token is then the server's time in microseconds, above every earlier
--- one, written from TIME's digits (a Lua number as an argument is cut to
--- 14 digits, and Redis prints it).
+-- one, written from TIME's digits (a Lua number passed to Redis is cut to
+-- 14 digits, and printed).
 -- INCR runs first of all the writes, and the counter's expiry is set
 -- before the hash is written: their refusal changes no hold. The free
 -- lock's path draws it inline: a function would be made anew on each run.
 -- Numbers are passed to Redis as strings: Redis prints a Lua number.
 if redis.call('exists', KEYS[1]) == 0 then
   local n = redis.call('incr', KEYS[2])
-  if n < 1125899906842624 then
+  local us
+  if n < 1125899906842624 or member then
     local t = redis.call('time')
-    local us = t[1] .. string.sub('00000' .. t[2], -6)
+    us = t[1] .. string.sub('00000' .. t[2], -6)
+  end
+  if us and tonumber(us) > n then
     n = tonumber(us)
     redis.call('set', KEYS[2], us, 'px', '3600000')
   else
@@ -80,9 +87,12 @@ end
 -- PEXPIRE always run: the hash it is drawn for has a TTL already.
 local function token()
   local n = redis.call('incr', KEYS[2])
-  if n < 1125899906842624 then
+  local us
+  if n < 1125899906842624 or member then
     local t = redis.call('time')
-    local us = t[1] .. string.sub('00000' .. t[2], -6)
+    us = t[1] .. string.sub('00000' .. t[2], -6)
+  end
+  if us and tonumber(us) > n then
     n = tonumber(us)
     redis.call('set', KEYS[2], us)
   end
