@@ -63,6 +63,11 @@ type acquireLua struct {
 }
 
 func (s acquireLua) call() scripts.Call {
+	if s.Latch == nil {
+		// KEYS[3] and ARGV[4] are read only with a latch: two strings fewer
+		// for Redis to make on the common path.
+		return acquireScript.With(2, s.Lock, s.TokenCounter, s.LeaseMS, s.Owner, s.Mode)
+	}
 	return acquireScript.With(3, s.Lock, s.TokenCounter, s.Latch,
 		s.LeaseMS, s.Owner, s.Mode, s.LatchLife)
 }

@@ -20,6 +20,11 @@ func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
 		"acquire.lua": {Value: acquireLua{}, Run: func(w any, c conn.Client) {
 			w.(acquireLua).call().Synced(ctx, c, scripts.ReplicaPolicy{})
 		}},
+		"acquire.lua, without a latch": {Value: acquireLua{}, Partial: true, Run: func(w any, c conn.Client) {
+			a := w.(acquireLua)
+			a.Latch = nil
+			a.call().Synced(ctx, c, scripts.ReplicaPolicy{})
+		}},
 		"fair_acquire.lua": {Value: fairAcquireLua{}, Run: func(w any, c conn.Client) {
 			w.(fairAcquireLua).call().Synced(ctx, c, scripts.ReplicaPolicy{})
 		}},

@@ -47,6 +47,9 @@ type acquireArgs struct {
 type plainSet struct{}
 
 func (plainSet) acquire(m *Mutex, a acquireArgs) scripts.Call {
+	if a.mode != scripts.ModeLatch {
+		return acquireLua{Lock: m.nameArg, TokenCounter: m.tokenArg, LeaseMS: m.msArg(a.lease), Owner: a.owner, Mode: a.mode}.call()
+	}
 	return acquireLua{
 		Lock: m.nameArg, TokenCounter: m.tokenArg, Latch: a.latch,
 		LeaseMS: m.msArg(a.lease), Owner: a.owner, Mode: a.mode, LatchLife: m.cfg.LatchArg(m.cfg.UnlockTimeout),

@@ -16,7 +16,7 @@
 -- KEYS[1]  the lock hash (the lock name); field <owner> = reentry count
 -- KEYS[2]  the fencing token counter, redisson_lock_token:{<name>}
 -- KEYS[3]  the acquire latch, relock_acquire_latch:{<name>}:<request id>
---          (when ARGV[3] is 'latch'; else any key of the slot, unused)
+--          (only when ARGV[3] is 'latch'; else absent, with ARGV[4])
 -- ARGV[1]  lease in milliseconds (PEXPIRE of the hash)
 -- ARGV[2]  owner id, <process uuid>:<sequence>
 -- ARGV[3]  'minted' (an owner made for this acquisition), 'latch', or ''
@@ -57,13 +57,14 @@ local member = ARGV[3] == ''
 -- Numbers are passed to Redis as strings: Redis prints a Lua number.
 if redis.call('exists', KEYS[1]) == 0 then
   local n = redis.call('incr', KEYS[2])
-  local us
+  local us, now
   if n < 1125899906842624 or member then
     local t = redis.call('time')
     us = t[1] .. string.sub('00000' .. t[2], -6)
+    now = tonumber(us)
   end
-  if us and tonumber(us) > n then
-    n = tonumber(us)
+  if us and now > n then
+    n = now
     redis.call('set', KEYS[2], us, 'px', '3600000')
   else
     redis.call('pexpire', KEYS[2], '3600000')
@@ -87,13 +88,14 @@ end
 -- PEXPIRE always run: the hash it is drawn for has a TTL already.
 local function token()
   local n = redis.call('incr', KEYS[2])
-  local us
+  local us, now
   if n < 1125899906842624 or member then
     local t = redis.call('time')
     us = t[1] .. string.sub('00000' .. t[2], -6)
+    now = tonumber(us)
   end
-  if us and tonumber(us) > n then
-    n = tonumber(us)
+  if us and now > n then
+    n = now
     redis.call('set', KEYS[2], us)
   end
   redis.call('pexpire', KEYS[2], '3600000')
