@@ -67,6 +67,8 @@ func newTwin(c Client) weak.Pointer[twin] {
 	clone := rdb.WithTimeout(opt.ReadTimeout)
 	clone.Options().WriteTimeout = opt.WriteTimeout
 	clone.Options().ContextTimeoutEnabled = true
+	// Hooked before it is returned: the hook keeps it alive. Of two racing
+	// first calls one twin is kept; the other's hook stays a pass-through.
 	t := &twin{clone: clone}
 	t.innermost(rdb)
 	return weak.Make(t)
