@@ -44,34 +44,73 @@ local latch = ARGV[3] == 'latch' and KEYS[3]
 -- different masters follow one another as closely as their clocks agree.
 local member = ARGV[3] == ''
 
+-- Refusals: a second run returns what the first took, another owner's
+-- hold its TTL, another kind's hash its kind; none of them writes.
+local held
+if redis.call('exists', KEYS[1]) == 1 then
+  held = redis.call('hget', KEYS[1], ARGV[2])
+  if held == false then
+    -- one name serves one kind: an rwlock's hash (field mode) or a
+    -- semaphore's (field size) is refused, not waited on
+    if redis.call('hexists', KEYS[1], 'mode') == 1 then
+      return {-2, 2}
+    elseif redis.call('hexists', KEYS[1], 'size') == 1 then
+      return {-2, 3}
+    end
+    return {0, redis.call('pttl', KEYS[1])}
+  end
+  -- an earlier run of this acquisition took it: the same grant, with the
+  -- token it drew (a new one below should a minted owner's counter be
+  -- gone); the hold's lease runs from this run, as the caller measures
+  -- it from this run's send
+  local done
+  if ARGV[3] == 'minted' then
+    done = tonumber(redis.call('get', KEYS[2]))
+  elseif latch then
+    done = tonumber(redis.call('get', latch))
+  end
+  if done then
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return {tonumber(held), done}
+  end
+end
+
 -- The token: the counter's next value, and the counter kept an hour past
 -- it (internal/scripts' FenceTTL). A counter below 2^50 (before 2005 in
 -- microseconds) was not written from the server's clock: gone (INCR made
 -- it 1), left by a refused SET, or a Redisson RFencedLock's from 0. The
 -- token is then the server's time in microseconds, above every earlier
 -- one, written from TIME's digits (a Lua number passed to Redis is cut to
--- 14 digits, and printed).
+-- 14 digits, and printed; every number here goes as a string).
 -- INCR runs first of all the writes, and the counter's expiry is set
--- before the hash is written: their refusal changes no hold. The free
--- lock's path draws it inline: a function would be made anew on each run.
--- Numbers are passed to Redis as strings: Redis prints a Lua number.
-if redis.call('exists', KEYS[1]) == 0 then
-  local n = redis.call('incr', KEYS[2])
-  local us, now
-  if n < 1125899906842624 or member then
-    local t = redis.call('time')
-    us = t[1] .. string.sub('00000' .. t[2], -6)
-    now = tonumber(us)
-  end
-  if us and now > n then
+-- before the hash is written: their refusal changes no hold (a free
+-- lock's new counter gets its expiry with its SET, and the hash's PEXPIRE
+-- is guarded below).
+local n = redis.call('incr', KEYS[2])
+local us
+if n < 1125899906842624 or member then
+  local t = redis.call('time')
+  us = t[1] .. string.sub('00000' .. t[2], -6)
+  local now = tonumber(us)
+  if now > n then
     n = now
-    redis.call('set', KEYS[2], us, 'px', '3600000')
   else
-    redis.call('pexpire', KEYS[2], '3600000')
+    us = nil
   end
-  if latch then
-    redis.call('set', latch, string.format('%.0f', n), 'px', ARGV[4])
+end
+if us and not held then
+  redis.call('set', KEYS[2], us, 'px', '3600000')
+else
+  if us then
+    redis.call('set', KEYS[2], us)
   end
+  redis.call('pexpire', KEYS[2], '3600000')
+end
+if latch then
+  redis.call('set', latch, string.format('%.0f', n), 'px', ARGV[4])
+end
+
+if not held then
   redis.call('hset', KEYS[1], ARGV[2], '1')
   -- a PEXPIRE refused (a new counter was set with PX, so none ran yet)
   -- must not leave the lock held with no TTL
@@ -83,54 +122,7 @@ if redis.call('exists', KEYS[1]) == 0 then
   end
   return n
 end
-
--- token draws a token as the free lock's path does, the counter's
--- PEXPIRE always run: the hash it is drawn for has a TTL already.
-local function token()
-  local n = redis.call('incr', KEYS[2])
-  local us, now
-  if n < 1125899906842624 or member then
-    local t = redis.call('time')
-    us = t[1] .. string.sub('00000' .. t[2], -6)
-    now = tonumber(us)
-  end
-  if us and now > n then
-    n = now
-    redis.call('set', KEYS[2], us)
-  end
-  redis.call('pexpire', KEYS[2], '3600000')
-  return n
-end
-
-local held = redis.call('hget', KEYS[1], ARGV[2])
-if held == false then
-  -- one name serves one kind: an rwlock's hash (field mode) or a
-  -- semaphore's (field size) is refused, not waited on
-  if redis.call('hexists', KEYS[1], 'mode') == 1 then
-    return {-2, 2}
-  elseif redis.call('hexists', KEYS[1], 'size') == 1 then
-    return {-2, 3}
-  end
-  return {0, redis.call('pttl', KEYS[1])}
-end
-if ARGV[3] == 'minted' then
-  -- an earlier run of this acquisition took it: the same grant (the
-  -- token it drew, or a new one should the counter be gone)
-  local n = tonumber(redis.call('get', KEYS[2])) or token()
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return {tonumber(held), n}
-end
-local done = latch and tonumber(redis.call('get', latch))
-if done then
-  -- a second run: the hold's lease runs from it, as the caller measures
-  -- it from this run's send, not from the first run's
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return {tonumber(held), done}
-end
-local n = token()
-if latch then
-  redis.call('set', latch, string.format('%.0f', n), 'px', ARGV[4])
-end
-local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+-- a minted owner's second run whose counter was gone keeps its count
+local count = ARGV[3] == 'minted' and tonumber(held) or redis.call('hincrby', KEYS[1], ARGV[2], 1)
 redis.call('pexpire', KEYS[1], ARGV[1])
 return {count, n}
