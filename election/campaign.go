@@ -9,8 +9,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/errs"
-	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/tracing"
 )
@@ -53,11 +53,11 @@ func (e *Election) Campaign(ctx context.Context, value string) (context.Context,
 // campaign takes the fair lock, with the record kept alive with its hold,
 // then writes the record (lua/elect.lua).
 func (e *Election) campaign(ctx context.Context, value string) (context.Context, *term, error) {
-	held, err := e.fair.Lock(hold.KeepWith(ctx, e.name, e.record))
+	held, err := e.fair.Lock(core.KeepWith(ctx, e.name, e.record))
 	if err != nil {
 		return nil, nil, e.id.Wrap("campaign", errs.Reason(err))
 	}
-	owner, _ := hold.Owner(held)
+	owner, _ := core.Owner(held)
 	epoch, ok := lock.FencingToken(held)
 	if !ok {
 		// Lost as it was granted (a hand-over that came after its lease
@@ -121,7 +121,7 @@ func (e *Election) Run(ctx context.Context, value string, lead func(leading cont
 				_ = e.Resign(leading)
 			}
 			return nil
-		case errors.Is(err, ErrInvalidArgument), hold.ClientClosed(err):
+		case errors.Is(err, ErrInvalidArgument), core.ClientClosed(err):
 			// bad input, or a closed client: no campaign can succeed
 			return err
 		case err != nil:

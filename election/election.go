@@ -12,9 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/errs"
-	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/lock"
 )
@@ -57,7 +56,7 @@ type Election struct {
 	record  string      // relock_election:{<name>}
 	channel string      // relock_election__channel:{<name>}
 	cfg     config
-	hub     *queue.Hub
+	hub     *core.Hub
 	pool    *conn.Pool
 	inst    instruments
 
@@ -94,7 +93,7 @@ func New(client redis.UniversalClient, name string, opts ...Option) *Election {
 	}
 	e.record = scripts.ElectionRecord(name)
 	e.channel = scripts.ElectionChannel(name)
-	e.hub = queue.For(c)
+	e.hub = core.For(c)
 	e.pool = conn.PoolFor(c)
 	e.inst = newInstruments(cfg, name)
 	return e
@@ -324,7 +323,7 @@ func (e *Election) Check(ctx context.Context) error {
 	if t.held.Err() != nil {
 		return nil
 	}
-	left, ok := hold.Remaining(t.held)
+	left, ok := core.Remaining(t.held)
 	if ok && !e.cfg.fixed && left < e.cfg.lease/2 {
 		return e.id.Wrap("check", fmt.Errorf("leadership of epoch %d not renewed in time: %v of its %v lease left",
 			t.epoch, left.Round(time.Millisecond), e.cfg.lease))

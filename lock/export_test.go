@@ -1,8 +1,7 @@
 package lock
 
 import (
-	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/options"
+	"github.com/relock-go/relock/internal/core"
 )
 
 // ScriptSources maps each script's file name (without .lua) to the source
@@ -15,7 +14,7 @@ func ScriptSources() map[string]string {
 		"unlock_last":  unlockLastScript.Source(),
 		"unlock":       unlockScript.Source(),
 		"renew":        renewer.Lua.Source(),
-		"force_unlock": hold.ForceUnlockScript.Source(),
+		"force_unlock": core.ForceUnlockScript.Source(),
 		"fair_acquire": fairAcquireScript.Source(),
 	}
 }
@@ -31,7 +30,7 @@ func FairScriptSources() map[string]string {
 
 // Options wraps the options that optionstest builds for the fuzz tests,
 // which share them across primitives.
-func Options(opts []options.Option) []Option {
+func Options(opts []core.Option) []Option {
 	out := make([]Option, len(opts))
 	for i, o := range opts {
 		out[i] = newOnly(o)

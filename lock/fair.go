@@ -7,10 +7,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -55,10 +54,10 @@ func NewFair(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 
 // withdraw takes a fair lock's waiter that gave up out of the list,
 // waking the next one if it was first and the lock is free
-// (acquire.Withdraw). A place left behind (Redis unreachable) lapses with
+// (core.Withdraw). A place left behind (Redis unreachable) lapses with
 // its deadline; the error says so.
 func (m *Mutex) withdraw(ctx context.Context, ownerID, waiterID string) error {
-	return acquire.Withdraw(ctx, nil, m.client, m.cfg.UnlockTimeout, fairWithdrawLua{
+	return core.Withdraw(ctx, nil, m.client, m.cfg.UnlockTimeout, fairWithdrawLua{
 		Lock: m.name, Channel: m.channel, Queue: m.fair[0], Timeouts: m.fair[1], TokenCounter: m.tokenArg, Waiters: m.fair[2],
 		Waiter: waiterID, UnlockMessage: unlockMessage, Publish: m.publishArg, Grant: m.grantArg(ctx), Owner: ownerID,
 	}.call())
@@ -85,7 +84,7 @@ func (m *Mutex) grantArg(ctx context.Context) any {
 // caller releases as usual. The result is releaseLast's: 1 released or
 // handed over, -1 not held, -2 more counts held (nothing done).
 func (m *Mutex) fairRelease(ctx context.Context, ownerID string, timeout time.Duration, held *lease.Lease) (res int64, ran bool, err error) {
-	ws, _ := m.hub.Reserve(m.channel, queue.Pick{Seats: true}, nil)
+	ws, _ := m.hub.Reserve(m.channel, core.Pick{Seats: true}, nil)
 	if len(ws) == 0 {
 		return 0, false, nil
 	}
@@ -103,7 +102,7 @@ func (m *Mutex) fairRelease(ctx context.Context, ownerID string, timeout time.Du
 	}
 	if err != nil {
 		for _, w := range ws {
-			w.End(queue.Refused, queue.Grant{})
+			w.End(core.Refused, core.Grant{})
 		}
 		return 0, true, err
 	}
@@ -112,10 +111,10 @@ func (m *Mutex) fairRelease(ctx context.Context, ownerID string, timeout time.Du
 	for i, w := range ws {
 		if res == 1 && w.Claimant().(*attempt).seat == to {
 			token, _ := vals[1].(int64)
-			w.End(queue.Handed, queue.Grant{Token: token, SentAt: sentAt[i]})
+			w.End(core.Handed, core.Grant{Token: token, SentAt: sentAt[i]})
 			continue
 		}
-		w.End(queue.Passed, queue.Grant{})
+		w.End(core.Passed, core.Grant{})
 	}
 	switch {
 	case res == 0:

@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/options"
-	"github.com/relock-go/relock/internal/options/optionstest"
+	"github.com/relock-go/relock/internal/core"
+	"github.com/relock-go/relock/internal/core/optionstest"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
@@ -53,7 +53,7 @@ func FuzzLock(f *testing.F) {
 		f.Add(name, uint8(0), int64(0), int64(0), int64(0), int64(0), false, false)
 		f.Add(name, uint8(fuzzOptLease|fuzzOptUnlock), 10*sec, int64(0), int64(0), sec, true, true)
 	}
-	for _, d := range []int64{-1, 0, 1, int64(options.MinLease) - 1, int64(options.MinLease), sec, maxI, minI, maxI / 2} {
+	for _, d := range []int64{-1, 0, 1, int64(core.MinLease) - 1, int64(core.MinLease), sec, maxI, minI, maxI / 2} {
 		f.Add("o", uint8(fuzzOptLease), d, d, d, d, true, false)
 		f.Add("o", uint8(fuzzOptWatchdog), d, d, d, d, false, true)
 		f.Add("o", uint8(fuzzOptWait|fuzzOptUnlock), d, d, d, d, true, true)

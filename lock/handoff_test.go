@@ -20,8 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/queue"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 )
@@ -321,7 +320,7 @@ func waitIdle(t testing.TB, l *scriptLog, acquires int, settle time.Duration) {
 
 func ownerOf(t testing.TB, ctx context.Context) string {
 	t.Helper()
-	id, ok := hold.Owner(ctx)
+	id, ok := core.Owner(ctx)
 	require.True(t, ok)
 	return id
 }
@@ -437,7 +436,7 @@ func TestHandOffChainBoundedForOtherProcesses(t *testing.T) {
 		}
 		defer func() { stop.Store(true); wg.Wait() }()
 		// The chain runs: the bound has been reached at least twice.
-		require.Eventually(t, func() bool { return log.answered("transfer") > 2*queue.MaxHandOffs }, 5*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return log.answered("transfer") > 2*core.MaxHandOffs }, 5*time.Second, time.Millisecond)
 
 		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
@@ -456,8 +455,8 @@ func TestHandOffChainBoundedForOtherProcesses(t *testing.T) {
 		seq := log.releases(t)
 		longest := longestChain(seq)
 		t.Logf("%d releases, %d hand-offs, longest chain %d", len(seq), strings.Count(seq, "T"), longest)
-		require.LessOrEqual(t, longest, queue.MaxHandOffs, "a chain of hand-offs past the bound: %s", seq)
-		require.Equal(t, queue.MaxHandOffs, longest, "the chain reaches the bound under contention")
+		require.LessOrEqual(t, longest, core.MaxHandOffs, "a chain of hand-offs past the bound: %s", seq)
+		require.Equal(t, core.MaxHandOffs, longest, "the chain reaches the bound under contention")
 		require.Zero(t, env.Universal.Exists(ctx, name).Val())
 	})
 }
@@ -937,9 +936,9 @@ func TestHandOffChainBoundSurvivesDrainedQueue(t *testing.T) {
 		log := newScriptLog(t)
 		env.Universal.AddHook(log)
 		mu := lock.New(env.Universal, name)
-		passAlong(ctx, t, mu, log, 2*queue.MaxHandOffs+2, 0)
+		passAlong(ctx, t, mu, log, 2*core.MaxHandOffs+2, 0)
 		seq := log.releases(t)
-		require.LessOrEqual(t, longestChain(seq), queue.MaxHandOffs, "hand-offs in a row past the bound: %s", seq)
+		require.LessOrEqual(t, longestChain(seq), core.MaxHandOffs, "hand-offs in a row past the bound: %s", seq)
 	})
 }
 
@@ -962,7 +961,7 @@ func TestHandOffChainBoundedInTime(t *testing.T) {
 		t.Logf("releases %s", seq)
 		// A chain's hand-offs after its first come at least a section
 		// apart, so no more than MaxHandOffTime/section+1 fit in one.
-		limit := int(queue.MaxHandOffTime/section) + 1
+		limit := int(core.MaxHandOffTime/section) + 1
 		require.LessOrEqual(t, longest, limit, "hand-offs in a row past the time bound: %s", seq)
 		require.Positive(t, strings.Count(seq, "T"), "no hand-off at all: %s", seq)
 		require.Greater(t, strings.Count(seq, "U"), 2, "no chain ended through Redis: %s", seq)

@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/history"
 	"github.com/relock-go/relock/internal/testkit/redistest"
@@ -30,7 +30,7 @@ func histRecord(t *testing.T, h *history.History, name string, held context.Cont
 		t.Errorf("release %q: %v", name, err)
 		return
 	}
-	id, _ := hold.Owner(held)
+	id, _ := core.Owner(held)
 	tok, ok := token(held)
 	h.Add(history.Hold{Lock: name, Owner: id, Kind: kind, Token: tok, HasToken: ok, Acquired: acquired, Released: released})
 }
@@ -166,7 +166,7 @@ func TestHistoryLockFindsLapsedLease(t *testing.T) {
 				ok       bool
 				from, to time.Time
 			}{{h1, tok1, ok1, a1, r1}, {h2, tok2, ok2, a2, r2}} {
-				id, _ := hold.Owner(x.held)
+				id, _ := core.Owner(x.held)
 				require.True(t, x.ok)
 				h.Add(history.Hold{Lock: "hist:lapse", Owner: id, Kind: history.Exclusive, Token: x.tok, HasToken: x.ok, Acquired: x.from, Released: x.to})
 			}

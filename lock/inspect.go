@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/internal/conn"
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -22,7 +22,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	var ok bool
 	err := conn.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
-		ok, err = hold.ForceUnlockAndTell(ctx, m.client, m.cfg.Watchdog, m.hub, hold.KindLock, m.name, m.channel, "force-unlocked")
+		ok, err = core.ForceUnlockAndTell(ctx, m.client, m.cfg.Watchdog, m.hub, core.KindLock, m.name, m.channel, "force-unlocked")
 		return err
 	})
 	if err != nil {
@@ -36,7 +36,7 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	if err := m.ident().Check("holdcount", ctx, unmade); err != nil {
 		return 0, err
 	}
-	id, ok := hold.OwnerOf(ctx, m.key())
+	id, ok := core.OwnerOf(ctx, m.key())
 	if !ok {
 		return 0, nil
 	}

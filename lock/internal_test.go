@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/conn"
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
@@ -29,7 +29,7 @@ func TestUnlockRetryDoesNotDecrementTwice(t *testing.T) {
 			require.NoError(t, err)
 			inner, err := mu.Lock(held)
 			require.NoError(t, err)
-			id, _ := hold.Owner(held)
+			id, _ := core.Owner(held)
 
 			latch := scripts.Prefix("redisson_unlock_latch", "latch") + ":req-1"
 			run := func() int64 {
@@ -46,7 +46,7 @@ func TestUnlockRetryDoesNotDecrementTwice(t *testing.T) {
 			require.Greater(t, pttl, time.Duration(0), "the latch expires by itself")
 
 			// Bookkeeping: the replayed release stands for inner's.
-			h, _, err := hold.Detach(inner, mu.key(), &mu.holds)
+			h, _, err := core.Detach(inner, mu.key(), &mu.holds)
 			require.NoError(t, err)
 			require.False(t, h.Lease.Release(), "the outer hold keeps the lease")
 			h.Close()

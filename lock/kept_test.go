@@ -6,12 +6,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 )
 
-// TestKeptKeyLivesAsLongAsTheHold: a key asked for with hold.KeepWith is
+// TestKeptKeyLivesAsLongAsTheHold: a key asked for with core.KeepWith is
 // renewed in the hold's own renewal, with or without a holder label, and
 // left to lapse once the hold is released. A nested acquisition of
 // another lock does not keep it.
@@ -30,9 +30,9 @@ func TestKeptKeyLivesAsLongAsTheHold(t *testing.T) {
 			require.NoError(t, env.Client.Set(ctx, "record:{kept}", "v", lease).Err())
 			require.NoError(t, env.Client.Set(ctx, "record:{other}", "v", lease).Err())
 
-			held, err := mu.Lock(hold.KeepWith(ctx, "kept", "record:{kept}"))
+			held, err := mu.Lock(core.KeepWith(ctx, "kept", "record:{kept}"))
 			require.NoError(t, err)
-			nested, err := other.Lock(hold.KeepWith(held, "kept", "record:{other}"))
+			nested, err := other.Lock(core.KeepWith(held, "kept", "record:{other}"))
 			require.NoError(t, err)
 			time.Sleep(3 * lease)
 			require.EqualValues(t, 1, env.Client.Exists(ctx, "record:{kept}").Val(), "renewed with the hold")

@@ -4,7 +4,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/lease"
 )
 
@@ -15,17 +15,17 @@ func (m *Mutex) heldBy(ctx context.Context, err error) error {
 	if herr != nil || len(holders) == 0 {
 		return err
 	}
-	return hold.HeldBy(ctx, m.client, m.name, holders, m.cfg.UnlockTimeout, err)
+	return core.HeldBy(ctx, m.client, m.name, holders, m.cfg.UnlockTimeout, err)
 }
 
 // addKeys adds to a first count's spec the keys renewed with its hold:
-// its label (WithHolderLabel), then a key kept with it (hold.KeepWith).
+// its label (WithHolderLabel), then a key kept with it (core.KeepWith).
 func (m *Mutex) addKeys(ctx context.Context, a *attempt, spec *lease.Spec) {
 	labeled := a.cfg.HolderLabel != ""
 	if labeled {
-		hold.AddLabel(ctx, m.client, spec, labeledRenewer, m.name, a.owner, a.cfg.HolderLabel, a.lease)
+		core.AddLabel(ctx, m.client, spec, labeledRenewer, m.name, a.owner, a.cfg.HolderLabel, a.lease)
 	}
-	key, ok := hold.Kept(ctx, m.name)
+	key, ok := core.Kept(ctx, m.name)
 	if !ok {
 		return
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
@@ -24,7 +24,7 @@ func TestHolderLabel(t *testing.T) {
 		mu := lock.New(env.Universal, "labeled", lock.WithHolderLabel("pod-7"), lock.WithWatchdog(wd))
 		held, err := mu.Lock(ctx)
 		require.NoError(t, err)
-		id, _ := hold.Owner(held)
+		id, _ := core.Owner(held)
 		key := scripts.HolderLabel("labeled", id)
 		v, err := env.Universal.Get(ctx, key).Result()
 		require.NoError(t, err)
@@ -63,7 +63,7 @@ func TestHolderLabel(t *testing.T) {
 
 		per, err := unlabeled.Lock(ctx, lock.WithHolderLabel("job-42")) // per call
 		require.NoError(t, err)
-		pid, _ := hold.Owner(per)
+		pid, _ := core.Owner(per)
 		require.True(t, strings.HasPrefix(env.Universal.Get(ctx, scripts.HolderLabel("labeled", pid)).Val(), "job-42\t"))
 		require.NoError(t, unlabeled.Unlock(per))
 
@@ -84,7 +84,7 @@ func TestHolderLabelOutOfOrder(t *testing.T) {
 		require.NoError(t, err)
 		inner, err := mu.Lock(outer)
 		require.NoError(t, err)
-		id, _ := hold.Owner(outer)
+		id, _ := core.Owner(outer)
 		key := scripts.HolderLabel("label:ooo", id)
 		require.NoError(t, mu.Unlock(outer))
 		require.Equal(t, int64(1), env.Universal.Exists(ctx, key).Val(), "the inner count still holds")

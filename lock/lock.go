@@ -11,13 +11,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock"
-	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/errs"
-	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/options"
-	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/tracing"
@@ -45,14 +42,14 @@ type Mutex struct {
 	redlockHook // makes the Mutex a redlock.Member
 	// holds are the live holds made through this value, named when an
 	// Unlock comes through a context that carries none.
-	holds    hold.Live
+	holds    core.Live
 	client   conn.Client
 	name     string
-	cfg      options.Config
+	cfg      core.Config
 	id       errs.Ident // its name in errors, and why New refused its arguments
 	channel  string
 	tokenKey string
-	hub      *queue.Hub
+	hub      *core.Hub
 	workers  *conn.Pool // run the calls a caller may stop waiting for
 	inst     telemetry.Instruments
 	// Made once, read-only: what every call would otherwise allocate.
@@ -64,16 +61,16 @@ type Mutex struct {
 	forcedArg  any // scripts.ForceUnlocked(name)
 	leaseArg   any // the configured lease in ms
 	publishArg any
-	releaseFn  hold.ReleaseFunc // m.release: a method value allocates each time it is taken
+	releaseFn  core.ReleaseFunc // m.release: a method value allocates each time it is taken
 	goneFn     lease.Listener   // tells the waiters of a key found gone: made once
-	hkey       hold.Key
+	hkey       core.Key
 	// fair holds a fair lock's waiter list, deadline zset and waiters hash
 	// (NewFair), as script keys; nil for a lock.
 	fair []any
 	// scripts are the plain lock's or the fair lock's.
 	scripts scriptSet
 	// contended: a fair lock's last acquisition found it taken, so the
-	// next one subscribes before its first try (acquire.QueueFirst).
+	// next one subscribes before its first try (core.QueueFirst).
 	contended atomic.Bool
 }
 
@@ -85,18 +82,18 @@ func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 }
 
 func newMutex(client conn.Client, name string, fair bool, opts []Option) *Mutex {
-	m := &Mutex{client: client, name: name, cfg: options.Apply(newOptions(opts))}
+	m := &Mutex{client: client, name: name, cfg: core.Apply(newOptions(opts))}
 	m.redlockHook = m.redlockNode
 	m.releaseFn = m.release
 	m.goneFn = lease.LostFunc(func(error) { m.hub.Freed(m.channel, m.cfg.UnlockTimeout) })
-	m.hkey = hold.NewKey(client, primitive, name, "")
+	m.hkey = core.NewKey(client, primitive, name, "")
 	m.id = errs.Ident{Primitive: primitive, Name: name, Invalid: m.cfg.Check(client, "lock", name)}
 	if m.id.Invalid != "" {
 		return m
 	}
 	m.channel = scripts.LockChannel(name)
 	m.tokenKey = scripts.Token(name)
-	m.hub = queue.For(client)
+	m.hub = core.For(client)
 	m.workers = conn.PoolFor(client)
 	m.nameKeys = []string{name}
 	m.leaseOf = primitive + "\x00" + name
@@ -166,7 +163,7 @@ func (m *Mutex) Lock(ctx context.Context, opts ...LockOption) (context.Context, 
 	if err != nil {
 		return nil, err
 	}
-	err = acquire.Do(ctx, m.trace(a), req)
+	err = core.Acquire(ctx, m.trace(a), req)
 	return m.held(ctx, "lock", a, err)
 }
 
@@ -180,25 +177,25 @@ func (m *Mutex) TryLock(ctx context.Context, opts ...LockOption) (context.Contex
 	if err != nil {
 		return nil, err
 	}
-	err = acquire.Do(ctx, m.trace(a), req)
+	err = core.Acquire(ctx, m.trace(a), req)
 	return m.held(ctx, "trylock", a, err)
 }
 
 // prepare checks an acquisition's input and makes its attempt, and the
-// request acquire.Do runs it with.
-func (m *Mutex) prepare(ctx context.Context, op string, once bool, opts []LockOption) (*attempt, acquire.Request, error) {
+// request core.Acquire runs it with.
+func (m *Mutex) prepare(ctx context.Context, op string, once bool, opts []LockOption) (*attempt, core.Request, error) {
 	if err := m.ident().Check(op, ctx, unmade); err != nil {
-		return nil, acquire.Request{}, err
+		return nil, core.Request{}, err
 	}
 	cfg, bad := m.cfg.PerCall(primitive, lockOptions(opts))
 	if bad != "" {
-		return nil, acquire.Request{}, m.id.Refuse(op, bad)
+		return nil, core.Request{}, m.id.Refuse(op, bad)
 	}
 	// Re-entry is per lock: only a hold of this lock in ctx lends its
 	// owner. A new owner is carried by the hold's context alone.
-	ownerID, ok := hold.OwnerOf(ctx, m.key())
+	ownerID, ok := core.OwnerOf(ctx, m.key())
 	if !ok {
-		ownerID = hold.Mint()
+		ownerID = core.Mint()
 	}
 	wd := m.cfg.Watchdog
 	a := &attempt{m: m, cfg: cfg, owner: ownerID, ownerArg: ownerID, wd: wd, lease: cfg.Lease(), leaseID: lease.ID{Lock: m.leaseOf, Owner: ownerID}, mode: scripts.ModeMinted}
@@ -213,10 +210,10 @@ func (m *Mutex) prepare(ctx context.Context, op string, once bool, opts []LockOp
 		// Other holds of this process share the owner: only a latch tells
 		// a second run of this acquisition from theirs.
 		a.mode = scripts.ModeLatch
-		a.latch = hold.RequestKey(scripts.AcquireLatch(m.name)) // off the common path: built here
+		a.latch = core.RequestKey(scripts.AcquireLatch(m.name)) // off the common path: built here
 	}
 	channel, seated := m.scripts.seat(m, a, once)
-	req := acquire.Request{
+	req := core.Request{
 		Hub:      m.hub,
 		Channel:  channel,
 		Wait:     cfg.WaitTimeout,
@@ -226,11 +223,11 @@ func (m *Mutex) prepare(ctx context.Context, op string, once bool, opts []LockOp
 	}
 	switch {
 	case once:
-		req.Entry = acquire.SingleTry
+		req.Entry = core.SingleTry
 	case existing != nil:
-		req.Entry = acquire.Reenter
+		req.Entry = core.Reenter
 	case seated && m.contended.Load():
-		req.Entry = acquire.QueueFirst
+		req.Entry = core.QueueFirst
 	}
 	if existing == nil && !once {
 		a.ctx = ctx
@@ -239,17 +236,17 @@ func (m *Mutex) prepare(ctx context.Context, op string, once bool, opts []LockOp
 	return a, req, nil
 }
 
-// trace is how acquire.Do traces and measures a's acquisition.
-func (m *Mutex) trace(a *attempt) acquire.Trace {
-	return acquire.Trace{Tracer: m.inst.Tracer, Name: tracing.SpanAcquireLock, Start: m.inst.SpanStart, Lease: a.lease, Metrics: m.inst.Metrics}
+// trace is how core.Acquire traces and measures a's acquisition.
+func (m *Mutex) trace(a *attempt) core.Trace {
+	return core.Trace{Tracer: m.inst.Tracer, Name: tracing.SpanAcquireLock, Start: m.inst.SpanStart, Lease: a.lease, Metrics: m.inst.Metrics}
 }
 
 // held returns the context of the hold a's acquisition took, or the error
-// that ended it (err, from acquire.Do), wrapped for op.
+// that ended it (err, from core.Acquire), wrapped for op.
 func (m *Mutex) held(ctx context.Context, op string, a *attempt, err error) (context.Context, error) {
 	if err != nil {
 		if a.cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
-			err = hold.NameHolders(ctx, m.workers, err, m.heldBy)
+			err = core.NameHolders(ctx, m.workers, err, m.heldBy)
 		}
 		return nil, m.id.Wrap(op, err)
 	}
@@ -257,7 +254,7 @@ func (m *Mutex) held(ctx context.Context, op string, a *attempt, err error) (con
 }
 
 // Keep makes the hold of the acquisition, which acquired
-// (acquire.Attempt).
+// (core.Attempt).
 func (a *attempt) Keep(ctx context.Context, traced bool) error {
 	if a.mark > 0 {
 		a.m.hub.ReturnSeat(a.m.channel, a.seat, true)
@@ -271,7 +268,7 @@ func (a *attempt) Keep(ctx context.Context, traced bool) error {
 // It is also the claim a local release may hand the lock to.
 type attempt struct {
 	m     *Mutex
-	cfg   *options.Config // New's, or this acquisition's own (Lock's opts)
+	cfg   *core.Config    // New's, or this acquisition's own (Lock's opts)
 	ctx   context.Context // the caller's, for a Discard
 	held  context.Context // the hold's, once kept
 	owner string
@@ -301,12 +298,12 @@ type attempt struct {
 	late <-chan struct{}
 }
 
-// Try makes one try of the acquisition (acquire.Attempt); a fair lock's
+// Try makes one try of the acquisition (core.Attempt); a fair lock's
 // waiter marks its place whether or not it is at the head of the local
 // queue, since each waits on a channel of its own.
-func (a *attempt) Try(ctx context.Context, _ bool) (acquire.Result, error) {
+func (a *attempt) Try(ctx context.Context, _ bool) (core.Result, error) {
 	a.sentAt = a.wd.Now()
-	r, err := acquire.Bounded(ctx, a.m.workers, a.cfg.UnlockTimeout, a)
+	r, err := core.Bounded(ctx, a.m.workers, a.cfg.UnlockTimeout, a)
 	if l := conn.AfterLate(err); l != nil {
 		a.late = l // what it may take is given back after it
 	}
@@ -326,17 +323,17 @@ func (a *attempt) Try(ctx context.Context, _ bool) (acquire.Result, error) {
 		a.tried = true
 	}
 	if err != nil || c == 0 {
-		return acquire.Result{TTL: ttl}, err
+		return core.Result{TTL: ttl}, err
 	}
 	a.count, a.token = c, tok
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.SetAttributes(tracing.Reentrant.Bool(c > 1), tracing.FencingToken.Int64(tok))
 	}
-	return acquire.Result{Acquired: true}, nil
+	return core.Result{Acquired: true}, nil
 }
 
 // Abandon cleans up after an acquisition that gave up
-// (acquire.Attempt): it leaves a fair lock's waiter list, gives back what
+// (core.Attempt): it leaves a fair lock's waiter list, gives back what
 // a try whose reply was lost may have taken, and returns the seat.
 func (a *attempt) Abandon(ctx context.Context, _ error) {
 	m := a.m
@@ -355,7 +352,7 @@ func (a *attempt) Abandon(ctx context.Context, _ error) {
 // g.SentAt, or one in another process, which gave the hold a provisional
 // TTL (g.TTL) after this waiter's last try: the lease is counted as if
 // that TTL had started with the try, so the watchdog renews it at once.
-func (a *attempt) Granted(g queue.Grant) {
+func (a *attempt) Granted(g core.Grant) {
 	a.count, a.token = 1, g.Token
 	if !g.SentAt.IsZero() {
 		a.sentAt = g.SentAt
@@ -364,7 +361,7 @@ func (a *attempt) Granted(g queue.Grant) {
 	a.sentAt = a.sentAt.Add(-max(a.lease-g.TTL, 0))
 }
 
-// Declines is acquire.Decliner: a local release writes the hold it hands
+// Declines is core.Decliner: a local release writes the hold it hands
 // over with no WAIT after it, which a's own replica sync may ask for,
 // whatever the releasing Mutex's config.
 func (a *attempt) Declines(ctx context.Context) bool {
@@ -373,7 +370,7 @@ func (a *attempt) Declines(ctx context.Context) bool {
 
 // Discard gives back a lock handed over as the acquire gave up (to the
 // next waiter, if any), bounded by the unlock timeout.
-func (a *attempt) Discard(queue.Grant) {
+func (a *attempt) Discard(core.Grant) {
 	_, _ = a.m.releaseLast(context.WithoutCancel(a.ctx), a.owner, a.lease, a.m.cfg.UnlockTimeout, true, nil)
 }
 
@@ -381,11 +378,11 @@ func (a *attempt) Discard(queue.Grant) {
 // of the innermost hold ctx was derived from): a number drawn from
 // Redisson RFencedLock's counter that grows with every acquisition, for a
 // store to reject writes from a holder that has since lost the lock.
-func FencingToken(ctx context.Context) (int64, bool) { return hold.Token(ctx) }
+func FencingToken(ctx context.Context) (int64, bool) { return core.Token(ctx) }
 
-func (m *Mutex) key() hold.Key {
+func (m *Mutex) key() core.Key {
 	if m == nil {
-		return hold.Key{}
+		return core.Key{}
 	}
 	return m.hkey
 }
@@ -409,14 +406,14 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) (context.C
 	if a.count == 1 {
 		m.addKeys(ctx, a, &spec)
 	}
-	ls := hold.Lease(m.cfg.Watchdog, spec, a.count > 1, a.mode == scripts.ModeMinted, a.sentAt)
+	ls := core.Lease(m.cfg.Watchdog, spec, a.count > 1, a.mode == scripts.ModeMinted, a.sentAt)
 	var taken any
 	if a.count == 1 && a.cfg.ForceUnlockNotice {
 		extra := &holdExtras{}
 		m.watch(ctx, extra, ls, a.owner)
 		taken = extra
 	}
-	return hold.Start(ctx, m.key(), &hold.Hold{Owner: a.owner, Token: a.token, Lease: ls, Taken: taken, Telemetry: m.inst.Release, Traced: traced, Scoped: a.cfg.ScopedHold, Live: &m.holds, Reentry: a.count > 1}, m.releaseFn)
+	return core.Start(ctx, m.key(), &core.Hold{Owner: a.owner, Token: a.token, Lease: ls, Taken: taken, Telemetry: m.inst.Release, Traced: traced, Scoped: a.cfg.ScopedHold, Live: &m.holds, Reentry: a.count > 1}, m.releaseFn)
 }
 
 // Unlock releases one count of the hold that returned ctx (or that ctx was
@@ -431,12 +428,12 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.ident().Check("unlock", ctx, unmade); err != nil {
 		return err
 	}
-	return m.id.Wrap("unlock", hold.End(ctx, m.key(), &m.holds))
+	return m.id.Wrap("unlock", core.End(ctx, m.key(), &m.holds))
 }
 
 // release gives one count back to Redis. The last count stops the lease
 // first, so no renewal is sent after release returns.
-func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
+func (m *Mutex) release(ctx context.Context, h *core.Hold) error {
 	extra, _ := h.Taken.(*holdExtras)
 	extra.unwatch() // before the unlock message this release publishes
 	var res int64
@@ -449,9 +446,9 @@ func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
 	// Released whole: the label goes too, whichever count of a labeled
 	// hold (shared lease) was the last.
 	if r := h.Lease.Renewer(); res >= 1 && (r == labeledRenewer || r == labeledKeptRenewer) { // 2: released, waiters not told
-		hold.DropLabel(ctx, m.client, m.name, h.Owner)
+		core.DropLabel(ctx, m.client, m.name, h.Owner)
 	}
-	return hold.Released(res, err, h.Lease, "the lock was no longer held in Redis")
+	return core.Released(res, err, h.Lease, "the lock was no longer held in Redis")
 }
 
 // releaseLast gives back the last count this process holds, the common
@@ -464,8 +461,8 @@ func (m *Mutex) release(ctx context.Context, h *hold.Hold) error {
 func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, timeout time.Duration, passOn bool, held *lease.Lease) (int64, error) {
 	var res int64
 	var err error
-	var room [1]*queue.Waiter
-	var ws []*queue.Waiter
+	var room [1]*core.Waiter
+	var ws []*core.Waiter
 	yield := false
 	// A hand-over writes the next owner's grant inside the release, with
 	// no WAIT after it: on a server with replicas the next waiter takes
@@ -478,7 +475,7 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 			}
 			return m.runUnlock(ctx, ownerID, leaseTime, timeout)
 		}
-		ws, yield = m.hub.Reserve(m.channel, queue.Pick{Head: true}, room[:0])
+		ws, yield = m.hub.Reserve(m.channel, core.Pick{Head: true}, room[:0])
 	}
 	if len(ws) == 1 {
 		res, err = m.runTransfer(ctx, ws[0], ws[0].Claimant().(*attempt), ownerID)
@@ -510,7 +507,7 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 // (waiters are woken), 0 counts remain, -1 not held. lease is re-applied
 // while counts remain.
 func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout time.Duration) (int64, error) {
-	latch := hold.RequestKey(scripts.UnlockLatch(m.name)) // off the common path: built here
+	latch := core.RequestKey(scripts.UnlockLatch(m.name)) // off the common path: built here
 	res, err := m.scripts.unlock(ctx, m, latch, ownerID, lease, timeout).Retrying(ctx, m.client, timeout).Int64()
 	if err == nil && res >= 1 {
 		m.hub.Release(m.channel)
@@ -521,7 +518,7 @@ func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout ti
 // runTransfer frees ownerID's last count and gives the lock to the
 // reserved waiter w in the same script: 1 handed over, -1 not held, -2
 // more counts held (nothing done).
-func (m *Mutex) runTransfer(ctx context.Context, w *queue.Waiter, next *attempt, ownerID string) (int64, error) {
+func (m *Mutex) runTransfer(ctx context.Context, w *core.Waiter, next *attempt, ownerID string) (int64, error) {
 	sentAt := next.wd.Now()
 	vals, err := transferLua{
 		Lock: m.nameArg, TokenCounter: m.tokenArg,
@@ -529,16 +526,16 @@ func (m *Mutex) runTransfer(ctx context.Context, w *queue.Waiter, next *attempt,
 	}.call().Retrying(ctx, m.client, m.cfg.UnlockTimeout).Int64Slice()
 	switch {
 	case err != nil:
-		w.End(queue.Refused, queue.Grant{})
+		w.End(core.Refused, core.Grant{})
 		return 0, err
 	case len(vals) != 2:
-		w.End(queue.Refused, queue.Grant{})
+		w.End(core.Refused, core.Grant{})
 		return 0, fmt.Errorf("unexpected reply %v", vals)
 	case vals[0] == 1:
-		w.End(queue.Handed, queue.Grant{Token: vals[1], SentAt: sentAt})
+		w.End(core.Handed, core.Grant{Token: vals[1], SentAt: sentAt})
 		return 1, nil
 	}
-	w.End(queue.Refused, queue.Grant{})
+	w.End(core.Refused, core.Grant{})
 	return vals[0], nil
 }
 
@@ -553,25 +550,25 @@ func (m *Mutex) msArg(lease time.Duration) any {
 
 // redlockHook is embedded under this name, so that the Mutex is a
 // redlock.Member without an exported method.
-type redlockHook = acquire.MemberHook
+type redlockHook = core.MemberHook
 
 // redlockNode returns the Mutex as a member of a Redlock (package
 // redlock): the adapter drives it for one owner across all members.
-func (m *Mutex) redlockNode() (acquire.Member, error) {
+func (m *Mutex) redlockNode() (core.Member, error) {
 	if err := m.ident().Check("redlock", context.Background(), unmade); err != nil {
-		return acquire.Member{}, err
+		return core.Member{}, err
 	}
 	if m.cfg.HolderLabel != "" || m.cfg.ForceUnlockNotice {
-		return acquire.Member{}, m.id.Refuse("redlock", "a Redlock member keeps no holder label nor force-unlock notice (its Redlock drives it)")
+		return core.Member{}, m.id.Refuse("redlock", "a Redlock member keeps no holder label nor force-unlock notice (its Redlock drives it)")
 	}
-	return acquire.Member{
+	return core.Member{
 		Name:    m.name,
 		Kind:    primitive,
 		Addr:    m.client.Addr(),
 		Workers: m.workers,
 		Given:   m.cfg.Given,
 		Key:     m.key(),
-		Reenter: []hold.Key{m.key()},
+		Reenter: []core.Key{m.key()},
 		TTL:     m.TTL,
 		Try: func(ctx context.Context, ownerID string, lease time.Duration) (bool, int64, time.Duration, error) {
 			a := &attempt{m: m, cfg: &m.cfg, owner: ownerID, ownerArg: ownerID, seat: ownerID, lease: lease, mode: scripts.ModeNone}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/core"
 )
 
 // A reply lost after the acquire script ran (a read timeout, a broken
@@ -23,7 +23,7 @@ import (
 // (give_back.lua undoes exactly the count that run added).
 // A try the caller stopped waiting for (a.late) is waited for first, so
 // that the give-back comes after whatever it takes; the give-back is
-// retried through an outage for up to the lease (acquire.GiveBack). Nothing
+// retried through an outage for up to the lease (core.GiveBack). Nothing
 // of the caller waits for it.
 func (m *Mutex) giveBack(ctx context.Context, a *attempt) {
 	ctx = conn.Detached(ctx) // each try ends with its retries
@@ -31,7 +31,7 @@ func (m *Mutex) giveBack(ctx context.Context, a *attempt) {
 	if a.late != nil {
 		window = max(window, a.lease)
 	}
-	acquire.GiveBack(a.late, window, func() error {
+	core.GiveBack(a.late, window, func() error {
 		if a.late != nil && a.queued {
 			_ = m.withdraw(ctx, a.owner, a.seat) // the late try may have queued it
 		}

@@ -3,8 +3,8 @@ package lock
 import (
 	"embed"
 
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -38,7 +38,7 @@ var (
 	// same script, with one more key per lease).
 	labeledRenewer = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 2}
 	// keptRenewer renews a hold's lease and a key kept with it
-	// (hold.KeepWith); labeledKeptRenewer, a labeled hold's and both keys.
+	// (core.KeepWith); labeledKeptRenewer, a labeled hold's and both keys.
 	keptRenewer        = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 2}
 	labeledKeptRenewer = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 3}
 
@@ -172,7 +172,7 @@ type fairTransferLua struct {
 	// id and lease in ms. They are read here, not passed as built
 	// arguments, so that the call builds its arguments with one
 	// allocation.
-	Candidates []*queue.Waiter
+	Candidates []*core.Waiter
 }
 
 func (s fairTransferLua) call() scripts.Call {
@@ -208,7 +208,7 @@ type fairWithdrawLua struct {
 	Owner                                                 string
 }
 
-// call is the withdrawal acquire.Withdraw sends.
+// call is the withdrawal core.Withdraw sends.
 func (s fairWithdrawLua) call() scripts.Call {
 	return fairWithdrawScript.With(6, s.Lock, s.Channel, s.Queue, s.Timeouts, s.TokenCounter, s.Waiters,
 		s.Waiter, s.UnlockMessage, s.Publish, s.Grant, s.Owner)

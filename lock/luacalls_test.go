@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
@@ -56,7 +56,7 @@ func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
 			w.(fairRequeueLua).call().Retrying(ctx, c, timeout)
 		}},
 		"fair_withdraw.lua": {Value: fairWithdrawLua{}, Run: func(w any, c conn.Client) {
-			_ = acquire.Withdraw(ctx, nil, c, timeout, w.(fairWithdrawLua).call())
+			_ = core.Withdraw(ctx, nil, c, timeout, w.(fairWithdrawLua).call())
 		}},
 	}
 	// wake.lua is a library; renew.lua takes strided batches, laid out by

@@ -4,8 +4,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/watchdog"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -14,13 +14,13 @@ import (
 // Option configures a Mutex when it is made (New, NewFair). Only this
 // package's options satisfy it, so an option of rwlock, semaphore or
 // redlock given here does not compile.
-type Option interface{ newOption() options.Option }
+type Option interface{ newOption() core.Option }
 
 // LockOption configures one acquisition (Lock, TryLock) over New's
 // options. The options that configure the Mutex itself (providers,
 // watchdog, unlock timeout, replica sync) are not LockOptions, so giving
 // one to Lock does not compile.
-type LockOption interface{ lockOption() options.Option }
+type LockOption interface{ lockOption() core.Option }
 
 // CommonOption is an option given either to New or to one acquisition.
 type CommonOption interface {
@@ -29,20 +29,20 @@ type CommonOption interface {
 }
 
 // newOnly is an option of New alone.
-type newOnly options.Option
+type newOnly core.Option
 
-func (o newOnly) newOption() options.Option { return options.Option(o) }
+func (o newOnly) newOption() core.Option { return core.Option(o) }
 
 // common is an option of New or of one acquisition.
-type common options.Option
+type common core.Option
 
-func (o common) newOption() options.Option  { return options.Option(o) }
-func (o common) lockOption() options.Option { return options.Option(o) }
+func (o common) newOption() core.Option  { return core.Option(o) }
+func (o common) lockOption() core.Option { return core.Option(o) }
 
-func newOptions(opts []Option) []options.Option { return options.From(opts, Option.newOption) }
+func newOptions(opts []Option) []core.Option { return core.Options(opts, Option.newOption) }
 
-func lockOptions(opts []LockOption) []options.Option {
-	return options.From(opts, LockOption.lockOption)
+func lockOptions(opts []LockOption) []core.Option {
+	return core.Options(opts, LockOption.lockOption)
 }
 
 // WithLeaseTime gives every hold a fixed lease d and no watchdog renewal:
@@ -51,29 +51,29 @@ func lockOptions(opts []LockOption) []options.Option {
 // least 30 ms and at most 24 h (a crashed holder's keys stay for the
 // lease, and none may outlive its last use by more than a day); outside
 // that, ErrInvalidArgument.
-func WithLeaseTime(d time.Duration) CommonOption { return common(options.WithLeaseTime(d)) }
+func WithLeaseTime(d time.Duration) CommonOption { return common(core.WithLeaseTime(d)) }
 
 // WithWatchdogTimeout sets the lease the watchdog keeps renewing (default
 // 30 s, renewed every third of it): how long a crashed holder blocks others.
 // As WithLeaseTime's, d is from 30 ms to 24 h.
-func WithWatchdogTimeout(d time.Duration) CommonOption { return common(options.WithWatchdogTimeout(d)) }
+func WithWatchdogTimeout(d time.Duration) CommonOption { return common(core.WithWatchdogTimeout(d)) }
 
 // WithWaitTimeout bounds how long Lock waits (ErrNotAcquired after d),
 // without bounding the hold. The first try is made whatever d is (a free
 // lock is taken even when d is shorter than a round trip); it is bounded
 // by ctx and the client's own timeouts, and a server that answers it BUSY
 // or LOADING is asked again only until d.
-func WithWaitTimeout(d time.Duration) CommonOption { return common(options.WithWaitTimeout(d)) }
+func WithWaitTimeout(d time.Duration) CommonOption { return common(core.WithWaitTimeout(d)) }
 
 // WithUnlockTimeout bounds Unlock, which runs on its own timeout because
 // its context may already be done (default 5 s). d is at most 12 h: a
 // retried unlock's latch key lives twice the timeout, within a day.
-func WithUnlockTimeout(d time.Duration) Option { return newOnly(options.WithUnlockTimeout(d)) }
+func WithUnlockTimeout(d time.Duration) Option { return newOnly(core.WithUnlockTimeout(d)) }
 
 // WithTracerProvider sets where acquire spans go (default: the global
 // OpenTelemetry provider).
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return newOnly(options.WithTracerProvider(tp))
+	return newOnly(core.WithTracerProvider(tp))
 }
 
 // WithMeterProvider sets where metrics go (default: the global
@@ -81,14 +81,14 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // duration by how the hold ended, holds currently held; see package
 // tracing for the instrument names. The watchdog's own metrics (renewals,
 // failures, leases lost) are set on the watchdog: watchdog.WithMeterProvider.
-func WithMeterProvider(mp metric.MeterProvider) Option { return newOnly(options.WithMeterProvider(mp)) }
+func WithMeterProvider(mp metric.MeterProvider) Option { return newOnly(core.WithMeterProvider(mp)) }
 
 // WithNameInMetrics adds the lock name (attribute lock.name) to the
 // metrics of this primitive. Off by default: every distinct name is a
 // time series of its own in every instrument, which grows without bound
 // where names carry ids ("order:1234"); turn it on only for a few
 // well-known names.
-func WithNameInMetrics() Option { return newOnly(options.WithNameInMetrics()) }
+func WithNameInMetrics() Option { return newOnly(core.WithNameInMetrics()) }
 
 // WithHoldScopedToContext ends a hold when the context given to Lock
 // ends, as database/sql's BeginTx ends a transaction: renewal stops and
@@ -96,12 +96,12 @@ func WithNameInMetrics() Option { return newOnly(options.WithNameInMetrics()) }
 // bounds the wait only (as in x/sync/semaphore, etcd's concurrency.Mutex
 // and redsync), and the hold lasts until Unlock, its loss, or the end of
 // Do.
-func WithHoldScopedToContext() CommonOption { return common(options.WithHoldScopedToContext()) }
+func WithHoldScopedToContext() CommonOption { return common(core.WithHoldScopedToContext()) }
 
 // WithLogger sends the warnings about a server that undermines a
 // guarantee (an eviction policy that can evict lock keys) to l instead of
 // slog.Default(). Each is given once per server and reason in the process.
-func WithLogger(l *slog.Logger) CommonOption { return common(options.WithLogger(l)) }
+func WithLogger(l *slog.Logger) CommonOption { return common(core.WithLogger(l)) }
 
 // WithHolderLabel names the holder (a pod, a host, a job id) next to its
 // hold, in a key of its own with the hold's lease
@@ -113,7 +113,7 @@ func WithLogger(l *slog.Logger) CommonOption { return common(options.WithLogger(
 // characters. It may be given to New or to one Lock; rwlock and semaphore
 // have a WithHolderLabel of their own (a permit's holder is its permit
 // id); a Redlock does not offer one for now.
-func WithHolderLabel(s string) CommonOption { return common(options.WithHolderLabel(s)) }
+func WithHolderLabel(s string) CommonOption { return common(core.WithHolderLabel(s)) }
 
 // WithForceUnlockNotice makes a hold listen for its lock's unlock message
 // while it lasts, so that a ForceUnlock made by another process (or
@@ -123,7 +123,7 @@ func WithHolderLabel(s string) CommonOption { return common(options.WithHolderLa
 // the lock's channel per held name on the client's shared pub/sub
 // connection, and an HEXISTS when a message comes. It may be given to New
 // or to one Lock; other primitives do not offer it for now.
-func WithForceUnlockNotice() CommonOption { return common(options.WithForceUnlockNotice()) }
+func WithForceUnlockNotice() CommonOption { return common(core.WithForceUnlockNotice()) }
 
 // WithReplicaSync bounds how long an acquisition waits for the replicas
 // of its server to acknowledge it (default 1s; 0 turns replica sync off).
@@ -148,16 +148,16 @@ func WithForceUnlockNotice() CommonOption { return common(options.WithForceUnloc
 // The default is shortened to half the client's read timeout when that is
 // 1s or less; a timeout given here must be below it. It is given to New
 // (one acquisition cannot take it); a Redlock takes it from each member.
-func WithReplicaSync(timeout time.Duration) Option { return newOnly(options.WithReplicaSync(timeout)) }
+func WithReplicaSync(timeout time.Duration) Option { return newOnly(core.WithReplicaSync(timeout)) }
 
 // WithMinReplicas is how many replicas must acknowledge an acquisition
 // when its server has replicas (default 1); a server with fewer online
 // refuses every acquisition. Given to New; see WithReplicaSync.
-func WithMinReplicas(n int) Option { return newOnly(options.WithMinReplicas(n)) }
+func WithMinReplicas(n int) Option { return newOnly(core.WithMinReplicas(n)) }
 
 // WithWatchdog sets the watchdog that renews leases (default:
 // watchdog.Default(), shared by the process). Tests pass one with a fake
 // clock.
 func WithWatchdog(w *watchdog.Watchdog) Option {
-	return newOnly(options.WithWatchdog((*lease.Watchdog)(w)))
+	return newOnly(core.WithWatchdog((*lease.Watchdog)(w)))
 }

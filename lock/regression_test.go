@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/rwlock"
@@ -84,7 +84,7 @@ func TestConcurrentFreshAcquireSameOwner(t *testing.T) {
 	ctx := context.Background()
 	// Holds of other locks no longer lend their owner, so the one owner
 	// is pinned, as only this module's tests can.
-	hA := hold.WithOwner(ctx, hold.Mint())
+	hA := core.WithOwner(ctx, core.Mint())
 	b := lock.New(rdb, "B", lock.WithWatchdog(watchdog.New()))
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {

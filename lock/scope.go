@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/internal/conn"
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 )
 
 // What a holder does with a hold beyond Unlock: the scoped helper, and
@@ -17,21 +17,21 @@ import (
 // context.Cause(held) is ErrLockLost when the lease was lost, and Do's
 // error then matches ErrLockLost too.
 func (m *Mutex) Do(ctx context.Context, fn func(held context.Context) error) error {
-	return hold.Do(ctx, func(ctx context.Context) (context.Context, error) { return m.Lock(ctx) }, m.Unlock, fn)
+	return core.Do(ctx, func(ctx context.Context) (context.Context, error) { return m.Lock(ctx) }, m.Unlock, fn)
 }
 
 // FencingToken returns the fencing token of this lock's innermost hold
 // that ctx carries, even when holds of other locks were taken inside it
 // (an order's token from a line item's context), where the package-level
 // FencingToken gives the innermost hold's of any lock.
-func (m *Mutex) FencingToken(ctx context.Context) (int64, bool) { return hold.TokenOf(ctx, m.key()) }
+func (m *Mutex) FencingToken(ctx context.Context) (int64, bool) { return core.TokenOf(ctx, m.key()) }
 
 // Remaining returns how long the innermost hold ctx carries may still be
 // counted on: until the instant by which its lease must be renewed (it
 // grows back with every renewal; a fixed lease only shrinks), 0 once the
 // hold ended; false when ctx carries no hold. A holder with a long step
 // ahead asks before taking it.
-func Remaining(ctx context.Context) (time.Duration, bool) { return hold.Remaining(ctx) }
+func Remaining(ctx context.Context) (time.Duration, bool) { return core.Remaining(ctx) }
 
 // NewOwner returns a context with ctx's values but none of its holds, of
 // any primitive, nor their tokens, nor ctx's cancellation (a hold's
@@ -40,7 +40,7 @@ func Remaining(ctx context.Context) (time.Duration, bool) { return hold.Remainin
 // hold's context shares that hold (as if handed a held mutex) and
 // re-enters the lock through it; NewOwner makes it an owner of its own
 // instead, which waits for the hold like any other.
-func NewOwner(ctx context.Context) context.Context { return hold.NewOwner(ctx) }
+func NewOwner(ctx context.Context) context.Context { return core.NewOwner(ctx) }
 
 // Extend makes the fixed lease (WithLeaseTime) of the hold held carries
 // end d after now: redsync's Extend, bsm/redislock's Refresh, on the same Redis layout a watchdog renewal
@@ -55,6 +55,6 @@ func (m *Mutex) Extend(held context.Context, d time.Duration) error {
 		return err
 	}
 	return m.id.Wrap("extend", conn.Within(held, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) error {
-		return hold.Extend(ctx, d, m.cfg.UnlockTimeout, m.key())
+		return core.Extend(ctx, d, m.cfg.UnlockTimeout, m.key())
 	}))
 }

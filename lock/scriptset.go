@@ -18,7 +18,7 @@ type scriptSet interface {
 	// unlockLast is lua/unlock_last.lua for owner.
 	unlockLast(ctx context.Context, m *Mutex, owner string) scripts.Call
 	// unlock is lua/unlock.lua for owner, through the unlock latch, which
-	// lives options.LatchLife(timeout).
+	// lives core.LatchLife(timeout).
 	unlock(ctx context.Context, m *Mutex, latch, owner string, lease, timeout time.Duration) scripts.Call
 	// giveBack is lua/give_back.lua: the count of one acquisition of
 	// owner, through its acquire latch.
@@ -73,7 +73,7 @@ func (plainSet) unlock(_ context.Context, m *Mutex, latch, owner string, lease, 
 func (plainSet) seat(m *Mutex, _ *attempt, _ bool) (string, bool) { return m.channel, false }
 
 func (plainSet) handOver(context.Context, *Mutex, string, time.Duration, *lease.Lease) (int64, bool, error) {
-	return 0, false, nil // a local waiter is reserved instead (queue.Hub.Reserve)
+	return 0, false, nil // a local waiter is reserved instead (core.Hub.Reserve)
 }
 
 func (plainSet) giveBack(_ context.Context, m *Mutex, latch, owner string) scripts.Call {

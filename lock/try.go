@@ -18,7 +18,7 @@ type tryReply struct {
 }
 
 // Send runs the acquire script once for a.owner in a.mode (a.latch names
-// the acquire latch with scripts.ModeLatch); acquire.Bounded calls it. An
+// the acquire latch with scripts.ModeLatch); core.Bounded calls it. An
 // acquisition too few replicas acknowledged is given back, and reported
 // as ErrNotReplicated. A fair lock's waiter takes its place in the list
 // (or keeps it) when a.mark is its mark life; with 0 it takes none.

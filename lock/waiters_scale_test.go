@@ -61,7 +61,7 @@ const (
 //	park-s                 time until every waiter was parked
 //
 // "Parked" is read from a goroutine profile: 10,000 goroutines whose
-// innermost non-runtime frame is in internal/acquire (the wait loop's
+// innermost non-runtime frame is in internal/core/acquire.go (the wait loop's
 // select), with the hub subscribed to all 1,000 channels.
 //
 // Any two holders of one lock inside their critical sections at once fail
@@ -237,8 +237,8 @@ func waiterScale(b *testing.B, rdb, admin *redis.Client) {
 }
 
 // parkedWaiters counts the goroutines parked in the acquire wait loop
-// itself: the innermost frame outside the runtime is in package
-// internal/acquire (not in a subscription or a Redis call it makes).
+// itself: the innermost frame outside the runtime is in file
+// internal/core/acquire.go (not in a subscription or a Redis call it makes).
 func parkedWaiters() int {
 	var buf bytes.Buffer
 	_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)
@@ -257,7 +257,7 @@ func parkedWaiters() int {
 			if count == 0 || len(f) < 3 || f[0] != "#" || strings.HasPrefix(f[2], "runtime.") {
 				continue
 			}
-			if strings.Contains(f[2], "/internal/acquire.") {
+			if len(f) > 3 && strings.Contains(f[3], "/internal/core/acquire.go:") {
 				n += count
 			}
 			break

@@ -10,10 +10,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/relock-go/relock/internal/acquire"
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/tracing"
 )
 
@@ -23,13 +21,13 @@ type acquisition struct {
 	l    *Lock
 	op   string
 	once bool            // TryLock: one round
-	cfg  *options.Config // the call's
+	cfg  *core.Config    // the call's
 	ctx  context.Context // the caller's, the hold's parent
 	sctx context.Context // ctx in the acquisition's span
 	wctx context.Context // sctx bounded by the wait
 	// rec records the end on the span (rec.Span, when rec.Recording) and
 	// in the metrics (when rec.Measured).
-	rec         acquire.Record
+	rec         core.Record
 	ownerID     string
 	reentry     bool
 	lease       time.Duration
@@ -55,19 +53,19 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool, opts []LockOpt
 	// member's other side) acquires as that owner, so that the members
 	// count it as a re-entry; any other acquisition takes a new id each
 	// round (see round).
-	ownerID, reentry := hold.OwnerOf(ctx, l.reenter...)
+	ownerID, reentry := core.OwnerOf(ctx, l.reenter...)
 	if !reentry {
-		ownerID = hold.Mint()
+		ownerID = core.Mint()
 	}
 	leaseTime := cfg.Lease()
-	tr := acquire.Trace{Tracer: l.inst.Tracer, Name: tracing.SpanAcquireRedlock, Start: l.inst.SpanStart, Lease: leaseTime, Metrics: l.inst.Metrics}
+	tr := core.Trace{Tracer: l.inst.Tracer, Name: tracing.SpanAcquireRedlock, Start: l.inst.SpanStart, Lease: leaseTime, Metrics: l.inst.Metrics}
 	sctx, rec := tr.Begin(ctx, ownerID, once, cfg.WaitTimeout)
 	defer rec.Span.End()
 	start := time.Now()
 	wctx := sctx
 	if cfg.WaitTimeout > 0 && !once {
 		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeoutCause(sctx, cfg.WaitTimeout, acquire.ErrWaitBound)
+		wctx, cancel = context.WithTimeoutCause(sctx, cfg.WaitTimeout, core.ErrWaitBound)
 		defer cancel()
 	}
 	a := &acquisition{
@@ -108,7 +106,7 @@ func (a *acquisition) rounds() (context.Context, error) {
 func (a *acquisition) newRound() *round {
 	r := &round{id: a.ownerID, reentry: a.reentry}
 	if !a.reentry && a.attempts > 1 {
-		r.id = hold.Mint()
+		r.id = core.Mint()
 	}
 	return r
 }
@@ -208,7 +206,7 @@ func (a *acquisition) startHold(r *round, outs []outcome, won int, token int64, 
 	}, sentAt)
 	// A round refused by Start is given back by l.release, which waits
 	// for the members as an Unlock does.
-	held, err := hold.Start(a.ctx, l.key(), &hold.Hold{Owner: r.id, Token: token, Lease: wl, Taken: r, Telemetry: l.inst.Release, Traced: a.rec.Recording, Scoped: a.cfg.ScopedHold, Also: l.memberKeys, Live: &l.holds}, l.release)
+	held, err := core.Start(a.ctx, l.key(), &core.Hold{Owner: r.id, Token: token, Lease: wl, Taken: r, Telemetry: l.inst.Release, Traced: a.rec.Recording, Scoped: a.cfg.ScopedHold, Also: l.memberKeys, Live: &l.holds}, l.release)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +265,7 @@ func (a *acquisition) ended() error {
 	if a.lastErr == nil {
 		a.lastErr = ErrNotAcquired
 	}
-	if errors.Is(cause, acquire.ErrWaitBound) {
+	if errors.Is(cause, core.ErrWaitBound) {
 		a.finish(a.lastErr)
 		return a.l.id.Wrap(a.op, a.lastErr)
 	}

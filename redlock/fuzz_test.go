@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/options"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
@@ -64,7 +64,7 @@ func FuzzRedlock(f *testing.F) {
 		f.Add("job", uint8(k), uint16(0b_11), true, uint8(0), int64(0), int64(0), int64(0), int64(0), int64(0))
 		f.Add("job", uint8(k), uint16(0b_11_00), false, uint8(0), int64(0), int64(0), int64(0), int64(0), int64(0))
 	}
-	for _, d := range []int64{-1, 0, 1, int64(options.MinLease) - 1, int64(options.MinLease), sec, maxI, minI, maxI / 2} {
+	for _, d := range []int64{-1, 0, 1, int64(core.MinLease) - 1, int64(core.MinLease), sec, maxI, minI, maxI / 2} {
 		f.Add("job", uint8(3), uint16(0), false, uint8(fuzzOptLease), d, d, d, d, d)
 		f.Add("job", uint8(3), uint16(0), true, uint8(fuzzOptNodeTimeout), d, d, d, d, d)
 		f.Add("job", uint8(3), uint16(0), false, uint8(fuzzOptDrift), d, d, d, d, d)
@@ -79,10 +79,10 @@ func FuzzRedlock(f *testing.F) {
 			require.NoError(t, c.FlushAll(ctx).Err())
 		}
 		var opts []redlock.Option
-		valid, effective := true, options.DefaultWatchdogTimeout
+		valid, effective := true, core.DefaultWatchdogTimeout
 		if mask&fuzzOptLease != 0 {
 			opts = append(opts, redlock.WithLeaseTime(time.Duration(lease)))
-			valid = valid && time.Duration(lease) >= options.MinLease && time.Duration(lease) <= options.MaxLease
+			valid = valid && time.Duration(lease) >= core.MinLease && time.Duration(lease) <= core.MaxLease
 			effective = time.Duration(lease)
 		}
 		if mask&fuzzOptWait != 0 {
@@ -92,12 +92,12 @@ func FuzzRedlock(f *testing.F) {
 		if mask&fuzzOptUnlock != 0 {
 			opts = append(opts, redlock.WithUnlockTimeout(time.Duration(unlock)))
 			// Under a millisecond the members' unlock latches would live 0 ms.
-			valid = valid && time.Duration(unlock) >= options.MinUnlockTimeout && time.Duration(unlock) <= options.MaxUnlockTimeout
+			valid = valid && time.Duration(unlock) >= core.MinUnlockTimeout && time.Duration(unlock) <= core.MaxUnlockTimeout
 		}
 		if mask&fuzzOptNodeTimeout != 0 {
 			opts = append(opts, redlock.WithNodeTimeout(time.Duration(nodeTimeout)))
 			// It is the give-back's unlock timeout too: at least 1 ms.
-			valid = valid && time.Duration(nodeTimeout) >= options.MinUnlockTimeout && time.Duration(nodeTimeout) <= options.MaxUnlockTimeout
+			valid = valid && time.Duration(nodeTimeout) >= core.MinUnlockTimeout && time.Duration(nodeTimeout) <= core.MaxUnlockTimeout
 		}
 		if mask&fuzzOptDrift != 0 {
 			opts = append(opts, redlock.WithDrift(time.Duration(drift)))

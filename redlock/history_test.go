@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/history"
 	"github.com/relock-go/relock/internal/testkit/redistest"
@@ -130,7 +130,7 @@ func TestHistoryRedlockContention(t *testing.T) {
 									return
 								}
 							}
-							id, _ := hold.Owner(held)
+							id, _ := core.Owner(held)
 							tok, ok := lock.FencingToken(held)
 							for _, r := range names {
 								h.Add(history.Hold{Lock: r.name, Owner: id, Kind: history.Exclusive, Acquired: acquired, Released: released,

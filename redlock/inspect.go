@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/internal/conn"
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 )
 
 // TTL returns the validity left of the lock, whoever holds it: the
@@ -51,6 +51,6 @@ func (l *Lock) Extend(held context.Context, d time.Duration) error {
 		return err
 	}
 	return l.id.Wrap("extend", conn.Within(held, l.nodes[0].Workers, l.cfg.NodeTimeout, func(ctx context.Context) error {
-		return hold.Extend(ctx, d, l.cfg.NodeTimeout, l.key())
+		return core.Extend(ctx, d, l.cfg.NodeTimeout, l.key())
 	}))
 }

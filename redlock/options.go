@@ -1,17 +1,17 @@
 package redlock
 
-import "github.com/relock-go/relock/internal/options"
+import "github.com/relock-go/relock/internal/core"
 
 // Option configures a Lock when it is made (New, NewMulti). Only this
 // package's options satisfy it, so an option of another package (package
 // lock's, given to a member) does not compile here.
-type Option interface{ newOption() options.Option }
+type Option interface{ newOption() core.Option }
 
 // LockOption configures one acquisition (Lock, TryLock) over New's
 // options. The options that configure the Lock itself (providers,
 // watchdog, unlock timeout, node timeout, drift) are not LockOptions, so
 // giving one to a single acquisition does not compile.
-type LockOption interface{ lockOption() options.Option }
+type LockOption interface{ lockOption() core.Option }
 
 // CommonOption is an option given either to New or NewMulti, or to one acquisition.
 type CommonOption interface {
@@ -20,18 +20,18 @@ type CommonOption interface {
 }
 
 // newOnly is an option of New and NewMulti alone.
-type newOnly options.Option
+type newOnly core.Option
 
-func (o newOnly) newOption() options.Option { return options.Option(o) }
+func (o newOnly) newOption() core.Option { return core.Option(o) }
 
 // common is an option of New and NewMulti, or of one acquisition.
-type common options.Option
+type common core.Option
 
-func (o common) newOption() options.Option  { return options.Option(o) }
-func (o common) lockOption() options.Option { return options.Option(o) }
+func (o common) newOption() core.Option  { return core.Option(o) }
+func (o common) lockOption() core.Option { return core.Option(o) }
 
-func newOptions(opts []Option) []options.Option { return options.From(opts, Option.newOption) }
+func newOptions(opts []Option) []core.Option { return core.Options(opts, Option.newOption) }
 
-func lockOptions(opts []LockOption) []options.Option {
-	return options.From(opts, LockOption.lockOption)
+func lockOptions(opts []LockOption) []core.Option {
+	return core.Options(opts, LockOption.lockOption)
 }

@@ -11,12 +11,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock"
-	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/errs"
-	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/tracing"
 	"github.com/relock-go/relock/watchdog"
@@ -39,41 +37,41 @@ var (
 type Member interface {
 	// Name is the member lock's name.
 	Name() string
-	acquire.MemberSource
+	core.MemberSource
 }
 
 // WithLeaseTime: see lock.WithLeaseTime.
-func WithLeaseTime(d time.Duration) CommonOption { return common(options.WithLeaseTime(d)) }
+func WithLeaseTime(d time.Duration) CommonOption { return common(core.WithLeaseTime(d)) }
 
 // WithWatchdogTimeout: see lock.WithWatchdogTimeout.
-func WithWatchdogTimeout(d time.Duration) CommonOption { return common(options.WithWatchdogTimeout(d)) }
+func WithWatchdogTimeout(d time.Duration) CommonOption { return common(core.WithWatchdogTimeout(d)) }
 
 // WithWaitTimeout: see lock.WithWaitTimeout.
-func WithWaitTimeout(d time.Duration) CommonOption { return common(options.WithWaitTimeout(d)) }
+func WithWaitTimeout(d time.Duration) CommonOption { return common(core.WithWaitTimeout(d)) }
 
 // WithUnlockTimeout: see lock.WithUnlockTimeout.
-func WithUnlockTimeout(d time.Duration) Option { return newOnly(options.WithUnlockTimeout(d)) }
+func WithUnlockTimeout(d time.Duration) Option { return newOnly(core.WithUnlockTimeout(d)) }
 
 // WithTracerProvider: see lock.WithTracerProvider.
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return newOnly(options.WithTracerProvider(tp))
+	return newOnly(core.WithTracerProvider(tp))
 }
 
 // WithMeterProvider: see lock.WithMeterProvider. A Redlock also records
 // the members won by each round (relock.redlock.nodes_won).
-func WithMeterProvider(mp metric.MeterProvider) Option { return newOnly(options.WithMeterProvider(mp)) }
+func WithMeterProvider(mp metric.MeterProvider) Option { return newOnly(core.WithMeterProvider(mp)) }
 
 // WithHoldScopedToContext: see lock.WithHoldScopedToContext (off by
 // default: the acquiring context bounds the wait only).
-func WithHoldScopedToContext() CommonOption { return common(options.WithHoldScopedToContext()) }
+func WithHoldScopedToContext() CommonOption { return common(core.WithHoldScopedToContext()) }
 
 // WithNameInMetrics: see lock.WithNameInMetrics (off by default, for
 // cardinality); the name is the members' names joined with commas.
-func WithNameInMetrics() Option { return newOnly(options.WithNameInMetrics()) }
+func WithNameInMetrics() Option { return newOnly(core.WithNameInMetrics()) }
 
 // WithWatchdog: see lock.WithWatchdog.
 func WithWatchdog(w *watchdog.Watchdog) Option {
-	return newOnly(options.WithWatchdog((*lease.Watchdog)(w)))
+	return newOnly(core.WithWatchdog((*lease.Watchdog)(w)))
 }
 
 // WithNodeTimeout bounds each member's attempt (default
@@ -81,11 +79,11 @@ func WithWatchdog(w *watchdog.Watchdog) Option {
 // master costs at most that, not the client's own timeouts. A round
 // returns as soon as its outcome is decided, so the node timeout is paid
 // only when the members that answered cannot decide it alone.
-func WithNodeTimeout(d time.Duration) Option { return newOnly(options.WithNodeTimeout(d)) }
+func WithNodeTimeout(d time.Duration) Option { return newOnly(core.WithNodeTimeout(d)) }
 
 // WithDrift sets the clock drift allowance subtracted from the validity
 // time (default lease/100 + 2 ms).
-func WithDrift(d time.Duration) Option { return newOnly(options.WithDrift(d)) }
+func WithDrift(d time.Duration) Option { return newOnly(core.WithDrift(d)) }
 
 // DefaultNodeTimeout bounds a member's attempt unless WithNodeTimeout says
 // otherwise: many round trips of a loaded master on a LAN or across zones
@@ -138,22 +136,22 @@ func (e *NodeError) Unwrap() error {
 type Lock struct {
 	// holds are the live holds made through this value, named when an
 	// Unlock comes through a context that carries none.
-	holds  hold.Live
-	nodes  []acquire.Member
+	holds  core.Live
+	nodes  []core.Member
 	quorum int
 	multi  bool
 	// nodeTimeoutGiven, driftGiven: set by options, not derived from the
 	// lease (which one Lock may change).
 	nodeTimeoutGiven, driftGiven bool
-	cfg                          options.Config
+	cfg                          core.Config
 	id                           errs.Ident // its name (the members' names joined) and why New refused its members
 	inst                         telemetry.Instruments
 	bg                           background // what runs on after a call returned (Drain)
 	// memberKeys: a hold of this Lock is a hold of each member too.
 	// reenter: the holds through which an acquisition re-enters (this
 	// Lock's, a member's, a member's other side).
-	memberKeys, reenter []hold.Key
-	hkey                hold.Key // this Lock's (its name does not make it: two Locks over one name are two)
+	memberKeys, reenter []core.Key
+	hkey                core.Key // this Lock's (its name does not make it: two Locks over one name are two)
 }
 
 // New returns a Redlock over members, one per independent Redis master:
@@ -167,7 +165,7 @@ func New(members []Member, opts ...Option) *Lock { return newLock(members, false
 func NewMulti(members []Member, opts ...Option) *Lock { return newLock(members, true, opts) }
 
 func newLock(members []Member, multi bool, opts []Option) *Lock {
-	l := &Lock{multi: multi, cfg: options.Apply(newOptions(opts))}
+	l := &Lock{multi: multi, cfg: core.Apply(newOptions(opts))}
 	l.id.Primitive = l.primitive()
 	names := make([]string, 0, len(members))
 	// Every member is looked at, so that an error names the whole lock.
@@ -176,7 +174,7 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 			l.refuse("member %d is nil", i)
 			continue
 		}
-		n, err := acquire.MemberOf(m)
+		n, err := core.MemberOf(m)
 		if err != nil {
 			reason := strings.TrimPrefix(errs.Reason(err).Error(), errs.ErrInvalidArgument.Error()+": ")
 			l.refuse("member %d: %s", i, reason)
@@ -188,15 +186,15 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 		}
 		// One lock on one server would count as several votes of a quorum
 		// (or be locked twice by a multi-lock).
-		if j := slices.IndexFunc(l.nodes, func(o acquire.Member) bool { return acquire.SameLock(o, n) }); j >= 0 {
+		if j := slices.IndexFunc(l.nodes, func(o core.Member) bool { return core.SameLock(o, n) }); j >= 0 {
 			l.refuse("members %d and %d are the same lock: %q on %s", j, i, n.Name, n.Addr)
 		}
 		l.nodes = append(l.nodes, n)
 		l.memberKeys = append(l.memberKeys, n.Key)
 	}
 	l.id.Name = nameOf(names)
-	l.hkey = hold.NewKey(conn.Client{}, l.primitive(), l.id.Name, fmt.Sprintf("%p", l))
-	l.reenter = []hold.Key{l.hkey}
+	l.hkey = core.NewKey(conn.Client{}, l.primitive(), l.id.Name, fmt.Sprintf("%p", l))
+	l.reenter = []core.Key{l.hkey}
 	for _, n := range l.nodes { // each member's Reenter holds its own key
 		l.reenter = append(l.reenter, n.Reenter...)
 	}
@@ -296,9 +294,9 @@ func (l *Lock) ident() *errs.Ident {
 
 var nilLock = errs.Ident{Primitive: "redlock", Invalid: "nil *redlock.Lock"}
 
-func (l *Lock) key() hold.Key {
+func (l *Lock) key() core.Key {
 	if l == nil {
-		return hold.Key{}
+		return core.Key{}
 	}
 	return l.hkey
 }
@@ -333,17 +331,17 @@ type outcome struct {
 
 // Remaining returns how long the innermost hold ctx carries may still be
 // counted on (for a Redlock, the validity left as the watchdog counts it); see lock.Remaining.
-func Remaining(ctx context.Context) (time.Duration, bool) { return hold.Remaining(ctx) }
+func Remaining(ctx context.Context) (time.Duration, bool) { return core.Remaining(ctx) }
 
 // FencingToken returns the fencing token of this Lock's hold that ctx
 // carries, even when holds of other locks were taken inside it; see
 // lock.Mutex.FencingToken.
-func (l *Lock) FencingToken(ctx context.Context) (int64, bool) { return hold.TokenOf(ctx, l.key()) }
+func (l *Lock) FencingToken(ctx context.Context) (int64, bool) { return core.TokenOf(ctx, l.key()) }
 
 // Do takes the lock (as Lock), runs fn with the hold's context and
 // unlocks on every path, a panic in fn included; see lock.Mutex.Do.
 func (l *Lock) Do(ctx context.Context, fn func(held context.Context) error) error {
-	return hold.Do(ctx, func(ctx context.Context) (context.Context, error) { return l.Lock(ctx) }, l.Unlock, fn)
+	return core.Do(ctx, func(ctx context.Context) (context.Context, error) { return l.Lock(ctx) }, l.Unlock, fn)
 }
 
 // Unlock releases the hold that returned ctx on every member in parallel.
@@ -355,7 +353,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if err := l.ident().Check("unlock", ctx, unmade); err != nil {
 		return err
 	}
-	return l.id.Wrap("unlock", hold.End(ctx, l.key(), &l.holds))
+	return l.id.Wrap("unlock", core.End(ctx, l.key(), &l.holds))
 }
 
 // waitUpTo waits until done is closed or d has passed.

@@ -23,8 +23,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
-	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
@@ -592,12 +592,12 @@ func (f *lateMember) count() int {
 }
 
 // memberHook is embedded under this name, as the primitives embed it.
-type memberHook = acquire.MemberHook
+type memberHook = core.MemberHook
 
 func (f *lateMember) Name() string { return "late" }
 
-func (f *lateMember) node() (acquire.Member, error) {
-	return acquire.Member{
+func (f *lateMember) node() (core.Member, error) {
+	return core.Member{
 		Name: "late", Kind: "lock", Addr: "fake:0", Workers: conn.NewPool(0),
 		Try: func(ctx context.Context, _ string, _ time.Duration) (bool, int64, time.Duration, error) {
 			<-ctx.Done()

@@ -10,9 +10,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/conn"
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 )
 
 // A round is one attempt on every member under one member owner id. A
@@ -134,7 +133,7 @@ type answer struct {
 // tally is what tryAll knows of a round's members: their outcomes so far,
 // and the attempts' answers still to come.
 type tally struct {
-	nodes []acquire.Member
+	nodes []core.Member
 	nctx  context.Context // the attempts', bounded by the node timeout
 	outs  []outcome
 	// Each attempt and the round's decision race for claimed[i]: the
@@ -302,7 +301,7 @@ func mayHold(outs []outcome) []bool {
 // release is the hold's release: the members it won, in parallel. It
 // returns once a quorum of them (for a multi-lock: all) has released, or
 // can no longer; the others finish in the background (see Drain).
-func (l *Lock) release(ctx context.Context, h *hold.Hold) error {
+func (l *Lock) release(ctx context.Context, h *core.Hold) error {
 	h.Lease.Stop()
 	r := h.Taken.(*round)
 	if !r.ended.CompareAndSwap(false, true) {

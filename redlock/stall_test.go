@@ -9,8 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/acquire"
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/redlock"
@@ -152,18 +151,18 @@ func TestLateGiveBackCannotUndoNextHold(t *testing.T) {
 	rl := redlock.New(members)
 	first, err := rl.Lock(ctx)
 	require.NoError(t, err)
-	firstID, _ := hold.Owner(first)
+	firstID, _ := core.Owner(first)
 	require.NoError(t, rl.Unlock(first))
 	require.NoError(t, rl.Drain(ctx))
 
 	next, err := rl.Lock(ctx) // the same caller, the same ctx
 	require.NoError(t, err)
-	nextID, _ := hold.Owner(next)
+	nextID, _ := core.Owner(next)
 	require.NotEqual(t, firstID, nextID, "one owner per hold on the members")
 
 	// The first hold's give-back arrives now, on every member.
 	for _, m := range members {
-		node, err := acquire.MemberOf(m)
+		node, err := core.MemberOf(m)
 		require.NoError(t, err)
 		released, err := node.Release(ctx, firstID, time.Second)
 		require.NoError(t, err)
@@ -175,7 +174,7 @@ func TestLateGiveBackCannotUndoNextHold(t *testing.T) {
 	// A re-entry still counts on the members under the hold's owner.
 	inner, err := rl.Lock(next)
 	require.NoError(t, err)
-	innerID, _ := hold.Owner(inner)
+	innerID, _ := core.Owner(inner)
 	require.Equal(t, nextID, innerID)
 	require.NoError(t, rl.Unlock(inner))
 	require.NoError(t, next.Err())

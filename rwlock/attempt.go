@@ -6,10 +6,9 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/tracing"
 )
@@ -18,7 +17,7 @@ import (
 // got, and what an acquisition that gives up must clean up after them.
 type attempt struct {
 	rw    *RWMutex
-	cfg   *options.Config // New's, or this acquisition's own (opts)
+	cfg   *core.Config // New's, or this acquisition's own (opts)
 	side  access
 	owner string
 	lease time.Duration
@@ -48,7 +47,7 @@ type attempt struct {
 }
 
 // Keep makes the hold of the acquisition, which acquired
-// (acquire.Attempt): a given read lock's, when a release handed it over.
+// (core.Attempt): a given read lock's, when a release handed it over.
 func (a *attempt) Keep(ctx context.Context, traced bool) error {
 	if a.claim != nil && a.claim.given {
 		a.count, a.token, a.sentAt = 1, a.claim.token, a.claim.sentAt
@@ -59,14 +58,14 @@ func (a *attempt) Keep(ctx context.Context, traced bool) error {
 	return err
 }
 
-// Try makes one try of the acquisition (acquire.Attempt).
-func (a *attempt) Try(ctx context.Context, atHead bool) (acquire.Result, error) {
+// Try makes one try of the acquisition (core.Attempt).
+func (a *attempt) Try(ctx context.Context, atHead bool) (core.Result, error) {
 	a.sentAt = a.wd.Now()
 	member := ""
 	if a.side == write && atHead {
 		member = a.owner // only the head of the local queue marks
 	}
-	r, err := acquire.Bounded(ctx, a.rw.workers, a.cfg.UnlockTimeout, acquire.CallFunc[tryReply](func(ctx context.Context) (tryReply, error) {
+	r, err := core.Bounded(ctx, a.rw.workers, a.cfg.UnlockTimeout, core.CallFunc[tryReply](func(ctx context.Context) (tryReply, error) {
 		c, tok, ttl, err := a.rw.runAcquire(ctx, a.cfg.ReplicaPolicy(), a.side, a.owner, a.lease, member, a.mode, a.latch)
 		return tryReply{c, tok, ttl}, err
 	}))
@@ -77,32 +76,32 @@ func (a *attempt) Try(ctx context.Context, atHead bool) (acquire.Result, error) 
 	}
 	if err != nil || c == 0 {
 		a.marked = a.marked || member != ""
-		return acquire.Result{TTL: ttl}, err
+		return core.Result{TTL: ttl}, err
 	}
 	a.count, a.token = c, tok
 	trace.SpanFromContext(ctx).SetAttributes(
 		tracing.Reentrant.Bool(a.count > 1),
 		tracing.FencingToken.Int64(a.token),
 	)
-	return acquire.Result{Acquired: true}, nil
+	return core.Result{Acquired: true}, nil
 }
 
-// request is the acquire.Request that makes the attempt, and its trace:
+// request is the core.Request that makes the attempt, and its trace:
 // a TryLock or TryRLock when once; direct skips the local queue.
-func (a *attempt) request(once, direct bool) (acquire.Trace, acquire.Request) {
+func (a *attempt) request(once, direct bool) (core.Trace, core.Request) {
 	rw, s := a.rw, a.side
-	tr := acquire.Trace{Tracer: rw.inst[read].Tracer, Name: tracing.SpanAcquireReadLock, Start: rw.inst[s].SpanStart, Lease: a.lease, Metrics: rw.inst[s].Metrics}
-	req := acquire.Request{Hub: rw.hub, Channel: rw.channel, Wait: a.cfg.WaitTimeout, Fallback: a.lease, Owner: a.owner, Attempt: a}
+	tr := core.Trace{Tracer: rw.inst[read].Tracer, Name: tracing.SpanAcquireReadLock, Start: rw.inst[s].SpanStart, Lease: a.lease, Metrics: rw.inst[s].Metrics}
+	req := core.Request{Hub: rw.hub, Channel: rw.channel, Wait: a.cfg.WaitTimeout, Fallback: a.lease, Owner: a.owner, Attempt: a}
 	if s == write {
 		tr.Name = tracing.SpanAcquireWriteLock
 	} else {
-		req.Admits = acquire.Readers
+		req.Admits = core.Readers
 	}
 	switch {
 	case once:
-		req.Entry = acquire.SingleTry
+		req.Entry = core.SingleTry
 	case direct:
-		req.Entry = acquire.Reenter
+		req.Entry = core.Reenter
 	}
 	if a.claim != nil {
 		req.HandOff = a.claim
@@ -110,7 +109,7 @@ func (a *attempt) request(once, direct bool) (acquire.Trace, acquire.Request) {
 	return tr, req
 }
 
-// Abandon cleans up after an acquisition that gave up (acquire.Attempt):
+// Abandon cleans up after an acquisition that gave up (core.Attempt):
 // it withdraws the writer's waiting mark its tries may have left, and
 // gives back what a try whose reply was lost, or a release that offered
 // the lock to this reader, may have taken for it.

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/conn"
-	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/options"
+	"github.com/relock-go/relock/internal/core"
 )
 
 // Downgrade turns the write hold that returned ctx into a read hold, in
@@ -19,7 +17,7 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 	if err := rw.ident().Check("downgrade", ctx, unmade); err != nil {
 		return nil, err
 	}
-	wh, parent, err := hold.Detach(ctx, rw.key(write), &rw.holds)
+	wh, parent, err := core.Detach(ctx, rw.key(write), &rw.holds)
 	if err != nil {
 		return nil, rw.id.Wrap("downgrade", err)
 	}
@@ -89,10 +87,10 @@ func downgradeRan(vals []int64, err error) int {
 // keeps one latch across retries, so none counts twice. A call still on
 // its way (late) is waited for first; the give-up then goes on in the
 // background, as does one that outlives the call's bound.
-func (rw *RWMutex) giveUpDowngrade(ctx context.Context, wh *hold.Hold, downgradeLatch string, late <-chan struct{}, began time.Time, ran func() int) {
+func (rw *RWMutex) giveUpDowngrade(ctx context.Context, wh *core.Hold, downgradeLatch string, late <-chan struct{}, began time.Time, ran func() int) {
 	last := wh.Lease.Release()
 	wh.Close()
-	g := downgradeGiveUp{rw: rw, wh: wh, last: last, latch: downgradeLatch, trustUntil: began.Add(time.Duration(options.LatchLife(rw.cfg.UnlockTimeout)-
+	g := downgradeGiveUp{rw: rw, wh: wh, last: last, latch: downgradeLatch, trustUntil: began.Add(time.Duration(core.LatchLife(rw.cfg.UnlockTimeout)-
 		rw.cfg.UnlockTimeout.Milliseconds()) * time.Millisecond), readLatch: rw.latch(), writeLatch: rw.latch(), ran: -2, outcome: ran}
 	if late == nil {
 		rctx, cancel := context.WithDeadline(ctx, began.Add(rw.cfg.UnlockTimeout))
@@ -104,13 +102,13 @@ func (rw *RWMutex) giveUpDowngrade(ctx context.Context, wh *hold.Hold, downgrade
 		late = conn.AfterLate(err)
 	}
 	ctx = conn.Detached(ctx) // each try ends with its retries
-	acquire.GiveBack(late, rw.cfg.UnlockTimeout, func() error { return g.undo(ctx) })
+	core.GiveBack(late, rw.cfg.UnlockTimeout, func() error { return g.undo(ctx) })
 }
 
 // downgradeGiveUp is the state of one giveUpDowngrade across its tries.
 type downgradeGiveUp struct {
 	rw                    *RWMutex
-	wh                    *hold.Hold
+	wh                    *core.Hold
 	last                  bool
 	latch                 string    // the downgrade's
 	trustUntil            time.Time // the latch's absence says it did not run

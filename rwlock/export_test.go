@@ -1,6 +1,6 @@
 package rwlock
 
-import "github.com/relock-go/relock/internal/options"
+import "github.com/relock-go/relock/internal/core"
 
 // AcquireScriptSources are the read and write acquire scripts as sent to
 // Redis, for tests that tell them apart in a command hook.
@@ -12,7 +12,7 @@ func WriteReleaseSource() string { return writeRelease.Source() }
 
 // Options wraps the options that optionstest builds for the fuzz tests,
 // which share them across primitives.
-func Options(opts []options.Option) []Option {
+func Options(opts []core.Option) []Option {
 	out := make([]Option, len(opts))
 	for i, o := range opts {
 		out[i] = newOnly(o)

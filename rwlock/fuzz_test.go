@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/options"
-	"github.com/relock-go/relock/internal/options/optionstest"
+	"github.com/relock-go/relock/internal/core"
+	"github.com/relock-go/relock/internal/core/optionstest"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/rwlock"
@@ -64,7 +64,7 @@ func FuzzRWMutex(f *testing.F) {
 		f.Add(name, uint8(0), int64(0), int64(0), int64(0), int64(0), uint8(i%fuzzOps), false)
 		f.Add(name, uint8(fuzzOptLease|fuzzOptUnlock), 10*sec, int64(0), int64(0), sec, uint8((i+2)%fuzzOps), true)
 	}
-	for i, d := range []int64{-1, 0, 1, int64(options.MinLease) - 1, int64(options.MinLease), sec, maxI, minI, maxI / 2} {
+	for i, d := range []int64{-1, 0, 1, int64(core.MinLease) - 1, int64(core.MinLease), sec, maxI, minI, maxI / 2} {
 		f.Add("c", uint8(fuzzOptLease), d, d, d, d, uint8(i%fuzzOps), true)
 		f.Add("c", uint8(fuzzOptWatchdog), d, d, d, d, uint8((i+1)%fuzzOps), false)
 		f.Add("c", uint8(fuzzOptUnlock), d, d, d, d, uint8(fuzzReadTwice), true)

@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/queue"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -37,9 +36,9 @@ type readClaim struct {
 	mayHold bool
 }
 
-func (c *readClaim) Granted(g queue.Grant) { c.given, c.token, c.sentAt = true, g.Token, g.SentAt }
+func (c *readClaim) Granted(g core.Grant) { c.given, c.token, c.sentAt = true, g.Token, g.SentAt }
 
-// Declines is acquire.Decliner: a writer's release takes the read lock
+// Declines is core.Decliner: a writer's release takes the read lock
 // for this reader with no WAIT after it, which the reader's own replica
 // sync may ask for, whatever the releasing RWMutex's config.
 func (c *readClaim) Declines(ctx context.Context) bool {
@@ -47,13 +46,13 @@ func (c *readClaim) Declines(ctx context.Context) bool {
 }
 
 // Discard gives back a read lock handed over as the acquire gave up.
-func (c *readClaim) Discard(queue.Grant) {
+func (c *readClaim) Discard(core.Grant) {
 	_, _ = c.rw.runRelease(context.WithoutCancel(c.ctx), read, c.owner, c.rw.cfg.UnlockTimeout)
 }
 
 // releaseWrite gives back one write count of h, handing the read lock to
 // the local readers at the front of the queue when it is the last.
-func (rw *RWMutex) releaseWrite(ctx context.Context, h *hold.Hold) error {
+func (rw *RWMutex) releaseWrite(ctx context.Context, h *core.Hold) error {
 	last := h.Lease.Release()
 	var res int64
 	var err error
@@ -72,7 +71,7 @@ func (rw *RWMutex) releaseWrite(ctx context.Context, h *hold.Hold) error {
 // to the readers at the front of the local queue, if any: runRelease's
 // result.
 func (rw *RWMutex) releaseToReaders(ctx context.Context, ownerID string, timeout time.Duration) (int64, error) {
-	ws, _ := rw.hub.Reserve(rw.channel, queue.Pick{Max: maxReaderHandOff, Shared: true}, nil)
+	ws, _ := rw.hub.Reserve(rw.channel, core.Pick{Max: maxReaderHandOff, Shared: true}, nil)
 	if len(ws) == 0 {
 		return rw.runRelease(ctx, write, ownerID, timeout)
 	}
@@ -86,20 +85,20 @@ func (rw *RWMutex) releaseToReaders(ctx context.Context, ownerID string, timeout
 	if err != nil {
 		for _, w := range ws {
 			w.Claimant().(*readClaim).mayHold = true // written before End wakes it
-			w.End(queue.Refused, queue.Grant{})
+			w.End(core.Refused, core.Grant{})
 		}
 		return 0, err
 	}
 	handed := vals[0] == 1 && len(vals) == 1+len(ws)
 	for i, w := range ws {
 		if handed {
-			w.End(queue.Handed, queue.Grant{Token: vals[1+i], SentAt: sentAt})
+			w.End(core.Handed, core.Grant{Token: vals[1+i], SentAt: sentAt})
 			continue
 		}
 		// It tries: a writer waits, counts remain, or an earlier run
 		// took its lock.
 		w.Claimant().(*readClaim).mayHold = vals[0] == 1
-		w.End(queue.Refused, queue.Grant{})
+		w.End(core.Refused, core.Grant{})
 	}
 	if vals[0] == 1 {
 		rw.hub.Release(rw.channel)

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/conn"
-	"github.com/relock-go/relock/internal/queue"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/rwlock"
 )
@@ -23,7 +23,7 @@ func queueReaders(t *testing.T, ctx context.Context, rw *rwlock.RWMutex, c redis
 	for i := range chs {
 		chs[i] = goAcquire(func() (context.Context, error) { return rw.RLock(ctx) })
 	}
-	hub := queue.For(conn.Of(c))
+	hub := core.For(conn.Of(c))
 	require.Eventually(t, func() bool {
 		return hub.Queued(channelOf(rw.Name())) == n && hub.Settled(channelOf(rw.Name()))
 	}, settle, poll, "want %d readers queued", n)

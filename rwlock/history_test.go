@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/history"
 	"github.com/relock-go/relock/internal/testkit/redistest"
@@ -41,7 +41,7 @@ func histRelease(t *testing.T, h *history.History, x histHold, release func(cont
 }
 
 func histAdd(h *history.History, x histHold, released time.Time) {
-	id, _ := hold.Owner(x.held)
+	id, _ := core.Owner(x.held)
 	tok, ok := rwlock.FencingToken(x.held)
 	h.Add(history.Hold{Lock: x.name, Owner: id, Kind: x.kind, Token: tok, HasToken: ok, Acquired: x.acquired, Released: released})
 }

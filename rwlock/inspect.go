@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/internal/conn"
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -32,7 +32,7 @@ func (rw *RWMutex) HoldCount(ctx context.Context) (reads, writes int, err error)
 	if err := rw.ident().Check("holdcount", ctx, unmade); err != nil {
 		return 0, 0, err
 	}
-	id, ok := hold.OwnerOf(ctx, rw.key(read), rw.key(write))
+	id, ok := core.OwnerOf(ctx, rw.key(read), rw.key(write))
 	if !ok {
 		return 0, 0, nil
 	}
@@ -82,7 +82,7 @@ func (rw *RWMutex) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	var ok bool
 	err := conn.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
-		ok, err = hold.ForceUnlockAndTell(ctx, rw.client, rw.cfg.Watchdog, rw.hub, hold.KindRWLock, rw.name, rw.channel, "force-unlocked")
+		ok, err = core.ForceUnlockAndTell(ctx, rw.client, rw.cfg.Watchdog, rw.hub, core.KindRWLock, rw.name, rw.channel, "force-unlocked")
 		return err
 	})
 	if err != nil {

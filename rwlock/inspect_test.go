@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
@@ -63,7 +63,7 @@ func TestForceUnlock(t *testing.T) {
 		rw := rwlock.New(env.Universal, "force")
 		r, err := rw.RLock(ctx)
 		require.NoError(t, err)
-		id, _ := hold.Owner(r)
+		id, _ := core.Owner(r)
 		leaseKey := scripts.ReadTimeout("force", id, 1)
 		require.Equal(t, int64(1), env.Universal.Exists(ctx, leaseKey).Val())
 
@@ -91,7 +91,7 @@ func TestForceUnlock(t *testing.T) {
 		held, err := mu.Lock(ctx)
 		require.NoError(t, err)
 		_, err = rwlock.New(env.Universal, "plain").ForceUnlock(ctx)
-		require.True(t, errors.Is(err, hold.ErrChanged), "%v", err)
+		require.True(t, errors.Is(err, core.ErrChanged), "%v", err)
 		require.NoError(t, held.Err(), "the plain lock is untouched")
 		require.NoError(t, mu.Unlock(held))
 	})
@@ -121,7 +121,7 @@ func TestExtend(t *testing.T) {
 		r, err := rw.RLock(ctx)
 		require.NoError(t, err)
 		require.NoError(t, rw.Extend(r, 10*time.Second))
-		id, _ := hold.Owner(r)
+		id, _ := core.Owner(r)
 		leaseKey := scripts.ReadTimeout("ext", id, 1)
 		for _, k := range []string{"ext", leaseKey} {
 			ttl := env.Universal.PTTL(ctx, k).Val()
@@ -176,7 +176,7 @@ func TestHolderLabel(t *testing.T) {
 		rw := rwlock.New(env.Universal, "lab", rwlock.WithHolderLabel("pod-7"))
 		r, err := rw.RLock(ctx)
 		require.NoError(t, err)
-		id, _ := hold.Owner(r)
+		id, _ := core.Owner(r)
 		key := scripts.HolderLabel("lab", id)
 		require.True(t, strings.HasPrefix(env.Universal.Get(ctx, key).Val(), "pod-7\t"))
 		_, err = rwlock.New(env.Universal, "lab", rwlock.WithHolderLabel("pod-8")).TryLock(ctx)
@@ -187,7 +187,7 @@ func TestHolderLabel(t *testing.T) {
 
 		w, err := rw.Lock(ctx)
 		require.NoError(t, err)
-		wid, _ := hold.Owner(w)
+		wid, _ := core.Owner(w)
 		wkey := scripts.HolderLabel("lab", wid)
 		inner, err := rw.RLock(w) // write-then-read: the same owner
 		require.NoError(t, err)
@@ -240,7 +240,7 @@ func TestHolderLabelOutOfOrder(t *testing.T) {
 		require.NoError(t, err)
 		inner, err := rw.RLock(outer)
 		require.NoError(t, err)
-		id, _ := hold.Owner(outer)
+		id, _ := core.Owner(outer)
 		key := scripts.HolderLabel("lab:ooo", id)
 		require.NoError(t, rw.RUnlock(outer))
 		require.Equal(t, int64(1), env.Universal.Exists(ctx, key).Val())

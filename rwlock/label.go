@@ -6,9 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/options"
 )
 
 // The renew scripts of labeled holds: the same scripts, with the label
@@ -22,7 +21,7 @@ var (
 // count of side s, and makes its lease renew the label too; it returns the
 // hold's marker of it (nil: none). A re-entry shares the outer hold's
 // lease, which renews the label already.
-func (rw *RWMutex) label(ctx context.Context, cfg *options.Config, sp *lease.Spec, s access, ownerID string, count int64, leaseTime time.Duration) any {
+func (rw *RWMutex) label(ctx context.Context, cfg *core.Config, sp *lease.Spec, s access, ownerID string, count int64, leaseTime time.Duration) any {
 	if cfg.HolderLabel == "" || count != 1 {
 		return nil
 	}
@@ -30,7 +29,7 @@ func (rw *RWMutex) label(ctx context.Context, cfg *options.Config, sp *lease.Spe
 	if s == write {
 		labeled = writeLabeledRenewer
 	}
-	hold.AddLabel(ctx, rw.client, sp, labeled, rw.name, ownerID, cfg.HolderLabel, leaseTime)
+	core.AddLabel(ctx, rw.client, sp, labeled, rw.name, ownerID, cfg.HolderLabel, leaseTime)
 	return cfg.HolderLabel
 }
 
@@ -38,7 +37,7 @@ func (rw *RWMutex) label(ctx context.Context, cfg *options.Config, sp *lease.Spe
 // of its labeled hold of side s ended (whichever count it was: the lease
 // is shared), unless the owner still holds the other side here (a
 // write-then-read).
-func (rw *RWMutex) dropLabel(ctx context.Context, h *hold.Hold, s access, ended bool) {
+func (rw *RWMutex) dropLabel(ctx context.Context, h *core.Hold, s access, ended bool) {
 	if r := h.Lease.Renewer(); !ended || r != readLabeledRenewer && r != writeLabeledRenewer {
 		return
 	}
@@ -49,7 +48,7 @@ func (rw *RWMutex) dropLabel(ctx context.Context, h *hold.Hold, s access, ended 
 	if rw.cfg.Watchdog.Find(rw.client, rw.leaseID(other, h.Owner)) != nil {
 		return
 	}
-	hold.DropLabel(ctx, rw.client, rw.name, h.Owner)
+	core.DropLabel(ctx, rw.client, rw.name, h.Owner)
 }
 
 // heldBy adds to err who holds the lock, when its holders have labels.
@@ -67,13 +66,13 @@ func (rw *RWMutex) heldBy(ctx context.Context, err error) error {
 			holders = append(holders, id)
 		}
 	}
-	return hold.HeldBy(ctx, rw.client, rw.name, holders, rw.cfg.UnlockTimeout, err)
+	return core.HeldBy(ctx, rw.client, rw.name, holders, rw.cfg.UnlockTimeout, err)
 }
 
 // heldConfig is the configuration h was acquired with, as far as a
 // Downgrade carries it to the read hold: its lease (fixed or renewed, and
 // how long), its scope and its label.
-func (rw *RWMutex) heldConfig(h *hold.Hold) *options.Config {
+func (rw *RWMutex) heldConfig(h *core.Hold) *core.Config {
 	cfg := rw.cfg
 	if h.Lease.Renewed() {
 		cfg.LeaseTime, cfg.WatchdogTimeout = 0, h.Lease.Timeout()

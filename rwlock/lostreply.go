@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/core"
 )
 
 // giveBack undoes, in the background, the grant an acquire that gave up
@@ -18,14 +18,14 @@ import (
 // A try the caller stopped waiting for (late, when not nil) is waited
 // for first, so that the give-back comes after whatever it takes, and the
 // give-back is then retried through an outage for up to the lease
-// (acquire.GiveBack). Nothing of the caller waits for it.
+// (core.GiveBack). Nothing of the caller waits for it.
 func (rw *RWMutex) giveBack(ctx context.Context, s access, ownerID, latch string, late <-chan struct{}, leaseTime time.Duration) {
 	ctx = conn.Detached(ctx) // each try ends with its retries
 	window := rw.cfg.UnlockTimeout
 	if late != nil {
 		window = max(window, leaseTime)
 	}
-	acquire.GiveBack(late, window, func() error { return rw.undo(ctx, s, ownerID, latch) })
+	core.GiveBack(late, window, func() error { return rw.undo(ctx, s, ownerID, latch) })
 }
 
 // undo gives back the count one acquisition of side s took (or may have
@@ -34,7 +34,7 @@ func (rw *RWMutex) giveBack(ctx context.Context, s access, ownerID, latch string
 // With a latch, one script checks that the acquisition counted, takes the
 // latch away and releases the count, so that a resent or retried undo
 // gives the count back once; a latch that lapsed before the give-back
-// came (options.LatchLife) leaves the count to its lease.
+// came (core.LatchLife) leaves the count to its lease.
 func (rw *RWMutex) undo(ctx context.Context, s access, ownerID, latch string) error {
 	_, err := rw.releaseOnce(context.WithoutCancel(ctx), s, ownerID, rw.latch(), latch, rw.cfg.UnlockTimeout)
 	return err

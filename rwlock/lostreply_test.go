@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/rwlock"
 )
@@ -111,7 +111,7 @@ func TestLostReentryReplyGivenBack(t *testing.T) {
 // count is this with ":write").
 func ownerField(t testing.TB, held context.Context) string {
 	t.Helper()
-	id, ok := hold.Owner(held)
+	id, ok := core.Owner(held)
 	require.True(t, ok, "a hold's context carries its owner")
 	return id
 }

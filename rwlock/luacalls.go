@@ -130,7 +130,7 @@ type withdrawLua struct {
 	Publish               any
 }
 
-// call is the withdrawal acquire.Withdraw sends.
+// call is the withdrawal core.Withdraw sends.
 func (s withdrawLua) call() scripts.Call {
 	return withdraw.With(2, s.WriteWaiters, s.Channel, s.Owner, s.Publish)
 }

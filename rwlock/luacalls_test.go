@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
@@ -33,7 +33,7 @@ func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
 			w.(downgradeLua).call().Run(ctx, c)
 		}},
 		"withdraw.lua": {Value: withdrawLua{}, Run: func(w any, c conn.Client) {
-			_ = acquire.Withdraw(ctx, nil, c, timeout, w.(withdrawLua).call())
+			_ = core.Withdraw(ctx, nil, c, timeout, w.(withdrawLua).call())
 		}},
 	}
 	// The renewal scripts take strided batches, laid out by internal/lease.

@@ -1,18 +1,18 @@
 package rwlock
 
-import "github.com/relock-go/relock/internal/options"
+import "github.com/relock-go/relock/internal/core"
 
 // Option configures an RWMutex when it is made (New). Only this package's
 // options satisfy it, so an option of another package given here does not
 // compile.
-type Option interface{ newOption() options.Option }
+type Option interface{ newOption() core.Option }
 
 // LockOption configures one acquisition (RLock, TryRLock, Lock, TryLock,
 // Side.Lock, Side.TryLock) over New's options. The options that configure
 // the RWMutex itself (providers, watchdog, unlock timeout, replica sync)
 // are not LockOptions, so giving one to a single acquisition does not
 // compile.
-type LockOption interface{ lockOption() options.Option }
+type LockOption interface{ lockOption() core.Option }
 
 // CommonOption is an option given either to New or to one acquisition.
 type CommonOption interface {
@@ -21,21 +21,21 @@ type CommonOption interface {
 }
 
 // newOnly is an option of New alone.
-type newOnly options.Option
+type newOnly core.Option
 
-func (o newOnly) newOption() options.Option { return options.Option(o) }
+func (o newOnly) newOption() core.Option { return core.Option(o) }
 
 // common is an option of New or of one acquisition.
-type common options.Option
+type common core.Option
 
-func (o common) newOption() options.Option  { return options.Option(o) }
-func (o common) lockOption() options.Option { return options.Option(o) }
+func (o common) newOption() core.Option  { return core.Option(o) }
+func (o common) lockOption() core.Option { return core.Option(o) }
 
-func newOptions(opts []Option) []options.Option { return options.From(opts, Option.newOption) }
+func newOptions(opts []Option) []core.Option { return core.Options(opts, Option.newOption) }
 
-func lockOptions(opts []LockOption) []options.Option {
-	return options.From(opts, LockOption.lockOption)
+func lockOptions(opts []LockOption) []core.Option {
+	return core.Options(opts, LockOption.lockOption)
 }
 
 // WithHolderLabel: see lock.WithHolderLabel. The label is kept next to each hold, read or write.
-func WithHolderLabel(s string) CommonOption { return common(options.WithHolderLabel(s)) }
+func WithHolderLabel(s string) CommonOption { return common(core.WithHolderLabel(s)) }

@@ -12,13 +12,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock"
-	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/errs"
-	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/options"
-	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/tracing"
@@ -40,49 +37,49 @@ var (
 )
 
 // WithLeaseTime: see lock.WithLeaseTime.
-func WithLeaseTime(d time.Duration) CommonOption { return common(options.WithLeaseTime(d)) }
+func WithLeaseTime(d time.Duration) CommonOption { return common(core.WithLeaseTime(d)) }
 
 // WithWatchdogTimeout: see lock.WithWatchdogTimeout.
-func WithWatchdogTimeout(d time.Duration) CommonOption { return common(options.WithWatchdogTimeout(d)) }
+func WithWatchdogTimeout(d time.Duration) CommonOption { return common(core.WithWatchdogTimeout(d)) }
 
 // WithWaitTimeout: see lock.WithWaitTimeout.
-func WithWaitTimeout(d time.Duration) CommonOption { return common(options.WithWaitTimeout(d)) }
+func WithWaitTimeout(d time.Duration) CommonOption { return common(core.WithWaitTimeout(d)) }
 
 // WithUnlockTimeout: see lock.WithUnlockTimeout.
-func WithUnlockTimeout(d time.Duration) Option { return newOnly(options.WithUnlockTimeout(d)) }
+func WithUnlockTimeout(d time.Duration) Option { return newOnly(core.WithUnlockTimeout(d)) }
 
 // WithLogger: see lock.WithLogger.
-func WithLogger(l *slog.Logger) CommonOption { return common(options.WithLogger(l)) }
+func WithLogger(l *slog.Logger) CommonOption { return common(core.WithLogger(l)) }
 
 // WithTracerProvider: see lock.WithTracerProvider.
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return newOnly(options.WithTracerProvider(tp))
+	return newOnly(core.WithTracerProvider(tp))
 }
 
 // WithMeterProvider: see lock.WithMeterProvider. The metrics of an
 // RWMutex carry the side (lock.side: read or write).
-func WithMeterProvider(mp metric.MeterProvider) Option { return newOnly(options.WithMeterProvider(mp)) }
+func WithMeterProvider(mp metric.MeterProvider) Option { return newOnly(core.WithMeterProvider(mp)) }
 
 // WithHoldScopedToContext: see lock.WithHoldScopedToContext (off by
 // default: the acquiring context bounds the wait only).
-func WithHoldScopedToContext() CommonOption { return common(options.WithHoldScopedToContext()) }
+func WithHoldScopedToContext() CommonOption { return common(core.WithHoldScopedToContext()) }
 
 // WithNameInMetrics: see lock.WithNameInMetrics (off by default, for
 // cardinality).
-func WithNameInMetrics() Option { return newOnly(options.WithNameInMetrics()) }
+func WithNameInMetrics() Option { return newOnly(core.WithNameInMetrics()) }
 
 // WithReplicaSync bounds how long an acquisition waits for the replicas
 // of its server to acknowledge it (default 1s; 0: off); see
 // lock.WithReplicaSync.
-func WithReplicaSync(timeout time.Duration) Option { return newOnly(options.WithReplicaSync(timeout)) }
+func WithReplicaSync(timeout time.Duration) Option { return newOnly(core.WithReplicaSync(timeout)) }
 
 // WithMinReplicas is how many replicas must acknowledge an acquisition
 // (default 1); see lock.WithReplicaSync.
-func WithMinReplicas(n int) Option { return newOnly(options.WithMinReplicas(n)) }
+func WithMinReplicas(n int) Option { return newOnly(core.WithMinReplicas(n)) }
 
 // WithWatchdog: see lock.WithWatchdog.
 func WithWatchdog(w *watchdog.Watchdog) Option {
-	return newOnly(options.WithWatchdog((*lease.Watchdog)(w)))
+	return newOnly(core.WithWatchdog((*lease.Watchdog)(w)))
 }
 
 const primitive = "rwlock"
@@ -111,10 +108,10 @@ func (s access) String() string {
 type RWMutex struct {
 	// holds are the live holds made through this value, named when an
 	// Unlock comes through a context that carries none.
-	holds    hold.Live
+	holds    core.Live
 	client   conn.Client
 	name     string
-	cfg      options.Config
+	cfg      core.Config
 	id       errs.Ident // its name in errors, and why New refused its arguments
 	channel  string
 	prefix   string // {name}, the prefix of readers' lease keys
@@ -129,10 +126,10 @@ type RWMutex struct {
 	args struct {
 		name, channel, prefix, waiters, token, publish any
 	}
-	hub     *queue.Hub
+	hub     *core.Hub
 	workers *conn.Pool               // run the calls a caller may stop waiting for
 	inst    [2]telemetry.Instruments // by side
-	keys    [2]hold.Key              // by side: its holds in a context
+	keys    [2]core.Key              // by side: its holds in a context
 	leaseOf [2]string                // by side: the Lock of its leases' lease.ID
 	gone    lease.Listener           // tells the waiters of a key found gone: made once
 }
@@ -141,8 +138,8 @@ type RWMutex struct {
 // bad arguments are reported as ErrInvalidArgument by every method.
 func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	c := conn.Of(client)
-	rw := &RWMutex{client: c, name: name, cfg: options.Apply(newOptions(opts))}
-	rw.keys = [2]hold.Key{read: hold.NewKey(c, "rlock", name, ""), write: hold.NewKey(c, "wlock", name, "")}
+	rw := &RWMutex{client: c, name: name, cfg: core.Apply(newOptions(opts))}
+	rw.keys = [2]core.Key{read: core.NewKey(c, "rlock", name, ""), write: core.NewKey(c, "wlock", name, "")}
 	rw.id = errs.Ident{Primitive: primitive, Name: name, Invalid: rw.cfg.Check(c, "lock", name)}
 	if rw.id.Invalid != "" {
 		return rw
@@ -153,7 +150,7 @@ func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	rw.prefix = scripts.Tag(name)
 	rw.waiters = scripts.WriteWaiters(name)
 	rw.tokenKey = scripts.Token(name)
-	rw.hub = queue.For(c)
+	rw.hub = core.For(c)
 	rw.args.name, rw.args.channel, rw.args.prefix = name, rw.channel, rw.prefix
 	rw.args.waiters, rw.args.token, rw.args.publish = rw.waiters, rw.tokenKey, rw.hub.PublishCommand()
 	rw.workers = conn.PoolFor(c)
@@ -186,9 +183,9 @@ func (rw *RWMutex) ident() *errs.Ident {
 
 var nilRWMutex = errs.Ident{Primitive: primitive, Invalid: "nil *rwlock.RWMutex"}
 
-func (rw *RWMutex) key(s access) hold.Key {
+func (rw *RWMutex) key(s access) core.Key {
 	if rw == nil {
-		return hold.Key{}
+		return core.Key{}
 	}
 	return rw.keys[s]
 }
@@ -232,7 +229,7 @@ func (rw *RWMutex) RUnlock(ctx context.Context) error {
 	if err := rw.ident().Check("runlock", ctx, unmade); err != nil {
 		return err
 	}
-	return rw.id.Wrap("runlock", hold.End(ctx, rw.key(read), &rw.holds))
+	return rw.id.Wrap("runlock", core.End(ctx, rw.key(read), &rw.holds))
 }
 
 // Unlock releases the write hold that returned ctx; see lock.Mutex.Unlock
@@ -241,16 +238,16 @@ func (rw *RWMutex) Unlock(ctx context.Context) error {
 	if err := rw.ident().Check("unlock", ctx, unmade); err != nil {
 		return err
 	}
-	if hold.Nested(ctx, rw.key(write), rw.key(read)) {
+	if core.Nested(ctx, rw.key(write), rw.key(read)) {
 		return rw.id.Wrap("unlock", fmt.Errorf("%w: the context is a read hold's, taken inside the write hold: RUnlock it, and Unlock the write hold's own context", ErrNotHeld))
 	}
-	return rw.id.Wrap("unlock", hold.End(ctx, rw.key(write), &rw.holds))
+	return rw.id.Wrap("unlock", core.End(ctx, rw.key(write), &rw.holds))
 }
 
 // FencingToken returns the fencing token of the hold that returned ctx:
 // every acquisition, read or write, draws one from the counter the lock
 // shares with Redisson's RFencedLock of the same name.
-func FencingToken(ctx context.Context) (int64, bool) { return hold.Token(ctx) }
+func FencingToken(ctx context.Context) (int64, bool) { return core.Token(ctx) }
 
 func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, opts []LockOption) (context.Context, error) {
 	if err := rw.ident().Check(op, ctx, unmade); err != nil {
@@ -262,9 +259,9 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 	}
 	// Re-entry is per lock: a hold of either side of this lock in ctx
 	// lends its owner (a re-entry, write-then-read, a downgrade's read).
-	ownerID, shared := hold.OwnerOf(ctx, rw.key(read), rw.key(write))
+	ownerID, shared := core.OwnerOf(ctx, rw.key(read), rw.key(write))
 	if !shared {
-		ownerID = hold.Mint()
+		ownerID = core.Mint()
 	}
 	wd := rw.cfg.Watchdog
 	var readLease, writeLease *lease.Lease // a minted owner has none
@@ -287,7 +284,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 
 	a := &attempt{rw: rw, cfg: cfg, side: s, owner: ownerID, lease: leaseTime, wd: wd, mode: scripts.ModeMinted}
 	if shared {
-		a.mode, a.latch = scripts.ModeLatch, hold.RequestKey(rw.acquireLatchPrefix)
+		a.mode, a.latch = scripts.ModeLatch, core.RequestKey(rw.acquireLatchPrefix)
 	}
 	// A writer's release may take the read lock for a reader whose owner
 	// was minted here (handoff.go).
@@ -298,9 +295,9 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 	// owner; nor may the writer's own read.
 	direct := (s == read && (holdsRead || holdsWrite)) || (s == write && holdsWrite)
 	tr, req := a.request(once, direct)
-	if err := acquire.Do(ctx, tr, req); err != nil {
+	if err := core.Acquire(ctx, tr, req); err != nil {
 		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
-			err = hold.NameHolders(ctx, rw.workers, err, rw.heldBy)
+			err = core.NameHolders(ctx, rw.workers, err, rw.heldBy)
 		}
 		return nil, rw.id.Wrap(op, err)
 	}
@@ -308,7 +305,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 }
 
 // withdrawMark takes back the waiting mark of a writer that gave up
-// (acquire.Withdraw). A mark left behind is safe: it grants nothing
+// (core.Withdraw). A mark left behind is safe: it grants nothing
 // (mutual exclusion is decided by the lock hash alone), it only asks
 // readers to queue behind this writer, and it is a lease. write_acquire.lua
 // stores it with the score now+lease (server time) and refreshes it at
@@ -321,7 +318,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 // A try still in flight (late, when not nil) may write the mark when it
 // lands: the withdrawal follows it.
 func (rw *RWMutex) withdrawMark(ctx context.Context, ownerID string, late <-chan struct{}) {
-	_ = acquire.Withdraw(ctx, late, rw.client, rw.cfg.UnlockTimeout, withdrawLua{
+	_ = core.Withdraw(ctx, late, rw.client, rw.cfg.UnlockTimeout, withdrawLua{
 		WriteWaiters: rw.args.waiters, Channel: rw.args.channel,
 		Owner: ownerID, Publish: rw.args.publish,
 	}.call())
@@ -349,20 +346,20 @@ func (rw *RWMutex) spec(s access, ownerID string, leaseTime time.Duration, renew
 
 // newHold registers a hold of side s; fresh says its owner was minted by
 // this acquisition (so that no lease of it can exist yet).
-func (rw *RWMutex) newHold(ctx context.Context, cfg *options.Config, s access, ownerID string, fresh bool, count, token int64, sentAt time.Time, leaseTime time.Duration, traced bool) (context.Context, error) {
+func (rw *RWMutex) newHold(ctx context.Context, cfg *core.Config, s access, ownerID string, fresh bool, count, token int64, sentAt time.Time, leaseTime time.Duration, traced bool) (context.Context, error) {
 	sp := rw.spec(s, ownerID, leaseTime, cfg.Renewed())
 	sp.Token = token
 	label := rw.label(ctx, cfg, &sp, s, ownerID, count, leaseTime)
-	ls := hold.Lease(rw.cfg.Watchdog, sp, count > 1, fresh, sentAt)
+	ls := core.Lease(rw.cfg.Watchdog, sp, count > 1, fresh, sentAt)
 	release := rw.releaseRead
 	if s == write {
 		release = rw.releaseWrite
 	}
-	return hold.Start(ctx, rw.key(s), &hold.Hold{Owner: ownerID, Token: token, Lease: ls, Taken: label, Telemetry: rw.inst[s].Release, Traced: traced, Scoped: cfg.ScopedHold, Live: &rw.holds, Reentry: count > 1}, release)
+	return core.Start(ctx, rw.key(s), &core.Hold{Owner: ownerID, Token: token, Lease: ls, Taken: label, Telemetry: rw.inst[s].Release, Traced: traced, Scoped: cfg.ScopedHold, Live: &rw.holds, Reentry: count > 1}, release)
 }
 
 func (rw *RWMutex) latch() string {
-	return hold.RequestKey(rw.latchPrefix)
+	return core.RequestKey(rw.latchPrefix)
 }
 
 // runRelease runs side s's release script for ownerID until it answers or
@@ -396,15 +393,15 @@ func (rw *RWMutex) releaseOnce(ctx context.Context, s access, ownerID, latch, ac
 	return res, err
 }
 
-func (rw *RWMutex) releaseRead(ctx context.Context, h *hold.Hold) error {
+func (rw *RWMutex) releaseRead(ctx context.Context, h *core.Hold) error {
 	last := h.Lease.Release()
 	res, err := rw.runRelease(ctx, read, h.Owner, rw.cfg.UnlockTimeout)
 	rw.dropLabel(ctx, h, read, last && err == nil && res != -1)
 	return rw.released(h, res, err)
 }
 
-func (rw *RWMutex) released(h *hold.Hold, res int64, err error) error {
-	return hold.Released(res, err, h.Lease, "the lock was no longer held in Redis")
+func (rw *RWMutex) released(h *core.Hold, res int64, err error) error {
+	return core.Released(res, err, h.Lease, "the lock was no longer held in Redis")
 }
 
 // Side is one half of an RWMutex as a lock of its own, for APIs that take
@@ -473,33 +470,33 @@ func nilSide(op string) error { return errs.Invalid(op, primitive, "", "nil *rwl
 
 // redlockHook is embedded under this name, so that a Side is a
 // redlock.Member without an exported method.
-type redlockHook = acquire.MemberHook
+type redlockHook = core.MemberHook
 
 // redlockNode returns this side as a member of a Redlock (package
 // redlock). A Redlock writer does not mark itself as waiting.
-func (s *Side) redlockNode() (acquire.Member, error) {
+func (s *Side) redlockNode() (core.Member, error) {
 	if s.rw == nil {
-		return acquire.Member{}, errs.Invalid("redlock", primitive, "", "nil rwlock side")
+		return core.Member{}, errs.Invalid("redlock", primitive, "", "nil rwlock side")
 	}
 	rw := s.rw
 	if err := rw.ident().Check("redlock", context.Background(), unmade); err != nil {
-		return acquire.Member{}, err
+		return core.Member{}, err
 	}
 	if rw.cfg.HolderLabel != "" {
-		return acquire.Member{}, rw.id.Refuse("redlock", "a Redlock member keeps no holder label (WithHolderLabel)")
+		return core.Member{}, rw.id.Refuse("redlock", "a Redlock member keeps no holder label (WithHolderLabel)")
 	}
 	sd := read
 	if s.write {
 		sd = write
 	}
-	return acquire.Member{
+	return core.Member{
 		Name:    rw.name,
 		Kind:    sd.String() + " lock",
 		Addr:    rw.client.Addr(),
 		Workers: rw.workers,
 		Given:   rw.cfg.Given,
 		Key:     rw.key(sd),
-		Reenter: []hold.Key{rw.key(read), rw.key(write)},
+		Reenter: []core.Key{rw.key(read), rw.key(write)},
 		TTL:     rw.TTL,
 		Try: func(ctx context.Context, ownerID string, leaseTime time.Duration) (bool, int64, time.Duration, error) {
 			count, token, ttl, err := rw.runAcquire(ctx, rw.cfg.ReplicaPolicy(), sd, ownerID, leaseTime, "", scripts.ModeNone, "")

@@ -18,7 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/rwlock"
 	"github.com/relock-go/relock/tracing"
@@ -55,7 +55,7 @@ func ctxT(t testing.TB) context.Context {
 
 // as gives ctx a fixed owner id, so that the hash fields are predictable:
 // field <id> is its read count, <id>:write its write count.
-func as(ctx context.Context, id string) context.Context { return hold.WithOwner(ctx, id) }
+func as(ctx context.Context, id string) context.Context { return core.WithOwner(ctx, id) }
 
 // otherClient is a second client of env's server: another connection
 // pool and another queue hub, as another process would have.

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/internal/conn"
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 )
 
 // What a holder does with a hold beyond the unlocks: the scoped helpers,
@@ -14,24 +14,24 @@ import (
 // RDo takes the read lock (as RLock), runs fn with the hold's context and
 // read-unlocks on every path, a panic in fn included; see lock.Mutex.Do.
 func (rw *RWMutex) RDo(ctx context.Context, fn func(held context.Context) error) error {
-	return hold.Do(ctx, func(ctx context.Context) (context.Context, error) { return rw.RLock(ctx) }, rw.RUnlock, fn)
+	return core.Do(ctx, func(ctx context.Context) (context.Context, error) { return rw.RLock(ctx) }, rw.RUnlock, fn)
 }
 
 // Do takes the write lock (as Lock), runs fn with the hold's context and
 // unlocks on every path, a panic in fn included; see lock.Mutex.Do.
 func (rw *RWMutex) Do(ctx context.Context, fn func(held context.Context) error) error {
-	return hold.Do(ctx, func(ctx context.Context) (context.Context, error) { return rw.Lock(ctx) }, rw.Unlock, fn)
+	return core.Do(ctx, func(ctx context.Context) (context.Context, error) { return rw.Lock(ctx) }, rw.Unlock, fn)
 }
 
 // Remaining returns how long the innermost hold ctx carries may still be
 // counted on; see lock.Remaining.
-func Remaining(ctx context.Context) (time.Duration, bool) { return hold.Remaining(ctx) }
+func Remaining(ctx context.Context) (time.Duration, bool) { return core.Remaining(ctx) }
 
 // FencingToken returns the fencing token of this lock's hold that ctx
 // carries (the write hold's when it carries both sides), even when holds
 // of other locks were taken inside it; see lock.Mutex.FencingToken.
 func (rw *RWMutex) FencingToken(ctx context.Context) (int64, bool) {
-	return hold.TokenOf(ctx, rw.key(write), rw.key(read))
+	return core.TokenOf(ctx, rw.key(write), rw.key(read))
 }
 
 // Extend makes the fixed lease (WithLeaseTime) of the hold held carries
@@ -47,6 +47,6 @@ func (rw *RWMutex) Extend(held context.Context, d time.Duration) error {
 		return err
 	}
 	return rw.id.Wrap("extend", conn.Within(held, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) error {
-		return hold.Extend(ctx, d, rw.cfg.UnlockTimeout, rw.key(read), rw.key(write))
+		return core.Extend(ctx, d, rw.cfg.UnlockTimeout, rw.key(read), rw.key(write))
 	}))
 }

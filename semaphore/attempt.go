@@ -8,11 +8,10 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/tracing"
 )
@@ -21,7 +20,7 @@ import (
 // acquisition that gives up must clean up after them.
 type permitTry struct {
 	s     *Semaphore
-	cfg   *options.Config // New's, or this acquisition's own (opts)
+	cfg   *core.Config // New's, or this acquisition's own (opts)
 	owner string
 	sync  scripts.ReplicaPolicy
 	wd    *lease.Watchdog // the claim's sentAt is on its clock
@@ -56,7 +55,7 @@ type landing struct {
 }
 
 // Keep makes the hold of the acquisition, which acquired
-// (acquire.Attempt).
+// (core.Attempt).
 func (t *permitTry) Keep(ctx context.Context, traced bool) error {
 	var err error
 	t.held, err = t.s.newHold(ctx, t, traced)
@@ -70,21 +69,21 @@ type tryReply struct {
 	size int64 // the size the try was made with
 }
 
-// Try makes one try of the acquisition (acquire.Attempt).
-func (t *permitTry) Try(ctx context.Context, atHead bool) (acquire.Result, error) {
+// Try makes one try of the acquisition (core.Attempt).
+func (t *permitTry) Try(ctx context.Context, atHead bool) (core.Result, error) {
 	s, permitID, n := t.s, t.claim.permitID, t.claim.n
 	if ctx.Err() != nil {
 		// The caller gave up before this try left (a waiter promoted as
 		// its wait ended): sent now, it would take permits or mark a
 		// waiter for nobody, and hold the others back until given back.
-		return acquire.Result{}, context.Cause(ctx)
+		return core.Result{}, context.Cause(ctx)
 	}
 	waiterID := ""
 	if atHead {
 		waiterID = permitID // the local head takes its turn in Redis
 	}
 	t.claim.sentAt = t.wd.Now()
-	r, err := acquire.Bounded(ctx, s.workers, t.cfg.UnlockTimeout, acquire.CallFunc[tryReply](func(ctx context.Context) (tryReply, error) {
+	r, err := core.Bounded(ctx, s.workers, t.cfg.UnlockTimeout, core.CallFunc[tryReply](func(ctx context.Context) (tryReply, error) {
 		if ctx.Err() != nil {
 			t.landed = landing{} // its caller left before a worker took it up
 			return tryReply{}, errUnsent
@@ -100,10 +99,10 @@ func (t *permitTry) Try(ctx context.Context, atHead bool) (acquire.Result, error
 	}
 	if err != nil {
 		t.marked = t.marked || (waiterID != "" && mayHaveRun(err))
-		return acquire.Result{}, err
+		return core.Result{}, err
 	}
 	if len(vals) != 2 {
-		return acquire.Result{}, fmt.Errorf("unexpected reply %v", vals)
+		return core.Result{}, fmt.Errorf("unexpected reply %v", vals)
 	}
 	switch vals[0] {
 	case 1:
@@ -111,20 +110,20 @@ func (t *permitTry) Try(ctx context.Context, atHead bool) (acquire.Result, error
 			// Too few replicas acknowledged: the permits go back.
 			err := t.sync.Refuse(acks, func() error { return s.undo(ctx, permitID) })
 			t.uncertain = conn.MayHaveRun(err)
-			return acquire.Result{}, err
+			return core.Result{}, err
 		}
-		return acquire.Result{Acquired: true}, nil
+		return core.Result{Acquired: true}, nil
 	case 0:
 		t.marked = waiterID != ""
-		return acquire.Result{TTL: time.Duration(vals[1]) * time.Millisecond}, nil
+		return core.Result{TTL: time.Duration(vals[1]) * time.Millisecond}, nil
 	case -2:
-		return acquire.Result{}, s.mismatch(vals[1], size)
+		return core.Result{}, s.mismatch(vals[1], size)
 	case -3: // resized below n during the wait
-		return acquire.Result{}, fmt.Errorf("%w: n %d exceeds size %d", ErrInvalidArgument, n, vals[1])
+		return core.Result{}, fmt.Errorf("%w: n %d exceeds size %d", ErrInvalidArgument, n, vals[1])
 	case -4:
-		return acquire.Result{}, errs.WrongKind(vals[1])
+		return core.Result{}, errs.WrongKind(vals[1])
 	}
-	return acquire.Result{}, fmt.Errorf("unexpected reply %v", vals)
+	return core.Result{}, fmt.Errorf("unexpected reply %v", vals)
 }
 
 // runScript runs the acquire script once, marking waiterID as the head
@@ -143,11 +142,11 @@ func (t *permitTry) runScript(ctx context.Context, waiterID string) (tryReply, e
 	return tryReply{vals, acks, size}, err
 }
 
-// request is the acquire.Request that makes the attempt, and its trace,
+// request is the core.Request that makes the attempt, and its trace,
 // size being the semaphore's size when it began: a TryAcquire when once.
-func (t *permitTry) request(size int64, once bool) (acquire.Trace, acquire.Request) {
+func (t *permitTry) request(size int64, once bool) (core.Trace, core.Request) {
 	s, leaseTime := t.s, t.claim.lease
-	tr := acquire.Trace{
+	tr := core.Trace{
 		Tracer:  s.inst.Tracer,
 		Name:    tracing.SpanAcquireSemaphore,
 		Start:   s.inst.SpanStart,
@@ -155,10 +154,10 @@ func (t *permitTry) request(size int64, once bool) (acquire.Trace, acquire.Reque
 		Attrs:   []attribute.KeyValue{tracing.Size.Int64(size), tracing.Permits.Int64(t.claim.n)},
 		Metrics: s.inst.Metrics,
 	}
-	req := acquire.Request{
+	req := core.Request{
 		Hub:     s.hub,
 		Channel: s.channel,
-		Admits:  acquire.Several,
+		Admits:  core.Several,
 		Wait:    t.cfg.WaitTimeout,
 		// A waiter promoted behind a holder tries within a third of its
 		// mark's life, so that a mark a release wrote for it stays fresh.
@@ -167,14 +166,14 @@ func (t *permitTry) request(size int64, once bool) (acquire.Trace, acquire.Reque
 		Attempt:  t,
 	}
 	if once {
-		req.Entry = acquire.SingleTry
+		req.Entry = core.SingleTry
 	} else {
 		req.HandOff = &t.claim
 	}
 	return tr, req
 }
 
-// Abandon cleans up after an acquisition that gave up (acquire.Attempt):
+// Abandon cleans up after an acquisition that gave up (core.Attempt):
 // it withdraws the waiter's mark its tries may have left, and gives back
 // the permits a try whose reply was lost may have taken.
 func (t *permitTry) Abandon(ctx context.Context, _ error) {

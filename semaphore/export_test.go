@@ -1,7 +1,7 @@
 package semaphore
 
 import (
-	"github.com/relock-go/relock/internal/options"
+	"github.com/relock-go/relock/internal/core"
 
 	"regexp"
 	"strconv"
@@ -31,7 +31,7 @@ var KeySlack = func() time.Duration {
 
 // Options wraps the options that optionstest builds for the fuzz tests,
 // which share them across primitives.
-func Options(opts []options.Option) []Option {
+func Options(opts []core.Option) []Option {
 	out := make([]Option, len(opts))
 	for i, o := range opts {
 		out[i] = newOnly(o)

@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/options"
-	"github.com/relock-go/relock/internal/options/optionstest"
+	"github.com/relock-go/relock/internal/core"
+	"github.com/relock-go/relock/internal/core/optionstest"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/semaphore"
@@ -65,7 +65,7 @@ func FuzzSemaphore(f *testing.F) {
 		f.Add("s", sz[0], sz[1], uint8(0), int64(0), int64(0), int64(0), int64(0), true)
 		f.Add("s", sz[0], sz[1], uint8(0), int64(0), int64(0), int64(0), int64(0), false)
 	}
-	for _, d := range []int64{-1, 0, 1, int64(options.MinLease) - 1, int64(options.MinLease), sec, maxI, minI, maxI / 2} {
+	for _, d := range []int64{-1, 0, 1, int64(core.MinLease) - 1, int64(core.MinLease), sec, maxI, minI, maxI / 2} {
 		f.Add("s", int64(2), int64(1), uint8(fuzzOptLease), d, d, d, d, false)
 		f.Add("s", int64(2), int64(2), uint8(fuzzOptWatchdog), d, d, d, d, true)
 		f.Add("s", int64(2), int64(1), uint8(fuzzOptWait), d, d, d, d, true)

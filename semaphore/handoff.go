@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/relock-go/relock/internal/hold"
-	"github.com/relock-go/relock/internal/queue"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -23,7 +22,7 @@ import (
 // so the script's arguments): a release of n permits serves at most n.
 const maxOffered = 64
 
-// waiter is one acquisition's side of a hand-off (queue.Claimant): what
+// waiter is one acquisition's side of a hand-off (core.Claimant): what
 // a release writes for it, and when its lease starts.
 type waiter struct {
 	s        *Semaphore
@@ -35,9 +34,9 @@ type waiter struct {
 }
 
 // Granted takes the permits a release handed over, sent at g.SentAt.
-func (w *waiter) Granted(g queue.Grant) { w.sentAt = g.SentAt }
+func (w *waiter) Granted(g core.Grant) { w.sentAt = g.SentAt }
 
-// Declines is acquire.Decliner: a release takes permits for this waiter
+// Declines is core.Decliner: a release takes permits for this waiter
 // with no WAIT after it, which its own replica sync may ask for, whatever
 // the releasing Semaphore's config.
 func (w *waiter) Declines(ctx context.Context) bool {
@@ -46,7 +45,7 @@ func (w *waiter) Declines(ctx context.Context) bool {
 
 // Discard gives back permits handed over as the acquire gave up (to the
 // next waiter, if any), bounded by the unlock timeout.
-func (w *waiter) Discard(queue.Grant) { _ = w.s.undo(w.ctx, w.permitID) }
+func (w *waiter) Discard(core.Grant) { _ = w.s.undo(w.ctx, w.permitID) }
 
 // releaseServing gives back permitID's permits (weight n; 0 offers them to
 // no one), handing what fits to the local waiters in front. It runs the
@@ -54,15 +53,15 @@ func (w *waiter) Discard(queue.Grant) { _ = w.s.undo(w.ctx, w.permitID) }
 // released, -1 not held. The local waiters are woken when nobody was
 // served; the ones served are granted.
 func (s *Semaphore) releaseServing(ctx context.Context, permitID string, n int64) (int64, error) {
-	var ws []*queue.Waiter
+	var ws []*core.Waiter
 	// Permits written inside a release have no WAIT after them: where one
 	// is needed, the waiters try themselves.
 	if n > 0 && !scripts.SyncNeeded(ctx, s.client, s.cfg.ReplicaPolicy(), s.name) {
-		ws, _ = s.hub.Reserve(s.channel, queue.Pick{Max: int(min(n, maxOffered))}, nil)
+		ws, _ = s.hub.Reserve(s.channel, core.Pick{Max: int(min(n, maxOffered))}, nil)
 	}
 	sentAt := s.cfg.Watchdog.Now()
 	vals, err := releaseLua{
-		Semaphore: s.args.name, Permits: s.args.permits, Weights: s.args.weights, Channel: s.args.channel, Latch: hold.RequestKey(s.latchPrefix),
+		Semaphore: s.args.name, Permits: s.args.permits, Weights: s.args.weights, Channel: s.args.channel, Latch: core.RequestKey(s.latchPrefix),
 		Waiters: s.args.waiters, Marks: s.args.marks,
 		PermitID: permitID, Publish: s.args.publish, LatchLife: s.cfg.LatchArg(s.cfg.UnlockTimeout), Offered: ws,
 	}.call().Retrying(ctx, s.client, s.cfg.UnlockTimeout).Int64Slice()
@@ -71,17 +70,17 @@ func (s *Semaphore) releaseServing(ctx context.Context, permitID string, n int64
 	}
 	if err != nil {
 		for _, w := range ws {
-			w.End(queue.Refused, queue.Grant{})
+			w.End(core.Refused, core.Grant{})
 		}
 		return 0, err
 	}
 	res, served, free := vals[0], int(vals[1]), vals[2]
 	for i, w := range ws {
 		if i < served {
-			w.End(queue.Handed, queue.Grant{SentAt: sentAt, NoneLeft: free == 0})
+			w.End(core.Handed, core.Grant{SentAt: sentAt, NoneLeft: free == 0})
 			continue
 		}
-		w.End(queue.Passed, queue.Grant{})
+		w.End(core.Passed, core.Grant{})
 	}
 	if res == 1 && served == 0 {
 		s.hub.Release(s.channel)

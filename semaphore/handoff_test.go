@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/internal/conn"
-	"github.com/relock-go/relock/internal/queue"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/semaphore"
@@ -24,7 +24,7 @@ type acquired struct {
 // queueWaiters starts n waiters on s, one after another, each queued in
 // the process's local queue before the next starts; they report on the
 // returned channel.
-func queueWaiters(t *testing.T, ctx context.Context, s *semaphore.Semaphore, hub *queue.Hub, n int) <-chan acquired {
+func queueWaiters(t *testing.T, ctx context.Context, s *semaphore.Semaphore, hub *core.Hub, n int) <-chan acquired {
 	t.Helper()
 	out := make(chan acquired, n)
 	before := hub.Queued(s.Channel())
@@ -65,13 +65,13 @@ func TestReleaseHandsPermitsToLocalWaiters(t *testing.T) {
 		require.NoError(t, err)
 		h2, err := s.Acquire(ctx, 1)
 		require.NoError(t, err)
-		got := queueWaiters(t, ctx, s, queue.For(conn.Of(c)), 3)
+		got := queueWaiters(t, ctx, s, core.For(conn.Of(c)), 3)
 		// The first waiter tried, queued, and tried again as the head to
 		// take its place in Redis; the others queued behind it. Its try
 		// must have returned too: a release passes over a waiter in the
 		// middle of a try (which serves it), so the hand-off watched
 		// below would race it on a loaded machine.
-		hub := queue.For(conn.Of(c))
+		hub := core.For(conn.Of(c))
 		require.Eventually(t, func() bool {
 			n, err := env.Universal.ZCard(ctx, scripts.Waiters("handoff")).Result()
 			return err == nil && n == 1 && hub.Settled(s.Channel())
@@ -112,12 +112,12 @@ func TestHandOffKeepsOtherProcessesTurn(t *testing.T) {
 		sa, sb := semaphore.New(a, "turn", 1), semaphore.New(b, "turn", 1)
 		held, err := sa.Acquire(ctx, 1)
 		require.NoError(t, err)
-		remote := queueWaiters(t, ctx, sb, queue.For(conn.Of(b)), 1)
+		remote := queueWaiters(t, ctx, sb, core.For(conn.Of(b)), 1)
 		require.Eventually(t, func() bool {
 			n, err := env.Universal.ZCard(ctx, scripts.Waiters("turn")).Result()
 			return err == nil && n == 1
 		}, 5*time.Second, time.Millisecond, "the other process's waiter is in line")
-		local := queueWaiters(t, ctx, sa, queue.For(conn.Of(a)), 1)
+		local := queueWaiters(t, ctx, sa, core.For(conn.Of(a)), 1)
 
 		require.NoError(t, sa.Release(held))
 		r := next(t, remote)
@@ -145,7 +145,7 @@ func TestHandOffReleaseRunTwice(t *testing.T) {
 		s := semaphore.New(c, "twice", 1)
 		held, err := s.Acquire(ctx, 1)
 		require.NoError(t, err)
-		got := queueWaiters(t, ctx, s, queue.For(conn.Of(c)), 1)
+		got := queueWaiters(t, ctx, s, core.For(conn.Of(c)), 1)
 		twice.Twice = true
 		require.NoError(t, s.Release(held))
 		w := next(t, got)
@@ -183,8 +183,8 @@ func TestHandOffOfTheLastPermitKeepsTTLs(t *testing.T) {
 		s := semaphore.New(c, "handoff-ttl", 1)
 		h, err := s.Acquire(ctx, 1)
 		require.NoError(t, err)
-		got := queueWaiters(t, ctx, s, queue.For(conn.Of(c)), 1)
-		hub := queue.For(conn.Of(c))
+		got := queueWaiters(t, ctx, s, core.For(conn.Of(c)), 1)
+		hub := core.For(conn.Of(c))
 		require.Eventually(t, func() bool { return hub.Settled(s.Channel()) }, 5*time.Second, time.Millisecond)
 
 		require.NoError(t, s.Release(h))

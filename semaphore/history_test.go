@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/history"
 	"github.com/relock-go/relock/internal/testkit/redistest"
@@ -95,7 +95,7 @@ func TestHistorySemaphoreContention(t *testing.T) {
 								t.Errorf("release %d of %q: %v", n, name, err)
 								return
 							}
-							id, _ := hold.Owner(held)
+							id, _ := core.Owner(held)
 							h.Add(history.Hold{Lock: name, Owner: id, Kind: history.Permits, N: n, Size: size, Acquired: acquired, Released: released})
 							holds.Add(1)
 						}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/internal/conn"
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 )
 
 // TTL returns how long the permits of the hold ctx carries last unless
@@ -17,7 +17,7 @@ func (s *Semaphore) TTL(ctx context.Context) (time.Duration, error) {
 	if err := s.ident().Check("ttl", ctx, unmade); err != nil {
 		return 0, err
 	}
-	h, ok := hold.From(ctx, s.key())
+	h, ok := core.From(ctx, s.key())
 	if !ok || ctx.Err() != nil {
 		return 0, nil
 	}
@@ -53,7 +53,7 @@ func (s *Semaphore) ForceRelease(ctx context.Context) (bool, error) {
 	}
 	var ok bool
 	err := conn.Within(ctx, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
-		ok, err = hold.ForceUnlockAndTell(ctx, s.client, s.cfg.Watchdog, s.hub, hold.KindSemaphore, s.name, s.channel, "force-released")
+		ok, err = core.ForceUnlockAndTell(ctx, s.client, s.cfg.Watchdog, s.hub, core.KindSemaphore, s.name, s.channel, "force-released")
 		return err
 	})
 	if err != nil {
@@ -75,6 +75,6 @@ func (s *Semaphore) Extend(held context.Context, d time.Duration) error {
 		return err
 	}
 	return s.id.Wrap("extend", conn.Within(held, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) error {
-		return hold.Extend(ctx, d, s.cfg.UnlockTimeout, s.key())
+		return core.Extend(ctx, d, s.cfg.UnlockTimeout, s.key())
 	}))
 }

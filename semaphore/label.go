@@ -4,9 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/options"
 )
 
 // labeledRenewer renews labeled permits: the same script, with the label
@@ -23,19 +22,19 @@ type permitTaken struct {
 
 // label records cfg's holder label (lock.WithHolderLabel) for the permit
 // and makes its lease renew the label too.
-func (s *Semaphore) label(ctx context.Context, cfg *options.Config, spec *lease.Spec, permitID string, leaseTime time.Duration) bool {
+func (s *Semaphore) label(ctx context.Context, cfg *core.Config, spec *lease.Spec, permitID string, leaseTime time.Duration) bool {
 	if cfg.HolderLabel == "" {
 		return false
 	}
-	hold.AddLabel(ctx, s.client, spec, labeledRenewer, s.name, permitID, cfg.HolderLabel, leaseTime)
+	core.AddLabel(ctx, s.client, spec, labeledRenewer, s.name, permitID, cfg.HolderLabel, leaseTime)
 	return true
 }
 
 // heldBy adds to err who holds the permits, when the holders have labels.
 func (s *Semaphore) heldBy(ctx context.Context, err error) error {
-	permits, perr := s.client.Do(context.WithoutCancel(ctx), "zrange", s.permits, 0, hold.MaxHeldBy-1).StringSlice()
+	permits, perr := s.client.Do(context.WithoutCancel(ctx), "zrange", s.permits, 0, core.MaxHeldBy-1).StringSlice()
 	if perr != nil {
 		return err
 	}
-	return hold.HeldBy(ctx, s.client, s.name, permits, s.cfg.UnlockTimeout, err)
+	return core.HeldBy(ctx, s.client, s.name, permits, s.cfg.UnlockTimeout, err)
 }

@@ -3,8 +3,8 @@ package semaphore
 import (
 	"embed"
 
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/queue"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -57,7 +57,7 @@ type releaseLua struct {
 	// each claimed by a *waiter, sent as its permit id, n and lease in
 	// ms. They are read here, not passed as built arguments, so that the
 	// call builds its arguments with one allocation.
-	Offered []*queue.Waiter
+	Offered []*core.Waiter
 }
 
 func (s releaseLua) call() scripts.Call {
@@ -102,7 +102,7 @@ type withdrawLua struct {
 	Publish                                              any
 }
 
-// call is the withdrawal acquire.Withdraw sends.
+// call is the withdrawal core.Withdraw sends.
 func (s withdrawLua) call() scripts.Call {
 	return withdrawScript.With(6, s.Waiters, s.Marks, s.Channel, s.Semaphore, s.Permits, s.Weights,
 		s.Waiter, s.Publish)

@@ -9,19 +9,16 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/relock-go/relock/internal/queue"
+	"github.com/relock-go/relock/internal/core"
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock"
-	"github.com/relock-go/relock/internal/acquire"
 	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
-	"github.com/relock-go/relock/internal/hold"
 	"github.com/relock-go/relock/internal/lease"
-	"github.com/relock-go/relock/internal/options"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/telemetry"
 	"github.com/relock-go/relock/tracing"
@@ -42,48 +39,48 @@ var (
 )
 
 // WithLeaseTime gives every permit a fixed lease and no renewal.
-func WithLeaseTime(d time.Duration) CommonOption { return common(options.WithLeaseTime(d)) }
+func WithLeaseTime(d time.Duration) CommonOption { return common(core.WithLeaseTime(d)) }
 
 // WithWatchdogTimeout sets the permit lease the watchdog keeps renewing.
-func WithWatchdogTimeout(d time.Duration) CommonOption { return common(options.WithWatchdogTimeout(d)) }
+func WithWatchdogTimeout(d time.Duration) CommonOption { return common(core.WithWatchdogTimeout(d)) }
 
 // WithWaitTimeout bounds how long Acquire waits.
-func WithWaitTimeout(d time.Duration) CommonOption { return common(options.WithWaitTimeout(d)) }
+func WithWaitTimeout(d time.Duration) CommonOption { return common(core.WithWaitTimeout(d)) }
 
 // WithUnlockTimeout bounds Release.
-func WithUnlockTimeout(d time.Duration) Option { return newOnly(options.WithUnlockTimeout(d)) }
+func WithUnlockTimeout(d time.Duration) Option { return newOnly(core.WithUnlockTimeout(d)) }
 
 // WithLogger: see lock.WithLogger.
-func WithLogger(l *slog.Logger) CommonOption { return common(options.WithLogger(l)) }
+func WithLogger(l *slog.Logger) CommonOption { return common(core.WithLogger(l)) }
 
 // WithTracerProvider sets where acquire spans go.
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return newOnly(options.WithTracerProvider(tp))
+	return newOnly(core.WithTracerProvider(tp))
 }
 
 // WithMeterProvider: see lock.WithMeterProvider.
-func WithMeterProvider(mp metric.MeterProvider) Option { return newOnly(options.WithMeterProvider(mp)) }
+func WithMeterProvider(mp metric.MeterProvider) Option { return newOnly(core.WithMeterProvider(mp)) }
 
 // WithHoldScopedToContext: see lock.WithHoldScopedToContext (off by
 // default: the acquiring context bounds the wait only).
-func WithHoldScopedToContext() CommonOption { return common(options.WithHoldScopedToContext()) }
+func WithHoldScopedToContext() CommonOption { return common(core.WithHoldScopedToContext()) }
 
 // WithNameInMetrics: see lock.WithNameInMetrics (off by default, for
 // cardinality).
-func WithNameInMetrics() Option { return newOnly(options.WithNameInMetrics()) }
+func WithNameInMetrics() Option { return newOnly(core.WithNameInMetrics()) }
 
 // WithReplicaSync bounds how long an acquisition waits for the replicas
 // of its server to acknowledge it (default 1s; 0: off); see
 // lock.WithReplicaSync.
-func WithReplicaSync(timeout time.Duration) Option { return newOnly(options.WithReplicaSync(timeout)) }
+func WithReplicaSync(timeout time.Duration) Option { return newOnly(core.WithReplicaSync(timeout)) }
 
 // WithMinReplicas is how many replicas must acknowledge an acquisition
 // (default 1); see lock.WithReplicaSync.
-func WithMinReplicas(n int) Option { return newOnly(options.WithMinReplicas(n)) }
+func WithMinReplicas(n int) Option { return newOnly(core.WithMinReplicas(n)) }
 
 // WithWatchdog sets the watchdog that renews permits.
 func WithWatchdog(w *watchdog.Watchdog) Option {
-	return newOnly(options.WithWatchdog((*lease.Watchdog)(w)))
+	return newOnly(core.WithWatchdog((*lease.Watchdog)(w)))
 }
 
 // WithRecordedSize makes the Semaphore use the size Redis records for the
@@ -95,7 +92,7 @@ func WithWatchdog(w *watchdog.Watchdog) Option {
 // gone), or at once by Resize. Size still reports the size it was built
 // with; Available and the permits it grants follow the recorded one, and
 // an Acquire of more than the recorded size is refused.
-func WithRecordedSize() Option { return newOnly(options.WithRecordedSize()) }
+func WithRecordedSize() Option { return newOnly(core.WithRecordedSize()) }
 
 // resizedLife is how long a size recorded by Resize outlives the last
 // permit or waiter (with none, how long it lives): long enough for the
@@ -113,7 +110,7 @@ const primitive = "semaphore"
 type Semaphore struct {
 	// holds are the live holds made through this value, named when an
 	// Unlock comes through a context that carries none.
-	holds  hold.Live
+	holds  core.Live
 	client conn.Client
 	name   string
 	size   atomic.Int64
@@ -121,7 +118,7 @@ type Semaphore struct {
 	// (exclusive) by Resize around its script and the store of the new
 	// size, so no call of this Semaphore sees Redis and s.size disagree.
 	resizing sync.RWMutex
-	cfg      options.Config
+	cfg      core.Config
 	id       errs.Ident // its name in errors, and why New refused its arguments
 	permits  string
 	weights  string
@@ -138,10 +135,10 @@ type Semaphore struct {
 	args struct {
 		name, permits, weights, waiters, marks, channel, publish any
 	}
-	hub     *queue.Hub
+	hub     *core.Hub
 	workers *conn.Pool // run the calls a caller may stop waiting for
 	inst    telemetry.Instruments
-	hkey    hold.Key // its holds in a context
+	hkey    core.Key // its holds in a context
 }
 
 // MaxSize is the largest size a Semaphore takes: the scripts count
@@ -172,8 +169,8 @@ func checkSize(size int64) string {
 // ErrInvalidArgument.
 func New(client redis.UniversalClient, name string, size int64, opts ...Option) *Semaphore {
 	c := conn.Of(client)
-	s := &Semaphore{client: c, name: name, cfg: options.Apply(newOptions(opts))}
-	s.hkey = hold.NewKey(c, primitive, name, "")
+	s := &Semaphore{client: c, name: name, cfg: core.Apply(newOptions(opts))}
+	s.hkey = core.NewKey(c, primitive, name, "")
 	s.size.Store(size)
 	s.id = errs.Ident{Primitive: primitive, Name: name, Invalid: s.cfg.Check(c, "semaphore", name)}
 	if s.id.Invalid == "" {
@@ -190,7 +187,7 @@ func New(client redis.UniversalClient, name string, size int64, opts ...Option) 
 	s.marks = scripts.WaiterExpiry(name)
 	s.channel = scripts.SemaphoreChannel(name)
 	s.latchPrefix = scripts.UnlockLatch(name)
-	s.hub = queue.For(c)
+	s.hub = core.For(c)
 	s.args.name, s.args.permits, s.args.weights = name, s.permits, s.weights
 	s.args.waiters, s.args.marks, s.args.channel = s.waiters, s.marks, s.channel
 	s.args.publish = s.hub.PublishCommand()
@@ -229,9 +226,9 @@ func (s *Semaphore) ident() *errs.Ident {
 
 var nilSemaphore = errs.Ident{Primitive: primitive, Invalid: "nil *semaphore.Semaphore"}
 
-func (s *Semaphore) key() hold.Key {
+func (s *Semaphore) key() core.Key {
 	if s == nil {
-		return hold.Key{}
+		return core.Key{}
 	}
 	return s.hkey
 }
@@ -276,19 +273,19 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 	if n <= 0 || n > size {
 		return nil, errs.Invalid(op, primitive, s.name, fmt.Sprintf("n %d must be in 1..size %d", n, size))
 	}
-	ownerID, ok := hold.OwnerOf(ctx, s.key())
+	ownerID, ok := core.OwnerOf(ctx, s.key())
 	if !ok {
-		ownerID = hold.Mint()
+		ownerID = core.Mint()
 	}
 	wd := s.cfg.Watchdog
 	leaseTime := cfg.Lease()
-	permitID := hold.RequestID()
+	permitID := core.RequestID()
 	t := &permitTry{s: s, cfg: cfg, owner: ownerID, sync: cfg.ReplicaPolicy(), wd: wd,
 		claim: waiter{s: s, ctx: ctx, permitID: permitID, n: n, lease: leaseTime}}
 	tr, req := t.request(size, once)
-	if err := acquire.Do(ctx, tr, req); err != nil {
+	if err := core.Acquire(ctx, tr, req); err != nil {
 		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
-			err = hold.NameHolders(ctx, s.workers, err, s.heldBy)
+			err = core.NameHolders(ctx, s.workers, err, s.heldBy)
 		}
 		return nil, s.id.Wrap(op, err)
 	}
@@ -312,7 +309,7 @@ func (s *Semaphore) newHold(ctx context.Context, t *permitTry, traced bool) (con
 	}
 	label := s.label(ctx, t.cfg, &spec, permitID, leaseTime)
 	l := t.wd.Start(spec, t.claim.sentAt)
-	return hold.Start(ctx, s.key(), &hold.Hold{Owner: t.owner, Lease: l, Taken: permitTaken{permitID, label, t.claim.n}, Telemetry: s.inst.Release, Traced: traced, Scoped: t.cfg.ScopedHold, Live: &s.holds}, s.release)
+	return core.Start(ctx, s.key(), &core.Hold{Owner: t.owner, Lease: l, Taken: permitTaken{permitID, label, t.claim.n}, Telemetry: s.inst.Release, Traced: traced, Scoped: t.cfg.ScopedHold, Live: &s.holds}, s.release)
 }
 
 // maxMarkLife bounds the life of a waiter's mark in the queue. A waiting
@@ -322,7 +319,7 @@ func (s *Semaphore) newHold(ctx context.Context, t *permitTry, traced bool) (con
 const maxMarkLife = 3 * time.Second
 
 // withdrawMark takes back the queue entry of a waiter that gave up
-// (acquire.Withdraw). A mark left behind is safe: it holds no permit
+// (core.Withdraw). A mark left behind is safe: it holds no permit
 // (the permits zset and the used count are all that admit a holder), it
 // only makes later waiters queue behind it, and it is a lease. acquire.lua
 // records its expiry, now + min(lease, maxMarkLife) in server time, and a
@@ -333,7 +330,7 @@ const maxMarkLife = 3 * time.Second
 // stale mark only delays the others, by maxMarkLife at most, never blocks
 // them for good.
 func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string) {
-	_ = acquire.Withdraw(ctx, nil, s.client, s.cfg.UnlockTimeout, withdrawLua{
+	_ = core.Withdraw(ctx, nil, s.client, s.cfg.UnlockTimeout, withdrawLua{
 		Waiters: s.args.waiters, Marks: s.args.marks, Channel: s.args.channel, Semaphore: s.args.name, Permits: s.args.permits, Weights: s.args.weights,
 		Waiter: waiterID, Publish: s.args.publish,
 	}.call())
@@ -343,12 +340,12 @@ func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string) {
 // up may have left in Redis: its last try failed after the script may
 // have run (a reply lost to a timeout or a broken connection). Without it
 // they would stay taken by nobody until their lease ran out. It is
-// retried through an outage for up to window (acquire.GiveBack): the
+// retried through an outage for up to window (core.GiveBack): the
 // lease after a try the caller stopped waiting for, which a stalled
 // server may run when it comes back. Nothing of the caller waits for it.
 func (s *Semaphore) giveBack(ctx context.Context, permitID string, window time.Duration) {
 	ctx = conn.Detached(ctx) // each try ends with its retries
-	acquire.GiveBack(nil, max(s.cfg.UnlockTimeout, window), func() error { return s.undo(ctx, permitID) })
+	core.GiveBack(nil, max(s.cfg.UnlockTimeout, window), func() error { return s.undo(ctx, permitID) })
 }
 
 // undo releases the permits one acquisition took (or may have taken),
@@ -362,12 +359,12 @@ func (s *Semaphore) undo(ctx context.Context, permitID string) error {
 // Do acquires n permits (as Acquire), runs fn with the hold's context and
 // releases them on every path, a panic in fn included; see lock.Mutex.Do.
 func (s *Semaphore) Do(ctx context.Context, n int64, fn func(held context.Context) error) error {
-	return hold.Do(ctx, func(ctx context.Context) (context.Context, error) { return s.Acquire(ctx, n) }, s.Release, fn)
+	return core.Do(ctx, func(ctx context.Context) (context.Context, error) { return s.Acquire(ctx, n) }, s.Release, fn)
 }
 
 // Remaining returns how long the innermost hold ctx carries may still be
 // counted on; see lock.Remaining.
-func Remaining(ctx context.Context) (time.Duration, bool) { return hold.Remaining(ctx) }
+func Remaining(ctx context.Context) (time.Duration, bool) { return core.Remaining(ctx) }
 
 // Release gives back the permits of the acquisition that returned ctx (or
 // that ctx was derived from) and wakes waiters. A second Release of the
@@ -378,17 +375,17 @@ func (s *Semaphore) Release(ctx context.Context) error {
 	if err := s.ident().Check("release", ctx, unmade); err != nil {
 		return err
 	}
-	return s.id.Wrap("release", hold.End(ctx, s.key(), &s.holds))
+	return s.id.Wrap("release", core.End(ctx, s.key(), &s.holds))
 }
 
-func (s *Semaphore) release(ctx context.Context, h *hold.Hold) error {
+func (s *Semaphore) release(ctx context.Context, h *core.Hold) error {
 	h.Lease.Stop()
 	taken := h.Taken.(permitTaken)
 	res, err := s.releaseServing(ctx, taken.id, taken.n)
 	if taken.labeled && err == nil && res != -1 {
-		hold.DropLabel(ctx, s.client, s.name, taken.id)
+		core.DropLabel(ctx, s.client, s.name, taken.id)
 	}
-	return hold.Released(res, err, h.Lease, "the permit had expired in Redis")
+	return core.Released(res, err, h.Lease, "the permit had expired in Redis")
 }
 
 // Available returns how many permits are free now (expired permits

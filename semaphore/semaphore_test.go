@@ -91,7 +91,7 @@ func available(t *testing.T, s *semaphore.Semaphore) int64 {
 
 // requireWithdrawn checks that a waiter that gave up has withdrawn its
 // mark. The caller waits for the withdrawal only briefly
-// (acquire.WithdrawWait) and it finishes in the background, so under load
+// (core.WithdrawWait) and it finishes in the background, so under load
 // the check allows it the withdrawal's own bound.
 func requireWithdrawn(t *testing.T, c redis.UniversalClient, name, why string) {
 	t.Helper()

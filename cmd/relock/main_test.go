@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 )
@@ -77,7 +77,7 @@ func TestUnlockForceWithDevNullStdinRefuses(t *testing.T) {
 			env := b.New(t)
 			ctx := context.Background()
 			m := lock.New(env.Client, "job:nightly", lock.WithLeaseTime(time.Minute))
-			held, err := m.Lock(hold.WithOwner(ctx, "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa:1"))
+			held, err := m.Lock(core.WithOwner(ctx, "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa:1"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -189,7 +189,7 @@ type Reply struct {
 // still unanswered then goes on in the background, and the reply reports
 // a *conn.LateError. A ctx made by conn.Detached (work nobody waits
 // for) waits for the retries to their end. A latch a script keeps lives
-// options.LatchLife, past the last retry. Only idempotent
+// core.LatchLife, past the last retry. Only idempotent
 // scripts (those that keep their answer in a latch key, or can tell their
 // own earlier effect) may be run this way.
 func (call Call) Retrying(ctx context.Context, c conn.Client, timeout time.Duration) Reply {

@@ -36,7 +36,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/history"
 	"github.com/relock-go/relock/internal/testkit/redistest"
@@ -322,7 +322,7 @@ func record(h *history.History, name string, kind history.Kind, n int64, held co
 	if err := release(held); err != nil {
 		return fmt.Errorf("release %s %q: %w", kind, name, err)
 	}
-	id, _ := hold.Owner(held)
+	id, _ := core.Owner(held)
 	hd := history.Hold{Lock: name, Owner: id, Kind: kind, Acquired: acquired, Released: released}
 	if kind == history.Permits {
 		hd.N, hd.Size = n, semSize

@@ -11,7 +11,7 @@ import (
 )
 
 // codeName is a name in backticks that reads as pkg.Name or
-// pkg.Type.Method, with an optional call: `acquire.Do`, `conn.Pool.Bound`.
+// pkg.Type.Method, with an optional call: `core.Acquire`, `conn.Pool.Bound`.
 var codeName = regexp.MustCompile("`([a-z][a-z0-9]*)\\.([A-Za-z_][A-Za-z0-9_]*)(?:\\.([A-Za-z_][A-Za-z0-9_]*))?(?:\\([^`]*\\))?`")
 
 // StaleNames returns the names in backticks of the Markdown file md that

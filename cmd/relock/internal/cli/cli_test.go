@@ -17,7 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/relock-go/relock/cmd/relock/internal/cli"
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/rwlock"
@@ -48,7 +48,7 @@ func testCtx(t *testing.T) context.Context {
 // seconds after it was set is "~60s" however slow the run.
 func coarseTTL(ms int64) string { return "~" + strconv.FormatInt((ms+9999)/10000*10, 10) + "s" }
 
-var permitRE = regexp.MustCompile(regexp.QuoteMeta(hold.ProcessID()) + `:r[0-9]+`)
+var permitRE = regexp.MustCompile(regexp.QuoteMeta(core.ProcessID()) + `:r[0-9]+`)
 
 // masker replaces the ids the library mints (semaphore permits and
 // waiters: <process uuid>:r<n>) by PERMIT-1, PERMIT-2... in order of first
@@ -181,23 +181,23 @@ func holds(t *testing.T, c redis.UniversalClient) <-chan struct{} {
 	opt := lock.WithLeaseTime(lease)
 
 	m1 := lock.New(c, "order:1", opt, lock.WithHolderLabel("pod-7"))
-	h1 := must(m1.Lock(hold.WithOwner(base, ownerA)))
+	h1 := must(m1.Lock(core.WithOwner(base, ownerA)))
 	h1b := must(m1.Lock(h1)) // re-entry: count 2
 	release = append(release, func() { _ = m1.Unlock(h1b); _ = m1.Unlock(h1) })
 	m2 := lock.New(c, "order:2", opt)
-	h2 := must(m2.Lock(hold.WithOwner(base, ownerB)))
+	h2 := must(m2.Lock(core.WithOwner(base, ownerB)))
 	release = append(release, func() { _ = m2.Unlock(h2) })
 	m3 := lock.New(c, "{tenant7}:invoice", opt)
-	h3 := must(m3.Lock(hold.WithOwner(base, ownerC)))
+	h3 := must(m3.Lock(core.WithOwner(base, ownerC)))
 	release = append(release, func() { _ = m3.Unlock(h3) })
 
 	rw := rwlock.New(c, "doc:1", rwlock.WithLeaseTime(lease))
-	r1 := must(rw.RLock(hold.WithOwner(base, ownerA)))
+	r1 := must(rw.RLock(core.WithOwner(base, ownerA)))
 	r1b := must(rw.RLock(r1))
-	r2 := must(rw.RLock(hold.WithOwner(base, ownerB)))
+	r2 := must(rw.RLock(core.WithOwner(base, ownerB)))
 	release = append(release, func() { _ = rw.RUnlock(r1b); _ = rw.RUnlock(r1); _ = rw.RUnlock(r2) })
 	// a writer waits behind the readers; its mark is a waiter
-	wctx, stopWriter := context.WithCancel(hold.WithOwner(base, ownerD))
+	wctx, stopWriter := context.WithCancel(core.WithOwner(base, ownerD))
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
@@ -209,13 +209,13 @@ func holds(t *testing.T, c redis.UniversalClient) <-chan struct{} {
 	waitFor(t, func() bool { return c.ZCard(ctx, "{doc:1}:rwlock_write_waiters").Val() == 1 })
 
 	rw2 := rwlock.New(c, "doc:2", rwlock.WithLeaseTime(lease))
-	w := must(rw2.Lock(hold.WithOwner(base, ownerC)))
+	w := must(rw2.Lock(core.WithOwner(base, ownerC)))
 	release = append(release, func() { _ = rw2.Unlock(w) })
 
 	s1 := semaphore.New(c, "pool", 5, semaphore.WithLeaseTime(lease))
-	p1 := must(s1.Acquire(hold.WithOwner(base, ownerA), 2))
+	p1 := must(s1.Acquire(core.WithOwner(base, ownerA), 2))
 	s2 := semaphore.New(c, "pool", 5, semaphore.WithLeaseTime(2*lease))
-	p2 := must(s2.Acquire(hold.WithOwner(base, ownerB), 1))
+	p2 := must(s2.Acquire(core.WithOwner(base, ownerB), 1))
 	release = append(release, func() { _ = s1.Release(p1); _ = s2.Release(p2) })
 
 	// not ours: left out
@@ -286,7 +286,7 @@ func TestLeaks(t *testing.T) {
 
 	// a healthy lock: not a leak (its token counter has a TTL)
 	m := lock.New(c, "ok:1", lock.WithLeaseTime(lease))
-	held, err := m.Lock(hold.WithOwner(base, ownerA))
+	held, err := m.Lock(core.WithOwner(base, ownerA))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,11 +310,11 @@ func TestLeaks(t *testing.T) {
 	// real dead owners: a reader whose short lease ran out while another
 	// reader keeps the hash alive, and a semaphore permit that expired
 	rwShort := rwlock.New(c, "doc:9", rwlock.WithLeaseTime(100*time.Millisecond))
-	if _, err := rwShort.RLock(hold.WithOwner(base, ownerC)); err != nil {
+	if _, err := rwShort.RLock(core.WithOwner(base, ownerC)); err != nil {
 		t.Fatal(err)
 	}
 	rwLong := rwlock.New(c, "doc:9", rwlock.WithLeaseTime(lease))
-	r, err := rwLong.RLock(hold.WithOwner(base, ownerD))
+	r, err := rwLong.RLock(core.WithOwner(base, ownerD))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,11 +322,11 @@ func TestLeaks(t *testing.T) {
 	// (another permit keeps the semaphore's keys alive: alone, they would
 	// expire with the dead one)
 	sem := semaphore.New(c, "pool:9", 3, semaphore.WithLeaseTime(100*time.Millisecond))
-	if _, err := sem.Acquire(hold.WithOwner(base, ownerA), 2); err != nil {
+	if _, err := sem.Acquire(core.WithOwner(base, ownerA), 2); err != nil {
 		t.Fatal(err)
 	}
 	semLong := semaphore.New(c, "pool:9", 3, semaphore.WithLeaseTime(lease))
-	p, err := semLong.Acquire(hold.WithOwner(base, ownerD), 1)
+	p, err := semLong.Acquire(core.WithOwner(base, ownerD), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func TestLeaks(t *testing.T) {
 // returns a channel that reports when it got the lock.
 func waiter(t *testing.T, c redis.UniversalClient, name string) <-chan time.Time {
 	got := make(chan time.Time, 1)
-	ctx, cancel := context.WithCancel(hold.WithOwner(context.Background(), ownerD))
+	ctx, cancel := context.WithCancel(core.WithOwner(context.Background(), ownerD))
 	m := lock.New(c, name, lock.WithLeaseTime(lease), lock.WithWaitTimeout(30*time.Second))
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -473,7 +473,7 @@ func TestRedisURL(t *testing.T) {
 	s := redistest.StartServer(t)
 	c := s.Client(t)
 	m := lock.New(c, "order:1", lock.WithLeaseTime(lease))
-	held, err := m.Lock(hold.WithOwner(context.Background(), ownerA))
+	held, err := m.Lock(core.WithOwner(context.Background(), ownerA))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -532,7 +532,7 @@ func TestShowFairQueue(t *testing.T) {
 	s := redistest.StartServer(t)
 	c := s.Client(t)
 	ctx := testCtx(t)
-	held, err := lock.NewFair(c, "tenant:7").Lock(hold.WithOwner(ctx, ownerA))
+	held, err := lock.NewFair(c, "tenant:7").Lock(core.WithOwner(ctx, ownerA))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,7 +545,7 @@ func TestShowFairQueue(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _ = lock.NewFair(wc, "tenant:7").Lock(hold.WithOwner(wctx, o))
+			_, _ = lock.NewFair(wc, "tenant:7").Lock(core.WithOwner(wctx, o))
 		}()
 		for c.LLen(ctx, "redisson_lock_queue:{tenant:7}").Val() < int64(i+1) {
 			time.Sleep(time.Millisecond)

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/relock-go/relock/cmd/relock/internal/cli"
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 )
@@ -38,7 +38,7 @@ func TestNamesWithControlCharactersAreEscaped(t *testing.T) {
 			ctx := testCtx(t)
 			for _, name := range hostileNames {
 				m := lock.New(env.Client, name, lock.WithLeaseTime(lease))
-				held, err := m.Lock(hold.WithOwner(context.Background(), ownerA))
+				held, err := m.Lock(core.WithOwner(context.Background(), ownerA))
 				if err != nil {
 					t.Fatal(err)
 				}

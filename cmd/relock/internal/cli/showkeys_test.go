@@ -11,7 +11,7 @@ import (
 
 	"github.com/relock-go/relock/cmd/relock/internal/cli"
 	"github.com/relock-go/relock/election"
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
@@ -71,7 +71,7 @@ func TestShowListsLabelsLatchesAndElectionRecord(t *testing.T) {
 			// take as such, and a neighbour whose keys must not be listed
 			for _, name := range []string{"job:7", "job*[7]?\\"} {
 				m := lock.New(c, name, lock.WithLeaseTime(lease), lock.WithHolderLabel("pod-1"))
-				held, err := m.Lock(hold.WithOwner(context.Background(), ownerA))
+				held, err := m.Lock(core.WithOwner(context.Background(), ownerA))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -89,7 +89,7 @@ func TestShowListsLabelsLatchesAndElectionRecord(t *testing.T) {
 				t.Fatal(err)
 			}
 			n := lock.New(c, "job:77", lock.WithLeaseTime(lease), lock.WithHolderLabel("pod-2"))
-			other, err := n.Lock(hold.WithOwner(context.Background(), ownerB))
+			other, err := n.Lock(core.WithOwner(context.Background(), ownerB))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +108,7 @@ func TestShowListsLabelsLatchesAndElectionRecord(t *testing.T) {
 			requireKey(t, c, showKeys(t, args, "job:7"), "job:7", scripts.AcquireLatch("job:7"))
 
 			e := election.New(c, "leader:1", election.WithLeaseTime(lease))
-			leading, err := e.Campaign(hold.WithOwner(context.Background(), ownerC), "me")
+			leading, err := e.Campaign(core.WithOwner(context.Background(), ownerC), "me")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/conn"
-	"github.com/relock-go/relock/internal/hold"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -173,7 +173,7 @@ func (in *Inspector) labels(ctx context.Context, e *Entry) {
 	for i, h := range e.Holders {
 		ids[i] = h.ID
 	}
-	labels := hold.Labels(ctx, conn.Of(in.client), e.Name, ids, 5*time.Second)
+	labels := core.Labels(ctx, conn.Of(in.client), e.Name, ids, 5*time.Second)
 	for i := range e.Holders {
 		e.Holders[i].Label = labels[e.Holders[i].ID].Label
 	}
@@ -457,7 +457,7 @@ func Channel(e Entry) string {
 
 // ErrChanged reports that a force unlock found the name holding another
 // kind than the caller saw: nothing was changed.
-var ErrChanged = hold.ErrChanged
+var ErrChanged = core.ErrChanged
 
 // ForceUnlock releases e whoever holds it, in one script (the one the
 // primitives' ForceUnlock and ForceRelease run): a lock's or rwlock's hash
@@ -471,7 +471,7 @@ func (in *Inspector) ForceUnlock(ctx context.Context, e Entry) (bool, error) {
 	if _, ok := in.cluster(); ok {
 		publish = "spublish"
 	}
-	ok, err := hold.ForceUnlock(ctx, conn.Of(in.client), e.Kind, e.Name, publish)
+	ok, err := core.ForceUnlock(ctx, conn.Of(in.client), e.Kind, e.Name, publish)
 	if err != nil {
 		return false, fmt.Errorf("force unlock %s %q: %w", e.Kind, e.Name, err)
 	}

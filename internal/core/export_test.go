@@ -1,0 +1,20 @@
+package core
+
+// Hubs is how many clients have a hub now.
+func Hubs() int { return hubs.Len() }
+
+// Footprint is what h keeps per name: local queues, hand-off counters and
+// subscribed channels.
+func (h *Hub) Footprint() (queues, handOffs, channels int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.queues), len(h.handOffs), h.ps.Channels()
+}
+
+// Claim makes w a waiter that a release may hand the lock to, for owner,
+// as JoinClaimant does.
+func (w *Waiter) Claim(owner string, claim Claimant) {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	w.owner, w.claim = owner, claim
+}

@@ -1,0 +1,136 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/lease"
+	"github.com/relock-go/relock/internal/scripts"
+)
+
+// A holder label (WithHolderLabel) lives in a key of its own beside the
+// hold, scripts.HolderLabel(name, holder), with the hold's lease: written
+// after the acquisition, renewed with the hold (the primitive's labeled
+// renew script), deleted with its release, gone with the lease if the
+// holder crashed. It only informs (relock ls, a contention error): a
+// failure to write or delete it is not the acquisition's.
+
+// WriteLabel records label as holder's, since now, for lease. It waits
+// for the write at most LabelWait (less when ctx's deadline is sooner):
+// the label must not hold the acquisition it follows past its deadline
+// on a stalled server; a write still unanswered then lands later, or
+// not, and the label only informs.
+func WriteLabel(ctx context.Context, c conn.Client, name, holder, label string, lease time.Duration) {
+	v := label + "\t" + strconv.FormatInt(time.Now().UnixMilli(), 10)
+	labelCall(ctx, c, "set", scripts.HolderLabel(name, holder), v, "px", max(lease.Milliseconds(), 1))
+}
+
+// DropLabel deletes holder's label, waiting as WriteLabel does. A label
+// whose delete comes too late stays until its lease ends.
+func DropLabel(ctx context.Context, c conn.Client, name, holder string) {
+	labelCall(ctx, c, "del", scripts.HolderLabel(name, holder))
+}
+
+// labelCall sends one label command within LabelWait, whatever the
+// client does with deadlines (conn.Within).
+func labelCall(ctx context.Context, c conn.Client, args ...any) {
+	_ = conn.Within(ctx, conn.PoolFor(c), LabelWait, func(ctx context.Context) error {
+		return c.Do(ctx, args...).Err()
+	})
+}
+
+// Label is a holder's label and since when it holds.
+type Label struct {
+	Label string
+	Since time.Time
+}
+
+// ParseLabel reads a label key's value.
+func ParseLabel(v string) (Label, bool) {
+	label, ms, ok := strings.Cut(v, "\t")
+	if !ok {
+		return Label{}, false
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return Label{}, false
+	}
+	return Label{Label: label, Since: time.UnixMilli(n)}, true
+}
+
+// Labels reads the labels of holders of name (those that have one), in
+// one round trip, bounded by timeout whatever ctx's state.
+func Labels(ctx context.Context, c conn.Client, name string, holders []string, timeout time.Duration) map[string]Label {
+	if len(holders) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	gets := make([][]any, len(holders))
+	for i, h := range holders {
+		gets[i] = []any{"get", scripts.HolderLabel(name, h)}
+	}
+	out := map[string]Label{}
+	for i, r := range c.Pipelined(ctx, gets...) {
+		if v, err := r.Text(); err == nil {
+			if l, ok := ParseLabel(v); ok {
+				out[holders[i]] = l
+			}
+		}
+	}
+	return out
+}
+
+// MaxHeldBy bounds the holders HeldBy looks up and names.
+const MaxHeldBy = 10
+
+// AddLabel records label as holder's, for lease, and makes spec renew the
+// label key with the hold: the key goes after the target's keys and
+// labeled (the primitive's renew script, with one more key per lease)
+// renews it.
+func AddLabel(ctx context.Context, c conn.Client, spec *lease.Spec, labeled *lease.RenewScript, name, holder, label string, leaseTime time.Duration) {
+	t := &spec.Targets[0]
+	t.Keys = append(slices.Clone(t.Keys), scripts.HolderLabel(name, holder))
+	spec.Renewer = labeled
+	WriteLabel(ctx, c, name, holder, label, leaseTime)
+}
+
+// HeldBy adds to err, a contention error, who holds name when its holders
+// have labels: "not acquired (held by pod-7 for 4.2s)". holders are the
+// owner ids the lock records; the first MaxHeldBy are looked at.
+func HeldBy(ctx context.Context, c conn.Client, name string, holders []string, timeout time.Duration, err error) error {
+	holders = holders[:min(len(holders), MaxHeldBy)]
+	labels := Labels(ctx, c, name, holders, timeout)
+	var parts []string
+	for _, h := range holders {
+		if l, ok := labels[h]; ok {
+			parts = append(parts, fmt.Sprintf("%s for %v", l.Label, time.Since(l.Since).Round(100*time.Millisecond)))
+		}
+	}
+	if len(parts) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (held by %s)", err, strings.Join(parts, ", "))
+}
+
+// LabelWait bounds how long a contention error waits to name the holders,
+// and a label's write or delete: labels only inform, and must not hold a
+// caller past its bound.
+const LabelWait = 100 * time.Millisecond
+
+// NameHolders returns heldBy(ctx, err), the contention error err with its
+// holders named, when heldBy answers within LabelWait (on pool); err
+// otherwise.
+func NameHolders(ctx context.Context, pool *conn.Pool, err error, heldBy func(context.Context, error) error) error {
+	named := err
+	ctx = context.WithoutCancel(ctx)
+	if late := pool.Bound(ctx, LabelWait, func() { named = heldBy(ctx, err) }); late != nil {
+		return err
+	}
+	return named
+}

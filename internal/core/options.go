@@ -1,0 +1,512 @@
+package core
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/lease"
+	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/telemetry"
+)
+
+// Defaults, as Redisson's.
+const (
+	DefaultWatchdogTimeout = 30 * time.Second
+	DefaultUnlockTimeout   = 5 * time.Second
+	// DefaultReplicaSync bounds the WAIT of an acquisition on a server
+	// with replicas (Redisson's default too).
+	DefaultReplicaSync = time.Second
+)
+
+// Config is what the options set.
+type Config struct {
+	LeaseTime       time.Duration // > 0: fixed lease, no renewal
+	WatchdogTimeout time.Duration
+	WaitTimeout     time.Duration
+	UnlockTimeout   time.Duration
+	TracerProvider  trace.TracerProvider
+	MeterProvider   metric.MeterProvider
+	// NameInMetrics puts the lock name on the primitive's metrics.
+	NameInMetrics bool
+	// ScopedHold ends a hold with its acquiring context.
+	ScopedHold bool
+	// HolderLabel names the holder (a pod, a host, a job) next to its hold.
+	HolderLabel string
+	// ForceUnlockNotice: a hold listens for its lock's unlock message.
+	ForceUnlockNotice bool
+	// RecordedSize: a semaphore uses the size Redis records when it
+	// differs from its own.
+	RecordedSize bool
+	Watchdog     *lease.Watchdog
+	// ReplicaSync bounds the WAIT after an acquisition on a server with
+	// replicas (0: no WAIT); MinReplicas must acknowledge.
+	ReplicaSync time.Duration
+	MinReplicas int
+	// Redlock: per-node timeout (default lease/10) and clock drift
+	// allowance (default lease/100 + 2 ms).
+	NodeTimeout time.Duration
+	Drift       time.Duration // < 0: the default
+	// Logger receives the warnings about a server that undermines a
+	// guarantee (nil: slog.Default()).
+	Logger *slog.Logger
+
+	// Given is what the options set explicitly of what a Redlock and its
+	// members share; the Redlock adopts a member's, or refuses a conflict.
+	Given Shared
+
+	// Invalid says why the first invalid option is bad, reported by every call
+	// ("" when all are good).
+	Invalid string
+
+	latchArg any // LatchLife(UnlockTimeout), boxed once
+	// replicaGiven: WithReplicaSync or WithMinReplicas was given;
+	// syncGiven: WithReplicaSync was (its timeout is the caller's).
+	replicaGiven, syncGiven bool
+	// newOnly names the first option given that configures the primitive
+	// itself (New), which one acquisition cannot take.
+	newOnly string
+}
+
+func (c *Config) onlyNew(option string) {
+	if c.newOnly == "" {
+		c.newOnly = option
+	}
+}
+
+// PerCall returns the configuration of one acquisition: c with opts
+// applied, or why they are refused (an invalid value, or an option that
+// configures the primitive itself: the providers, the watchdog, the
+// unlock timeout, a Redlock's node timeout and drift). The options of an
+// acquisition are its lease (WithLeaseTime, or WithWatchdogTimeout for a
+// renewed one), its wait bound, WithHoldScopedToContext, the holder label
+// and the force-unlock notice; an option primitive does not keep is refused
+// too (Unsupported). Without opts it returns c itself, at no cost. The
+// public packages' option types already keep both kinds from an
+// acquisition at compile time; the check stays so that nothing given
+// another way (a test, a wrapper inside the module) is ignored.
+func (c *Config) PerCall(primitive string, opts []Option) (*Config, string) {
+	if len(opts) == 0 {
+		return c, c.Unsupported(primitive)
+	}
+	call := *c
+	call.Invalid, call.newOnly, call.Given = "", "", Shared{}
+	for _, o := range opts {
+		if o != nil {
+			o(&call)
+		}
+	}
+	switch {
+	case call.Invalid != "":
+		return nil, call.Invalid
+	case call.newOnly != "":
+		return nil, call.newOnly + " configures the primitive (its New), not one acquisition"
+	}
+	if call.Given.WatchdogTimeout != 0 && call.Given.LeaseTime == 0 {
+		call.LeaseTime = 0 // a renewed lease for this call, whatever New set
+	}
+	call.Given = c.Given
+	return &call, call.Unsupported(primitive)
+}
+
+// Shared are the settings a Redlock and its members must agree on: the
+// lease (its length and whether it is renewed), the unlock timeout and the
+// watchdog. A zero field was not given.
+type Shared struct {
+	LeaseTime, WatchdogTimeout, UnlockTimeout time.Duration
+	Watchdog                                  *lease.Watchdog
+}
+
+// Adopt takes into c what a member gave explicitly and c did not, and
+// returns why the two conflict ("" when they do not): a Redlock honours
+// its members' options, but cannot hold two leases at once.
+func (c *Config) Adopt(m Shared) string {
+	g := &c.Given
+	leaseOf := func(s Shared) string {
+		if s.LeaseTime > 0 {
+			return fmt.Sprintf("lease time %v", s.LeaseTime)
+		}
+		return fmt.Sprintf("watchdog timeout %v", s.WatchdogTimeout)
+	}
+	if m.LeaseTime > 0 || m.WatchdogTimeout > 0 {
+		switch {
+		case g.LeaseTime == 0 && g.WatchdogTimeout == 0:
+			g.LeaseTime, g.WatchdogTimeout = m.LeaseTime, m.WatchdogTimeout
+			c.LeaseTime = m.LeaseTime
+			if m.WatchdogTimeout > 0 {
+				c.WatchdogTimeout = m.WatchdogTimeout
+			}
+		case g.LeaseTime != m.LeaseTime || (m.WatchdogTimeout > 0 && g.WatchdogTimeout != m.WatchdogTimeout):
+			return fmt.Sprintf("%s differs from the %s given to the Redlock or an earlier member", leaseOf(m), leaseOf(*g))
+		}
+	}
+	if m.UnlockTimeout > 0 {
+		switch g.UnlockTimeout {
+		case 0:
+			g.UnlockTimeout, c.UnlockTimeout = m.UnlockTimeout, m.UnlockTimeout
+		case m.UnlockTimeout:
+		default:
+			return fmt.Sprintf("unlock timeout %v differs from the %v given to the Redlock or an earlier member", m.UnlockTimeout, g.UnlockTimeout)
+		}
+	}
+	if m.Watchdog != nil {
+		switch g.Watchdog {
+		case nil:
+			g.Watchdog, c.Watchdog = m.Watchdog, m.Watchdog
+		case m.Watchdog:
+		default:
+			return "its watchdog differs from the one given to the Redlock or an earlier member"
+		}
+	}
+	return ""
+}
+
+// Option configures a primitive.
+type Option func(*Config)
+
+// Apply returns the configuration of opts over the defaults.
+func Apply(opts []Option) Config {
+	c := Config{WatchdogTimeout: DefaultWatchdogTimeout, UnlockTimeout: DefaultUnlockTimeout, Drift: -1,
+		ReplicaSync: DefaultReplicaSync, MinReplicas: 1}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.Watchdog == nil {
+		c.Watchdog = lease.Default()
+	}
+	c.latchArg = LatchLife(c.UnlockTimeout)
+	return c
+}
+
+// LatchArg is LatchLife(timeout) as a script argument, boxed once for the
+// configured unlock timeout (a Redlock's member may release on another).
+func (c *Config) LatchArg(timeout time.Duration) any {
+	if timeout == c.UnlockTimeout && c.latchArg != nil {
+		return c.latchArg
+	}
+	return LatchLife(timeout)
+}
+
+// Lease is the TTL an acquire writes.
+func (c *Config) Lease() time.Duration {
+	if c.LeaseTime > 0 {
+		return c.LeaseTime
+	}
+	return c.WatchdogTimeout
+}
+
+// Renewed reports whether the watchdog renews the lease.
+func (c *Config) Renewed() bool { return c.LeaseTime <= 0 }
+
+func (c *Config) invalid(format string, args ...any) {
+	if c.Invalid == "" {
+		c.Invalid = fmt.Sprintf(format, args...)
+	}
+}
+
+// MinLease is the shortest lease accepted (lease.MinLease).
+const MinLease = lease.MinLease
+
+// MaxLease is the longest lease, watchdog timeout or extension accepted.
+// A lease is how long a crashed holder's keys stay, and every key a
+// primitive writes must be gone within a day of its last use, so that a
+// service locking per entity for years does not grow Redis. An unlock
+// latch lives twice its timeout, so unlock and node timeouts are held to
+// half of it.
+const MaxLease = 24 * time.Hour
+
+// MaxUnlockTimeout is the longest unlock (or node) timeout accepted: it
+// keeps an unlock latch (LatchLife) within MaxLease.
+const MaxUnlockTimeout = MaxLease / 3
+
+// Check returns why a primitive called name (noun: "lock", "semaphore")
+// cannot be made on client with this configuration, or "" when it can.
+func (c *Config) Check(client conn.Client, noun, name string) string {
+	if reason := client.Invalid(); reason != "" {
+		return reason
+	}
+	if name == "" {
+		return "empty " + noun + " name"
+	}
+	if reason := scripts.CheckName(name); reason != "" {
+		return reason
+	}
+	if c.Invalid != "" {
+		return c.Invalid
+	}
+	return c.checkReadTimeout(client)
+}
+
+// LatchLife is how long (ms) the latch of a call retried with timeout
+// lives: three times timeout, while the call is retried for twice timeout
+// (its caller waits for timeout at most, the rest goes on in the
+// background; scripts.Call.Retrying), so a late retry still finds it
+// instead of counting again.
+func LatchLife(timeout time.Duration) int64 { return 3 * timeout.Milliseconds() }
+
+// WithLeaseTime: see lock.WithLeaseTime.
+func WithLeaseTime(d time.Duration) Option {
+	return func(c *Config) {
+		if d < MinLease {
+			c.invalid("lease time %v must be at least %v", d, MinLease)
+			return
+		}
+		if d > MaxLease {
+			c.invalid("lease time %v must be at most %v (keys outlive a crashed holder by its lease)", d, MaxLease)
+			return
+		}
+		c.LeaseTime, c.Given.LeaseTime = d, d
+	}
+}
+
+// WithWatchdogTimeout: see lock.WithWatchdogTimeout.
+func WithWatchdogTimeout(d time.Duration) Option {
+	return func(c *Config) {
+		if d < MinLease {
+			c.invalid("watchdog timeout %v must be at least %v", d, MinLease)
+			return
+		}
+		if d > MaxLease {
+			c.invalid("watchdog timeout %v must be at most %v (keys outlive a crashed holder by its lease)", d, MaxLease)
+			return
+		}
+		c.WatchdogTimeout, c.Given.WatchdogTimeout = d, d
+	}
+}
+
+// WithWaitTimeout: see lock.WithWaitTimeout.
+func WithWaitTimeout(d time.Duration) Option {
+	return func(c *Config) {
+		if d <= 0 {
+			c.invalid("wait timeout %v must be positive", d)
+			return
+		}
+		c.WaitTimeout = d
+	}
+}
+
+// MinUnlockTimeout is the shortest unlock timeout accepted: an unlock
+// latch lives twice the timeout in whole milliseconds, and a shorter one
+// would make that 0 ms, which Redis refuses (SET ... PX 0) after the
+// release script has already written. (Lease and watchdog timeouts, the
+// other durations sent to Redis, are held to MinLease; a Redlock's node
+// timeout is an unlock timeout too, when a failed round gives members
+// back; the wait and drift stay in the client.)
+const MinUnlockTimeout = time.Millisecond
+
+// WithUnlockTimeout: see lock.WithUnlockTimeout.
+func WithUnlockTimeout(d time.Duration) Option {
+	return func(c *Config) {
+		if d < MinUnlockTimeout {
+			c.invalid("unlock timeout %v must be at least %v", d, MinUnlockTimeout)
+			return
+		}
+		if d > MaxUnlockTimeout {
+			c.invalid("unlock timeout %v must be at most %v (its latch lives three times as long, within %v)", d, MaxUnlockTimeout, MaxLease)
+			return
+		}
+		c.onlyNew("WithUnlockTimeout")
+		c.UnlockTimeout, c.Given.UnlockTimeout = d, d
+	}
+}
+
+// WithTracerProvider: see lock.WithTracerProvider.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *Config) { c.TracerProvider = tp; c.onlyNew("WithTracerProvider") }
+}
+
+// WithMeterProvider: see lock.WithMeterProvider.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *Config) { c.MeterProvider = mp; c.onlyNew("WithMeterProvider") }
+}
+
+// WithNameInMetrics: see lock.WithNameInMetrics.
+func WithNameInMetrics() Option {
+	return func(c *Config) { c.NameInMetrics = true; c.onlyNew("WithNameInMetrics") }
+}
+
+// WithHoldScopedToContext: see lock.WithHoldScopedToContext.
+func WithHoldScopedToContext() Option {
+	return func(c *Config) { c.ScopedHold = true }
+}
+
+// Unsupported is why primitive refuses an option of c that it does not
+// keep, rather than drop it ("" when there is none): a holder label
+// (kept by lock, rwlock and semaphore holds) and the force-unlock notice
+// (lock holds).
+func (c *Config) Unsupported(primitive string) string {
+	switch {
+	case c.HolderLabel != "" && primitive != "lock" && primitive != "rwlock" && primitive != "semaphore":
+		return "WithHolderLabel is kept for lock, rwlock and semaphore holds, not yet for " + primitive
+	case c.ForceUnlockNotice && primitive != "lock":
+		return "WithForceUnlockNotice is kept for lock.Mutex holds, not yet for " + primitive
+	case c.replicaGiven && (primitive == "redlock" || primitive == "multilock"):
+		return "replica sync is set on each member (lock.New, rwlock.New), whose server it concerns, not on the Redlock"
+	}
+	return ""
+}
+
+// ReplicaPolicy is how an acquisition's write is acknowledged.
+func (c *Config) ReplicaPolicy() scripts.ReplicaPolicy {
+	return scripts.ReplicaPolicy{Timeout: c.ReplicaSync, Min: c.MinReplicas, Logger: c.Logger}
+}
+
+// WithLogger: see lock.WithLogger.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *Config) {
+		if l == nil {
+			c.invalid("nil logger")
+			return
+		}
+		c.Logger = l
+	}
+}
+
+// WithReplicaSync: see lock.WithReplicaSync.
+func WithReplicaSync(timeout time.Duration) Option {
+	return func(c *Config) {
+		c.replicaGiven, c.syncGiven = true, true
+		c.onlyNew("WithReplicaSync")
+		if timeout < 0 || (timeout > 0 && timeout < time.Millisecond) {
+			c.invalid("replica sync timeout %v must be 0 (off) or at least 1ms (WAIT counts milliseconds)", timeout)
+			return
+		}
+		c.ReplicaSync = timeout.Truncate(time.Millisecond)
+	}
+}
+
+// WithMinReplicas: see lock.WithMinReplicas.
+func WithMinReplicas(n int) Option {
+	return func(c *Config) {
+		c.replicaGiven = true
+		c.onlyNew("WithMinReplicas")
+		if n < 1 {
+			c.invalid("min replicas %d must be at least 1 (WithReplicaSync(0) turns replica sync off)", n)
+			return
+		}
+		c.MinReplicas = n
+	}
+}
+
+// checkReadTimeout says why client's read timeout would cut a WAIT of
+// c.ReplicaSync short ("" when it would not). The default timeout is
+// shortened to half the read timeout instead: a client set to read fast
+// keeps working unless the caller asked for the longer WAIT.
+func (c *Config) checkReadTimeout(client conn.Client) string {
+	if c.ReplicaSync <= 0 {
+		return ""
+	}
+	rt, ok := client.ReadTimeout()
+	if !ok {
+		return ""
+	}
+	if rt > 0 && rt <= c.ReplicaSync && !c.syncGiven {
+		c.ReplicaSync = max(rt/2, time.Millisecond).Truncate(time.Millisecond)
+		return ""
+	}
+	if rt > 0 && rt <= c.ReplicaSync {
+		return fmt.Sprintf("replica sync timeout %v must be below the client's read timeout %v, which would cut the WAIT short", c.ReplicaSync, rt)
+	}
+	return ""
+}
+
+// WithForceUnlockNotice: see lock.WithForceUnlockNotice.
+func WithForceUnlockNotice() Option {
+	return func(c *Config) { c.ForceUnlockNotice = true }
+}
+
+// MaxHolderLabel bounds a holder label's length in bytes.
+const MaxHolderLabel = 256
+
+// WithHolderLabel: see lock.WithHolderLabel.
+func WithHolderLabel(s string) Option {
+	return func(c *Config) {
+		switch {
+		case s == "":
+			c.invalid("holder label is empty")
+		case len(s) > MaxHolderLabel:
+			c.invalid("holder label is %d bytes, more than %d", len(s), MaxHolderLabel)
+		case strings.ContainsFunc(s, unicode.IsControl):
+			c.invalid("holder label %q holds a control character", s)
+		default:
+			c.HolderLabel = s
+		}
+	}
+}
+
+// WithRecordedSize: see semaphore.WithRecordedSize.
+func WithRecordedSize() Option {
+	return func(c *Config) { c.RecordedSize = true; c.onlyNew("WithRecordedSize") }
+}
+
+// WithWatchdog: see lock.WithWatchdog.
+func WithWatchdog(w *lease.Watchdog) Option {
+	return func(c *Config) { c.Watchdog, c.Given.Watchdog = w, w; c.onlyNew("WithWatchdog") }
+}
+
+// WithNodeTimeout: see redlock.WithNodeTimeout.
+func WithNodeTimeout(d time.Duration) Option {
+	return func(c *Config) {
+		// A failed round gives members back with it as their unlock
+		// timeout, which becomes an unlock latch's life in milliseconds.
+		if d < MinUnlockTimeout {
+			c.invalid("node timeout %v must be at least %v", d, MinUnlockTimeout)
+			return
+		}
+		if d > MaxUnlockTimeout {
+			c.invalid("node timeout %v must be at most %v (a give-back's latch lives twice as long, within %v)", d, MaxUnlockTimeout, MaxLease)
+			return
+		}
+		c.NodeTimeout = d
+		c.onlyNew("WithNodeTimeout")
+	}
+}
+
+// WithDrift: see redlock.WithDrift.
+func WithDrift(d time.Duration) Option {
+	return func(c *Config) {
+		if d < 0 {
+			c.invalid("drift %v must not be negative", d)
+			return
+		}
+		c.Drift = d
+		c.onlyNew("WithDrift")
+	}
+}
+
+// Instruments makes the tracing and metrics instruments of a primitive
+// (or of one side of an rwlock) configured by c; attrs are attributes of
+// its acquire spans beyond its name, primitive, side and watchdog.
+func (c *Config) Instruments(primitive, side, name, releaseSpan string, attrs ...attribute.KeyValue) telemetry.Instruments {
+	return telemetry.NewInstruments(telemetry.Setup{
+		TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider, NameInMetrics: c.NameInMetrics,
+		Primitive: primitive, Side: side, Name: name, Renewed: c.Renewed(),
+		ReleaseSpan: releaseSpan, Attrs: attrs,
+	})
+}
+
+// Options returns the options behind a package's typed options (get unwraps
+// one), skipping nil ones: each public package wraps Option in types of
+// its own so that the compiler refuses another package's option, or a
+// constructor-only one given to one acquisition.
+func Options[T any](opts []T, get func(T) Option) []Option {
+	if len(opts) == 0 {
+		return nil
+	}
+	out := make([]Option, 0, len(opts))
+	for _, o := range opts {
+		if any(o) != nil {
+			out = append(out, get(o))
+		}
+	}
+	return out
+}

@@ -1,0 +1,285 @@
+package core_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/conn"
+	"github.com/relock-go/relock/internal/core"
+	"github.com/relock-go/relock/internal/errs"
+	"github.com/relock-go/relock/internal/testkit/redistest"
+)
+
+// A wait bound shorter than a round trip bounds only the waiting: the
+// first try is always made, so a free lock and a re-entry are taken, and
+// a held lock is refused after that one try, without subscribing.
+func TestShortWaitBound(t *testing.T) {
+	t.Parallel()
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
+		hub := core.For(conn.Of(env.Client))
+		for _, c := range []struct {
+			name   string
+			holder string
+			direct bool
+		}{{"free", "", false}, {"reentry", "me", true}} {
+			t.Run(c.name, func(t *testing.T) {
+				m := newMock(c.holder, long)
+				req := request(hub, channelOf(t), m.try("me"))
+				req.Wait = time.Nanosecond
+				if c.direct {
+					req.Entry = core.Reenter
+				}
+				require.NoError(t, do(testContext(t), req))
+				assert.Equal(t, "me", m.heldBy())
+				assert.Equal(t, 1, m.tries())
+			})
+		}
+		t.Run("held", func(t *testing.T) {
+			ctx := testContext(t)
+			m := newMock("other", long)
+			req := request(hub, channelOf(t), m.try("me"))
+			req.Wait = time.Nanosecond
+			require.ErrorIs(t, do(ctx, req), errs.ErrNotAcquired)
+			assert.Equal(t, 1, m.tries())
+			requireNoPubSubEventually(t, ctx, env, hub, channelOf(t))
+		})
+	})
+}
+
+// flaky is a lock held by another owner whose tries fail with err from
+// try number from to try number to (inclusive); from then on the lock is
+// free when free is set.
+type flaky struct {
+	mu       sync.Mutex
+	from, to int
+	err      error
+	free     bool
+	calls    int
+	acquired bool
+}
+
+func (f *flaky) try(context.Context) (core.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	switch {
+	case f.calls >= f.from && (f.to == 0 || f.calls <= f.to):
+		return core.Result{}, f.err
+	case f.calls > f.to && f.to > 0 && f.free:
+		f.acquired = true
+		return core.Result{Acquired: true}, nil
+	}
+	return core.Result{TTL: long}, nil
+}
+
+func (f *flaky) tries() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+func refused() error {
+	return &net.OpError{Op: "dial", Net: "tcp", Err: &net.AddrError{Err: "connect: connection refused"}}
+}
+
+// While waiting, a transient error (Redis unreachable, restarting) does
+// not end the acquire: the waiter backs off and tries again, and acquires
+// once Redis answers and the lock is free, although no unlock message
+// came.
+func TestTransientErrorWhileWaitingKeepsWaiting(t *testing.T) {
+	t.Parallel()
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
+		hub := core.For(conn.Of(env.Client))
+		ctx := testContext(t)
+		// Try 1 finds the lock held; tries 2..6 (the one once subscribed,
+		// then the backoff's) fail; try 7 finds it free.
+		f := &flaky{from: 2, to: 6, err: refused(), free: true}
+		began := time.Now()
+		err := await(t, start(ctx, request(hub, channelOf(t), f.try)), "acquire")
+		require.NoError(t, err)
+		assert.Equal(t, 7, f.tries())
+		// The backoff spaced the tries after the 5 failures (at least 5,
+		// 10, 20, 40, 80 ms: half of each doubling step is fixed), and
+		// did not wait for the 1 min TTL the lock reported.
+		assert.GreaterOrEqual(t, time.Since(began), 150*time.Millisecond)
+		requireNoPubSubEventually(t, ctx, env, hub, channelOf(t))
+	})
+}
+
+// When ctx ends while tries fail with a transient error, the acquire
+// returns ctx's cause (ErrNotAcquired for the wait bound) with the last
+// such error, so the caller sees why it did not get the lock.
+func TestTransientErrorThenContextEndReturnsBoth(t *testing.T) {
+	t.Parallel()
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
+		hub := core.For(conn.Of(env.Client))
+		errDown := fmt.Errorf("relay: %w", syscall.ECONNREFUSED)
+
+		t.Run("deadline", func(t *testing.T) {
+			f := &flaky{from: 2, err: errDown}
+			ctx, cancel := context.WithTimeout(testContext(t), 300*time.Millisecond)
+			defer cancel()
+			err := await(t, start(ctx, request(hub, channelOf(t), f.try)), "acquire")
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			require.ErrorIs(t, err, syscall.ECONNREFUSED)
+			assert.Greater(t, f.tries(), 3, "it kept trying")
+			requireNoPubSubEventually(t, testContext(t), env, hub, channelOf(t))
+		})
+
+		t.Run("wait bound", func(t *testing.T) {
+			f := &flaky{from: 2, err: errDown}
+			// as a primitive's Try sends its script (pool nil: on this goroutine)
+			try := func(ctx context.Context) (core.Result, error) {
+				return core.Bounded(ctx, nil, 50*time.Millisecond, core.CallFunc[core.Result](f.try))
+			}
+			req := request(hub, channelOf(t), try)
+			req.Wait = 300 * time.Millisecond
+			err := await(t, start(testContext(t), req), "acquire")
+			require.ErrorIs(t, err, errs.ErrNotAcquired)
+			require.ErrorIs(t, err, syscall.ECONNREFUSED)
+			requireNoPubSubEventually(t, testContext(t), env, hub, channelOf(t))
+		})
+
+		t.Run("answered since", func(t *testing.T) {
+			// The error passed and a later try found the lock held: the
+			// end of ctx is the whole story.
+			f := &flaky{from: 2, to: 2, err: errDown}
+			ctx, cancel := context.WithTimeout(testContext(t), 300*time.Millisecond)
+			defer cancel()
+			err := await(t, start(ctx, request(hub, channelOf(t), f.try)), "acquire")
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			require.NotErrorIs(t, err, syscall.ECONNREFUSED)
+			assert.Equal(t, 3, f.tries(), "one backoff try, then the TTL (1 min) is the timer")
+		})
+	})
+}
+
+// The first try's error is returned at once, transient or not: Redis
+// could not be reached when the acquire began. And an error that is not
+// transient (a script error) ends a wait at once.
+func TestErrorsThatEndTheAcquire(t *testing.T) {
+	t.Parallel()
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
+		hub := core.For(conn.Of(env.Client))
+
+		t.Run("first try", func(t *testing.T) {
+			f := &flaky{from: 1, err: refused()}
+			err := do(testContext(t), request(hub, channelOf(t), f.try))
+			var nerr net.Error
+			require.ErrorAs(t, err, &nerr)
+			assert.Equal(t, 1, f.tries())
+			assert.False(t, hub.Waiting(channelOf(t)))
+		})
+
+		t.Run("script error while waiting", func(t *testing.T) {
+			ctx := testContext(t)
+			f := &flaky{from: 2, err: redisError("ERR user_script:1: Script attempted to access nonexistent global variable 'x'")}
+			err := await(t, start(ctx, request(hub, channelOf(t), f.try)), "acquire")
+			require.ErrorContains(t, err, "user_script")
+			assert.Equal(t, 2, f.tries())
+			requireNoPubSubEventually(t, ctx, env, hub, channelOf(t))
+		})
+	})
+}
+
+// redisError is an error reply as go-redis returns it.
+type redisError string
+
+func (e redisError) Error() string { return string(e) }
+func (redisError) RedisError()     {}
+
+// A resend of a BUSY try that fails for the end of its context says so,
+// with the server's last answer, and may have run: what it took must be
+// given back, so the context's error is what it unwraps to, not the BUSY.
+func TestResendMeetingTheEndOfItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls := 0
+	_, err := core.Bounded(ctx, nil, 5*time.Second, core.CallFunc[int](func(ctx context.Context) (int, error) {
+		calls++
+		if calls == 1 {
+			return 0, redisError("BUSY Redis is busy running a script.")
+		}
+		cancel() // as go-redis meets the end of ctx after sending
+		return 0, ctx.Err()
+	}))
+	require.Equal(t, 2, calls)
+	require.ErrorIs(t, err, context.Canceled)
+	require.True(t, conn.MayHaveRun(err), "a resend that may have run is given back")
+	require.False(t, conn.TryAgain(err))
+	require.Contains(t, err.Error(), "BUSY")
+}
+
+// A resend still on its way when its context ends is late: the error
+// keeps the late call (conn.AfterLate), which a give-back waits for, and
+// the server's BUSY that made it wait.
+func TestLateResendMeetingTheEndOfItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	go func() {
+		<-started
+		cancel() // while the resend waits for its reply
+	}()
+	_, err := core.Bounded(ctx, conn.NewPool(0), 5*time.Second, core.CallFunc[int](func(context.Context) (int, error) {
+		if calls.Add(1) == 1 {
+			return 0, redisError("BUSY Redis is busy running a script.")
+		}
+		close(started)
+		<-release // a server that has not answered yet
+		return 1, nil
+	}))
+	require.Equal(t, int32(2), calls.Load())
+	require.ErrorIs(t, err, context.Canceled)
+	require.True(t, conn.MayHaveRun(err))
+	require.Contains(t, err.Error(), "BUSY")
+	late := conn.AfterLate(err)
+	require.NotNil(t, late, "the late call, which a give-back waits for")
+	select {
+	case <-late:
+		t.Fatal("done before the call returned")
+	default:
+	}
+	close(release)
+	select {
+	case <-late:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the late call's end was not told")
+	}
+}
+
+// An acquisition's first try is resent on BUSY up to its wait bound, even
+// past the try's own patience, and no further; at the bound it is
+// ErrNotAcquired, with the server's answer.
+func TestFirstTryResentUpToTheWaitBound(t *testing.T) {
+	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
+		hub := core.For(conn.Of(env.Client))
+		f := &flaky{from: 1, err: redisError("BUSY Redis is busy running a script.")}
+		// as a primitive's Try sends its script (pool nil: on this goroutine)
+		try := func(ctx context.Context) (core.Result, error) {
+			return core.Bounded(ctx, nil, 50*time.Millisecond, core.CallFunc[core.Result](f.try))
+		}
+		req := request(hub, channelOf(t), try)
+		req.Wait = 150 * time.Millisecond
+		began := time.Now()
+		err := do(testContext(t), req)
+		took := time.Since(began)
+		require.ErrorIs(t, err, errs.ErrNotAcquired)
+		require.Contains(t, err.Error(), "BUSY")
+		require.GreaterOrEqual(t, took, req.Wait, "the bound is waited out")
+		require.Less(t, took, req.Wait+time.Second, "and not long past it")
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		require.Greater(t, f.calls, 1, "resent meanwhile")
+	})
+}
