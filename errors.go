@@ -5,12 +5,10 @@ import (
 	"fmt"
 )
 
-// The sentinel errors, the same values in every package of this module
-// (lock.ErrNotHeld == relock.ErrNotHeld), so that errors.Is works whatever
-// primitive returned the error.
+// The sentinel errors: the same values in every package of this module.
 var (
-	// ErrNotAcquired: the lock is held by another owner (TryLock) or the
-	// wait bound passed before it was free.
+	// ErrNotAcquired: held by another owner (TryLock), or the wait bound
+	// passed before the lock was free.
 	ErrNotAcquired = errors.New("not acquired")
 	// ErrNotHeld: the context's owner does not hold the lock.
 	ErrNotHeld = errors.New("not held")
@@ -19,22 +17,17 @@ var (
 	ErrLockLost = errors.New("lock lost")
 	// ErrInvalidArgument: bad input; nothing was written to Redis.
 	ErrInvalidArgument = errors.New("invalid argument")
-	// ErrNotReplicated: the acquisition was written, but fewer replicas
-	// of the server acknowledged it than WithMinReplicas asks within the
-	// replica sync timeout (WithReplicaSync), so it was undone: a
-	// failover could have lost it. It matches ErrNotAcquired too.
+	// ErrNotReplicated: fewer replicas than WithMinReplicas acknowledged
+	// the acquisition within WithReplicaSync's timeout, so it was undone
+	// (a failover could lose it). It matches ErrNotAcquired.
 	ErrNotReplicated = fmt.Errorf("%w: too few replicas acknowledged", ErrNotAcquired)
-	// ErrWrongKind: the name is held by another kind of primitive (a
-	// lock, fair lock or election, an rwlock, a semaphore): one name
-	// serves one kind, so the acquisition was refused at once and
-	// nothing was written. It matches ErrNotAcquired too, so a TryLock
-	// caller that only checks for contention still backs off; the
-	// error's text names both kinds.
+	// ErrWrongKind: the name is held by another kind of primitive (one
+	// name serves one kind); refused at once, nothing written. It matches
+	// ErrNotAcquired; its text names both kinds.
 	ErrWrongKind = fmt.Errorf("%w: name held by another kind", ErrNotAcquired)
-	// ErrWaitersNotTold: the release was made, but its notification was
-	// refused (PUBLISH denied by the user's ACL on a server too old to
-	// check before writing, Redis 6): waiters wake when the lock's lease
-	// ends instead of at once.
+	// ErrWaitersNotTold: released, but the notification was refused
+	// (PUBLISH denied by ACL on Redis 6, which cannot check before
+	// writing): waiters wake when the lease ends instead of at once.
 	ErrWaitersNotTold = errors.New("released, waiters not told")
 	// ErrNoLeader: an election has no leader now (none elected, or the
 	// last one resigned or lost its lease).
@@ -42,9 +35,8 @@ var (
 )
 
 // Error is the type of every error the primitives return: it names the
-// operation and the lock, and wraps the reason (a sentinel above, a Redis
-// or network error), so that errors.Is finds the sentinel and errors.As
-// finds the Error.
+// operation and the lock and wraps the reason (a sentinel, a Redis or
+// network error), for errors.Is and errors.As.
 type Error struct {
 	Op        string // "lock", "unlock", "renew", ...
 	Primitive string // "lock", "rwlock", "semaphore", "redlock", ...

@@ -15,16 +15,11 @@ import (
 	"github.com/relock-go/relock/tracing"
 )
 
-// Campaign waits until this candidate is elected, then returns the leading
-// context: it carries the leadership (Epoch, Resign, Proclaim) and is done
-// when the leadership ends, with ErrLockLost as its cause the moment the
-// renewal engine knows the lease is lost (as a lock's hold is). ctx bounds
-// the wait only: its end returns ctx's error and takes the candidate out
-// of the line; once elected, the leadership lasts until Resign or its
-// loss, whatever ctx does. Candidates are elected first come, first
-// served, across processes (a fair lock's line; a candidate that dies is
-// skipped within seconds). value is the leader's value for observers and
-// Leader, at most MaxValue bytes.
+// Campaign waits until this candidate is elected and returns the leading
+// context: it carries the leadership (Epoch, Resign, Proclaim) and ends
+// with it, cause ErrLockLost once the lease is known lost. ctx bounds the
+// wait only (its end takes the candidate out of the line). value, at most
+// MaxValue bytes, is shown to observers and Leader.
 func (e *Election) Campaign(ctx context.Context, value string) (context.Context, error) {
 	if err := e.ident().Check("campaign", ctx, unmade); err != nil {
 		return nil, err
@@ -50,8 +45,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (context.Context,
 	return leading, nil
 }
 
-// campaign takes the fair lock, with the record kept alive with its hold,
-// then writes the record (lua/elect.lua).
+// campaign takes the fair lock, keeping the record with its hold, then writes it.
 func (e *Election) campaign(ctx context.Context, value string) (context.Context, *term, error) {
 	held, err := e.fair.Lock(core.KeepWith(ctx, e.name, e.record))
 	if err != nil {
@@ -85,9 +79,8 @@ func (e *Election) campaign(ctx context.Context, value string) (context.Context,
 	e.current = t
 	e.mu.Unlock()
 	e.inst.transition(ctx, elected, 1)
-	// A leadership lost (not resigned) is counted when its hold ends.
-	// It may run before AfterFunc returns (a hold already lost): stopAF
-	// is set under endMu, which ended reads it under.
+	// A loss is counted when the hold ends. That may run before AfterFunc
+	// returns, so stopAF is set under endMu, as ended reads it.
 	stop := context.AfterFunc(held, func() { e.ended(t, lost) })
 	t.endMu.Lock()
 	t.stopAF = stop
@@ -96,15 +89,11 @@ func (e *Election) campaign(ctx context.Context, value string) (context.Context,
 }
 
 // Run campaigns with value, runs lead while leading, resigns only after
-// lead returns, and campaigns again, until ctx ends (Run returns nil) or
-// lead returns an error of its own (Run returns it, after resigning).
-// lead's context is done when the leadership is lost (cause ErrLockLost)
-// or ctx ends; an error lead returns because of that (its context's
-// error or cause) ends the term, not Run. lead is called only once
-// elected: a process that never leads runs nothing. A campaign that fails
-// for another reason than ctx (Redis unreachable) is made again after a
-// pause, with a warning logged; bad input, or a closed client, ends Run
-// at once with that error.
+// lead returns, and campaigns again until ctx ends (nil) or lead returns
+// an error of its own (returned after resigning). lead's context ends with
+// the leadership (cause ErrLockLost) or ctx; an error lead returns for that
+// ends the term, not Run. A failed campaign is retried after a pause with
+// a warning; bad input or a closed client ends Run at once with its error.
 func (e *Election) Run(ctx context.Context, value string, lead func(leading context.Context) error) error {
 	if err := e.ident().Check("run", ctx, unmade); err != nil {
 		return err

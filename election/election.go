@@ -23,8 +23,7 @@ const primitive = "election"
 // MaxValue bounds a campaign's value: it travels in every change message.
 const MaxValue = 64 << 10
 
-// ErrNoLeader is returned by Leader when the election is vacant. It is
-// relock.ErrNoLeader.
+// ErrNoLeader (relock.ErrNoLeader) is Leader's error for a vacant election.
 var ErrNoLeader = errs.ErrNoLeader
 
 // The sentinels an Election's calls wrap, as in every package.
@@ -44,10 +43,8 @@ type Leader struct {
 // Vacant reports whether l is the state of an election without a leader.
 func (l Leader) Vacant() bool { return l.Epoch == 0 }
 
-// Election elects one leader at a time among the candidates of every
-// process that campaigns under its name, first come, first served. Its
-// methods are safe for concurrent use; a leadership travels in the
-// context Campaign returns, as a lock's hold does.
+// Election elects one leader at a time among the candidates that campaign
+// under its name. Its methods are safe for concurrent use.
 type Election struct {
 	id      errs.Ident
 	client  conn.Client
@@ -77,10 +74,9 @@ type term struct {
 
 type termKey struct{}
 
-// New returns the election name on client: its candidates wait in the
-// fair lock name (lock.NewFair, whose options apply through this
-// package's), its record is relock_election:{name}. Bad arguments are
-// reported by every call (and by Err), with ErrInvalidArgument.
+// New returns the election name on client, its candidates in the fair lock
+// name (lock.NewFair) and its record at relock_election:{name}. Bad
+// arguments make every call (and Err) fail with ErrInvalidArgument.
 func New(client redis.UniversalClient, name string, opts ...Option) *Election {
 	cfg := newConfig(opts)
 	c := conn.Of(client)
@@ -127,9 +123,8 @@ func (e *Election) Name() string {
 	return e.name
 }
 
-// Epoch returns the epoch of the leadership that returned leading (or
-// that leading was derived from): the fencing token of its hold, for a
-// store to refuse the writes of a leader that has since been superseded.
+// Epoch returns the epoch of the leadership leading carries: its hold's
+// fencing token, for a store to refuse a superseded leader's writes.
 func Epoch(leading context.Context) (int64, bool) {
 	t := termOf(leading, nil)
 	if t == nil {
@@ -138,8 +133,7 @@ func Epoch(leading context.Context) (int64, bool) {
 	return t.epoch, true
 }
 
-// termOf returns the leadership leading carries, of e (any election when
-// e is nil).
+// termOf returns the leadership leading carries, of e (any election if nil).
 func termOf(leading context.Context, e *Election) *term {
 	if leading == nil {
 		return nil
@@ -158,10 +152,8 @@ func (e *Election) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// Leader returns the current leader, or ErrNoLeader when the election is
-// vacant. A leadership whose lease has lapsed on the server is never
-// returned: the record counts only while its holder's field is in the
-// fair lock. It is bounded by the unlock timeout and ctx's deadline.
+// Leader returns the current leader, or ErrNoLeader when vacant, never a
+// leadership whose lease lapsed. Bounded by the unlock timeout.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	if err := e.ident().Check("leader", ctx, unmade); err != nil {
 		return Leader{}, err
@@ -214,11 +206,9 @@ func parseRecord(vals []any) (state, error) {
 	}, nil
 }
 
-// Proclaim changes the value of the leadership leading carries, for the
-// observers and Leader. It is refused with ErrNotHeld, writing nothing,
-// when that leadership has ended or been superseded (its hold is no
-// longer in Redis, or the record is another epoch's). Bounded by the
-// unlock timeout.
+// Proclaim changes the value of the leadership leading carries, for
+// observers and Leader. It returns ErrNotHeld, writing nothing, when that
+// leadership has ended or been superseded. Bounded by the unlock timeout.
 func (e *Election) Proclaim(leading context.Context, value string) error {
 	if err := e.ident().Check("proclaim", leading, unmade); err != nil {
 		return err
@@ -248,12 +238,10 @@ func (e *Election) Proclaim(leading context.Context, value string) error {
 	return nil
 }
 
-// Resign ends the leadership leading carries: the record goes, observers
-// are told the election is vacant, and the fair lock is released, which
-// elects the next candidate in line at once. leading is done once Resign
-// returns. It returns ErrNotHeld when leading carries no live leadership
-// of this election, and an error matching ErrLockLost when the leadership
-// had been lost. Bounded by the unlock timeout.
+// Resign ends the leadership leading carries (leading is done on return):
+// the record goes, observers see a vacancy, the next candidate is elected.
+// It returns ErrNotHeld when leading carries no leadership of this election,
+// an error matching ErrLockLost when it was lost. Bounded by the unlock timeout.
 func (e *Election) Resign(leading context.Context) error {
 	if err := e.ident().Check("resign", leading, unmade); err != nil {
 		return err
@@ -268,8 +256,7 @@ func (e *Election) Resign(leading context.Context) error {
 	e.ended(t, resigned) // before the release ends the hold, which would count it lost
 	uerr := e.fair.Unlock(t.held)
 	if rerr != nil && uerr == nil {
-		// The hold is released, so the next candidate is elected and
-		// writes its record; only observers missed the vacancy between.
+		// The next leader writes its record; observers only missed the vacancy.
 		e.logger().Warn("relock: election resigned, but its record could not be removed",
 			"election", e.name, "epoch", t.epoch, "err", rerr)
 	}
@@ -279,8 +266,7 @@ func (e *Election) Resign(leading context.Context) error {
 	return nil
 }
 
-// errLeading refuses a campaign made with a leading context of the same
-// election: a leader campaigning again would only wait for itself.
+// errLeading refuses a campaign from a context already leading the election.
 var errLeading = errors.New("the context already leads this election")
 
 // ended records the end of t once: metrics, and the Election forgets it.
@@ -304,12 +290,9 @@ func (e *Election) ended(t *term, how transition) {
 }
 
 // Check reports whether this Election's leadership is healthy, for a
-// readiness or liveness probe: an error while this process leads with a
-// renewal due at a third of the lease not succeeded by half of it (so the
-// probe fails before the lease can lapse, one lease after the last
-// renewal that succeeded); nil when it leads with its lease renewed in
-// time, or does not lead (a follower, or a leader whose leadership ended:
-// its context is done, and Run campaigns again).
+// probe: an error while this process leads and the renewal due at a third
+// of the lease has not succeeded by half of it (so the probe fails before
+// the lease lapses); nil when renewed in time or when it does not lead.
 func (e *Election) Check(ctx context.Context) error {
 	if err := e.ident().Check("check", ctx, unmade); err != nil {
 		return err

@@ -6,10 +6,8 @@ import (
 	"github.com/relock-go/relock/internal/scripts"
 )
 
-// The package's scripts, and their typed wrappers: structs whose fields
-// are a script's KEYS then its ARGV, in the order and with the names of
-// the file's header, so that a call site names what it passes
-// (TestEveryScriptWrapperMirrorsItsHeader holds them to the headers).
+// The package's scripts and their typed wrappers, whose fields are KEYS
+// then ARGV as each file's header names them (a test holds them to it).
 
 //go:embed lua/*.lua
 var luaFS embed.FS

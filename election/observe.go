@@ -47,9 +47,8 @@ func parseMessage(p string) (state, bool) {
 	return state{}, false
 }
 
-// observer turns messages and reads into the changes one Observe reports:
-// each distinct state once, in order. A leadership of a newer epoch always
-// follows a vacancy, heard or not: the one before it ended first.
+// observer turns messages and reads into Observe's changes, each once, in
+// order; a newer epoch always follows a vacancy, heard or not.
 type observer struct {
 	cur   state
 	known bool
@@ -89,16 +88,14 @@ func (o *observer) next(s state) []state {
 }
 
 // Observe reports the election's state: the current one first, then every
-// change (elected, proclaimed, resigned, lost: a vacancy is the zero
-// Leader), each once and in order, until ctx ends, when the channel is
-// closed. Changes come from the election's channel as they are made; a
-// message missed (a reconnect, a failover) or never sent (a leader that
-// crashed) is made good by reading the record at least every third of the
-// lease, and at the instant the leader's lease would lapse unless renewed,
-// so a leadership whose lease lapsed on the server is reported ended
-// within a round trip of it. A consumer that falls behind delays the
-// reports and never reorders them; past 16,384 waiting, the oldest are
-// dropped. On an Election New refused, the channel is closed at once.
+// change (elected, proclaimed, resigned, lost; a vacancy is the zero
+// Leader), each once and in order, until ctx ends and the channel closes.
+// A message missed (a reconnect, a failover) or never sent (a crashed
+// leader) is made good by reading the record at least every third of the
+// lease and when the leader's lease would lapse, so a lapsed lease is
+// reported within a round trip. A slow consumer delays reports, never
+// reorders them; past 16,384 waiting, the oldest are dropped. On an
+// Election New refused, the channel is closed at once.
 func (e *Election) Observe(ctx context.Context) <-chan Leader {
 	out := make(chan Leader)
 	if e.ident().Check("observe", ctx, unmade) != nil {
@@ -109,8 +106,7 @@ func (e *Election) Observe(ctx context.Context) <-chan Leader {
 	return out
 }
 
-// feed is what the hub's watcher hands an observer: messages, and a
-// signal when one may have been missed or did not fit.
+// feed is what the hub's watcher hands an observer: messages, and misses.
 type feed struct {
 	msgs   chan string
 	missed chan struct{}
@@ -135,14 +131,11 @@ func (f *feed) signal() {
 	}
 }
 
-// maxPending bounds the reports an observer keeps for a consumer that
-// falls behind; past it the oldest are dropped, and the consumer still
-// ends on the current state.
+// maxPending bounds the reports kept for a slow consumer (oldest dropped).
 const maxPending = 1 << 14
 
-// observe runs one Observe until ctx ends. It keeps taking messages while
-// its consumer is slow, so that the hub's buffer never overflows because
-// of it; the reports wait in pending.
+// observe runs one Observe until ctx ends, taking messages while its
+// consumer is slow so the hub's buffer never overflows for it.
 func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 	defer close(out)
 	f := &feed{msgs: make(chan string, 1024), missed: make(chan struct{}, 1)}
@@ -209,10 +202,8 @@ func (e *Election) readState(ctx context.Context) (state, bool) {
 	return s, err == nil
 }
 
-// nextRead is how long after learning s the record is read again: a third
-// of the lease, and no later than the instant the leader's hold would
-// lapse unless renewed (pttl from now), so that a leader that crashed is
-// reported gone within a round trip of its lease.
+// nextRead is when to read the record again after s: a third of the
+// lease, or sooner when the leader's hold would lapse (pttl).
 func (e *Election) nextRead(cur, s state) time.Duration {
 	lease := e.cfg.lease
 	if !cur.vacant && cur.lease > 0 {

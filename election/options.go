@@ -11,10 +11,8 @@ import (
 	"github.com/relock-go/relock/watchdog"
 )
 
-// Option configures an Election (New). The leadership is a fair lock's
-// hold, so most options are the lock's, passed on to it: only this
-// package's options satisfy Option, so a lock option given here does not
-// compile.
+// Option configures an Election (New). Most are the fair lock's options,
+// passed on; only this package's satisfy Option.
 type Option interface{ apply(*config) }
 
 type config struct {
@@ -50,31 +48,25 @@ func newConfig(opts []Option) config {
 	return c
 }
 
-// WithWatchdogTimeout sets the leadership's lease, which the watchdog
-// keeps renewing (default 30 s, renewed every third of it): how long a
-// crashed leader keeps the others waiting, and how often observers re-read
-// the record at the least (a third of it). From 30 ms to 24 h.
+// WithWatchdogTimeout sets the leadership's lease (default 30 s), renewed every
+// third of it: how long a crashed leader keeps others waiting. From 30 ms to 24 h.
 func WithWatchdogTimeout(d time.Duration) Option {
 	return lockOption(lock.WithWatchdogTimeout(d), func(c *config) { c.lease, c.fixed = d, false })
 }
 
-// WithLeaseTime gives every leadership a fixed lease d and no renewal: it
-// ends d after the election unless resigned sooner, and the leading
-// context ends then with ErrLockLost. From 30 ms to 24 h.
+// WithLeaseTime gives every leadership a fixed lease d, not renewed: its
+// context ends d after election with ErrLockLost. From 30 ms to 24 h.
 func WithLeaseTime(d time.Duration) Option {
 	return lockOption(lock.WithLeaseTime(d), func(c *config) { c.lease, c.fixed = d, true })
 }
 
-// WithUnlockTimeout bounds Resign, Proclaim, Leader and the record's
-// writes, which run on their own timeout (default 5 s).
+// WithUnlockTimeout bounds Resign, Proclaim, Leader and record writes (default 5 s).
 func WithUnlockTimeout(d time.Duration) Option {
 	return lockOption(lock.WithUnlockTimeout(d), func(c *config) { c.unlockTimeout = d })
 }
 
-// WithReplicaSync bounds how long an election waits for the replicas of
-// its server to acknowledge the leader's hold (default 1 s; 0 turns it
-// off): see lock.WithReplicaSync. Without it a failover may lose a
-// leadership the replica never saw, and elect a second leader.
+// WithReplicaSync bounds the wait for replicas to acknowledge the leader's hold
+// (default 1 s; 0 turns it off; see lock.WithReplicaSync and the Limits).
 func WithReplicaSync(timeout time.Duration) Option {
 	return lockOption(lock.WithReplicaSync(timeout), nil)
 }
@@ -83,19 +75,18 @@ func WithReplicaSync(timeout time.Duration) Option {
 // (default 1); see lock.WithMinReplicas.
 func WithMinReplicas(n int) Option { return lockOption(lock.WithMinReplicas(n), nil) }
 
-// WithHolderLabel names the leader (a pod, a host) next to its hold, as
-// `relock ls` and `relock show` print it. A label is written with a hold:
-// a candidate still in line shows there by its waiter id alone.
+// WithHolderLabel names the leader (a pod, a host) in `relock ls` and
+// `relock show`; a candidate in line shows by its waiter id alone.
 func WithHolderLabel(s string) Option { return lockOption(lock.WithHolderLabel(s), nil) }
 
-// WithTracerProvider sets where the campaign spans (and the fair lock's
-// acquire spans beneath them) go (default: the global provider).
+// WithTracerProvider sets where campaign spans (and the fair lock's) go
+// (default: the global provider).
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return lockOption(lock.WithTracerProvider(tp), func(c *config) { c.tp = tp })
 }
 
-// WithMeterProvider sets where the election's metrics (and the fair
-// lock's) go (default: the global provider).
+// WithMeterProvider sets where election metrics (and the fair lock's) go
+// (default: the global provider).
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return lockOption(lock.WithMeterProvider(mp), func(c *config) { c.mp = mp })
 }
@@ -106,6 +97,5 @@ func WithLogger(l *slog.Logger) Option {
 	return lockOption(lock.WithLogger(l), func(c *config) { c.logger = l })
 }
 
-// WithWatchdog sets the watchdog that renews the leadership (default:
-// watchdog.Default()). Tests pass one with a fake clock.
+// WithWatchdog sets the watchdog that renews the leadership (default watchdog.Default()).
 func WithWatchdog(w *watchdog.Watchdog) Option { return lockOption(lock.WithWatchdog(w), nil) }

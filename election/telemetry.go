@@ -38,8 +38,7 @@ func newInstruments(cfg config, name string) instruments {
 	}
 	scope := []trace.TracerOption{trace.WithInstrumentationVersion(tracing.Version)}
 	m := mp.Meter(tracing.ScopeName, metric.WithInstrumentationVersion(tracing.Version))
-	// An instrument that cannot be made is a no-op one: metrics never
-	// fail an election.
+	// An instrument that cannot be made is a no-op: metrics never fail an election.
 	leading, _ := m.Int64UpDownCounter(tracing.MetricElectionLeading, metric.WithUnit("{leadership}"),
 		metric.WithDescription("Leaderships this process holds, by election"))
 	transitions, _ := m.Int64Counter(tracing.MetricElectionTransitions, metric.WithUnit("{transition}"),

@@ -9,10 +9,9 @@ import (
 	"github.com/relock-go/relock"
 )
 
-// ErrStale is what a guard's refusal matches: a writer's token is below
-// the highest one the resource has already accepted, so its holder has
-// lost the lock since it was drawn. Nothing was written; the caller
-// rolls back and stops acting on the hold.
+// ErrStale is what a guard's refusal matches: the writer's token is below
+// the highest the resource has accepted, so its holder has lost the lock.
+// Nothing was written; the caller rolls back and stops acting on the hold.
 var ErrStale = errors.New("stale fencing token")
 
 // StaleError is the reason of a refusal, inside the *relock.Error that
@@ -31,9 +30,8 @@ func (e *StaleError) Error() string {
 func (e *StaleError) Unwrap() error { return ErrStale }
 
 // Guard admits a writer's token for a resource: it records the token as
-// the resource's highest when it is not below it, and returns an error
-// matching ErrStale when it is. The Redis guard and SQL.Admitter are
-// Guards; Middleware is backed by one.
+// the highest when not below it, else returns an error matching ErrStale.
+// Redis and SQL.Admitter are Guards; Middleware is backed by one.
 type Guard interface {
 	Admit(ctx context.Context, resource string, token int64) error
 }
@@ -50,8 +48,7 @@ func stale(op, resource string, token, highest int64) error {
 	return wrap(op, resource, &StaleError{Token: token, Highest: highest})
 }
 
-// checkArgs refuses what no guard can check: an empty resource, or a
-// token that no hold carries (tokens start at 1).
+// checkArgs refuses an empty resource or a token no hold carries (tokens start at 1).
 func checkArgs(op, resource string, token int64) error {
 	switch {
 	case resource == "":
@@ -72,8 +69,8 @@ func RecordKey(key string) string {
 	return "{" + key + "}:fence"
 }
 
-// checkKey refuses a key whose braces are not a hash tag ("a{b", "{}"),
-// since its record would then hash to another cluster slot.
+// checkKey refuses braces that are not a hash tag ("a{b", "{}"), since the
+// record would then hash to another cluster slot.
 func checkKey(op, key string, token int64) error {
 	if err := checkArgs(op, key, token); err != nil {
 		return err

@@ -21,9 +21,8 @@ var ErrNoToken = errors.New("no fencing token")
 // SetToken sets the Header of an outgoing request to token.
 func SetToken(r *http.Request, token int64) { r.Header.Set(Header, strconv.FormatInt(token, 10)) }
 
-// RequestToken reads the token of an incoming request: ErrNoToken when
-// the header is absent, relock.ErrInvalidArgument when it is not a
-// positive integer.
+// RequestToken reads an incoming request's token: ErrNoToken when absent,
+// relock.ErrInvalidArgument when not a positive integer.
 func RequestToken(r *http.Request) (int64, error) {
 	v := r.Header.Get(Header)
 	if v == "" {
@@ -38,25 +37,19 @@ func RequestToken(r *http.Request) (int64, error) {
 
 type tokenKey struct{}
 
-// TokenFrom returns the token Middleware admitted for the request whose
-// context ctx is, for the handler's own fenced writes.
+// TokenFrom returns the token Middleware admitted, from the request's ctx.
 func TokenFrom(ctx context.Context) (int64, bool) {
 	t, ok := ctx.Value(tokenKey{}).(int64)
 	return t, ok
 }
 
 // Middleware refuses a request whose token (Header) is below the highest
-// its resource has admitted: 409 Conflict with a JSON body naming the
-// token and the highest ({"error", "resource", "token", "highest"}); 428
-// without a token, 400 with a malformed one, 503 when g fails. resource
-// names the resource a request writes.
-//
-// Within one server, the requests of one resource are admitted and
-// handled one at a time, so a newer token's request cannot overtake an
+// its resource (named by resource) has admitted: 409 Conflict with a JSON
+// body {"error", "resource", "token", "highest"}; 428 without a token, 400
+// with a malformed one, 503 when g fails. Within one server, a resource's
+// requests are handled one at a time, so a newer token cannot overtake an
 // admitted one in the handler. Across servers, or when the handler's
-// writes can outlive it, make those writes through a guard too, with the
-// token from TokenFrom: the middleware then refuses early what the store
-// would refuse.
+// writes can outlive it, fence those writes too with TokenFrom's token.
 func Middleware(g Guard, resource func(*http.Request) string) func(http.Handler) http.Handler {
 	var locks keyedMutex
 	return func(next http.Handler) http.Handler {
@@ -82,9 +75,8 @@ func Middleware(g Guard, resource func(*http.Request) string) func(http.Handler)
 	}
 }
 
-// WriteError answers a guard's error: 409 Conflict with the JSON body of
-// Middleware for one matching ErrStale, 400 for a bad argument, 503
-// otherwise.
+// WriteError answers a guard's error as Middleware does: 409 Conflict for
+// ErrStale, 400 for a bad argument, 503 otherwise.
 func WriteError(w http.ResponseWriter, err error) {
 	var se *StaleError
 	var re *relock.Error

@@ -31,12 +31,11 @@ var (
 const DefaultRetention = time.Hour
 
 // Redis is the guard of keys kept in Redis: each fenced write is one
-// script, one round trip, that refuses a token below the key's record
-// and otherwise writes the key and raises the record. The record
-// (RecordKey) shares the key's cluster slot, follows its TTL, and outlives
-// it by the retention, so that a stale holder cannot bring back a key a
-// newer one deleted or let expire. Write a fenced key only through the
-// guard: a plain DEL or EXPIRE leaves its record behind or unaligned.
+// script that refuses a token below the key's record (RecordKey), else
+// writes the key and raises the record. The record follows the key's TTL
+// and outlives it by the retention, so a stale holder cannot revive a key
+// a newer one deleted or let expire. Write fenced keys only through the
+// guard: a plain DEL or EXPIRE leaves the record behind or misaligned.
 type Redis struct {
 	client redis.UniversalClient
 	retain time.Duration
@@ -46,8 +45,7 @@ type Redis struct {
 type RedisOption func(*Redis)
 
 // WithRetention sets how long a record outlives its key (DefaultRetention;
-// 0 deletes it with the key). A holder stalled longer than this can write
-// again a key that is gone.
+// 0 deletes it with the key); a holder stalled longer can revive the key.
 func WithRetention(d time.Duration) RedisOption {
 	return func(g *Redis) { g.retain = max(d, 0) }
 }
@@ -95,9 +93,8 @@ func (g *Redis) Expire(ctx context.Context, key string, token int64, ttl time.Du
 	return err
 }
 
-// Admit records token for resource without writing anything else: a
-// Guard for Middleware. The record of a resource that is not a key lives
-// the retention after its last admitted token.
+// Admit records token for resource and writes nothing else: a Guard for
+// Middleware. The record lives the retention after its last token.
 func (g *Redis) Admit(ctx context.Context, resource string, token int64) error {
 	_, err := g.write(ctx, "admit", resource, token, []any{"admit"})
 	return err
@@ -124,8 +121,7 @@ func (g *Redis) write(ctx context.Context, op, key string, token int64, args []a
 	return g.run(ctx, op, writeScript, key, token, nil, args)
 }
 
-// run sends s with the fencing keys and arguments in front of the
-// caller's, by EVALSHA, and by EVAL when the server lacks the script.
+// run sends s, fencing keys and args first, by EVALSHA, or EVAL if missing.
 func (g *Redis) run(ctx context.Context, op string, s *script, key string, token int64, keys []string, args []any) (any, error) {
 	keys = append([]string{key, RecordKey(key)}, keys...)
 	args = append([]any{token, g.retain.Milliseconds()}, args...)
@@ -157,11 +153,9 @@ type Script struct {
 	s *script
 }
 
-// Script returns src, the body of a Lua script, to be run under the
-// check: in one script, refused with ErrStale before it runs when the
-// token is below the key's record, and the record raised after it. src
-// sees its own KEYS and ARGV (those given to Run) and returns its reply;
-// every key it touches must share the fenced key's cluster slot.
+// Script returns src, a Lua body, run in one script under the check
+// (ErrStale before it runs, the record raised after). src sees Run's KEYS
+// and ARGV and returns its reply; every key it touches must share the key's slot.
 func (g *Redis) Script(src string) *Script {
 	return &Script{g: g, s: newScript(recordLua + "local function body(KEYS, ARGV)\n" + src + "\nend\n" + scriptLua)}
 }

@@ -30,33 +30,26 @@ type Querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// SQL is the guard of a SQL database: a table of its own holds the
-// highest token each resource has accepted, and Check raises it in the
-// caller's transaction or refuses the token.
+// SQL is the guard of a SQL database: a table of its own holds each
+// resource's highest token, which Check raises in the caller's
+// transaction or refuses.
 //
-// Call Check first in the transaction, before the writes it guards:
-// the statement locks the resource's row until the transaction ends, so
-// the writers of one resource commit one at a time, in token order, and a
-// writer whose transaction began before a newer holder's and commits
-// after it is refused at its Check. Isolation:
+// Call Check first in the transaction: it locks the resource's row until
+// the transaction ends, so writers of one resource commit one at a time,
+// in token order, and one that began before a newer holder but commits
+// after it is refused. Isolation:
 //
-//   - PostgreSQL: READ COMMITTED (the default) is what Check needs: its
-//     upsert waits for a concurrent writer's row lock, then reads the row
-//     that writer committed. Under REPEATABLE READ and SERIALIZABLE the
-//     same race ends in a serialization failure (SQLSTATE 40001) instead of
-//     ErrStale; retry the transaction, as for any such failure, and the
-//     retry is refused with ErrStale.
-//   - SQLite: every transaction is serializable; use WAL mode
-//     (journal_mode=WAL) and a busy_timeout, and begin transactions
-//     deferred (the default). A transaction that read before a newer
-//     writer committed cannot write anymore: its Check fails with
-//     SQLITE_BUSY (a snapshot error) instead of ErrStale, and rolls back
-//     all the same. In rollback-journal mode a stalled reader's lock
-//     would hold back the newer writer's commit until its busy_timeout.
+//   - PostgreSQL: READ COMMITTED (the default) suffices. Under REPEATABLE
+//     READ or SERIALIZABLE the same race fails with SQLSTATE 40001
+//     instead; the retried transaction gets ErrStale.
+//   - SQLite: use WAL mode, a busy_timeout and deferred transactions (the
+//     default). A transaction that read before a newer writer committed
+//     fails its Check with SQLITE_BUSY instead of ErrStale, and rolls back
+//     all the same; in rollback-journal mode a stalled reader holds back
+//     the newer commit until its busy_timeout.
 //
-// MySQL is not a dialect: its upsert returns no row and counts an
-// unchanged row as no change, so one statement cannot tell a holder's
-// repeated write from a refused one.
+// MySQL is not a dialect: its upsert cannot tell, in one statement, a
+// holder's repeated write from a refused one.
 type SQL struct {
 	dialect      Dialect
 	table        string
@@ -66,8 +59,7 @@ type SQL struct {
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 
 // NewSQL returns the guard for d with the record table named table
-// (DefaultTable when ""): a plain identifier, since it is written into
-// the statements.
+// (DefaultTable when ""), a plain identifier as it is written into SQL.
 func NewSQL(d Dialect, table string) (*SQL, error) {
 	if table == "" {
 		table = DefaultTable
@@ -92,8 +84,7 @@ RETURNING token`, table, p1, p2)
 	return g, nil
 }
 
-// Migration returns the statement that creates the record table, for a
-// migration tool; it does nothing when the table exists.
+// Migration returns the record table's CREATE TABLE IF NOT EXISTS, for a migration tool.
 func (g *SQL) Migration() string {
 	typ := "BIGINT"
 	if g.dialect == SQLite {
@@ -108,11 +99,9 @@ func (g *SQL) CreateTable(ctx context.Context, db Querier) error {
 	return wrap("create table", g.table, err)
 }
 
-// Check records token as resource's highest in tx, or returns an error
-// matching ErrStale (a *StaleError inside a *relock.Error) when the
-// resource has accepted a larger one: the caller then rolls back. A token
-// equal to the highest is the same holder writing again, and passes. On
-// the accepted path Check is one statement.
+// Check records token as resource's highest in tx, in one statement, or
+// returns an error matching ErrStale (a *StaleError in a *relock.Error)
+// when the resource has accepted a larger one: the caller rolls back.
 func (g *SQL) Check(ctx context.Context, tx Querier, resource string, token int64) error {
 	if err := checkArgs("check", resource, token); err != nil {
 		return err
@@ -139,8 +128,7 @@ func (g *SQL) Highest(ctx context.Context, q Querier, resource string) (int64, e
 	return highest, wrap("read", resource, err)
 }
 
-// Admitter returns a Guard whose Admit runs Check in a transaction of its
-// own on db, for Middleware.
+// Admitter returns a Guard for Middleware that runs Check in its own transaction on db.
 func (g *SQL) Admitter(db *sql.DB) Guard { return sqlAdmitter{g, db} }
 
 type sqlAdmitter struct {

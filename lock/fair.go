@@ -22,40 +22,29 @@ func (m *Mutex) requeue(ctx context.Context, ownerID, waiterID string, mark, lea
 	}.call().Retrying(context.WithoutCancel(ctx), m.client, m.cfg.UnlockTimeout).Err()
 }
 
-// fairMarkLife is how long a fair lock's waiter keeps its place in the
-// list without renewing it: the longest a waiter that died while queued
-// holds the others back. A live waiter renews it at least every third of
-// it (its tries: the acquire script tells it when).
+// fairMarkLife is how long a fair waiter keeps its place without renewing
+// it: the longest a dead waiter holds the line back. A live one renews it
+// at least every third of it, by trying (the acquire script says when).
 const fairMarkLife = 3 * time.Second
 
-// NewFair returns a fair Mutex called name on client: as New returns, but
-// the lock goes to its waiters first come, first served, across processes
-// and clients, in Redisson RFairLock's layout, so that a Java service on
-// RFairLock and a Go service share one line. The waiters are listed in
-// redisson_lock_queue:{name} in arrival order, each with a deadline in
-// redisson_lock_timeout:{name} (server time), and a release wakes only
-// the first, on its own channel redisson_lock__channel:{name}:<waiter id>. A
-// waiter keeps its place by renewing its deadline while it waits (every
-// second or so); one that died holds the line back for 3 s at most, and
-// one that gives up (its wait bound, its context) leaves at once. TryLock
-// takes the lock only when nobody waits for it, and never takes a place.
-// A release hands the lock to the first waiter itself when that waiter is
-// relock's, in this process or another (relock_fair_waiter:{name} lists
-// them): it writes the hold, with a TTL of a second or more that the
+// NewFair returns a fair Mutex called name on client: as New, but the lock
+// goes to its waiters first come, first served across processes, in
+// Redisson RFairLock's layout (see the package's Fair locks section), so a
+// Java service on RFairLock and a Go service share one line. A release
+// hands the lock itself to a first waiter that is relock's, in any
+// process: it writes the hold, with a TTL of a second or more that the
 // waiter's watchdog renews at once, and sends the token on the waiter's
-// channel, so the waiter takes the lock without a round trip of its own.
-// A Redisson thread first in line is sent the unlock message and tries.
-// A relock waiter's id in the list is a seat of its process, not its
-// owner id: a seat and its channel's subscription serve one waiter after
-// another, so that waiting costs no SUBSCRIBE of its own.
+// channel; a Redisson thread is sent the unlock message and tries. A relock
+// waiter's id in the list is a seat of its process, not its owner id: a
+// seat and its subscription serve one waiter after another, so waiting
+// costs no SUBSCRIBE of its own.
 func NewFair(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 	return newMutex(conn.Of(client), name, true, opts)
 }
 
-// withdraw takes a fair lock's waiter that gave up out of the list,
-// waking the next one if it was first and the lock is free
-// (core.Withdraw). A place left behind (Redis unreachable) lapses with
-// its deadline; the error says so.
+// withdraw takes a waiter that gave up out of the list, waking the next if
+// it was first and the lock is free (core.Withdraw). A place left behind
+// (Redis unreachable) lapses with its deadline; the error says so.
 func (m *Mutex) withdraw(ctx context.Context, ownerID, waiterID string) error {
 	return core.Withdraw(ctx, nil, m.client, m.cfg.UnlockTimeout, fairWithdrawLua{
 		Lock: m.name, Channel: m.channel, Queue: m.fair[0], Timeouts: m.fair[1], TokenCounter: m.tokenArg, Waiters: m.fair[2],
@@ -64,11 +53,9 @@ func (m *Mutex) withdraw(ctx context.Context, ownerID, waiterID string) error {
 }
 
 // grantArg says whether a release may write the first waiter's hold
-// itself: not where replica sync asks for a WAIT after every
-// acquisition, which a hold written inside a release would not have.
-// Both sides ask: a releaser for its own config, and a waiter for its
-// own, which it states in the list (lua/fair_acquire.lua), since the
-// release may come from a process configured otherwise.
+// itself: not where replica sync wants a WAIT after every acquisition.
+// Releaser and waiter each ask for their own config (the waiter states its
+// answer in the list: lua/fair_acquire.lua).
 func (m *Mutex) grantArg(ctx context.Context) any {
 	if scripts.SyncNeeded(ctx, m.client, m.cfg.ReplicaPolicy(), m.name) {
 		return "0"
@@ -76,13 +63,11 @@ func (m *Mutex) grantArg(ctx context.Context) any {
 	return "1"
 }
 
-// fairRelease gives back ownerID's last count of a fair lock when this
-// process has waiters for it: one script frees the lock and, when the
-// first live waiter in line is one of them, writes the hold for it (a
-// Grant, no try of its own); otherwise it wakes the first waiter on its
-// channel. ran is false when there was no local waiter to offer, and the
-// caller releases as usual. The result is releaseLast's: 1 released or
-// handed over, -1 not held, -2 more counts held (nothing done).
+// fairRelease gives back ownerID's last count when this process has
+// waiters: one script frees the lock and writes the hold of the first live
+// waiter if it is one of them (a Grant), else wakes the first waiter. ran
+// is false when no local waiter was offered. res is releaseLast's: 1
+// released or handed over, -1 not held, -2 more counts held (nothing done).
 func (m *Mutex) fairRelease(ctx context.Context, ownerID string, timeout time.Duration, held *lease.Lease) (res int64, ran bool, err error) {
 	ws, _ := m.hub.Reserve(m.channel, core.Pick{Seats: true}, nil)
 	if len(ws) == 0 {

@@ -13,9 +13,9 @@ import (
 )
 
 // ForceUnlock deletes the lock whoever holds it and wakes the waiters; it
-// reports whether there was a lock. A holder in this process (on this
-// client and watchdog) learns of it at once; one elsewhere at its next
-// renewal. Either way its context ends with ErrLockLost.
+// reports whether there was a lock. The holder's context ends with
+// ErrLockLost: at once in this process (same client and watchdog), else at
+// its next renewal.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := m.ident().Check("forceunlock", ctx, unmade); err != nil {
 		return false, err

@@ -37,7 +37,7 @@ func (m *Mutex) addKeys(ctx context.Context, a *attempt, spec *lease.Spec) {
 	}
 }
 
-// holdExtras are what a first count of a hold set up beside it: its
+// holdExtras is what a hold's first count set up beside it: its
 // force-unlock notice (WithForceUnlockNotice).
 type holdExtras struct {
 	stop func() // ends the notice; nil when it could not start
@@ -52,10 +52,8 @@ func (x *holdExtras) unwatch() {
 
 // watch listens for the lock's unlock message while the hold lasts: one
 // that comes while the owner's field is gone is a ForceUnlock made
-// elsewhere (or relock unlock --force), and the hold is declared lost at
-// once rather than at its next renewal. The check runs on a goroutine of
-// its own, bounded by the unlock timeout; a hold whose lease is lost ends
-// its notice.
+// elsewhere, and the hold is lost at once. The check runs on a goroutine
+// of its own, bounded by the unlock timeout; a lost lease ends the notice.
 func (m *Mutex) watch(ctx context.Context, x *holdExtras, ls *lease.Lease, ownerID string) {
 	check := func(string) {
 		go func() {

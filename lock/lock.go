@@ -35,13 +35,11 @@ const (
 	unlockMessage = 0 // Redisson's LockPubSub.UNLOCK_MESSAGE
 )
 
-// Mutex is a reentrant lock on Redis, in Redisson's RLock layout. Its
-// methods are safe for concurrent use; ownership travels in the context,
-// not in the Mutex, so one Mutex may be shared by many goroutines.
+// Mutex is a reentrant lock on Redis, in Redisson's RLock layout, safe for
+// concurrent use: ownership travels in the context, not in the Mutex.
 type Mutex struct {
 	redlockHook // makes the Mutex a redlock.Member
-	// holds are the live holds made through this value, named when an
-	// Unlock comes through a context that carries none.
+	// holds are this value's live holds, named by an Unlock whose ctx has none.
 	holds    core.Live
 	client   conn.Client
 	name     string
@@ -64,19 +62,17 @@ type Mutex struct {
 	releaseFn  core.ReleaseFunc // m.release: a method value allocates each time it is taken
 	goneFn     lease.Listener   // tells the waiters of a key found gone: made once
 	hkey       core.Key
-	// fair holds a fair lock's waiter list, deadline zset and waiters hash
-	// (NewFair), as script keys; nil for a lock.
-	fair []any
-	// scripts are the plain lock's or the fair lock's.
+	// fair is a fair lock's waiter list, deadline zset and waiters hash keys.
+	fair    []any
 	scripts scriptSet
 	// contended: a fair lock's last acquisition found it taken, so the
 	// next one subscribes before its first try (core.QueueFirst).
 	contended atomic.Bool
 }
 
-// New returns the Mutex called name on client. It does not touch Redis.
-// Bad arguments (nil client, empty name, a bad option) are reported as
-// ErrInvalidArgument by every method, before anything is written.
+// New returns the Mutex called name on client, without touching Redis.
+// Bad arguments (nil client, empty name, a bad option) make every method
+// return ErrInvalidArgument, before anything is written.
 func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
 	return newMutex(conn.Of(client), name, false, opts)
 }
@@ -118,9 +114,8 @@ func (m *Mutex) Name() string {
 	return m.name
 }
 
-// Err is why New refused its arguments (ErrInvalidArgument with the
-// reason, which every call then returns), nil when it did not: a service
-// may check its configuration at start-up, before any call.
+// Err is why New refused its arguments (the ErrInvalidArgument every call
+// then returns), or nil: a service may check its configuration at start-up.
 func (m *Mutex) Err() error {
 	if err := m.ident().Check("new", context.Background(), unmade); err != nil {
 		return err
@@ -131,8 +126,7 @@ func (m *Mutex) Err() error {
 // unmade is the identity of a Mutex not made by New (its zero value).
 var unmade = errs.Ident{Primitive: primitive, Invalid: "Mutex not made by lock.New"}
 
-// ident is m's identity in errors; a nil *Mutex has one that refuses
-// every call, as the zero value's does, instead of panicking.
+// ident is m's identity in errors; a nil *Mutex's refuses every call.
 func (m *Mutex) ident() *errs.Ident {
 	if m == nil {
 		return &nilMutex
@@ -145,18 +139,13 @@ var nilMutex = errs.Ident{Primitive: primitive, Invalid: "nil *lock.Mutex"}
 // Lock takes the lock, waiting while another owner holds it; ctx bounds
 // the wait (so does WithWaitTimeout), not the hold. The returned context
 // carries ctx's values, the hold (a nested Lock of this lock on it
-// re-enters; other locks see a fresh owner) and its fencing token, and is
-// done only when this hold ends: cause ErrLockLost if the lease was lost,
-// context.Canceled after Unlock. WithHoldScopedToContext ends the hold
-// with ctx instead. A grant whose reply came after its lease had lapsed
-// is given back and reported as ErrLockLost: the key may have expired
-// under it.
+// re-enters) and its fencing token, and is done only when this hold ends:
+// cause ErrLockLost if the lease was lost, context.Canceled after Unlock;
+// with WithHoldScopedToContext, when ctx ends. A grant whose reply came
+// after its lease had lapsed is given back as ErrLockLost.
 //
-// opts are this acquisition's own, over New's: its lease (WithLeaseTime,
-// or WithWatchdogTimeout for a renewed one), its wait bound
-// (WithWaitTimeout) and WithHoldScopedToContext, as Redisson's
-// tryLock(wait, lease) takes them. An option that configures the Mutex
-// itself (a provider, the watchdog, the unlock timeout) is refused with
+// opts override New's for this acquisition, as Redisson's tryLock(wait,
+// lease); one that configures the Mutex itself is refused with
 // ErrInvalidArgument. A re-entry keeps its hold's lease.
 func (m *Mutex) Lock(ctx context.Context, opts ...LockOption) (context.Context, error) {
 	a, req, err := m.prepare(ctx, "lock", false, opts)
@@ -168,10 +157,9 @@ func (m *Mutex) Lock(ctx context.Context, opts ...LockOption) (context.Context, 
 }
 
 // TryLock makes one attempt: ErrNotAcquired when another owner holds the
-// lock. On success it is as Lock; opts are as Lock's. A server that
-// cannot run the attempt yet (BUSY with a long script, LOADING, a
-// failover's READONLY) has it sent again, for up to the unlock timeout
-// or until ctx ends, and then TryLock returns that reply.
+// lock; otherwise as Lock. An attempt the server cannot run yet (BUSY,
+// LOADING, a failover's READONLY) is resent until the unlock timeout or
+// ctx ends, and then TryLock returns that reply.
 func (m *Mutex) TryLock(ctx context.Context, opts ...LockOption) (context.Context, error) {
 	a, req, err := m.prepare(ctx, "trylock", true, opts)
 	if err != nil {
@@ -181,8 +169,7 @@ func (m *Mutex) TryLock(ctx context.Context, opts ...LockOption) (context.Contex
 	return m.held(ctx, "trylock", a, err)
 }
 
-// prepare checks an acquisition's input and makes its attempt, and the
-// request core.Acquire runs it with.
+// prepare checks an acquisition's input and makes its attempt and request.
 func (m *Mutex) prepare(ctx context.Context, op string, once bool, opts []LockOption) (*attempt, core.Request, error) {
 	if err := m.ident().Check(op, ctx, unmade); err != nil {
 		return nil, core.Request{}, err
@@ -191,8 +178,7 @@ func (m *Mutex) prepare(ctx context.Context, op string, once bool, opts []LockOp
 	if bad != "" {
 		return nil, core.Request{}, m.id.Refuse(op, bad)
 	}
-	// Re-entry is per lock: only a hold of this lock in ctx lends its
-	// owner. A new owner is carried by the hold's context alone.
+	// Re-entry is per lock: only a hold of this lock in ctx lends its owner.
 	ownerID, ok := core.OwnerOf(ctx, m.key())
 	if !ok {
 		ownerID = core.Mint()
@@ -241,8 +227,7 @@ func (m *Mutex) trace(a *attempt) core.Trace {
 	return core.Trace{Tracer: m.inst.Tracer, Name: tracing.SpanAcquireLock, Start: m.inst.SpanStart, Lease: a.lease, Metrics: m.inst.Metrics}
 }
 
-// held returns the context of the hold a's acquisition took, or the error
-// that ended it (err, from core.Acquire), wrapped for op.
+// held returns the hold's context, or err (from core.Acquire) wrapped for op.
 func (m *Mutex) held(ctx context.Context, op string, a *attempt, err error) (context.Context, error) {
 	if err != nil {
 		if a.cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
@@ -253,8 +238,7 @@ func (m *Mutex) held(ctx context.Context, op string, a *attempt, err error) (con
 	return a.held, nil
 }
 
-// Keep makes the hold of the acquisition, which acquired
-// (core.Attempt).
+// Keep makes the hold of an acquisition that acquired (core.Attempt).
 func (a *attempt) Keep(ctx context.Context, traced bool) error {
 	if a.mark > 0 {
 		a.m.hub.ReturnSeat(a.m.channel, a.seat, true)
@@ -264,29 +248,25 @@ func (a *attempt) Keep(ctx context.Context, traced bool) error {
 	return err
 }
 
-// attempt is one acquire's state: what it tries with, and what it got.
-// It is also the claim a local release may hand the lock to.
+// attempt is one acquire's state, and the claim a local release hands to.
 type attempt struct {
-	m     *Mutex
-	cfg   *core.Config    // New's, or this acquisition's own (Lock's opts)
-	ctx   context.Context // the caller's, for a Discard
-	held  context.Context // the hold's, once kept
-	owner string
-	// ownerArg is owner boxed once, for the acquire script and the lease.
-	ownerArg any
+	m        *Mutex
+	cfg      *core.Config    // New's, or this acquisition's own (Lock's opts)
+	ctx      context.Context // the caller's, for a Discard
+	held     context.Context // the hold's, once kept
+	owner    string
+	ownerArg any             // owner, boxed once
 	wd       *lease.Watchdog // sentAt is on its clock
 	lease    time.Duration
 	leaseID  lease.ID
 
-	// mode and latch (the acquire latch, with scripts.ModeLatch) make a second
-	// run of the script return the first run's grant.
+	// mode and latch let a second run of the script return the first's grant.
 	mode  any
 	latch string
-	// uncertain: a try failed after its script may have run, so Redis
-	// may hold a grant nobody was told of.
+	// uncertain: a try failed after its script may have run.
 	uncertain bool
-	// mark is a fair lock's waiter's mark life (0: it takes no place in
-	// the list); queued: a try put it there; seat: its id in the list.
+	// mark is a fair waiter's mark life (0: no place in the list); queued:
+	// a try put it there; seat: its id in the list.
 	mark   time.Duration
 	queued bool
 	seat   string
@@ -294,13 +274,11 @@ type attempt struct {
 
 	count, token int64
 	sentAt       time.Time
-	// late is closed when a try the caller stopped waiting for returns.
-	late <-chan struct{}
+	late         <-chan struct{} // closed when a try the caller left returns
 }
 
-// Try makes one try of the acquisition (core.Attempt); a fair lock's
-// waiter marks its place whether or not it is at the head of the local
-// queue, since each waits on a channel of its own.
+// Try makes one try (core.Attempt). A fair waiter marks its place even
+// off the head of the local queue: each waits on a channel of its own.
 func (a *attempt) Try(ctx context.Context, _ bool) (core.Result, error) {
 	a.sentAt = a.wd.Now()
 	r, err := core.Bounded(ctx, a.m.workers, a.cfg.UnlockTimeout, a)
@@ -308,12 +286,12 @@ func (a *attempt) Try(ctx context.Context, _ bool) (core.Result, error) {
 		a.late = l // what it may take is given back after it
 	}
 	c, tok, ttl := r.count, r.token, r.ttl
-	// In line: waiting, refused for want of replicas (requeued), or
-	// maybe, after a lost reply (a withdrawal is safe either way).
+	// In line: waiting, requeued for want of replicas, or maybe, after a
+	// lost reply (a withdrawal is safe either way).
 	mayHaveRun := err != nil && conn.MayHaveRun(err)
 	a.queued = a.queued || (a.mark > 0 && ((err == nil && c == 0) || errors.Is(err, ErrNotReplicated) || mayHaveRun))
-	// Any try whose reply was lost may have taken the lock: a give-back
-	// finds the hold or nothing (a later try that took it returns).
+	// A lost reply may hide a grant, even if a later try took the lock:
+	// a give-back finds the hold or nothing.
 	a.uncertain = a.uncertain || mayHaveRun
 	if a.mark > 0 && err == nil {
 		// Taken, or free at the first try: how the next acquisition starts.
@@ -332,9 +310,8 @@ func (a *attempt) Try(ctx context.Context, _ bool) (core.Result, error) {
 	return core.Result{Acquired: true}, nil
 }
 
-// Abandon cleans up after an acquisition that gave up
-// (core.Attempt): it leaves a fair lock's waiter list, gives back what
-// a try whose reply was lost may have taken, and returns the seat.
+// Abandon cleans up after an acquisition that gave up (core.Attempt): it
+// leaves the line, gives back what a lost reply may hide, returns the seat.
 func (a *attempt) Abandon(ctx context.Context, _ error) {
 	m := a.m
 	// A try still in flight withdraws in giveBack, after it lands.
@@ -349,9 +326,8 @@ func (a *attempt) Abandon(ctx context.Context, _ error) {
 }
 
 // Granted takes the lock a release handed over: a local one, sent at
-// g.SentAt, or one in another process, which gave the hold a provisional
-// TTL (g.TTL) after this waiter's last try: the lease is counted as if
-// that TTL had started with the try, so the watchdog renews it at once.
+// g.SentAt, or a remote one that gave the hold a provisional TTL (g.TTL),
+// counted as if it started with the last try so the watchdog renews at once.
 func (a *attempt) Granted(g core.Grant) {
 	a.count, a.token = 1, g.Token
 	if !g.SentAt.IsZero() {
@@ -361,9 +337,8 @@ func (a *attempt) Granted(g core.Grant) {
 	a.sentAt = a.sentAt.Add(-max(a.lease-g.TTL, 0))
 }
 
-// Declines is core.Decliner: a local release writes the hold it hands
-// over with no WAIT after it, which a's own replica sync may ask for,
-// whatever the releasing Mutex's config.
+// Declines is core.Decliner: a local hand-over writes no WAIT, which a's
+// own replica sync may need whatever the releasing Mutex's config.
 func (a *attempt) Declines(ctx context.Context) bool {
 	return scripts.SyncNeeded(ctx, a.m.client, a.cfg.ReplicaPolicy(), a.m.name)
 }
@@ -374,10 +349,9 @@ func (a *attempt) Discard(core.Grant) {
 	_, _ = a.m.releaseLast(context.WithoutCancel(a.ctx), a.owner, a.lease, a.m.cfg.UnlockTimeout, true, nil)
 }
 
-// FencingToken returns the fencing token of the hold that returned ctx (or
-// of the innermost hold ctx was derived from): a number drawn from
-// Redisson RFencedLock's counter that grows with every acquisition, for a
-// store to reject writes from a holder that has since lost the lock.
+// FencingToken returns the fencing token of the innermost hold ctx carries:
+// a number that grows with every acquisition (Redisson RFencedLock's
+// counter), for a store to reject writes from a holder that lost the lock.
 func FencingToken(ctx context.Context) (int64, bool) { return core.Token(ctx) }
 
 func (m *Mutex) key() core.Key {
@@ -400,9 +374,7 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) (context.C
 		Sync:      a.cfg.ReplicaPolicy(),
 		Gone:      m.goneFn,
 	}
-	// A first count records its label, keeps a key asked for and starts
-	// its notice; a re-entry shares the outer hold's lease, which has them
-	// already.
+	// A re-entry shares the outer hold's lease, label, kept key and notice.
 	if a.count == 1 {
 		m.addKeys(ctx, a, &spec)
 	}
@@ -416,14 +388,11 @@ func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) (context.C
 	return core.Start(ctx, m.key(), &core.Hold{Owner: a.owner, Token: a.token, Lease: ls, Taken: taken, Telemetry: m.inst.Release, Traced: traced, Scoped: a.cfg.ScopedHold, Live: &m.holds, Reentry: a.count > 1}, m.releaseFn)
 }
 
-// Unlock releases one count of the hold that returned ctx (or that ctx was
-// derived from); at zero the lock is freed and waiters are woken, or it is
-// handed to the next goroutine of this process waiting for it. It needs
-// only ctx's values and runs on its own timeout, so it completes even when
-// ctx is done. It returns ErrNotHeld when ctx carries no live hold of this
-// lock (never locked, or already unlocked: Redis is not touched), nil when
-// the hold had already been released because its acquiring context ended,
-// and an error matching ErrLockLost when the hold was lost.
+// Unlock releases one count of the hold ctx carries; at zero the lock is
+// freed and waiters woken, or handed to this process's next waiter. It runs
+// on its own timeout, even when ctx is done. It returns ErrNotHeld when ctx
+// carries no live hold of this lock, nil when the hold was released as its
+// acquiring context ended, and an error matching ErrLockLost if it was lost.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.ident().Check("unlock", ctx, unmade); err != nil {
 		return err
@@ -443,30 +412,25 @@ func (m *Mutex) release(ctx context.Context, h *core.Hold) error {
 	} else {
 		res, err = m.runUnlock(ctx, h.Owner, h.Lease.Timeout(), m.cfg.UnlockTimeout)
 	}
-	// Released whole: the label goes too, whichever count of a labeled
-	// hold (shared lease) was the last.
+	// Released whole: the label goes too, whichever count was the last.
 	if r := h.Lease.Renewer(); res >= 1 && (r == labeledRenewer || r == labeledKeptRenewer) { // 2: released, waiters not told
 		core.DropLabel(ctx, m.client, m.name, h.Owner)
 	}
 	return core.Released(res, err, h.Lease, "the lock was no longer held in Redis")
 }
 
-// releaseLast gives back the last count this process holds, the common
-// unlock: to the head of the local queue if one waits and passOn allows
-// (one round trip for both), else freeing the lock, in either case without
-// a latch key. held, if not nil, is the hold's lease: whether it may have
-// lapsed decides what a retried release that finds nothing means. Should
-// Redis hold more counts than the process knew, runUnlock decrements
-// instead.
+// releaseLast gives back the process's last count, without a latch: to
+// the local queue's head if passOn allows, else freeing the lock. Whether
+// held (the hold's lease, or nil) may have lapsed decides what a retry that
+// finds nothing means. If Redis holds more counts, runUnlock decrements.
 func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, timeout time.Duration, passOn bool, held *lease.Lease) (int64, error) {
 	var res int64
 	var err error
 	var room [1]*core.Waiter
 	var ws []*core.Waiter
 	yield := false
-	// A hand-over writes the next owner's grant inside the release, with
-	// no WAIT after it: on a server with replicas the next waiter takes
-	// the lock with a try of its own instead.
+	// A hand-over writes the grant with no WAIT after it: with replicas, the
+	// next waiter takes the lock with a try of its own.
 	handOff := passOn && !scripts.SyncNeeded(ctx, m.client, m.cfg.ReplicaPolicy(), m.name)
 	if handOff {
 		if res, ran, err := m.scripts.handOver(ctx, m, ownerID, timeout, held); ran {
@@ -483,10 +447,9 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 		reply := m.scripts.unlockLast(ctx, m, ownerID).Retrying(ctx, m.client, timeout)
 		res, err = reply.Int64()
 		if err == nil && res == -3 {
-			// The field is gone and Redis shows no loss. For a live hold,
-			// an earlier run whose reply was lost (resent by us or by the
-			// client) released it; without a hold to vouch for the owner (a
-			// give-back, a member's release), only a resend of ours says so.
+			// Field gone, no loss shown: an earlier run whose reply was lost
+			// released a live hold; without a hold (a give-back, a member's
+			// release), only a resend of ours says so.
 			res = -1
 			if (held != nil && !held.Lapsed()) || (held == nil && reply.Retried) {
 				res = 1
@@ -503,9 +466,8 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 }
 
 // runUnlock runs the unlock script until it answers or timeout passes,
-// with one request id so that a retry never decrements twice: 1 released
-// (waiters are woken), 0 counts remain, -1 not held. lease is re-applied
-// while counts remain.
+// with one latch key so a retry never decrements twice: 1 released, 0
+// counts remain (lease re-applied), -1 not held.
 func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout time.Duration) (int64, error) {
 	latch := core.RequestKey(scripts.UnlockLatch(m.name)) // off the common path: built here
 	res, err := m.scripts.unlock(ctx, m, latch, ownerID, lease, timeout).Retrying(ctx, m.client, timeout).Int64()
@@ -515,9 +477,8 @@ func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout ti
 	return res, err
 }
 
-// runTransfer frees ownerID's last count and gives the lock to the
-// reserved waiter w in the same script: 1 handed over, -1 not held, -2
-// more counts held (nothing done).
+// runTransfer frees ownerID's last count and hands the lock to w in one
+// script: 1 handed over, -1 not held, -2 more counts held (nothing done).
 func (m *Mutex) runTransfer(ctx context.Context, w *core.Waiter, next *attempt, ownerID string) (int64, error) {
 	sentAt := next.wd.Now()
 	vals, err := transferLua{
@@ -539,8 +500,7 @@ func (m *Mutex) runTransfer(ctx context.Context, w *core.Waiter, next *attempt, 
 	return vals[0], nil
 }
 
-// msArg is lease in milliseconds as a script argument, boxed once for the
-// configured lease.
+// msArg is lease in ms as a script argument, boxed once for the default.
 func (m *Mutex) msArg(lease time.Duration) any {
 	if lease == m.cfg.Lease() {
 		return m.leaseArg
@@ -552,8 +512,8 @@ func (m *Mutex) msArg(lease time.Duration) any {
 // redlock.Member without an exported method.
 type redlockHook = core.MemberHook
 
-// redlockNode returns the Mutex as a member of a Redlock (package
-// redlock): the adapter drives it for one owner across all members.
+// redlockNode returns the Mutex as a member of a Redlock, which drives it
+// for one owner across all members.
 func (m *Mutex) redlockNode() (core.Member, error) {
 	if err := m.ident().Check("redlock", context.Background(), unmade); err != nil {
 		return core.Member{}, err
@@ -576,8 +536,7 @@ func (m *Mutex) redlockNode() (core.Member, error) {
 			return r.count > 0, r.token, r.ttl, err
 		},
 		Release: func(ctx context.Context, ownerID string, timeout time.Duration) (bool, error) {
-			// A member's hold is its owner's last count unless the owner
-			// re-entered; releaseLast tells the two apart.
+			// releaseLast tells a last count from a re-entered owner's.
 			res, err := m.releaseLast(ctx, ownerID, m.cfg.Lease(), timeout, false, nil)
 			return res != -1, err
 		},

@@ -8,23 +8,10 @@ import (
 	"github.com/relock-go/relock/internal/core"
 )
 
-// A reply lost after the acquire script ran (a read timeout, a broken
-// connection) must not leave a grant in Redis that nobody was told of.
-// acquire.lua can run twice for one acquisition in each of the modes
-// (scripts.ModeMinted, scripts.ModeLatch), and giveBack undoes what an
-// acquisition that gave up may have left.
-
-// giveBack undoes, in the background, the grant an acquire that gave up
-// may have left in Redis: its last try failed after the script may have
-// run (a reply lost to a timeout or a broken connection). Without it the
-// lock would stay taken by nobody until its lease ran out. The grant of a
-// minted owner is its last count (unlock_last.lua frees it and wakes the
-// waiters, or finds nothing); one with a latch is given back through it
-// (give_back.lua undoes exactly the count that run added).
-// A try the caller stopped waiting for (a.late) is waited for first, so
-// that the give-back comes after whatever it takes; the give-back is
-// retried through an outage for up to the lease (core.GiveBack). Nothing
-// of the caller waits for it.
+// giveBack undoes, in the background, the grant a lost reply may have
+// hidden from an acquire that gave up, which would keep the lock taken by
+// nobody for a lease. It waits first for a try the caller stopped waiting
+// for (a.late), and retries through an outage for up to the lease.
 func (m *Mutex) giveBack(ctx context.Context, a *attempt) {
 	ctx = conn.Detached(ctx) // each try ends with its retries
 	window := m.cfg.UnlockTimeout
@@ -39,11 +26,10 @@ func (m *Mutex) giveBack(ctx context.Context, a *attempt) {
 	})
 }
 
-// undo gives back the count one acquisition of owner took (or may have
-// taken): through its acquire latch when it had one, else as the owner's
-// last count (a re-entered member of a Redlock is decremented instead),
-// waking the waiters when the lock becomes free. It is retried for the
-// unlock timeout, regardless of ctx's cancellation.
+// undo gives back the count one acquisition of owner may have taken:
+// through its acquire latch (give_back.lua), else as the owner's last
+// count (a re-entered Redlock member's is decremented instead), waking the
+// waiters if the lock is freed; retried for the unlock timeout.
 func (m *Mutex) undo(ctx context.Context, owner, latch string, lease time.Duration) error {
 	ctx = context.WithoutCancel(ctx)
 	timeout := m.cfg.UnlockTimeout

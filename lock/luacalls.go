@@ -8,25 +8,22 @@ import (
 	"github.com/relock-go/relock/internal/scripts"
 )
 
-// The lock's scripts, and one typed wrapper per Lua file: a struct whose
-// fields are the script's KEYS then its ARGV, in the order and with the
-// names of the file's header, so that a call site names what it passes
-// (TestEveryScriptWrapperMirrorsItsHeader holds them to the headers).
-// Fields of type any take values the Mutex boxed once.
+// The lock's scripts, and one typed wrapper per Lua file (acquireLua for
+// lua/acquire.lua, ...): a struct whose fields are the script's KEYS then
+// ARGV, named and ordered as in the file's header
+// (TestEveryScriptWrapperMirrorsItsHeader checks). Fields of type any take
+// values the Mutex boxed once.
 
 //go:embed lua/*.lua
 var luaFS embed.FS
 
-// wakeLib wakes a lock's waiters: all on its channel, or a fair lock's
-// first waiter on its own.
+// wakeLib wakes a lock's waiters, or a fair lock's first waiter.
 var wakeLib = scripts.NewLib(luaFS, "lua/wake.lua")
 
 var (
 	acquireScript = scripts.Load(luaFS, "lua/acquire.lua")
-	// The common path's scripts, acquire and unlock_last, stand alone: Lua
-	// defines a library's functions anew on every run. The other release
-	// scripts carry only the permission checks; a fair lock's the fencing
-	// library too.
+	// acquire and unlock_last, the common path, stand alone: Lua defines a
+	// library's functions anew on every run.
 	unlockScript     = scripts.Load(luaFS, "lua/unlock.lua", scripts.Checks)
 	unlockLastScript = scripts.Load(luaFS, "lua/unlock_last.lua")
 	transferScript   = scripts.Load(luaFS, "lua/transfer.lua", scripts.Fence)
@@ -34,11 +31,9 @@ var (
 
 	// renewer renews lock leases in batches (internal/lease).
 	renewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 1}
-	// labeledRenewer renews a labeled hold's lease and its label key (the
-	// same script, with one more key per lease).
-	labeledRenewer = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 2}
-	// keptRenewer renews a hold's lease and a key kept with it
-	// (core.KeepWith); labeledKeptRenewer, a labeled hold's and both keys.
+	// labeledRenewer also renews the label key; keptRenewer a key kept with
+	// the hold (core.KeepWith); labeledKeptRenewer both.
+	labeledRenewer     = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 2}
 	keptRenewer        = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 2}
 	labeledKeptRenewer = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 3}
 
@@ -47,14 +42,12 @@ var (
 	fairTransferScript = scripts.Load(luaFS, "lua/fair_transfer.lua", scripts.Fence, wakeLib)
 	fairRequeueScript  = scripts.Load(luaFS, "lua/fair_requeue.lua", scripts.Fence, wakeLib)
 
-	// The lock's release scripts, with the libraries that serve a fair
-	// lock's first waiter.
+	// The release scripts with the libraries that serve a fair first waiter.
 	fairUnlockScript     = scripts.Load(luaFS, "lua/unlock.lua", scripts.Fence, wakeLib)
 	fairUnlockLastScript = scripts.Load(luaFS, "lua/unlock_last.lua", scripts.Fence, wakeLib)
 	fairGiveBackScript   = scripts.Load(luaFS, "lua/give_back.lua", scripts.Fence, wakeLib)
 )
 
-// acquireLua lays out a call of lua/acquire.lua.
 type acquireLua struct {
 	Lock, TokenCounter, Latch any
 	LeaseMS                   any
@@ -64,15 +57,14 @@ type acquireLua struct {
 
 func (s acquireLua) call() scripts.Call {
 	if s.Latch == nil {
-		// KEYS[3] and ARGV[4] are read only with a latch: two strings fewer
-		// for Redis to make on the common path.
+		// KEYS[3] and ARGV[4] are read only with a latch: two strings
+		// fewer for Redis to make on the common path.
 		return acquireScript.With(2, s.Lock, s.TokenCounter, s.LeaseMS, s.Owner, s.Mode)
 	}
 	return acquireScript.With(3, s.Lock, s.TokenCounter, s.Latch,
 		s.LeaseMS, s.Owner, s.Mode, s.LatchLife)
 }
 
-// fairAcquireLua lays out a call of lua/fair_acquire.lua.
 type fairAcquireLua struct {
 	Lock, TokenCounter, Latch, Queue, Timeouts, Waiters any
 	LeaseMS                                             any
@@ -88,9 +80,8 @@ func (s fairAcquireLua) call() scripts.Call {
 		s.LeaseMS, s.Owner, s.Mode, s.LatchLife, s.MarkLifeMS, s.Waiter, s.Grantable)
 }
 
-// unlockLastLua lays out a call of lua/unlock_last.lua. Queue, Timeouts,
-// Waiters and Grant are a fair lock's, which fairCall lays out; call, a
-// lock's, leaves them out.
+// unlockLastLua lays out a call of lua/unlock_last.lua; only fairCall
+// sends Queue, Timeouts, Waiters and Grant.
 type unlockLastLua struct {
 	Lock, Channel, TokenCounter, Forced any
 	Queue, Timeouts, Waiters            any
@@ -108,9 +99,8 @@ func (s unlockLastLua) fairCall() scripts.Call {
 		s.UnlockMessage, s.Owner, s.Publish, s.Grant)
 }
 
-// unlockLua lays out a call of lua/unlock.lua. Queue, Timeouts,
-// TokenCounter, Waiters and Grant are a fair lock's, which fairCall lays
-// out; call, a lock's, leaves them out.
+// unlockLua lays out a call of lua/unlock.lua; only fairCall sends Queue,
+// Timeouts, TokenCounter, Waiters and Grant.
 type unlockLua struct {
 	Lock, Channel, Latch                   any
 	Queue, Timeouts, TokenCounter, Waiters any
@@ -130,9 +120,8 @@ func (s unlockLua) fairCall() scripts.Call {
 		s.UnlockMessage, s.LeaseMS, s.Owner, s.Publish, s.LatchLife, s.Grant)
 }
 
-// giveBackLua lays out a call of lua/give_back.lua. Queue, Timeouts,
-// TokenCounter, Waiters and Grant are a fair lock's, which fairCall lays
-// out; call, a lock's, leaves them out.
+// giveBackLua lays out a call of lua/give_back.lua; only fairCall sends
+// Queue, Timeouts, TokenCounter, Waiters and Grant.
 type giveBackLua struct {
 	Lock, Latch, Channel                   any
 	Queue, Timeouts, TokenCounter, Waiters any
@@ -150,7 +139,6 @@ func (s giveBackLua) fairCall() scripts.Call {
 		s.Owner, s.UnlockMessage, s.Publish, s.Grant)
 }
 
-// transferLua lays out a call of lua/transfer.lua.
 type transferLua struct {
 	Lock, TokenCounter any
 	Owner, NextOwner   string
@@ -161,17 +149,14 @@ func (s transferLua) call() scripts.Call {
 	return transferScript.With(2, s.Lock, s.TokenCounter, s.Owner, s.NextOwner, s.NextLeaseMS)
 }
 
-// fairTransferLua lays out a call of lua/fair_transfer.lua.
 type fairTransferLua struct {
 	Lock, TokenCounter, Queue, Timeouts, Channel, Waiters any
 	Owner                                                 string
 	UnlockMessage                                         int
 	Publish, Grant                                        any
-	// Candidates are the waiters of this process to offer the lock
-	// (ARGV[5], ...), each claimed by an *attempt, sent as its seat, owner
-	// id and lease in ms. They are read here, not passed as built
-	// arguments, so that the call builds its arguments with one
-	// allocation.
+	// Candidates are this process's waiters to offer the lock (ARGV[5],
+	// ...), each sent as its attempt's seat, owner and lease in ms; read
+	// here so that the call builds its arguments in one allocation.
 	Candidates []*core.Waiter
 }
 
@@ -185,7 +170,6 @@ func (s fairTransferLua) call() scripts.Call {
 	return fairTransferScript.With(6, argv...)
 }
 
-// fairRequeueLua lays out a call of lua/fair_requeue.lua.
 type fairRequeueLua struct {
 	Lock, Queue, Timeouts, Waiters any
 	Owner                          string
@@ -199,7 +183,6 @@ func (s fairRequeueLua) call() scripts.Call {
 		s.Owner, s.MarkLifeMS, s.LeaseMS, s.Waiter)
 }
 
-// fairWithdrawLua lays out a call of lua/fair_withdraw.lua.
 type fairWithdrawLua struct {
 	Lock, Channel, Queue, Timeouts, TokenCounter, Waiters any
 	Waiter                                                string
@@ -208,7 +191,6 @@ type fairWithdrawLua struct {
 	Owner                                                 string
 }
 
-// call is the withdrawal core.Withdraw sends.
 func (s fairWithdrawLua) call() scripts.Call {
 	return fairWithdrawScript.With(6, s.Lock, s.Channel, s.Queue, s.Timeouts, s.TokenCounter, s.Waiters,
 		s.Waiter, s.UnlockMessage, s.Publish, s.Grant, s.Owner)

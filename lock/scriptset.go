@@ -8,28 +8,19 @@ import (
 	"github.com/relock-go/relock/internal/scripts"
 )
 
-// scriptSet lays out the script calls of one kind of Mutex, chosen once
-// by New (plainSet) or NewFair (fairSet), so that no call on the path asks
-// which kind it runs, each through its script's wrapper (luacalls.go); the
-// caller sends them.
+// scriptSet lays out the script calls of one kind of Mutex, chosen once by
+// New (plainSet) or NewFair (fairSet) so that no call asks which kind it is.
 type scriptSet interface {
-	// acquire is one try of the acquire script.
 	acquire(m *Mutex, a acquireArgs) scripts.Call
-	// unlockLast is lua/unlock_last.lua for owner.
 	unlockLast(ctx context.Context, m *Mutex, owner string) scripts.Call
-	// unlock is lua/unlock.lua for owner, through the unlock latch, which
-	// lives core.LatchLife(timeout).
 	unlock(ctx context.Context, m *Mutex, latch, owner string, lease, timeout time.Duration) scripts.Call
-	// giveBack is lua/give_back.lua: the count of one acquisition of
-	// owner, through its acquire latch.
+	// giveBack is lua/give_back.lua: one acquisition's count, by its latch.
 	giveBack(ctx context.Context, m *Mutex, latch, owner string) scripts.Call
-	// seat gives acquisition a its place among the waiters and returns
-	// the channel it is woken on; seated reports a place in Redis's line
-	// (a fair lock's waiter).
+	// seat places a among the waiters and returns the channel it is woken
+	// on; seated reports a place in Redis's line (a fair waiter).
 	seat(m *Mutex, a *attempt, once bool) (channel string, seated bool)
-	// handOver releases owner's last count, handing the lock to the
-	// first waiter when the release itself can (a fair lock's line); ran
-	// is false when it cannot, and the release goes on as a plain one.
+	// handOver releases owner's last count, handing the lock to the first
+	// waiter (a fair lock's line); ran is false when it cannot.
 	handOver(ctx context.Context, m *Mutex, owner string, timeout time.Duration, held *lease.Lease) (res int64, ran bool, err error)
 }
 
@@ -83,11 +74,8 @@ func (plainSet) giveBack(_ context.Context, m *Mutex, latch, owner string) scrip
 	}.call()
 }
 
-// fairSet is a fair Mutex's scripts: the release scripts are the plain
-// lock's Lua files with the library that serves the first waiter
-// (wakeLib), given the waiter list's keys after the plain lock's (queue,
-// timeouts, token counter, waiters hash) and one argument more (whether a
-// release may write that waiter's hold: grantArg).
+// fairSet is a fair Mutex's scripts: the plain release scripts with
+// wakeLib, the waiter list's keys after the plain lock's, and grantArg.
 type fairSet struct {
 	queue, timeouts, waiters any
 }

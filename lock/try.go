@@ -9,19 +9,17 @@ import (
 	"github.com/relock-go/relock/internal/errs"
 )
 
-// tryReply is what one try of an attempt read of the acquire script's
-// reply: the hold count after it (0 when another owner holds the lock,
-// for ttl) and the token.
+// tryReply is one acquire script's reply: the hold count after it (0 when
+// another owner holds the lock, for ttl) and the token.
 type tryReply struct {
 	count, token int64
 	ttl          time.Duration
 }
 
-// Send runs the acquire script once for a.owner in a.mode (a.latch names
-// the acquire latch with scripts.ModeLatch); core.Bounded calls it. An
-// acquisition too few replicas acknowledged is given back, and reported
-// as ErrNotReplicated. A fair lock's waiter takes its place in the list
-// (or keeps it) when a.mark is its mark life; with 0 it takes none.
+// Send runs the acquire script once for a.owner in a.mode (core.Bounded
+// calls it). An acquisition too few replicas acknowledged is given back as
+// ErrNotReplicated. A fair waiter takes or keeps its place in the list
+// when a.mark is its mark life; with 0 it takes none.
 func (a *attempt) Send(ctx context.Context) (tryReply, error) {
 	m, sync := a.m, a.cfg.ReplicaPolicy()
 	var latchArg any = m.nameArg // a key of the slot, unused without a latch

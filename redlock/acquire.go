@@ -15,8 +15,7 @@ import (
 	"github.com/relock-go/relock/tracing"
 )
 
-// acquisition is one call of Lock or TryLock: what it was given, and what
-// its rounds so far came to.
+// acquisition is one call of Lock or TryLock and what its rounds came to.
 type acquisition struct {
 	l    *Lock
 	op   string
@@ -25,8 +24,7 @@ type acquisition struct {
 	ctx  context.Context // the caller's, the hold's parent
 	sctx context.Context // ctx in the acquisition's span
 	wctx context.Context // sctx bounded by the wait
-	// rec records the end on the span (rec.Span, when rec.Recording) and
-	// in the metrics (when rec.Measured).
+	// rec records the end on the span and in the metrics.
 	rec         core.Record
 	ownerID     string
 	reentry     bool
@@ -35,8 +33,7 @@ type acquisition struct {
 	attempts    int
 	lastErr     error
 	lastMembers memberErrors // the members that failed the last round
-	// pending: the give-back of a re-entry's failed round, which the next
-	// round waits for, as it could undo what that round takes.
+	// pending: a re-entry's give-back, awaited by the next round, which it could undo.
 	pending <-chan struct{}
 }
 
@@ -49,10 +46,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool, opts []LockOpt
 	if bad != "" {
 		return nil, l.id.Refuse(op, bad)
 	}
-	// A context that carries an owner (a hold of this Lock, or of a
-	// member's other side) acquires as that owner, so that the members
-	// count it as a re-entry; any other acquisition takes a new id each
-	// round (see round).
+	// A re-entry acquires as the owner ctx carries; others mint an id per round.
 	ownerID, reentry := core.OwnerOf(ctx, l.reenter...)
 	if !reentry {
 		ownerID = core.Mint()
@@ -76,8 +70,7 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool, opts []LockOpt
 	return a.rounds()
 }
 
-// rounds makes rounds until one holds the lock, a TryLock's round did
-// not, or the wait ends.
+// rounds makes rounds until one holds, a TryLock's round fails, or the wait ends.
 func (a *acquisition) rounds() (context.Context, error) {
 	for {
 		a.attempts++
@@ -101,8 +94,7 @@ func (a *acquisition) rounds() (context.Context, error) {
 	}
 }
 
-// newRound is the next round, under the caller's owner id for a
-// re-entry, else under the first round's or a fresh one.
+// newRound is the next round: the re-entry's owner id, the first round's, or a fresh one.
 func (a *acquisition) newRound() *round {
 	r := &round{id: a.ownerID, reentry: a.reentry}
 	if !a.reentry && a.attempts > 1 {
@@ -115,9 +107,8 @@ func (a *acquisition) newRound() *round {
 // false, with what it took given back and lastErr saying why.
 func (a *acquisition) try(r *round) (context.Context, bool) {
 	l := a.l
-	// The first round is made whatever the wait bound, as a lock's
-	// first try is: a bound shorter than a round trip must not refuse
-	// free members. Later rounds are bounded by it.
+	// The first round ignores the wait bound, as a lock's first try does:
+	// a bound shorter than a round trip must not refuse free members.
 	roundCtx := a.wctx
 	if a.attempts == 1 {
 		roundCtx = a.sctx
@@ -139,9 +130,8 @@ func (a *acquisition) try(r *round) (context.Context, bool) {
 		if err == nil {
 			return held, true
 		}
-		// Lapsed on the watchdog's clock although in validity on this
-		// one (a clock step): refused like a used-up validity, and
-		// already given back.
+		// Lapsed on the watchdog's clock though valid on this one (a clock
+		// step): refused like a used-up validity, already given back.
 		a.lastErr = err
 		return nil, false
 	}
@@ -155,9 +145,7 @@ func (a *acquisition) try(r *round) (context.Context, bool) {
 	return nil, false
 }
 
-// count marks in r the members it won, adds each member's outcome to
-// the span, and returns how many were won, the largest of their fencing
-// tokens and the members that failed.
+// count marks r's won members, adds outcomes to the span, and tallies them.
 func (a *acquisition) count(r *round, outs []outcome) (won int, token int64, failed memberErrors) {
 	r.won = make([]bool, len(outs))
 	for i, o := range outs {
@@ -177,14 +165,12 @@ func (a *acquisition) count(r *round, outs []outcome) (won int, token int64, fai
 	return won, token, failed
 }
 
-// startHold makes the hold of round r, which won the quorum within the
-// validity time, with the watchdog keeping its won members, and returns
-// its context, or ErrLockLost when its lease lapsed before it began.
+// startHold makes round r's hold, its won members kept by the watchdog,
+// or returns ErrLockLost when its lease lapsed before it began.
 func (a *acquisition) startHold(r *round, outs []outcome, won int, token int64, sentAt time.Time) (context.Context, error) {
 	l := a.l
 	if !a.reentry {
-		// A member whose reply was lost may hold a grant of this
-		// round that nobody counted: its id is the round's alone.
+		// A member whose reply was lost may hold an uncounted grant of this round.
 		if which := mayHold(outs); which != nil {
 			l.giveBack(a.ctx, r, which)
 		}
@@ -204,8 +190,7 @@ func (a *acquisition) startHold(r *round, outs []outcome, won int, token int64, 
 		Name:      l.id.Name,
 		Primitive: l.primitive(),
 	}, sentAt)
-	// A round refused by Start is given back by l.release, which waits
-	// for the members as an Unlock does.
+	// A round refused by Start is given back by l.release, as an Unlock.
 	held, err := core.Start(a.ctx, l.key(), &core.Hold{Owner: r.id, Token: token, Lease: wl, Taken: r, Telemetry: l.inst.Release, Traced: a.rec.Recording, Scoped: a.cfg.ScopedHold, Also: l.memberKeys, Live: &l.holds}, l.release)
 	if err != nil {
 		return nil, err
@@ -219,14 +204,9 @@ func (a *acquisition) startHold(r *round, outs []outcome, won int, token int64, 
 	return held, nil
 }
 
-// giveBack gives back what round r took when it did not hold the lock.
-// The members won answered a moment ago, so the call waits for their
-// give-back (bounded by the node timeout): once it returns, another
-// process's try of one of them does not fail for nothing. Those whose
-// reply may have been lost after they took it are given back in the
-// background (the attempts left behind give back their own). A re-entry
-// gives back only the members it counted on, and its next round waits
-// for that too.
+// giveBack gives back what a failed round r took, waiting up to the node
+// timeout for the members won so that another process's try of them does
+// not fail for nothing. A re-entry gives back only what it counted on.
 func (a *acquisition) giveBack(r *round, outs []outcome) {
 	if !a.reentry {
 		if which := mayHold(outs); which != nil {
@@ -240,8 +220,7 @@ func (a *acquisition) giveBack(r *round, outs []outcome) {
 	}
 }
 
-// backOff waits a random delay before the next round, within the wait
-// bound: false when the wait ended first.
+// backOff waits a random delay before the next round: false when the wait ended first.
 func (a *acquisition) backOff() bool {
 	delay := time.Duration(rand.Int64N(int64(max(a.l.nodeTimeout(a.lease), 10*time.Millisecond)))) + time.Millisecond
 	t := time.NewTimer(delay)

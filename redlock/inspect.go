@@ -10,10 +10,9 @@ import (
 )
 
 // TTL returns the validity left of the lock, whoever holds it: the
-// quorum-th longest TTL among the members (the time a quorum of them
-// still holds) less the clock drift allowance; 0 when fewer than a quorum
-// hold it. Each member is asked at once, bounded by the node timeout; a
-// member that does not answer counts as not holding.
+// quorum-th longest TTL among the members, less the drift allowance; 0
+// when fewer than a quorum hold it. Members are asked at once, bounded by
+// the node timeout; one that does not answer counts as not holding.
 func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	if err := l.ident().Check("ttl", ctx, unmade); err != nil {
 		return 0, err
@@ -39,13 +38,11 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 }
 
 // Extend makes the fixed lease (WithLeaseTime) of the hold held carries
-// end d after now: on every member at once, held when a quorum still held it, on the same Redis layout a watchdog renewal
-// writes, with the fencing token unchanged; it never shortens a lease.
-// It returns ErrInvalidArgument for d under 30 ms or shorter than what is
-// left, or for a hold the watchdog renews (that lease is renewed as long
-// as it is held), ErrNotHeld when held carries no live hold of this lock,
-// and an error matching ErrLockLost when the hold was lost (held ends
-// then).
+// end d after now on every member, succeeding when a quorum still held it;
+// the token is unchanged and a lease never shortened. It returns
+// ErrInvalidArgument for d under 30 ms or shorter than what is left, or
+// for a hold the watchdog renews; ErrNotHeld when held carries no live
+// hold of this lock; an error matching ErrLockLost (and held ends) when lost.
 func (l *Lock) Extend(held context.Context, d time.Duration) error {
 	if err := l.ident().Check("extend", held, unmade); err != nil {
 		return err

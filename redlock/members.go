@@ -8,10 +8,8 @@ import (
 	"strings"
 )
 
-// memberErrors are the outcomes of the members that failed a round or a
-// release, read as one line: members with the same outcome and cause are
-// grouped ("members 0,2,4: held by another owner"), and a member's address
-// is named only where its own failure asks for it (an error, a timeout).
+// memberErrors are the failed members of a round or release as one line,
+// grouped by outcome and cause ("members 0,2,4: held by another owner");
 // errors.Is and errors.As see each NodeError.
 type memberErrors []*NodeError
 
@@ -60,9 +58,8 @@ func (m memberErrors) Unwrap() []error {
 }
 
 // endedBy reports whether every member failed for the caller's
-// cancellation of ctx, which the caller reports once itself. A deadline
-// is not taken for it: a member's own node timeout ends with the same
-// error, and its detail must stay.
+// cancellation of ctx, which the caller then reports once. A deadline does
+// not count: a member's node timeout ends alike, and its detail must stay.
 func (m memberErrors) endedBy(ctx context.Context) bool {
 	cause := context.Cause(ctx)
 	if ctx.Err() == nil || len(m) == 0 || errors.Is(cause, context.DeadlineExceeded) {

@@ -3,14 +3,12 @@ package redlock
 import "github.com/relock-go/relock/internal/core"
 
 // Option configures a Lock when it is made (New, NewMulti). Only this
-// package's options satisfy it, so an option of another package (package
-// lock's, given to a member) does not compile here.
+// package's options satisfy it: package lock's do not compile here.
 type Option interface{ newOption() core.Option }
 
 // LockOption configures one acquisition (Lock, TryLock) over New's
-// options. The options that configure the Lock itself (providers,
-// watchdog, unlock timeout, node timeout, drift) are not LockOptions, so
-// giving one to a single acquisition does not compile.
+// options. Options of the Lock itself (providers, watchdog, unlock
+// timeout, node timeout, drift) are not LockOptions and do not compile here.
 type LockOption interface{ lockOption() core.Option }
 
 // CommonOption is an option given either to New or NewMulti, or to one acquisition.

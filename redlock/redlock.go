@@ -31,9 +31,8 @@ var (
 )
 
 // Member is a lock on one Redis that a Redlock can drive: *lock.Mutex,
-// and the ReadLocker and WriteLocker sides of an *rwlock.RWMutex. It is
-// sealed: its other method is unexported, so only this module's
-// primitives implement it.
+// or the ReadLocker or WriteLocker side of an *rwlock.RWMutex. It is
+// sealed: only this module's primitives implement it.
 type Member interface {
 	// Name is the member lock's name.
 	Name() string
@@ -74,22 +73,18 @@ func WithWatchdog(w *watchdog.Watchdog) Option {
 	return newOnly(core.WithWatchdog((*lease.Watchdog)(w)))
 }
 
-// WithNodeTimeout bounds each member's attempt (default
-// DefaultNodeTimeout, or lease/10 when that is shorter), so that a dead
-// master costs at most that, not the client's own timeouts. A round
-// returns as soon as its outcome is decided, so the node timeout is paid
-// only when the members that answered cannot decide it alone.
+// WithNodeTimeout bounds each member's attempt (default DefaultNodeTimeout,
+// or lease/10 when shorter), so a dead master costs at most that; it is
+// paid only when the members that answered cannot decide the round.
 func WithNodeTimeout(d time.Duration) Option { return newOnly(core.WithNodeTimeout(d)) }
 
 // WithDrift sets the clock drift allowance subtracted from the validity
 // time (default lease/100 + 2 ms).
 func WithDrift(d time.Duration) Option { return newOnly(core.WithDrift(d)) }
 
-// DefaultNodeTimeout bounds a member's attempt unless WithNodeTimeout says
-// otherwise: many round trips of a loaded master on a LAN or across zones
-// (a few ms) and a GC pause of its client, but short enough that a
-// round that needs a dead member's answer is decided well within a lease.
-// redsync derives 400 ms from its 8 s expiry in the same spirit.
+// DefaultNodeTimeout is the default node timeout: room for a loaded
+// master's round trips across zones and a client GC pause, yet short
+// enough that a round waiting on a dead member ends well within a lease.
 const DefaultNodeTimeout = 250 * time.Millisecond
 
 // Node outcomes in a NodeError.
@@ -98,14 +93,12 @@ const (
 	OutcomeHeld     = "held by another owner"
 	OutcomeTimeout  = "timeout"
 	OutcomeError    = "error"
-	// OutcomePending: the round was decided before the member answered;
-	// what its attempt takes afterwards is given back.
+	// OutcomePending: decided before the member answered; what it takes is given back.
 	OutcomePending = "pending"
 )
 
-// NodeError is one member's outcome in an attempt that did not reach the
-// quorum (or a release that failed). errors.Is(err, ErrNotAcquired) holds
-// for OutcomeHeld.
+// NodeError is one member's outcome in a failed attempt or release.
+// errors.Is(err, ErrNotAcquired) holds for OutcomeHeld.
 type NodeError struct {
 	Index   int    // the member's position
 	Node    string // its Redis address and lock name
@@ -121,8 +114,7 @@ func (e *NodeError) Error() string {
 	return fmt.Sprintf("member %d (%s): %s", e.Index, e.Node, e.Outcome)
 }
 
-// Unwrap returns the member's error: ErrNotAcquired when another owner
-// held it, else its error (nil when there was none).
+// Unwrap returns ErrNotAcquired for OutcomeHeld, else the member's error.
 func (e *NodeError) Unwrap() error {
 	if e.Outcome == OutcomeHeld {
 		return ErrNotAcquired
@@ -131,33 +123,28 @@ func (e *NodeError) Unwrap() error {
 }
 
 // Lock is one lock over several members: New needs a quorum of them
-// (Redlock, across independent masters), NewMulti all of them (lock
-// several resources together).
+// (Redlock), NewMulti all of them (several resources together).
 type Lock struct {
-	// holds are the live holds made through this value, named when an
-	// Unlock comes through a context that carries none.
+	// holds are this value's live holds, named when an Unlock's context carries none.
 	holds  core.Live
 	nodes  []core.Member
 	quorum int
 	multi  bool
-	// nodeTimeoutGiven, driftGiven: set by options, not derived from the
-	// lease (which one Lock may change).
+	// nodeTimeoutGiven, driftGiven: set by options, else derived per call from the lease.
 	nodeTimeoutGiven, driftGiven bool
 	cfg                          core.Config
 	id                           errs.Ident // its name (the members' names joined) and why New refused its members
 	inst                         telemetry.Instruments
 	bg                           background // what runs on after a call returned (Drain)
-	// memberKeys: a hold of this Lock is a hold of each member too.
-	// reenter: the holds through which an acquisition re-enters (this
-	// Lock's, a member's, a member's other side).
+	// memberKeys: a hold of this Lock is a hold of each member too. reenter:
+	// the holds an acquisition re-enters through (this Lock's, a member's, its other side).
 	memberKeys, reenter []core.Key
 	hkey                core.Key // this Lock's (its name does not make it: two Locks over one name are two)
 }
 
-// New returns a Redlock over members, one per independent Redis master:
-// it is held when len(members)/2+1 of them are. Bad arguments (no
-// members, a nil or invalid member, a bad option) are reported as
-// ErrInvalidArgument by every method.
+// New returns a Redlock over members, one per independent Redis master,
+// held when len(members)/2+1 of them are. Bad arguments (no members, a nil
+// or invalid member, a bad option) make every method fail with ErrInvalidArgument.
 func New(members []Member, opts ...Option) *Lock { return newLock(members, false, opts) }
 
 // NewMulti returns a lock held when every member is: several resources
@@ -168,7 +155,7 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 	l := &Lock{multi: multi, cfg: core.Apply(newOptions(opts))}
 	l.id.Primitive = l.primitive()
 	names := make([]string, 0, len(members))
-	// Every member is looked at, so that an error names the whole lock.
+	// Every member is looked at, so that the name is the whole lock's.
 	for i, m := range members {
 		if m == nil {
 			l.refuse("member %d is nil", i)
@@ -184,8 +171,7 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 		if reason := l.cfg.Adopt(n.Given); reason != "" {
 			l.refuse("member %d: %s", i, reason)
 		}
-		// One lock on one server would count as several votes of a quorum
-		// (or be locked twice by a multi-lock).
+		// The same lock twice would vote twice (or be locked twice by a multi-lock).
 		if j := slices.IndexFunc(l.nodes, func(o core.Member) bool { return core.SameLock(o, n) }); j >= 0 {
 			l.refuse("members %d and %d are the same lock: %q on %s", j, i, n.Name, n.Addr)
 		}
@@ -218,8 +204,7 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 	return l
 }
 
-// nameOf names a Lock by its members' names, each once, and their count:
-// "job (5 members)", "account:1,account:2 (2 members)".
+// nameOf makes a Lock's name (see Lock.Name).
 func nameOf(names []string) string {
 	var uniq []string
 	for _, n := range names {
@@ -233,9 +218,8 @@ func nameOf(names []string) string {
 	return fmt.Sprintf("%s (%d members)", strings.Join(uniq, ","), len(names))
 }
 
-// nodeTimeout is the node timeout of a round with lease: the one given,
-// else min(DefaultNodeTimeout, lease/10), so that a short lease (given to
-// New or to one Lock) keeps room for its validity.
+// nodeTimeout is the node timeout for lease: the one given, else
+// min(DefaultNodeTimeout, lease/10), so a short lease keeps room for its validity.
 func (l *Lock) nodeTimeout(lease time.Duration) time.Duration {
 	if l.nodeTimeoutGiven {
 		return l.cfg.NodeTimeout
@@ -243,8 +227,7 @@ func (l *Lock) nodeTimeout(lease time.Duration) time.Duration {
 	return max(min(DefaultNodeTimeout, lease/10), time.Millisecond)
 }
 
-// drift is the clock drift allowance of a hold with lease: the one given,
-// else lease/100 + 2 ms.
+// drift is the drift allowance for lease: the one given, else lease/100 + 2 ms.
 func (l *Lock) drift(lease time.Duration) time.Duration {
 	if l.driftGiven {
 		return l.cfg.Drift
@@ -267,8 +250,7 @@ func (l *Lock) primitive() string {
 }
 
 // Name is the members' names, each once, and their count: "job (5
-// members)"; a multi-lock of several resources lists them all
-// ("account:1,account:2 (2 members)").
+// members)", "account:1,account:2 (2 members)".
 func (l *Lock) Name() string { return l.ident().Name }
 
 // Quorum is how many members must be held.
@@ -279,12 +261,10 @@ func (l *Lock) Quorum() int {
 	return l.quorum
 }
 
-// unmade is the identity of a Lock not made by New or NewMulti (its zero
-// value).
+// unmade is the identity of a Lock not made by New or NewMulti.
 var unmade = errs.Ident{Primitive: "redlock", Invalid: "Lock not made by redlock.New or NewMulti"}
 
-// ident is l's identity in errors; a nil *Lock has one that refuses
-// every call, as the zero value's does, instead of panicking.
+// ident is l's identity in errors; a nil *Lock's refuses every call instead of panicking.
 func (l *Lock) ident() *errs.Ident {
 	if l == nil {
 		return &nilLock
@@ -301,14 +281,10 @@ func (l *Lock) key() core.Key {
 	return l.hkey
 }
 
-// Lock takes the lock: every member is tried in parallel, each bounded by
-// the node timeout, and a round returns as soon as it is decided (see the
-// package documentation); it is held when the quorum was won within the
-// validity time (lease - elapsed - drift). Otherwise what the round took
-// is given back in the background and, after a random delay, it tries
-// again, until ctx or WithWaitTimeout ends the wait. The returned context is as lock.Mutex.Lock's; its fencing
-// token is the largest of the members won (advisory: see the package
-// documentation).
+// Lock takes the lock in rounds (see the package documentation) until one
+// wins the quorum within the validity time, or ctx or WithWaitTimeout ends
+// the wait. The returned context is as lock.Mutex.Lock's; its fencing
+// token is the largest of the members won (advisory).
 func (l *Lock) Lock(ctx context.Context, opts ...LockOption) (context.Context, error) {
 	return l.acquire(ctx, "lock", false, opts)
 }
@@ -324,18 +300,16 @@ type outcome struct {
 	token    int64
 	ttl      time.Duration
 	err      *NodeError
-	// behind: the round did not wait for the attempt, which gives back
-	// itself whatever it takes.
+	// behind: the round did not wait for it; the attempt gives back what it takes.
 	behind bool
 }
 
-// Remaining returns how long the innermost hold ctx carries may still be
-// counted on (for a Redlock, the validity left as the watchdog counts it); see lock.Remaining.
+// Remaining returns how long the innermost hold ctx carries may be counted
+// on (for a Redlock, the validity the watchdog counts); see lock.Remaining.
 func Remaining(ctx context.Context) (time.Duration, bool) { return core.Remaining(ctx) }
 
 // FencingToken returns the fencing token of this Lock's hold that ctx
-// carries, even when holds of other locks were taken inside it; see
-// lock.Mutex.FencingToken.
+// carries, even under holds of other locks; see lock.Mutex.FencingToken.
 func (l *Lock) FencingToken(ctx context.Context) (int64, bool) { return core.TokenOf(ctx, l.key()) }
 
 // Do takes the lock (as Lock), runs fn with the hold's context and
@@ -345,10 +319,9 @@ func (l *Lock) Do(ctx context.Context, fn func(held context.Context) error) erro
 }
 
 // Unlock releases the hold that returned ctx on every member in parallel.
-// It returns nil when a quorum of members released (the failed ones are
-// added as events to ctx's span, if any), and otherwise an error naming
-// the failed members; a multi-lock needs every member. Other return values
-// as lock.Mutex.Unlock's.
+// It returns nil once a quorum released (a multi-lock needs all; failures
+// become events on ctx's span), else an error naming the failed members.
+// Other return values as lock.Mutex.Unlock's.
 func (l *Lock) Unlock(ctx context.Context) error {
 	if err := l.ident().Check("unlock", ctx, unmade); err != nil {
 		return err

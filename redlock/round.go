@@ -14,15 +14,9 @@ import (
 	"github.com/relock-go/relock/internal/core"
 )
 
-// A round is one attempt on every member under one member owner id. A
-// fresh acquisition mints a new id for each round, so that whatever of a
-// round reaches a member late (a give-back, an attempt left behind) can
-// only touch that round's own field, never a later hold of the same
-// caller. A re-entry (ctx carries an owner: a hold of this Lock, or of a
-// member's other side) uses that id, so that the members count it; its
-// give-backs touch only the members it is known to have counted on.
-
-// round is what a round won, kept in its hold.
+// round is one attempt on every member under one owner id, and what it
+// won. A fresh acquisition mints an id per round, so whatever of a round
+// reaches a member late touches only that round's field, never a later hold.
 type round struct {
 	id      string // the members' owner field
 	reentry bool
@@ -31,8 +25,7 @@ type round struct {
 	ended atomic.Bool
 }
 
-// background counts what a Lock left running (attempts left behind,
-// give-backs, releases past the quorum), for Drain.
+// background counts what a Lock left running, for Drain.
 type background struct {
 	mu   sync.Mutex
 	n    int
@@ -72,14 +65,10 @@ func (b *background) wait(ctx context.Context) error {
 	}
 }
 
-// Drain waits until what this Lock left running in the background has
-// ended, or ctx ends: attempts on members that had not answered when a
-// round was decided (each given back if it took its member), the
-// give-backs of failed rounds and of lost holds, and the releases that
-// Unlock did not wait for once the quorum had released. Each of them is
-// bounded by the node or the unlock timeout, and none needs Drain to
-// finish; call it before a program or a test ends, so that nothing of the
-// Lock is still running.
+// Drain waits until ctx ends or what this Lock left in the background has
+// ended: attempts left behind by a decided round, give-backs, and releases
+// Unlock did not wait for. Each is bounded by the node or unlock timeout;
+// call Drain before a program or a test ends.
 func (l *Lock) Drain(ctx context.Context) error {
 	if err := l.ident().Check("drain", ctx, unmade); err != nil {
 		return err
@@ -90,21 +79,13 @@ func (l *Lock) Drain(ctx context.Context) error {
 	return nil
 }
 
-// graceSlack is added to the grace the other members get once a round
-// won its quorum: scheduling noise on a loaded client.
+// graceSlack is added to the grace after a decision: scheduling noise.
 const graceSlack = 10 * time.Millisecond
 
-// tryAll makes one attempt on every member at once for round r, each
-// bounded by the node timeout, and returns as soon as the outcome is
-// decided (the quorum won, or out of reach) and the other members have
-// answered or are past their grace (as long again as the decision took). The attempts still
-// running then go on in the background: one that takes its member
-// afterwards gives it back at once (a fresh round's also when its reply
-// was lost). Answers already on their way when the round is decided are
-// counted, so a member whose grant arrives then joins the hold.
+// tryAll makes round r's attempts and returns once the outcome is decided
+// and the others answered or are past their grace (late answers join).
 func (l *Lock) tryAll(ctx context.Context, r *round, lease time.Duration) []outcome {
-	// Not cancelled when the round is decided: an attempt left behind
-	// must still learn whether it took its member, to give it back.
+	// Not cancelled on decision: an attempt left behind must learn whether to give back.
 	nctx, cancel := context.WithTimeout(ctx, l.nodeTimeout(lease))
 	n := len(l.nodes)
 	t := &tally{
@@ -130,23 +111,20 @@ type answer struct {
 	err   error
 }
 
-// tally is what tryAll knows of a round's members: their outcomes so far,
-// and the attempts' answers still to come.
+// tally is what tryAll knows of a round's members: outcomes and answers to come.
 type tally struct {
 	nodes []core.Member
 	nctx  context.Context // the attempts', bounded by the node timeout
 	outs  []outcome
-	// Each attempt and the round's decision race for claimed[i]: the
-	// attempt's result counts only if it claims first.
+	// claimed[i]: an attempt's result counts only if it claims before the decision.
 	claimed     []atomic.Bool
 	results     chan answer
 	answered    []bool
 	won, failed int
 }
 
-// startAttempts starts round r's attempt on every member, each on the
-// member's worker. An attempt whose answer the round no longer counts
-// gives back what it may have taken; the last one to return calls stop.
+// startAttempts starts round r's attempt on every member's worker; one
+// the round no longer counts gives back what it may have taken.
 func (l *Lock) startAttempts(ctx context.Context, r *round, lease time.Duration, t *tally, stop context.CancelFunc) {
 	nctx, claimed, results := t.nctx, t.claimed, t.results
 	var running atomic.Int32
@@ -169,8 +147,7 @@ func (l *Lock) startAttempts(ctx context.Context, r *round, lease time.Duration,
 	}
 }
 
-// record counts a member's answer; pending: the round was decided before
-// it answered.
+// record counts a member's answer; pending: the round was decided before it.
 func (t *tally) record(res answer, pending bool) {
 	t.answered[res.i] = true
 	ne := &NodeError{Index: res.i, Node: t.nodes[res.i].Addr + " " + t.nodes[res.i].Name}
@@ -192,14 +169,11 @@ func (t *tally) record(res answer, pending bool) {
 	t.outs[res.i] = outcome{ttl: res.ttl, err: ne}
 }
 
-// collect counts the answers until every member answered, the node
-// timeout passed, or the grace after the decision ended.
+// collect counts answers until all came, the node timeout passed, or the grace ended.
 func (t *tally) collect(quorum int) {
 	n := len(t.nodes)
-	// Once the outcome is decided (the quorum won, or out of reach), the
-	// other members get a grace as long again as that took (and
-	// graceSlack): healthy members answer within it, to join the hold or
-	// be reported, while a stalled one costs no more than that.
+	// Once decided, the others get as long again as that took, plus
+	// graceSlack: healthy ones answer within it, a stalled one costs no more.
 	var grace <-chan time.Time
 	began := time.Now()
 	for got := 0; got < n; got++ {
@@ -219,9 +193,8 @@ func (t *tally) collect(quorum int) {
 	}
 }
 
-// leaveBehind ends the count once the round is decided, or the node
-// timeout passed: the members that have not answered are left behind,
-// but for those whose answer is on its way.
+// leaveBehind leaves behind the members that have not answered, but for
+// answers on their way.
 func (t *tally) leaveBehind() {
 	timedOut := t.nctx.Err() != nil
 	inFlight := 0
@@ -244,10 +217,8 @@ func (t *tally) leaveBehind() {
 	}
 }
 
-// giveBack releases round r's count on the members in which in the
-// background, each on a worker and bounded by the unlock
-// timeout, and returns a channel closed when every one has answered or
-// given up.
+// giveBack releases round r on the members in which, in the background;
+// the channel closes when each has answered or given up.
 func (l *Lock) giveBack(ctx context.Context, r *round, which []bool) <-chan struct{} {
 	ctx = conn.Detached(ctx)
 	done := make(chan struct{})
@@ -277,10 +248,9 @@ func (l *Lock) giveBack(ctx context.Context, r *round, which []bool) <-chan stru
 	return done
 }
 
-// mayHold marks the members of a round that answered with an error after
-// their script may have run: they may hold a grant of the round that
-// nobody counted. (An attempt left behind gives back its own.) nil when
-// there is none.
+// mayHold marks the members whose error came after their script may have
+// run, so may hold an uncounted grant (those left behind give back their
+// own); nil when none.
 func mayHold(outs []outcome) []bool {
 	var which []bool
 	for i, o := range outs {
@@ -298,9 +268,8 @@ func mayHold(outs []outcome) []bool {
 	return which
 }
 
-// release is the hold's release: the members it won, in parallel. It
-// returns once a quorum of them (for a multi-lock: all) has released, or
-// can no longer; the others finish in the background (see Drain).
+// release releases the members the hold won, in parallel, returning once a
+// quorum (multi-lock: all) released or can no longer; the rest run on (Drain).
 func (l *Lock) release(ctx context.Context, h *core.Hold) error {
 	h.Lease.Stop()
 	r := h.Taken.(*round)
@@ -331,8 +300,7 @@ func (l *Lock) release(ctx context.Context, h *core.Hold) error {
 			results <- result{i, err}
 		})
 	}
-	// The call waits for the members up to the node timeout, as a round
-	// does; a release still unanswered then goes on in the background.
+	// Wait up to the node timeout, as a round does; the rest go on in the background.
 	bound := l.nodeTimeout(h.Lease.Timeout())
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
@@ -373,10 +341,8 @@ collect:
 	return fmt.Errorf("released %d of %d members, quorum %d: %w", released, len(l.nodes), l.quorum, failed)
 }
 
-// releaseLost gives back, in the background, what survives of a hold the
-// watchdog found lost: the other members would otherwise stay taken until
-// their lease ran out. It runs on the goroutine that found the loss, so
-// it only hands the work to the members' workers.
+// releaseLost gives back what survives of a lost hold in the background:
+// it runs on the goroutine that found the loss.
 func (l *Lock) releaseLost(r *round) {
 	if r.ended.CompareAndSwap(false, true) {
 		l.giveBack(context.Background(), r, r.won)

@@ -23,22 +23,18 @@ type attempt struct {
 	lease time.Duration
 	wd    *lease.Watchdog // sentAt is on its clock
 
-	// A second run of this acquisition's script (a retry after a lost
-	// reply, go-redis's resend) must return the first run's grant: an
-	// owner minted here finds its own field (scripts.ModeMinted); one that other
-	// holds share goes through an acquire latch (scripts.ModeLatch, latch its key).
+	// mode makes a rerun of the script return the first run's grant: a
+	// minted owner finds its field, a shared one uses the acquire latch.
 	mode  any
 	latch string
 
-	// marked: a writer's try at the head of the local queue waited or
-	// failed, so Redis may hold its waiting mark.
+	// marked: Redis may hold this writer's waiting mark.
 	marked bool
 	// uncertain: the last try failed after its script may have run.
 	uncertain bool
 	late      <-chan struct{} // a try still in flight when the caller left
 
-	// claim is a reader's side of a hand-off (nil: no release hands the
-	// lock to this acquisition).
+	// claim is a reader's side of a hand-off (nil: none).
 	claim *readClaim
 
 	count, token int64
@@ -46,8 +42,7 @@ type attempt struct {
 	held         context.Context // the hold's, once kept
 }
 
-// Keep makes the hold of the acquisition, which acquired
-// (core.Attempt): a given read lock's, when a release handed it over.
+// Keep makes the acquired hold (core.Attempt), from a handed-over read lock if any.
 func (a *attempt) Keep(ctx context.Context, traced bool) error {
 	if a.claim != nil && a.claim.given {
 		a.count, a.token, a.sentAt = 1, a.claim.token, a.claim.sentAt
@@ -109,10 +104,8 @@ func (a *attempt) request(once, direct bool) (core.Trace, core.Request) {
 	return tr, req
 }
 
-// Abandon cleans up after an acquisition that gave up (core.Attempt):
-// it withdraws the writer's waiting mark its tries may have left, and
-// gives back what a try whose reply was lost, or a release that offered
-// the lock to this reader, may have taken for it.
+// Abandon (core.Attempt) withdraws a writer's waiting mark and gives back
+// what a lost-reply try, or a release offering this reader the lock, took.
 func (a *attempt) Abandon(ctx context.Context, _ error) {
 	if a.marked {
 		a.rw.withdrawMark(ctx, a.owner, a.late)

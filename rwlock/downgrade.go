@@ -9,10 +9,10 @@ import (
 	"github.com/relock-go/relock/internal/core"
 )
 
-// Downgrade turns the write hold that returned ctx into a read hold, in
-// one script, so no other writer can get in between. It returns the read
-// hold's context (made from the write hold's acquiring context); the write hold's
-// context ends. Waiting readers are woken when no write count remains.
+// Downgrade turns the write hold that returned ctx into a read hold in one
+// script, so no other writer can get in between. It returns the read
+// hold's context (made from the write hold's acquiring context) and ends
+// the write hold's. Waiting readers are woken when no write count remains.
 func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 	if err := rw.ident().Check("downgrade", ctx, unmade); err != nil {
 		return nil, err
@@ -34,8 +34,7 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 		LatchLife: rw.cfg.LatchArg(rw.cfg.UnlockTimeout),
 	}.call()
 	err = conn.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) error {
-		// The latch makes a resend (go-redis's, after a lost reply) return
-		// the first run's answer instead of converting a second count.
+		// The latch makes a resend return the first run's answer.
 		vals, derr = call.Run(context.WithoutCancel(ctx), rw.client).Int64Slice()
 		return derr
 	})
@@ -59,10 +58,8 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 	return held, nil
 }
 
-// downgradeRan tells from a downgrade call's own result, once it has
-// returned, whether its script converted a count: 1 it did, 0 it did
-// not (it answered so, or Redis refused it before it ran), -1 unknown
-// (its reply was lost).
+// downgradeRan tells from a returned downgrade call whether its script
+// converted a count: 1 yes, 0 no (or Redis refused it), -1 unknown (reply lost).
 func downgradeRan(vals []int64, err error) int {
 	switch {
 	case err == nil && len(vals) == 2 && vals[0] == -1:
@@ -75,18 +72,12 @@ func downgradeRan(vals []int64, err error) int {
 	return -1
 }
 
-// giveUpDowngrade gives the write hold wh up after a downgrade that
-// failed, undoing exactly what the script did: when it converted a count,
-// the read count it made goes and the write count is gone already;
-// otherwise the write count goes. The call's own result says which, once
-// it has returned (ran); when its reply was lost, the downgrade's latch
-// (left only by a run that converted a count) is asked in the same
-// release script that gives the read count back, and its absence is
-// trusted only while the latch would still live: past that, nothing is
-// released, and both counts lapse. The lease stops at once; each release
-// keeps one latch across retries, so none counts twice. A call still on
-// its way (late) is waited for first; the give-up then goes on in the
-// background, as does one that outlives the call's bound.
+// giveUpDowngrade gives wh up after a failed downgrade, undoing what the
+// script did: the read count it made if it converted, else the write
+// count. On a lost reply the downgrade's latch (left only by a converting
+// run) decides while it would still live; after that both counts lapse.
+// Each release keeps one latch across retries, so none counts twice. A late
+// call, or an undo past its bound, is finished in the background.
 func (rw *RWMutex) giveUpDowngrade(ctx context.Context, wh *core.Hold, downgradeLatch string, late <-chan struct{}, began time.Time, ran func() int) {
 	last := wh.Lease.Release()
 	wh.Close()

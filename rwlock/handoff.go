@@ -9,16 +9,12 @@ import (
 	"github.com/relock-go/relock/internal/scripts"
 )
 
-// A writer's release hands the read lock to the readers of this process
-// waiting at the front of the local queue, in its own script
-// (lua/write_release.lua), unless a writer waits: they return without a
-// round trip of their own, as a lock's next waiter does after a lock's
-// release. Only a reader whose owner was minted for its acquisition is
-// handed the lock: its count can only be 1, and a second run of the
-// script (a lost reply) leaves it to find the hold with its own try.
+// A writer's release hands the read lock to this process's readers at the
+// front of the local queue (lua/write_release.lua), unless a writer waits.
+// Only readers with minted owners are handed it: their count can only be
+// 1, and a rerun of the script leaves them to find the hold with a try.
 
-// maxReaderHandOff bounds the readers one release hands the lock to (the
-// script's arguments); the rest are woken and try.
+// maxReaderHandOff bounds the readers one release hands the lock to; the rest try.
 const maxReaderHandOff = 64
 
 // readClaim is a waiting reader's side of a hand-off.
@@ -30,17 +26,15 @@ type readClaim struct {
 	given  bool
 	token  int64
 	sentAt time.Time
-	// mayHold: a release that offered it the lock failed, or was answered
-	// by its latch, so its script may have taken the read lock for this
-	// reader; one that gives up before a try of its own gives it back.
+	// mayHold: a release that offered it the lock failed or was answered
+	// by its latch, so the reader may hold it; a give-up gives it back.
 	mayHold bool
 }
 
 func (c *readClaim) Granted(g core.Grant) { c.given, c.token, c.sentAt = true, g.Token, g.SentAt }
 
-// Declines is core.Decliner: a writer's release takes the read lock
-// for this reader with no WAIT after it, which the reader's own replica
-// sync may ask for, whatever the releasing RWMutex's config.
+// Declines is core.Decliner: a hand-off has no WAIT after it, which this
+// reader's replica sync may need, whatever the releasing RWMutex's config.
 func (c *readClaim) Declines(ctx context.Context) bool {
 	return scripts.SyncNeeded(ctx, c.rw.client, c.rw.cfg.ReplicaPolicy(), c.rw.name)
 }
@@ -50,14 +44,12 @@ func (c *readClaim) Discard(core.Grant) {
 	_, _ = c.rw.runRelease(context.WithoutCancel(c.ctx), read, c.owner, c.rw.cfg.UnlockTimeout)
 }
 
-// releaseWrite gives back one write count of h, handing the read lock to
-// the local readers at the front of the queue when it is the last.
+// releaseWrite gives back a write count of h, handing off when it is the last.
 func (rw *RWMutex) releaseWrite(ctx context.Context, h *core.Hold) error {
 	last := h.Lease.Release()
 	var res int64
 	var err error
-	// A hold written inside a release has no WAIT after it: with replica
-	// sync the readers take the lock with tries of their own.
+	// A hand-off has no WAIT after it: with replica sync, readers try.
 	if last && !scripts.SyncNeeded(ctx, rw.client, rw.cfg.ReplicaPolicy(), rw.name) {
 		res, err = rw.releaseToReaders(ctx, h.Owner, rw.cfg.UnlockTimeout)
 	} else {
@@ -68,8 +60,7 @@ func (rw *RWMutex) releaseWrite(ctx context.Context, h *core.Hold) error {
 }
 
 // releaseToReaders releases ownerID's write count, handing the read lock
-// to the readers at the front of the local queue, if any: runRelease's
-// result.
+// to the local readers in front, if any; it returns as runRelease.
 func (rw *RWMutex) releaseToReaders(ctx context.Context, ownerID string, timeout time.Duration) (int64, error) {
 	ws, _ := rw.hub.Reserve(rw.channel, core.Pick{Max: maxReaderHandOff, Shared: true}, nil)
 	if len(ws) == 0 {
@@ -95,8 +86,7 @@ func (rw *RWMutex) releaseToReaders(ctx context.Context, ownerID string, timeout
 			w.End(core.Handed, core.Grant{Token: vals[1+i], SentAt: sentAt})
 			continue
 		}
-		// It tries: a writer waits, counts remain, or an earlier run
-		// took its lock.
+		// It tries: a writer waits, counts remain, or an earlier run took its lock.
 		w.Claimant().(*readClaim).mayHold = vals[0] == 1
 		w.End(core.Refused, core.Grant{})
 	}
@@ -106,11 +96,10 @@ func (rw *RWMutex) releaseToReaders(ctx context.Context, ownerID string, timeout
 	return vals[0], nil
 }
 
-// writeRelease runs lua/write_release.lua for ownerID until it answers or
-// timeout passes, with readers (owner id, lease in ms, each) to hand the
-// read lock to at zero: {1, token per reader handed} released, {0}
-// counts remain, {-1} not held, {-2} a give-back's acquisition had not
-// counted. latch and a give-back's acquireLatch are as in releaseOnce.
+// writeRelease runs lua/write_release.lua until it answers or timeout
+// passes, handing the read lock at zero to readers (owner id, lease in ms,
+// each): {1, token per reader handed} released, {0} counts remain, {-1}
+// not held, {-2} as releaseOnce's.
 func (rw *RWMutex) writeRelease(ctx context.Context, ownerID, latch, acquireLatch string, timeout time.Duration, readers []any) ([]int64, error) {
 	vals, err := writeReleaseLua{
 		Lock: rw.args.name, Channel: rw.args.channel, Latch: latch, WriteWaiters: rw.args.waiters, TokenCounter: rw.args.token, Prefix: rw.args.prefix,

@@ -26,8 +26,8 @@ func (rw *RWMutex) IsLocked(ctx context.Context) (bool, error) {
 	return n == 1, nil
 }
 
-// HoldCount returns how many read and write counts ctx's owner holds (0
-// and 0 when ctx carries no hold of this lock).
+// HoldCount returns ctx's owner's read and write counts (0, 0 when ctx
+// carries no hold of this lock).
 func (rw *RWMutex) HoldCount(ctx context.Context) (reads, writes int, err error) {
 	if err := rw.ident().Check("holdcount", ctx, unmade); err != nil {
 		return 0, 0, err
@@ -52,9 +52,8 @@ func (rw *RWMutex) HoldCount(ctx context.Context) (reads, writes int, err error)
 	return count(vals[0]), count(vals[1]), nil
 }
 
-// TTL returns how long the lock's hash lasts unless renewed (the longest
-// lease of its holds): 0 when the lock is free, negative when the key has
-// no expiry.
+// TTL returns how long the lock's hash lasts unless renewed (its holds'
+// longest lease): 0 when the lock is free, negative with no expiry.
 func (rw *RWMutex) TTL(ctx context.Context) (time.Duration, error) {
 	if err := rw.ident().Check("ttl", ctx, unmade); err != nil {
 		return 0, err
@@ -71,11 +70,10 @@ func (rw *RWMutex) TTL(ctx context.Context) (time.Duration, error) {
 }
 
 // ForceUnlock deletes the lock whoever holds it, readers' lease keys
-// included, and wakes the waiters; it reports whether there was a lock.
-// A holder in this process (on this client and watchdog) learns of it at
-// once; one elsewhere at its next renewal. Either way its context ends
-// with ErrLockLost. A name that holds a plain lock or a semaphore is left
-// as it is, with an error.
+// included, wakes the waiters and reports whether there was a lock. A
+// holder on this client and watchdog learns of it at once, one elsewhere
+// at its next renewal; either way its context ends with ErrLockLost. A
+// name holding a plain lock or a semaphore is left as it is, with an error.
 func (rw *RWMutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := rw.ident().Check("forceunlock", ctx, unmade); err != nil {
 		return false, err

@@ -10,17 +10,14 @@ import (
 	"github.com/relock-go/relock/internal/lease"
 )
 
-// The renew scripts of labeled holds: the same scripts, with the label
-// key after each hold's keys.
+// The renew scripts of labeled holds: the label key follows each hold's keys.
 var (
 	readLabeledRenewer  = &lease.RenewScript{Lua: readRenewer.Lua, KeysPer: 3}
 	writeLabeledRenewer = &lease.RenewScript{Lua: writeRenewer.Lua, KeysPer: 2}
 )
 
-// label records cfg's holder label (lock.WithHolderLabel) for a first
-// count of side s, and makes its lease renew the label too; it returns the
-// hold's marker of it (nil: none). A re-entry shares the outer hold's
-// lease, which renews the label already.
+// label records cfg's holder label for a first count of side s, renewed
+// with its lease, and returns the hold's marker of it (nil: none).
 func (rw *RWMutex) label(ctx context.Context, cfg *core.Config, sp *lease.Spec, s access, ownerID string, count int64, leaseTime time.Duration) any {
 	if cfg.HolderLabel == "" || count != 1 {
 		return nil
@@ -33,10 +30,8 @@ func (rw *RWMutex) label(ctx context.Context, cfg *core.Config, sp *lease.Spec, 
 	return cfg.HolderLabel
 }
 
-// dropLabel deletes the label of h's owner when ended says the last count
-// of its labeled hold of side s ended (whichever count it was: the lease
-// is shared), unless the owner still holds the other side here (a
-// write-then-read).
+// dropLabel deletes the label of h's owner once its labeled hold of side s
+// ended, unless the owner still holds the other side here.
 func (rw *RWMutex) dropLabel(ctx context.Context, h *core.Hold, s access, ended bool) {
 	if r := h.Lease.Renewer(); !ended || r != readLabeledRenewer && r != writeLabeledRenewer {
 		return
@@ -69,9 +64,8 @@ func (rw *RWMutex) heldBy(ctx context.Context, err error) error {
 	return core.HeldBy(ctx, rw.client, rw.name, holders, rw.cfg.UnlockTimeout, err)
 }
 
-// heldConfig is the configuration h was acquired with, as far as a
-// Downgrade carries it to the read hold: its lease (fixed or renewed, and
-// how long), its scope and its label.
+// heldConfig is what of h's configuration a Downgrade carries to the read
+// hold: its lease (fixed or renewed, and how long), scope and label.
 func (rw *RWMutex) heldConfig(h *core.Hold) *core.Config {
 	cfg := rw.cfg
 	if h.Lease.Renewed() {

@@ -7,11 +7,9 @@ import (
 	"github.com/relock-go/relock/internal/scripts"
 )
 
-// The rwlock's scripts, and one typed wrapper per Lua file: a struct
-// whose fields are the script's KEYS then its ARGV, in the order and with
-// the names of the file's header, so that a call site names what it
-// passes (TestEveryScriptWrapperMirrorsItsHeader holds them to the
-// headers).
+// The rwlock's scripts, and one wrapper per Lua file (<script>Lua) whose
+// fields are the script's KEYS then ARGV, named and ordered as in the
+// file's header (TestEveryScriptWrapperMirrorsItsHeader checks them).
 
 //go:embed lua/*.lua
 var luaFS embed.FS
@@ -29,7 +27,6 @@ var (
 	writeRenewer = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew_write.lua"), KeysPer: 1}
 )
 
-// readAcquireLua lays out a call of lua/read_acquire.lua.
 type readAcquireLua struct {
 	Lock                       any
 	LeaseKeys                  string
@@ -45,7 +42,6 @@ func (s readAcquireLua) call() scripts.Call {
 		s.LeaseMS, s.Owner, s.WriteOwner, s.Mode, s.LatchLife)
 }
 
-// writeAcquireLua lays out a call of lua/write_acquire.lua.
 type writeAcquireLua struct {
 	Lock, WriteWaiters, TokenCounter, Prefix any
 	Latch                                    string
@@ -59,10 +55,8 @@ func (s writeAcquireLua) call() scripts.Call {
 		s.LeaseMS, s.WriteOwner, s.Owner, s.Member, s.Mode, s.LatchLife)
 }
 
-// readReleaseLua lays out a call of lua/read_release.lua. AcquireLatch
-// is a give-back's: an acquisition's latch (RWMutex.undo) or a
-// downgrade's (giveUpDowngrade); a release leaves it empty, and the key
-// out.
+// readReleaseLua: AcquireLatch is a give-back's, an acquisition's latch
+// (undo) or a downgrade's; a release leaves it, and its key, out.
 type readReleaseLua struct {
 	Lock, Channel       any
 	LeaseKeys           string
@@ -81,9 +75,7 @@ func (s readReleaseLua) call() scripts.Call {
 		s.Owner, s.Publish, s.LatchLife)
 }
 
-// writeReleaseLua lays out a call of lua/write_release.lua. AcquireLatch
-// is a give-back's (see RWMutex.undo); a release leaves it empty, and the
-// key out.
+// writeReleaseLua: AcquireLatch is as in readReleaseLua.
 type writeReleaseLua struct {
 	Lock, Channel                      any
 	Latch                              string
@@ -91,8 +83,7 @@ type writeReleaseLua struct {
 	AcquireLatch                       string
 	WriteOwner                         string
 	Publish, LatchLife                 any
-	// Readers are the readers to hand the read lock to (ARGV[4], ...):
-	// owner id, then lease in ms, each; none for a plain release.
+	// Readers (ARGV[4], ...): owner id, lease in ms, each; none for a plain release.
 	Readers []any
 }
 
@@ -106,7 +97,6 @@ func (s writeReleaseLua) call() scripts.Call {
 	return writeRelease.With(nkeys, append(argv, s.Readers...)...)
 }
 
-// downgradeLua lays out a call of lua/downgrade.lua.
 type downgradeLua struct {
 	Lock, Channel     any
 	LeaseKeys         string
@@ -123,7 +113,6 @@ func (s downgradeLua) call() scripts.Call {
 		s.LeaseMS, s.Owner, s.WriteOwner, s.Publish, s.LatchLife)
 }
 
-// withdrawLua lays out a call of lua/withdraw.lua.
 type withdrawLua struct {
 	WriteWaiters, Channel any
 	Owner                 string

@@ -3,15 +3,12 @@ package rwlock
 import "github.com/relock-go/relock/internal/core"
 
 // Option configures an RWMutex when it is made (New). Only this package's
-// options satisfy it, so an option of another package given here does not
-// compile.
+// options satisfy it, so another package's option does not compile here.
 type Option interface{ newOption() core.Option }
 
-// LockOption configures one acquisition (RLock, TryRLock, Lock, TryLock,
-// Side.Lock, Side.TryLock) over New's options. The options that configure
+// LockOption configures one acquisition over New's options. Options of
 // the RWMutex itself (providers, watchdog, unlock timeout, replica sync)
-// are not LockOptions, so giving one to a single acquisition does not
-// compile.
+// are not LockOptions, so giving one to an acquisition does not compile.
 type LockOption interface{ lockOption() core.Option }
 
 // CommonOption is an option given either to New or to one acquisition.

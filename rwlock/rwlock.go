@@ -31,8 +31,7 @@ var (
 	ErrNotReplicated   = relock.ErrNotReplicated
 	ErrWrongKind       = relock.ErrWrongKind
 	// ErrUpgradeNotSupported: an owner holding only the read lock asked for
-	// the write lock. Waiting would deadlock (the writer would wait for its
-	// own read lock), so it is refused at once.
+	// the write lock; waiting would deadlock on its own read lock.
 	ErrUpgradeNotSupported = errors.New("upgrade from read to write lock not supported")
 )
 
@@ -60,21 +59,17 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // RWMutex carry the side (lock.side: read or write).
 func WithMeterProvider(mp metric.MeterProvider) Option { return newOnly(core.WithMeterProvider(mp)) }
 
-// WithHoldScopedToContext: see lock.WithHoldScopedToContext (off by
-// default: the acquiring context bounds the wait only).
+// WithHoldScopedToContext: see lock.WithHoldScopedToContext (off by default).
 func WithHoldScopedToContext() CommonOption { return common(core.WithHoldScopedToContext()) }
 
-// WithNameInMetrics: see lock.WithNameInMetrics (off by default, for
-// cardinality).
+// WithNameInMetrics: see lock.WithNameInMetrics (off by default).
 func WithNameInMetrics() Option { return newOnly(core.WithNameInMetrics()) }
 
-// WithReplicaSync bounds how long an acquisition waits for the replicas
-// of its server to acknowledge it (default 1s; 0: off); see
-// lock.WithReplicaSync.
+// WithReplicaSync bounds how long an acquisition waits for its server's
+// replicas to acknowledge it (default 1s; 0: off); see lock.WithReplicaSync.
 func WithReplicaSync(timeout time.Duration) Option { return newOnly(core.WithReplicaSync(timeout)) }
 
-// WithMinReplicas is how many replicas must acknowledge an acquisition
-// (default 1); see lock.WithReplicaSync.
+// WithMinReplicas is how many replicas must acknowledge an acquisition (default 1).
 func WithMinReplicas(n int) Option { return newOnly(core.WithMinReplicas(n)) }
 
 // WithWatchdog: see lock.WithWatchdog.
@@ -99,16 +94,10 @@ func (s access) String() string {
 	return "read"
 }
 
-// RWMutex is a distributed reader/writer lock: many readers or one writer.
-// Both sides are reentrant per owner (the owner travels in the context, as
-// in package lock); the writer may also take the read lock, and Downgrade
-// turns its write lock into a read lock atomically. A reader asking for
-// the write lock gets ErrUpgradeNotSupported at once. A waiting writer
-// blocks new readers, as sync.RWMutex does, so writers do not starve.
+// RWMutex is a distributed reader/writer lock: many readers or one writer,
+// each side reentrant per owner; a waiting writer blocks new readers.
 type RWMutex struct {
-	// holds are the live holds made through this value, named when an
-	// Unlock comes through a context that carries none.
-	holds    core.Live
+	holds    core.Live // live holds made here, named when an Unlock's context has none
 	client   conn.Client
 	name     string
 	cfg      core.Config
@@ -117,12 +106,10 @@ type RWMutex struct {
 	prefix   string // {name}, the prefix of readers' lease keys
 	waiters  string // zset of waiting writers
 	tokenKey string
-	// latchPrefix + a request id names an unlock latch key;
-	// acquireLatchPrefix + a request id, an acquire latch.
+	// Prefixes of unlock and acquire latch keys, completed by a request id.
 	latchPrefix        string
 	acquireLatchPrefix string
-	// The keys and arguments every call passes, boxed once, as scripts
-	// take them.
+	// The keys and arguments every call passes, boxed once.
 	args struct {
 		name, channel, prefix, waiters, token, publish any
 	}
@@ -172,8 +159,7 @@ func (rw *RWMutex) Name() string {
 // unmade is the identity of an RWMutex not made by New (its zero value).
 var unmade = errs.Ident{Primitive: primitive, Invalid: "RWMutex not made by rwlock.New"}
 
-// ident is rw's identity in errors; a nil *RWMutex has one that refuses
-// every call, as the zero value's does, instead of panicking.
+// ident is rw's identity in errors; a nil *RWMutex's refuses every call.
 func (rw *RWMutex) ident() *errs.Ident {
 	if rw == nil {
 		return &nilRWMutex
@@ -199,8 +185,7 @@ func (rw *RWMutex) timeoutPrefix(ownerID string) string {
 }
 
 // RLock takes the read lock, waiting while a writer holds it or waits for
-// it. The returned context is as lock.Mutex.Lock's; opts are this
-// acquisition's own, as lock.Mutex.Lock's.
+// it. The returned context and opts are as lock.Mutex.Lock's.
 func (rw *RWMutex) RLock(ctx context.Context, opts ...LockOption) (context.Context, error) {
 	return rw.acquire(ctx, "rlock", read, false, opts)
 }
@@ -223,8 +208,7 @@ func (rw *RWMutex) TryLock(ctx context.Context, opts ...LockOption) (context.Con
 	return rw.acquire(ctx, "trylock", write, true, opts)
 }
 
-// RUnlock releases the read hold that returned ctx; see lock.Mutex.Unlock
-// for the return values.
+// RUnlock releases the read hold that returned ctx; errors as lock.Mutex.Unlock's.
 func (rw *RWMutex) RUnlock(ctx context.Context) error {
 	if err := rw.ident().Check("runlock", ctx, unmade); err != nil {
 		return err
@@ -232,8 +216,7 @@ func (rw *RWMutex) RUnlock(ctx context.Context) error {
 	return rw.id.Wrap("runlock", core.End(ctx, rw.key(read), &rw.holds))
 }
 
-// Unlock releases the write hold that returned ctx; see lock.Mutex.Unlock
-// for the return values.
+// Unlock releases the write hold that returned ctx; errors as lock.Mutex.Unlock's.
 func (rw *RWMutex) Unlock(ctx context.Context) error {
 	if err := rw.ident().Check("unlock", ctx, unmade); err != nil {
 		return err
@@ -244,9 +227,9 @@ func (rw *RWMutex) Unlock(ctx context.Context) error {
 	return rw.id.Wrap("unlock", core.End(ctx, rw.key(write), &rw.holds))
 }
 
-// FencingToken returns the fencing token of the hold that returned ctx:
-// every acquisition, read or write, draws one from the counter the lock
-// shares with Redisson's RFencedLock of the same name.
+// FencingToken returns the fencing token of the hold that returned ctx,
+// drawn by every acquisition, read or write, from the counter shared with
+// Redisson's RFencedLock of the same name.
 func FencingToken(ctx context.Context) (int64, bool) { return core.Token(ctx) }
 
 func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, opts []LockOption) (context.Context, error) {
@@ -257,8 +240,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 	if bad != "" {
 		return nil, rw.id.Refuse(op, bad)
 	}
-	// Re-entry is per lock: a hold of either side of this lock in ctx
-	// lends its owner (a re-entry, write-then-read, a downgrade's read).
+	// A hold of either side of this lock in ctx lends its owner.
 	ownerID, shared := core.OwnerOf(ctx, rw.key(read), rw.key(write))
 	if !shared {
 		ownerID = core.Mint()
@@ -271,8 +253,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 	}
 	holdsRead, holdsWrite := readLease != nil, writeLease != nil
 	leaseTime := cfg.Lease()
-	// A re-entry keeps the hold's lease: what Redis holds must be what the
-	// watchdog tracks.
+	// A re-entry keeps its hold's lease, so Redis and the watchdog agree.
 	if s == read && readLease != nil {
 		leaseTime = readLease.Timeout()
 	} else if s == write && writeLease != nil {
@@ -286,13 +267,11 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 	if shared {
 		a.mode, a.latch = scripts.ModeLatch, core.RequestKey(rw.acquireLatchPrefix)
 	}
-	// A writer's release may take the read lock for a reader whose owner
-	// was minted here (handoff.go).
+	// A writer's release may take the read lock for a minted reader (handoff.go).
 	if s == read && !once && !shared {
 		a.claim = &readClaim{rw: rw, ctx: ctx, owner: ownerID, lease: leaseTime}
 	}
-	// A re-entry must not queue behind waiters that wait for this very
-	// owner; nor may the writer's own read.
+	// A re-entry or the writer's read must not queue behind those waiting on it.
 	direct := (s == read && (holdsRead || holdsWrite)) || (s == write && holdsWrite)
 	tr, req := a.request(once, direct)
 	if err := core.Acquire(ctx, tr, req); err != nil {
@@ -305,18 +284,9 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 }
 
 // withdrawMark takes back the waiting mark of a writer that gave up
-// (core.Withdraw). A mark left behind is safe: it grants nothing
-// (mutual exclusion is decided by the lock hash alone), it only asks
-// readers to queue behind this writer, and it is a lease. write_acquire.lua
-// stores it with the score now+lease (server time) and refreshes it at
-// least every lease/3 while the writer waits; a writer that gave up
-// refreshes it no more, and every read and write acquire purges marks
-// whose score has passed (ZREMRANGEBYSCORE) before deciding, while a
-// reader held back by a mark is told to try again when it expires. So a
-// stale mark only delays new readers, by at most one lease, never blocks
-// them for good.
-// A try still in flight (late, when not nil) may write the mark when it
-// lands: the withdrawal follows it.
+// (core.Withdraw), after any try still in flight (late). A stale mark
+// grants nothing, and every acquire purges it one lease after the writer's
+// last try (server time), so it delays new readers by a lease at most.
 func (rw *RWMutex) withdrawMark(ctx context.Context, ownerID string, late <-chan struct{}) {
 	_ = core.Withdraw(ctx, late, rw.client, rw.cfg.UnlockTimeout, withdrawLua{
 		WriteWaiters: rw.args.waiters, Channel: rw.args.channel,
@@ -344,8 +314,7 @@ func (rw *RWMutex) spec(s access, ownerID string, leaseTime time.Duration, renew
 	return sp
 }
 
-// newHold registers a hold of side s; fresh says its owner was minted by
-// this acquisition (so that no lease of it can exist yet).
+// newHold registers a hold of side s; fresh: its owner was minted here and has no lease yet.
 func (rw *RWMutex) newHold(ctx context.Context, cfg *core.Config, s access, ownerID string, fresh bool, count, token int64, sentAt time.Time, leaseTime time.Duration, traced bool) (context.Context, error) {
 	sp := rw.spec(s, ownerID, leaseTime, cfg.Renewed())
 	sp.Token = token
@@ -362,16 +331,14 @@ func (rw *RWMutex) latch() string {
 	return core.RequestKey(rw.latchPrefix)
 }
 
-// runRelease runs side s's release script for ownerID until it answers or
-// timeout passes (idempotent through the latch): 1 freed (waiters are
-// woken), 0 holders remain, -1 not held.
+// runRelease runs side s's release script until it answers or timeout
+// passes (idempotent via the latch): 1 freed, 0 holders remain, -1 not held.
 func (rw *RWMutex) runRelease(ctx context.Context, s access, ownerID string, timeout time.Duration) (int64, error) {
 	return rw.releaseOnce(ctx, s, ownerID, rw.latch(), "", timeout)
 }
 
-// releaseOnce is runRelease with its latch given, and with acquireLatch a
-// give-back's: the count goes only when the run that left acquireLatch
-// counted, once (-2 when it had not).
+// releaseOnce is runRelease with its latch given; with a give-back's
+// acquireLatch, the count goes once, only if that run counted (else -2).
 func (rw *RWMutex) releaseOnce(ctx context.Context, s access, ownerID, latch, acquireLatch string, timeout time.Duration) (int64, error) {
 	var res int64
 	var err error
@@ -468,8 +435,7 @@ func (s *Side) Name() string {
 // nilSide refuses op on a nil *Side.
 func nilSide(op string) error { return errs.Invalid(op, primitive, "", "nil *rwlock.Side") }
 
-// redlockHook is embedded under this name, so that a Side is a
-// redlock.Member without an exported method.
+// redlockHook makes a Side a redlock.Member without an exported method.
 type redlockHook = core.MemberHook
 
 // redlockNode returns this side as a member of a Redlock (package

@@ -8,9 +8,6 @@ import (
 	"github.com/relock-go/relock/internal/core"
 )
 
-// What a holder does with a hold beyond the unlocks: the scoped helpers,
-// and the questions it may ask of its context.
-
 // RDo takes the read lock (as RLock), runs fn with the hold's context and
 // read-unlocks on every path, a panic in fn included; see lock.Mutex.Do.
 func (rw *RWMutex) RDo(ctx context.Context, fn func(held context.Context) error) error {
@@ -23,25 +20,21 @@ func (rw *RWMutex) Do(ctx context.Context, fn func(held context.Context) error) 
 	return core.Do(ctx, func(ctx context.Context) (context.Context, error) { return rw.Lock(ctx) }, rw.Unlock, fn)
 }
 
-// Remaining returns how long the innermost hold ctx carries may still be
-// counted on; see lock.Remaining.
+// Remaining returns how long the innermost hold in ctx may still be counted on.
 func Remaining(ctx context.Context) (time.Duration, bool) { return core.Remaining(ctx) }
 
-// FencingToken returns the fencing token of this lock's hold that ctx
-// carries (the write hold's when it carries both sides), even when holds
-// of other locks were taken inside it; see lock.Mutex.FencingToken.
+// FencingToken returns the token of this lock's hold in ctx (the write
+// hold's if both), even under other locks' holds; see lock.Mutex.FencingToken.
 func (rw *RWMutex) FencingToken(ctx context.Context) (int64, bool) {
 	return core.TokenOf(ctx, rw.key(write), rw.key(read))
 }
 
-// Extend makes the fixed lease (WithLeaseTime) of the hold held carries
-// end d after now: the innermost hold of this lock, read or write, on the same Redis layout a watchdog renewal
-// writes, with the fencing token unchanged; it never shortens a lease.
-// It returns ErrInvalidArgument for d under 30 ms, over 24 h or shorter
-// than what is left, or for a hold the watchdog renews (that lease is renewed as long
-// as it is held), ErrNotHeld when held carries no live hold of this lock,
-// and an error matching ErrLockLost when the hold was lost (held ends
-// then).
+// Extend makes the fixed lease (WithLeaseTime) of this lock's innermost
+// hold in held, read or write, end d after now, token unchanged; it never
+// shortens a lease. It returns ErrInvalidArgument for d under 30 ms, over
+// 24 h or under what is left, or for a hold the watchdog renews; ErrNotHeld
+// when held carries no live hold of this lock; an error matching
+// ErrLockLost when the hold was lost (held ends then).
 func (rw *RWMutex) Extend(held context.Context, d time.Duration) error {
 	if err := rw.ident().Check("extend", held, unmade); err != nil {
 		return err

@@ -16,12 +16,10 @@ type tryReply struct {
 	ttl          time.Duration
 }
 
-// runAcquire runs side s's acquire script once for ownerID: the count after
-// it (0 when it must wait, for ttl) and the token. member marks a waiting
-// writer ("" for none); mode and latch (the acquire latch, with
-// scripts.ModeLatch) make a second run return the first run's grant. An
-// acquisition too few replicas acknowledged (sync) is given back, and
-// reported as ErrNotReplicated.
+// runAcquire runs side s's acquire script once: the count after it (0:
+// wait, for ttl) and the token. member marks a waiting writer ("" for
+// none); mode and latch make a rerun return the first run's grant. With
+// too few replica acks (sync) it gives the count back: ErrNotReplicated.
 func (rw *RWMutex) runAcquire(ctx context.Context, sync scripts.ReplicaPolicy, s access, ownerID string, leaseTime time.Duration, member string, mode any, latch string) (count, token int64, ttl time.Duration, err error) {
 	latchKey := rw.name // a key of the slot, unused without a latch
 	if latch != "" {

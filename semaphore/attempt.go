@@ -24,19 +24,14 @@ type permitTry struct {
 	owner string
 	sync  scripts.ReplicaPolicy
 	wd    *lease.Watchdog // the claim's sentAt is on its clock
-	// claim is this acquisition's side of a hand-off (handoff.go): its
-	// permit id, weight and lease, and in sentAt the start of the lease.
+	// claim is this acquisition's side of a hand-off (handoff.go).
 	claim waiter
 
-	// marked: a try at the head of the local queue waited, or may have
-	// run before it failed, so Redis may hold its waiter's mark.
-	marked bool
-	// uncertain: the last try failed after its script may have run, so
-	// Redis may hold permits nobody was told of.
-	uncertain bool
+	marked    bool            // Redis may hold this waiter's mark
+	uncertain bool            // the last try failed after its script may have run
 	late      <-chan struct{} // a try still in flight when the caller left
-	// landed is what the last try's script answered, written by the try
-	// itself: a late try's, read once late is closed, tells what it left.
+	// landed is the last try's answer, written by the try itself: a late
+	// try's, read once late is closed, tells what it left.
 	landed landing
 	held   context.Context // the hold's, once kept
 }
@@ -54,8 +49,7 @@ type landing struct {
 	marked bool // the try marked its waiter (it ran at the head)
 }
 
-// Keep makes the hold of the acquisition, which acquired
-// (core.Attempt).
+// Keep makes the acquired hold (core.Attempt).
 func (t *permitTry) Keep(ctx context.Context, traced bool) error {
 	var err error
 	t.held, err = t.s.newHold(ctx, t, traced)
@@ -73,9 +67,8 @@ type tryReply struct {
 func (t *permitTry) Try(ctx context.Context, atHead bool) (core.Result, error) {
 	s, permitID, n := t.s, t.claim.permitID, t.claim.n
 	if ctx.Err() != nil {
-		// The caller gave up before this try left (a waiter promoted as
-		// its wait ended): sent now, it would take permits or mark a
-		// waiter for nobody, and hold the others back until given back.
+		// The caller gave up before this try left (promoted as its wait
+		// ended): sent now, it would take permits or mark for nobody.
 		return core.Result{}, context.Cause(ctx)
 	}
 	waiterID := ""
@@ -107,7 +100,6 @@ func (t *permitTry) Try(ctx context.Context, atHead bool) (core.Result, error) {
 	switch vals[0] {
 	case 1:
 		if !t.sync.Enough(acks) {
-			// Too few replicas acknowledged: the permits go back.
 			err := t.sync.Refuse(acks, func() error { return s.undo(ctx, permitID) })
 			t.uncertain = conn.MayHaveRun(err)
 			return core.Result{}, err
@@ -126,8 +118,7 @@ func (t *permitTry) Try(ctx context.Context, atHead bool) (core.Result, error) {
 	return core.Result{}, fmt.Errorf("unexpected reply %v", vals)
 }
 
-// runScript runs the acquire script once, marking waiterID as the head
-// of the queue ("" for none), and waits for the replicas as t.sync asks.
+// runScript runs the acquire script once, waiterID marking the head ("" for none).
 func (t *permitTry) runScript(ctx context.Context, waiterID string) (tryReply, error) {
 	s, leaseTime := t.s, t.claim.lease
 	s.resizing.RLock()
@@ -142,8 +133,7 @@ func (t *permitTry) runScript(ctx context.Context, waiterID string) (tryReply, e
 	return tryReply{vals, acks, size}, err
 }
 
-// request is the core.Request that makes the attempt, and its trace,
-// size being the semaphore's size when it began: a TryAcquire when once.
+// request is the attempt's core.Request and trace: a TryAcquire when once.
 func (t *permitTry) request(size int64, once bool) (core.Trace, core.Request) {
 	s, leaseTime := t.s, t.claim.lease
 	tr := core.Trace{
@@ -160,7 +150,7 @@ func (t *permitTry) request(size int64, once bool) (core.Trace, core.Request) {
 		Admits:  core.Several,
 		Wait:    t.cfg.WaitTimeout,
 		// A waiter promoted behind a holder tries within a third of its
-		// mark's life, so that a mark a release wrote for it stays fresh.
+		// mark's life, keeping a mark a release wrote for it fresh.
 		Fallback: min(leaseTime, maxMarkLife/3),
 		Owner:    t.owner,
 		Attempt:  t,
@@ -173,9 +163,8 @@ func (t *permitTry) request(size int64, once bool) (core.Trace, core.Request) {
 	return tr, req
 }
 
-// Abandon cleans up after an acquisition that gave up (core.Attempt):
-// it withdraws the waiter's mark its tries may have left, and gives back
-// the permits a try whose reply was lost may have taken.
+// Abandon (core.Attempt) withdraws the waiter's mark a given-up acquisition
+// may have left and gives back permits a lost-reply try may have taken.
 func (t *permitTry) Abandon(ctx context.Context, _ error) {
 	if t.late != nil {
 		go t.afterLate(ctx)
@@ -189,10 +178,9 @@ func (t *permitTry) Abandon(ctx context.Context, _ error) {
 	}
 }
 
-// afterLate cleans up after a try the caller stopped waiting for, once
-// it lands, by what it answered: most find the permits taken and leave
-// nothing, and a churn of waiters that give up must not queue a give-back
-// each in front of the next caller's try.
+// afterLate cleans up after a late try once it lands, by what it
+// answered: most need nothing, and a churn of waiters giving up must not
+// queue a give-back each before the next caller's try.
 func (t *permitTry) afterLate(ctx context.Context) {
 	<-t.late
 	l := t.landed

@@ -9,21 +9,15 @@ import (
 	"github.com/relock-go/relock/internal/scripts"
 )
 
-// A release hands the permits it gives back to the waiters at the front of
-// this process's local queue, in the same script (lua/release.lua): each
-// is served as its own try would serve it (first in line in Redis, its n
-// free), and returns without a round trip. Several releases may hand off
-// at once, each to its own waiters, so that as many local waiters as
-// there are permits coming free are served together. A waiter served
-// while nothing is left free promotes the next without a try (it waits
-// for the next release, as behind a holder); otherwise the next tries.
+// A release hands the permits it frees to the waiters at the front of this
+// process's local queue (lua/release.lua), each served as its own try
+// would be. A waiter served with nothing left free promotes the next
+// without a try (it waits for the next release); otherwise the next tries.
 
-// maxOffered bounds the waiters one release offers its permits to (and
-// so the script's arguments): a release of n permits serves at most n.
+// maxOffered bounds the waiters one release offers its permits to.
 const maxOffered = 64
 
-// waiter is one acquisition's side of a hand-off (core.Claimant): what
-// a release writes for it, and when its lease starts.
+// waiter is one acquisition's side of a hand-off (core.Claimant).
 type waiter struct {
 	s        *Semaphore
 	ctx      context.Context // the caller's, for a Discard
@@ -36,26 +30,21 @@ type waiter struct {
 // Granted takes the permits a release handed over, sent at g.SentAt.
 func (w *waiter) Granted(g core.Grant) { w.sentAt = g.SentAt }
 
-// Declines is core.Decliner: a release takes permits for this waiter
-// with no WAIT after it, which its own replica sync may ask for, whatever
-// the releasing Semaphore's config.
+// Declines is core.Decliner: a hand-off has no WAIT after it, which this
+// waiter's replica sync may need, whatever the releasing Semaphore's config.
 func (w *waiter) Declines(ctx context.Context) bool {
 	return scripts.SyncNeeded(ctx, w.s.client, w.s.cfg.ReplicaPolicy(), w.s.name)
 }
 
-// Discard gives back permits handed over as the acquire gave up (to the
-// next waiter, if any), bounded by the unlock timeout.
+// Discard gives back permits handed over as the acquire gave up.
 func (w *waiter) Discard(core.Grant) { _ = w.s.undo(w.ctx, w.permitID) }
 
 // releaseServing gives back permitID's permits (weight n; 0 offers them to
-// no one), handing what fits to the local waiters in front. It runs the
-// release script until it answers or the unlock timeout passes: 1
-// released, -1 not held. The local waiters are woken when nobody was
-// served; the ones served are granted.
+// no one), handing what fits to the local waiters in front, retried for
+// the unlock timeout: 1 released, -1 not held.
 func (s *Semaphore) releaseServing(ctx context.Context, permitID string, n int64) (int64, error) {
 	var ws []*core.Waiter
-	// Permits written inside a release have no WAIT after them: where one
-	// is needed, the waiters try themselves.
+	// A hand-off has no WAIT after it: where one is needed, waiters try.
 	if n > 0 && !scripts.SyncNeeded(ctx, s.client, s.cfg.ReplicaPolicy(), s.name) {
 		ws, _ = s.hub.Reserve(s.channel, core.Pick{Max: int(min(n, maxOffered))}, nil)
 	}

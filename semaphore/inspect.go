@@ -9,10 +9,9 @@ import (
 	"github.com/relock-go/relock/internal/core"
 )
 
-// TTL returns how long the permits of the hold ctx carries last unless
-// renewed, as Redis counts them (their expiry less the server's time): 0
-// when ctx carries no hold of this semaphore, or a hold that has ended
-// (ctx is done then), or its permits have expired.
+// TTL returns how long the permits of the hold in ctx last unless renewed,
+// by the server's clock: 0 when ctx carries no live hold of this
+// semaphore or its permits have expired.
 func (s *Semaphore) TTL(ctx context.Context) (time.Duration, error) {
 	if err := s.ident().Check("ttl", ctx, unmade); err != nil {
 		return 0, err
@@ -43,10 +42,9 @@ func (s *Semaphore) TTL(ctx context.Context) (time.Duration, error) {
 }
 
 // ForceRelease frees every permit, whoever holds them, and wakes the
-// waiters; the size record stays. It reports whether any permit was held
-// (the semaphore's hash existed). A holder in this process (on this
-// client and watchdog) learns of it at once; one elsewhere at its next
-// renewal. Either way its context ends with ErrLockLost.
+// waiters; the size record stays. It reports whether any permit was held.
+// A holder on this client and watchdog learns of it at once, one elsewhere
+// at its next renewal; either way its context ends with ErrLockLost.
 func (s *Semaphore) ForceRelease(ctx context.Context) (bool, error) {
 	if err := s.ident().Check("forcerelease", ctx, unmade); err != nil {
 		return false, err
@@ -62,14 +60,12 @@ func (s *Semaphore) ForceRelease(ctx context.Context) (bool, error) {
 	return ok, nil
 }
 
-// Extend makes the fixed lease (WithLeaseTime) of the hold held carries
-// end d after now: its permits' expiry moves, on the same Redis layout a watchdog renewal
-// writes, with the fencing token unchanged; it never shortens a lease.
-// It returns ErrInvalidArgument for d under 30 ms, over 24 h or shorter
-// than what is left, or for a hold the watchdog renews (that lease is renewed as long
-// as it is held), ErrNotHeld when held carries no live hold of this semaphore,
-// and an error matching ErrLockLost when the hold was lost (held ends
-// then).
+// Extend makes the fixed lease (WithLeaseTime) of the hold in held end d
+// after now, as a watchdog renewal would; it never shortens a lease. It
+// returns ErrInvalidArgument for d under 30 ms, over 24 h or under what is
+// left, or for a hold the watchdog renews; ErrNotHeld when held carries no
+// live hold of this semaphore; an error matching ErrLockLost when the
+// hold was lost (held ends then).
 func (s *Semaphore) Extend(held context.Context, d time.Duration) error {
 	if err := s.ident().Check("extend", held, unmade); err != nil {
 		return err

@@ -8,20 +8,17 @@ import (
 	"github.com/relock-go/relock/internal/lease"
 )
 
-// labeledRenewer renews labeled permits: the same script, with the label
-// key after each permit's keys.
+// labeledRenewer renews labeled permits: the label key follows each permit's keys.
 var labeledRenewer = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 4}
 
-// permitTaken is what an acquisition took: its permit, whether it
-// recorded a holder label, and its weight.
+// permitTaken is what an acquisition took: permit, label recorded, weight.
 type permitTaken struct {
 	id      string
 	labeled bool
 	n       int64
 }
 
-// label records cfg's holder label (lock.WithHolderLabel) for the permit
-// and makes its lease renew the label too.
+// label records cfg's holder label for the permit, renewed with its lease.
 func (s *Semaphore) label(ctx context.Context, cfg *core.Config, spec *lease.Spec, permitID string, leaseTime time.Duration) bool {
 	if cfg.HolderLabel == "" {
 		return false

@@ -8,18 +8,15 @@ import (
 	"github.com/relock-go/relock/internal/scripts"
 )
 
-// The semaphore's scripts, and one typed wrapper per Lua file: a struct
-// whose fields are the script's KEYS then its ARGV, in the order and with
-// the names of the file's header, so that a call site names what it
-// passes (TestEveryScriptWrapperMirrorsItsHeader holds them to the
-// headers).
+// The semaphore's scripts, and one wrapper per Lua file (<script>Lua) whose
+// fields are the script's KEYS then ARGV, named and ordered as in the
+// file's header (TestEveryScriptWrapperMirrorsItsHeader checks them).
 
 //go:embed lua/*.lua
 var luaFS embed.FS
 
 var (
-	// state is the purge and the key lifetimes every script that writes
-	// the semaphore's state shares.
+	// state is the purge and key lifetimes every writing script shares.
 	state           = scripts.NewLib(luaFS, "lua/state.lua")
 	acquireScript   = scripts.Load(luaFS, "lua/acquire.lua", scripts.Checks, state)
 	releaseScript   = scripts.Load(luaFS, "lua/release.lua", scripts.Checks, state)
@@ -29,7 +26,6 @@ var (
 	renewer         = &lease.RenewScript{Lua: scripts.Load(luaFS, "lua/renew.lua"), KeysPer: 3}
 )
 
-// acquireLua lays out a call of lua/acquire.lua.
 type acquireLua struct {
 	Semaphore, Permits, Weights, Waiters, Marks, Channel any
 	Size, N                                              int64
@@ -46,7 +42,6 @@ func (s acquireLua) call() scripts.Call {
 		s.Size, s.N, s.PermitID, s.LeaseMS, s.Waiter, s.Publish, s.MarkLifeMS, s.SizePolicy)
 }
 
-// releaseLua lays out a call of lua/release.lua.
 type releaseLua struct {
 	Semaphore, Permits, Weights, Channel any
 	Latch                                string
@@ -54,9 +49,8 @@ type releaseLua struct {
 	PermitID                             string
 	Publish, LatchLife                   any
 	// Offered are the local waiters offered the permits (ARGV[4], ...),
-	// each claimed by a *waiter, sent as its permit id, n and lease in
-	// ms. They are read here, not passed as built arguments, so that the
-	// call builds its arguments with one allocation.
+	// each a *waiter sent as permit id, n and lease in ms; read here so
+	// that the call builds its arguments in one allocation.
 	Offered []*core.Waiter
 }
 
@@ -70,7 +64,6 @@ func (s releaseLua) call() scripts.Call {
 	return releaseScript.With(7, argv...)
 }
 
-// availableLua lays out a call of lua/available.lua.
 type availableLua struct {
 	Semaphore, Permits, Weights, Waiters, Marks any
 	Size                                        int64
@@ -82,7 +75,6 @@ func (s availableLua) call() scripts.Call {
 		s.Size, s.SizePolicy)
 }
 
-// resizeLua lays out a call of lua/resize.lua.
 type resizeLua struct {
 	Semaphore, Channel, Permits, Weights, Waiters, Marks any
 	Size                                                 int64
@@ -95,7 +87,6 @@ func (s resizeLua) call() scripts.Call {
 		s.Size, s.Publish, s.RecordLifeMS)
 }
 
-// withdrawLua lays out a call of lua/withdraw.lua.
 type withdrawLua struct {
 	Waiters, Marks, Channel, Semaphore, Permits, Weights any
 	Waiter                                               string

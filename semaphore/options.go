@@ -3,15 +3,12 @@ package semaphore
 import "github.com/relock-go/relock/internal/core"
 
 // Option configures a Semaphore when it is made (New). Only this package's
-// options satisfy it, so an option of another package given here does not
-// compile.
+// options satisfy it, so another package's option does not compile here.
 type Option interface{ newOption() core.Option }
 
-// AcquireOption configures one acquisition (Acquire, TryAcquire) over
-// New's options. The options that configure the Semaphore itself
-// (providers, watchdog, unlock timeout, replica sync, recorded size) are
-// not AcquireOptions, so giving one to a single acquisition does not
-// compile.
+// AcquireOption configures one acquisition over New's options. Options of
+// the Semaphore itself (providers, watchdog, unlock timeout, replica sync,
+// recorded size) are not AcquireOptions, so giving one does not compile.
 type AcquireOption interface{ acquireOption() core.Option }
 
 // CommonOption is an option given either to New or to one acquisition.

@@ -34,7 +34,7 @@ var (
 	ErrNotReplicated   = relock.ErrNotReplicated
 	ErrWrongKind       = relock.ErrWrongKind
 	// ErrSizeMismatch: Redis records another size for this semaphore than
-	// the Semaphore was built with (another process disagrees); see Resize.
+	// the Semaphore was built with; see Resize and WithRecordedSize.
 	ErrSizeMismatch = errors.New("semaphore size mismatch")
 )
 
@@ -61,21 +61,17 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // WithMeterProvider: see lock.WithMeterProvider.
 func WithMeterProvider(mp metric.MeterProvider) Option { return newOnly(core.WithMeterProvider(mp)) }
 
-// WithHoldScopedToContext: see lock.WithHoldScopedToContext (off by
-// default: the acquiring context bounds the wait only).
+// WithHoldScopedToContext: see lock.WithHoldScopedToContext (off by default).
 func WithHoldScopedToContext() CommonOption { return common(core.WithHoldScopedToContext()) }
 
-// WithNameInMetrics: see lock.WithNameInMetrics (off by default, for
-// cardinality).
+// WithNameInMetrics: see lock.WithNameInMetrics (off by default).
 func WithNameInMetrics() Option { return newOnly(core.WithNameInMetrics()) }
 
-// WithReplicaSync bounds how long an acquisition waits for the replicas
-// of its server to acknowledge it (default 1s; 0: off); see
-// lock.WithReplicaSync.
+// WithReplicaSync bounds how long an acquisition waits for its server's
+// replicas to acknowledge it (default 1s; 0: off); see lock.WithReplicaSync.
 func WithReplicaSync(timeout time.Duration) Option { return newOnly(core.WithReplicaSync(timeout)) }
 
-// WithMinReplicas is how many replicas must acknowledge an acquisition
-// (default 1); see lock.WithReplicaSync.
+// WithMinReplicas is how many replicas must acknowledge an acquisition (default 1).
 func WithMinReplicas(n int) Option { return newOnly(core.WithMinReplicas(n)) }
 
 // WithWatchdog sets the watchdog that renews permits.
@@ -84,39 +80,27 @@ func WithWatchdog(w *watchdog.Watchdog) Option {
 }
 
 // WithRecordedSize makes the Semaphore use the size Redis records for the
-// name when it differs from its own, instead of failing with
-// ErrSizeMismatch: the policy for a rolling deploy that changes the size.
-// While old and new processes run side by side they all use the recorded
-// size (the old one); the new size is written when none is recorded (the
-// semaphore went idle: no permit held, nobody waiting, so its keys are
-// gone), or at once by Resize. Size still reports the size it was built
-// with; Available and the permits it grants follow the recorded one, and
-// an Acquire of more than the recorded size is refused.
+// name instead of failing with ErrSizeMismatch, for a rolling deploy that
+// changes the size: the new size is written once the semaphore goes idle
+// (no permit held, nobody waiting) or by Resize. Size still reports the
+// built size; Available, grants and Acquire's limit on n follow the record.
 func WithRecordedSize() Option { return newOnly(core.WithRecordedSize()) }
 
-// resizedLife is how long a size recorded by Resize outlives the last
-// permit or waiter (with none, how long it lives): long enough for the
-// Semaphores that share the name to agree, bounded so that a name nobody
-// uses again leaves nothing.
+// resizedLife is how long a Resize's size outlives the last permit or
+// waiter: long enough for the name's Semaphores to agree.
 const resizedLife = time.Hour
 
 const primitive = "semaphore"
 
-// Semaphore is a distributed weighted semaphore, golang.org/x/sync's
-// manner made distributed: Acquire(ctx, n) takes n of size permits,
-// waiting first come first served; each acquisition is one permit id of
-// weight n, a lease renewed by the watchdog, so a crashed holder's permits
-// come back when its lease ends.
+// Semaphore is a distributed weighted semaphore; a crashed holder's
+// permits come back when its lease ends.
 type Semaphore struct {
-	// holds are the live holds made through this value, named when an
-	// Unlock comes through a context that carries none.
-	holds  core.Live
+	holds  core.Live // live holds made here, named when a Release's context has none
 	client conn.Client
 	name   string
 	size   atomic.Int64
-	// resizing is held (shared) by every script that sends the size and
-	// (exclusive) by Resize around its script and the store of the new
-	// size, so no call of this Semaphore sees Redis and s.size disagree.
+	// resizing is read-held by every script that sends the size and held by
+	// Resize until it stores the new one, so Redis and s.size never disagree.
 	resizing sync.RWMutex
 	cfg      core.Config
 	id       errs.Ident // its name in errors, and why New refused its arguments
@@ -130,8 +114,7 @@ type Semaphore struct {
 	channel   string
 	// latchPrefix + a request id names an unlock latch key.
 	latchPrefix string
-	// The keys and arguments every call passes, boxed once, as scripts
-	// take them.
+	// The keys and arguments every call passes, boxed once.
 	args struct {
 		name, permits, weights, waiters, marks, channel, publish any
 	}
@@ -141,11 +124,9 @@ type Semaphore struct {
 	hkey    core.Key // its holds in a context
 }
 
-// MaxSize is the largest size a Semaphore takes: the scripts count
-// permits in Lua numbers, doubles, which hold every integer only up to
-// 2^53 (2^53+1 would be stored as 2^53). Permit counts are bounded by the
-// size, and the scripts compare n with size - used rather than adding, so
-// no intermediate passes the size.
+// MaxSize is the largest size a Semaphore takes: the scripts count permits
+// in Lua doubles, exact only up to 2^53, and compare n with size - used
+// rather than adding, so no intermediate passes the size.
 const MaxSize = 1 << 53
 
 // checkSize returns why size cannot be a Semaphore's size, or "".
@@ -159,14 +140,9 @@ func checkSize(size int64) string {
 	return ""
 }
 
-// New returns the Semaphore called name with size permits on client. It
-// does not touch Redis: an acquire records the size there, for as long as
-// a permit is held or a waiter waits, and a Semaphore of the same name
-// built with another size gets ErrSizeMismatch from its first call that
-// reaches Redis meanwhile. When no permit is held and nobody waits,
-// nothing of the semaphore stays in Redis: every caller passes the size. Bad arguments (nil client, empty
-// name, size <= 0 or > MaxSize, a bad option) are reported as
-// ErrInvalidArgument.
+// New returns the Semaphore called name with size permits on client,
+// without touching Redis. Bad arguments (nil client, empty name, size <= 0
+// or > MaxSize, a bad option) are reported as ErrInvalidArgument.
 func New(client redis.UniversalClient, name string, size int64, opts ...Option) *Semaphore {
 	c := conn.Of(client)
 	s := &Semaphore{client: c, name: name, cfg: core.Apply(newOptions(opts))}
@@ -215,8 +191,7 @@ func (s *Semaphore) Size() int64 {
 // unmade is the identity of a Semaphore not made by New (its zero value).
 var unmade = errs.Ident{Primitive: primitive, Invalid: "Semaphore not made by semaphore.New"}
 
-// ident is s's identity in errors; a nil *Semaphore has one that refuses
-// every call, as the zero value's does, instead of panicking.
+// ident is s's identity in errors; a nil *Semaphore's refuses every call.
 func (s *Semaphore) ident() *errs.Ident {
 	if s == nil {
 		return &nilSemaphore
@@ -245,12 +220,11 @@ func (s *Semaphore) mismatch(recorded, mine int64) error {
 	return fmt.Errorf("%w: Redis records size %d, this Semaphore was built with %d", ErrSizeMismatch, recorded, mine)
 }
 
-// Acquire takes n permits, waiting first come first served (a large
-// request is not passed by later small ones). The returned context carries
-// this acquisition's permit; Release on it gives exactly those n back. It
-// is done when the permit ends (cause ErrLockLost when its lease was
-// lost; a grant that arrived after its lease had lapsed is given back
-// and reported so). n <= 0 or n > size is ErrInvalidArgument at once.
+// Acquire takes n permits, waiting first come first served. The returned
+// context carries the permit, which Release gives back, and is done when
+// the permit ends (cause ErrLockLost when its lease was lost; a grant that
+// arrived after its lease lapsed is given back and reported so). n <= 0 or
+// n > size is ErrInvalidArgument at once.
 func (s *Semaphore) Acquire(ctx context.Context, n int64, opts ...AcquireOption) (context.Context, error) {
 	return s.acquire(ctx, "acquire", n, false, opts)
 }
@@ -300,8 +274,7 @@ func (s *Semaphore) newHold(ctx context.Context, t *permitTry, traced bool) (con
 		Targets: []lease.Target{{Client: s.client, Keys: s.leaseKeys, Arg: permitID}},
 		Timeout: leaseTime,
 		Renew:   t.cfg.Renewed(),
-		// Registered (permit ids are unique) so that a ForceRelease finds
-		// the holds of this process.
+		// Registered so that a ForceRelease finds this process's holds.
 		ID:        lease.ID{Lock: s.leaseOf, Owner: permitID},
 		Name:      s.name,
 		Primitive: primitive,
@@ -312,23 +285,13 @@ func (s *Semaphore) newHold(ctx context.Context, t *permitTry, traced bool) (con
 	return core.Start(ctx, s.key(), &core.Hold{Owner: t.owner, Lease: l, Taken: permitTaken{permitID, label, t.claim.n}, Telemetry: s.inst.Release, Traced: traced, Scoped: t.cfg.ScopedHold, Live: &s.holds}, s.release)
 }
 
-// maxMarkLife bounds the life of a waiter's mark in the queue. A waiting
-// head refreshes its mark every third of it (a try a second at most), and
-// a mark that its waiter could not take back when giving up (Redis was
-// unreachable) holds the waiters behind it back no longer than this.
+// maxMarkLife bounds the life of a waiter's mark (a waiting head refreshes
+// it every third of that), so a mark left behind holds others back no longer.
 const maxMarkLife = 3 * time.Second
 
 // withdrawMark takes back the queue entry of a waiter that gave up
-// (core.Withdraw). A mark left behind is safe: it holds no permit
-// (the permits zset and the used count are all that admit a holder), it
-// only makes later waiters queue behind it, and it is a lease. acquire.lua
-// records its expiry, now + min(lease, maxMarkLife) in server time, and a
-// waiting head refreshes it at least every third of that (the ttl it
-// returns); a waiter that gave up refreshes it no more, every acquire
-// drops the marks whose expiry has passed before it looks at the head of
-// the queue, and the waiters behind a mark retry at least as often. So a
-// stale mark only delays the others, by maxMarkLife at most, never blocks
-// them for good.
+// (core.Withdraw). A stale mark holds no permit, and acquires drop it
+// min(lease, maxMarkLife) after its last refresh (server time).
 func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string) {
 	_ = core.Withdraw(ctx, nil, s.client, s.cfg.UnlockTimeout, withdrawLua{
 		Waiters: s.args.waiters, Marks: s.args.marks, Channel: s.args.channel, Semaphore: s.args.name, Permits: s.args.permits, Weights: s.args.weights,
@@ -336,21 +299,16 @@ func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string) {
 	}.call())
 }
 
-// giveBack releases, in the background, the permits an acquire that gave
-// up may have left in Redis: its last try failed after the script may
-// have run (a reply lost to a timeout or a broken connection). Without it
-// they would stay taken by nobody until their lease ran out. It is
-// retried through an outage for up to window (core.GiveBack): the
-// lease after a try the caller stopped waiting for, which a stalled
-// server may run when it comes back. Nothing of the caller waits for it.
+// giveBack releases, in the background, the permits a given-up acquire
+// may have left when its last try's reply was lost, retrying for up to
+// window (core.GiveBack): the lease after a late try a stalled server may run.
 func (s *Semaphore) giveBack(ctx context.Context, permitID string, window time.Duration) {
 	ctx = conn.Detached(ctx) // each try ends with its retries
 	core.GiveBack(nil, max(s.cfg.UnlockTimeout, window), func() error { return s.undo(ctx, permitID) })
 }
 
-// undo releases the permits one acquisition took (or may have taken),
-// waking the waiters, retried for the unlock timeout regardless of ctx's
-// cancellation.
+// undo releases the permits one acquisition may have taken, retried for
+// the unlock timeout despite ctx's cancellation.
 func (s *Semaphore) undo(ctx context.Context, permitID string) error {
 	_, err := s.releaseServing(context.WithoutCancel(ctx), permitID, 0)
 	return err
@@ -362,15 +320,14 @@ func (s *Semaphore) Do(ctx context.Context, n int64, fn func(held context.Contex
 	return core.Do(ctx, func(ctx context.Context) (context.Context, error) { return s.Acquire(ctx, n) }, s.Release, fn)
 }
 
-// Remaining returns how long the innermost hold ctx carries may still be
-// counted on; see lock.Remaining.
+// Remaining returns how long the innermost hold in ctx may still be counted on.
 func Remaining(ctx context.Context) (time.Duration, bool) { return core.Remaining(ctx) }
 
 // Release gives back the permits of the acquisition that returned ctx (or
-// that ctx was derived from) and wakes waiters. A second Release of the
-// same acquisition returns ErrNotHeld; a permit whose lease was lost,
-// ErrLockLost; one already released because its acquiring context ended,
-// nil. It needs only ctx's values and runs on its own timeout.
+// an ancestor of ctx) and wakes waiters. A second Release returns
+// ErrNotHeld; a permit whose lease was lost, ErrLockLost; one released
+// when its acquiring context ended, nil. It needs only ctx's values and
+// runs on its own timeout.
 func (s *Semaphore) Release(ctx context.Context) error {
 	if err := s.ident().Check("release", ctx, unmade); err != nil {
 		return err
@@ -421,11 +378,10 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 	return vals[1], nil
 }
 
-// Resize records size as the semaphore's size in Redis (so that
-// Semaphores built with it agree) and wakes waiters. This Semaphore uses
-// the new size from now on. Permits held beyond a smaller size stay until
-// released. The record lives while permits are held or wanted, and at
-// least an hour: a name nobody uses again leaves nothing behind.
+// Resize records size as the semaphore's size in Redis, used by this
+// Semaphore from now on, and wakes waiters. Permits held beyond a smaller
+// size stay until released. The record lives while permits are held or
+// wanted, and at least an hour.
 func (s *Semaphore) Resize(ctx context.Context, size int64) error {
 	if err := s.ident().Check("resize", ctx, unmade); err != nil {
 		return err
@@ -433,8 +389,7 @@ func (s *Semaphore) Resize(ctx context.Context, size int64) error {
 	if reason := checkSize(size); reason != "" {
 		return errs.Invalid("resize", primitive, s.name, reason)
 	}
-	// A resize the caller stopped waiting for still takes effect here
-	// once Redis has it, as it does there.
+	// A resize the caller stopped waiting for still takes effect here.
 	return s.id.Wrap("resize", conn.Within(ctx, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) error {
 		s.resizing.Lock()
 		defer s.resizing.Unlock()

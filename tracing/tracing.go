@@ -41,9 +41,8 @@ const (
 	Quorum         = attribute.Key("redlock.quorum")
 	NodesWon       = attribute.Key("redlock.nodes_won")
 	ValidityMillis = attribute.Key("redlock.validity_ms")
-	// ReplicasAcked is how many replicas acknowledged the try that
-	// acquired (or was undone for too few), set when replica sync sent a
-	// WAIT (WithReplicaSync).
+	// ReplicasAcked is how many replicas acknowledged the try that acquired
+	// (or was undone for too few), when replica sync sent a WAIT.
 	ReplicasAcked = attribute.Key("lock.replicas_acked")
 )
 

@@ -12,9 +12,7 @@ import (
 )
 
 // Watchdog renews the leases of held locks; see the package documentation.
-// The primitives take one through their WithWatchdog option; its engine
-// (internal/lease) is the same value, so a Watchdog made here is the one
-// they renew with.
+// The primitives take one through their WithWatchdog option.
 type Watchdog lease.Watchdog
 
 // Default returns the process-wide Watchdog that every primitive uses
@@ -24,9 +22,8 @@ func Default() *Watchdog { return (*Watchdog)(lease.Default()) }
 // New returns a Watchdog; most programs use Default.
 func New(opts ...Option) *Watchdog { return (*Watchdog)(lease.New(opts...)) }
 
-// Stats counts the watchdog's work since it was made: renewals that
-// succeeded, pipelines and scripts sent, leases lost, renewals that failed
-// (and were retried), leases tracked now.
+// Stats counts the watchdog's work since it was made: renewals, pipelines
+// and scripts sent, leases lost, failed (retried) renewals, leases tracked.
 type Stats = lease.Stats
 
 // Stats returns the counters.
@@ -56,26 +53,23 @@ func WithTick(d time.Duration) Option { return lease.WithTick(d) }
 func WithBatchSize(n int) Option { return lease.WithBatchSize(n) }
 
 // WithMeterProvider sets where the watchdog's metrics go (renewals,
-// renewal failures, leases lost; default: the global OpenTelemetry
-// provider when New runs).
+// failures, leases lost); default: the global provider when New runs.
 func WithMeterProvider(mp metric.MeterProvider) Option { return lease.WithMeterProvider(mp) }
 
 // WithTracerProvider sets where the span of each renewal pipeline goes
 // (default: the global OpenTelemetry provider).
 func WithTracerProvider(tp trace.TracerProvider) Option { return lease.WithTracerProvider(tp) }
 
-// Clock is the watchdog's time source (see WithClock): the wheel reads
-// Now and sleeps on a Timer (the part of *time.Timer it uses, with
-// ResetAt, which arms the timer for an instant read from the same clock).
+// Clock is the watchdog's time source (see WithClock): Now, and a Timer
+// (part of *time.Timer, plus ResetAt: arm for an instant of this clock).
 type Clock = clock.Clock
 
 // Timer is what a Clock's NewTimer returns.
 type Timer = clock.Timer
 
 // FakeClock is a manual Clock for tests: time stands still until Advance,
-// which fires every timer that falls due, in deadline order; Pending is
-// the number of armed timers, so a test can wait until the code under
-// test is asleep before it advances the clock.
+// which fires the timers due, in deadline order; Pending counts armed
+// timers, so a test can wait for the code under test to sleep.
 type FakeClock = clock.Fake
 
 // NewFakeClock returns a FakeClock set at start.

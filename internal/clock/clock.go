@@ -18,9 +18,8 @@ type Timer interface {
 	C() <-chan time.Time
 	Stop() bool
 	Reset(d time.Duration)
-	// ResetAt arms the timer for the instant at, read from the same
-	// clock: unlike Reset, it cannot lose time that passed between
-	// reading Now and arming.
+	// ResetAt arms the timer for at, read from the same clock: unlike
+	// Reset, it cannot lose time passed between reading Now and arming.
 	ResetAt(at time.Time)
 }
 
@@ -70,8 +69,7 @@ func (f *Fake) NewTimer(d time.Duration) Timer {
 	return t
 }
 
-// Advance moves the clock by d and fires every timer that falls due, in
-// deadline order.
+// Advance moves the clock by d and fires the timers due, in deadline order.
 func (f *Fake) Advance(d time.Duration) {
 	f.mu.Lock()
 	f.now = f.now.Add(d)
@@ -96,8 +94,7 @@ func (f *Fake) Advance(d time.Duration) {
 	}
 }
 
-// Pending is the number of armed timers, so a test can wait until the code
-// under test is asleep before it advances the clock.
+// Pending is the number of armed timers, so a test can wait for the code to sleep.
 func (f *Fake) Pending() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

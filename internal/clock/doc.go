@@ -1,6 +1,4 @@
-// Package clock is the time source of the renewal engine (internal/lease),
-// an interface so that tests can drive lease renewal and loss by hand, in
-// step with miniredis's FastForward, instead of sleeping. Real uses the
-// monotonic clock of package time; Fake moves only when Advance is called.
-// Package watchdog offers it to users as Clock and FakeClock.
+// Package clock is the renewal engine's time source: Real (package time) or
+// Fake, which moves only on Advance, so tests drive leases by hand in step
+// with miniredis's FastForward. Package watchdog offers them as Clock and FakeClock.
 package clock

@@ -17,9 +17,8 @@ func addr(client redis.UniversalClient) string {
 	return fmt.Sprintf("%T", client)
 }
 
-// Servers returns the server addresses c's options name and its
-// database. A Sentinel-backed client names none: its master is only
-// found at run time.
+// Servers returns the server addresses c's options name, and its database.
+// A Sentinel client names none: its master is found at run time.
 func (c Client) Servers() ([]string, int) {
 	switch c := c.rdb.(type) {
 	case *redis.Client:

@@ -13,18 +13,11 @@ import (
 	"github.com/relock-go/relock/internal/errs"
 )
 
-// The classifiers below are the one place that decides what an error from
-// Redis or the network means for a lock: whether to wait through it, whether
-// the script may have run, whether to send again.
-
 // Transient reports whether err may pass with time, so that a waiter
-// keeps waiting through it rather than giving up: the network (a dial
-// error, a reset or closed connection, a timeout), a Redis that is
-// loading, failing over or resharding (LOADING, READONLY, MASTERDOWN,
-// CLUSTERDOWN, TRYAGAIN, MOVED, ASK), replicas that did not acknowledge
-// an acquisition in time (errs.ErrNotReplicated), busy with a script (BUSY) or out of
-// connections. Not transient: an invalid argument, an error Redis replied
-// for the script (those would recur), a closed client, a context's end.
+// waits through it: the network, a Redis loading, busy, failing over or
+// resharding, out of connections, or replicas slow to acknowledge
+// (errs.ErrNotReplicated). Not an invalid argument, a script's error
+// reply (those would recur), a closed client or a context's end.
 func Transient(err error) bool {
 	switch {
 	case err == nil,
@@ -45,28 +38,23 @@ func Transient(err error) bool {
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) ||
-		// A per-call timeout of the try (the caller's own deadline is
-		// checked before this is asked).
+		// a per-try timeout: the caller's own deadline is checked first
 		errors.Is(err, context.DeadlineExceeded)
 }
 
-// transientReplies are the prefixes of Redis error replies that pass,
-// besides the try-again ones.
+// transientReplies pass too. MOVED and ASK come from a node addressed
+// directly (replica sync), which the client does not redirect.
 var transientReplies = []string{
 	"max number of clients",
-	// A redirection the client did not follow (replica sync sends to the
-	// slot's node itself): the slot map moves on.
 	"MOVED ", "ASK ",
 }
 
-// tryAgainReplies are the prefixes of Redis error replies that say the
-// command did not run and may run in a moment: a server loading its data,
-// running a long script, failing over or resharding.
+// tryAgainReplies are the error reply prefixes that say the command did
+// not run and may in a moment.
 var tryAgainReplies = []string{"LOADING", "BUSY ", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN", "READONLY"}
 
-// TryAgain reports whether err is a Redis reply that says the command did
-// not run and may in a moment (LOADING, BUSY, TRYAGAIN, MASTERDOWN,
-// CLUSTERDOWN, READONLY): every call sends it again within its bound.
+// TryAgain reports whether err is one of tryAgainReplies: every call
+// sends it again within its bound.
 func TryAgain(err error) bool {
 	if err == nil {
 		return false // before rerr, which escapes: no allocation on success
@@ -86,10 +74,8 @@ func hasPrefix(msg string, prefixes []string) bool {
 }
 
 // MayHaveRun reports whether a call that failed with err may still have
-// run its script on the server: the command may have been sent before the
-// connection broke, a read timed out or the context ended. Not so for a
-// reply of Redis (the script failed, or never ran), a dial that failed,
-// an exhausted pool or a closed client: nothing was sent then.
+// run on the server: not for a Redis reply, a failed dial, an exhausted
+// pool or a closed client.
 func MayHaveRun(err error) bool {
 	var rerr redis.Error
 	var oerr *net.OpError
@@ -105,11 +91,9 @@ func MayHaveRun(err error) bool {
 	return true
 }
 
-// Resend reports whether a call that failed with err is worth sending
-// again within its own time bound (a release, a give-back): a reply that
-// says to try again (TryAgain), or a failure of the network; not another
-// reply of Redis, which would recur, nor the end of the call's context,
-// nor a closed client (nothing may outlive it).
+// Resend reports whether a call that failed with err is worth resending
+// within its own bound (a release, a give-back): a TryAgain reply or a
+// network failure; not another reply, a context's end or a closed client.
 func Resend(err error) bool {
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
@@ -121,8 +105,7 @@ func Resend(err error) bool {
 	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
-// Timeout reports whether err is a reply that did not come in time (a
-// context deadline or a network timeout), as opposed to any other failure.
+// Timeout reports whether err is a context deadline or a network timeout.
 func Timeout(err error) bool {
 	var nerr net.Error
 	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &nerr) && nerr.Timeout())

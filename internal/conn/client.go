@@ -9,11 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Client is the Redis client a primitive was made on, as every package
-// but this one holds it: they reach the server through its methods and
-// read Replies, so that the client library behind it is known here only.
-// The zero Client has no client (Invalid says so). Clients compare equal
-// when they wrap the same client, so a Client may key a map.
+// Client is the Redis client a primitive was made on, as every other
+// package holds it. The zero Client has none (Invalid). Clients wrapping
+// the same client are equal, so a Client may key a map.
 type Client struct{ rdb redis.UniversalClient }
 
 // Of wraps rdb.
@@ -46,10 +44,8 @@ func (c Client) Cluster() bool {
 	return ok
 }
 
-// ReadTimeout is how long c waits for a reply before it gives up
-// (negative: never), and ok is false when the client's kind does not say.
-// go-redis's Options are normalized when the client is made: its default
-// is already in them, and 0 there means no timeout (a -1 given).
+// ReadTimeout is how long c waits for a reply (negative: never, which
+// go-redis's normalized Options spell 0); ok is false if its kind won't say.
 func (c Client) ReadTimeout() (d time.Duration, ok bool) {
 	switch rdb := c.rdb.(type) {
 	case *redis.Client:
@@ -68,8 +64,7 @@ func (c Client) ReadTimeout() (d time.Duration, ok bool) {
 // Addr names c's server(s) for errors.
 func (c Client) Addr() string { return addr(c.rdb) }
 
-// Do sends one command, args, whose key (if it has one) is args[1]
-// (see keyed).
+// Do sends one command, args, routed by args[1] (see keyed).
 func (c Client) Do(ctx context.Context, args ...any) Reply {
 	return c.Process(ctx, keyed(ctx, args))
 }
@@ -89,10 +84,8 @@ func (c Client) Pipelined(ctx context.Context, cmds ...[]any) []Reply {
 	return out
 }
 
-// keyed is the command args, whose key (if it has one) is args[1]: a
-// cluster client routes it by that argument, so a command whose second
-// argument is not its key (INFO, SCRIPT, EVAL) must not be sent this way
-// on a cluster client.
+// keyed is the command args, routed on a cluster by args[1]: a command
+// whose second argument is not its key (INFO, EVAL) must not go this way.
 func keyed(ctx context.Context, args []any) Cmd {
 	return NewCmd(ctx, min(len(args)-1, 1), args...)
 }
@@ -103,13 +96,11 @@ var Nil = redis.Nil
 // ErrClosed is the error of a call on a closed client.
 var ErrClosed = redis.ErrClosed
 
-// Reply is the reply to one command, read with the method for the type
-// the command answers with. Each returns the command's error instead when
-// it failed (Nil for a key that does not exist).
+// Reply is the reply to one command. Each reader returns the command's
+// error instead when it failed (Nil for a key that does not exist).
 type Reply struct{ cmd *redis.Cmd }
 
-// Failed is a Reply for a command that did not run, or whose reply is
-// not known, for err.
+// Failed is a Reply of err, for a command not run or whose reply is lost.
 func Failed(ctx context.Context, err error) Reply {
 	cmd := redis.NewCmd(ctx)
 	cmd.SetErr(err)
@@ -129,8 +120,7 @@ func (r Reply) Int64() (int64, error) { return r.cmd.Int64() }
 // Bool reads an integer reply as a boolean (1: true).
 func (r Reply) Bool() (bool, error) { return r.cmd.Bool() }
 
-// Float64 reads a number: a double (RESP3), an integer or a numeric
-// string (RESP2's ZSCORE).
+// Float64 reads a RESP3 double, an integer or a numeric string (ZSCORE).
 func (r Reply) Float64() (float64, error) {
 	if v, ok := r.cmd.Val().(float64); ok {
 		return v, nil // go-redis reads only the other two
@@ -150,8 +140,7 @@ func (r Reply) Int64Slice() ([]int64, error) { return r.cmd.Int64Slice() }
 // StringSlice reads an array of strings.
 func (r Reply) StringSlice() ([]string, error) { return r.cmd.StringSlice() }
 
-// Millis reads an integer reply of milliseconds (PTTL's) as a duration;
-// negative replies stay negative.
+// Millis reads a reply of milliseconds (PTTL's) as a duration, sign kept.
 func (r Reply) Millis() (time.Duration, error) {
 	n, err := r.cmd.Int64()
 	return time.Duration(n) * time.Millisecond, err

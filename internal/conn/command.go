@@ -7,13 +7,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Cmd is one command, made to be sent by Pipe.Process, Client.Process or
-// Client.Exec; its Reply is read once it was. The zero Cmd is no command
-// (Zero).
+// Cmd is one command for Pipe.Process, Client.Process or Client.Exec.
+// The zero Cmd is no command (Zero).
 type Cmd struct{ c *redis.Cmd }
 
-// NewCmd is the command args whose first key is args[key] (0: it has
-// none), which a cluster client routes by.
+// NewCmd is the command args, routed on a cluster by args[key] (0: no key).
 func NewCmd(ctx context.Context, key int, args ...any) Cmd {
 	c := redis.NewCmd(ctx, args...)
 	if key > 0 {
@@ -28,8 +26,7 @@ func (c Cmd) Zero() bool { return c.c == nil }
 // Args are the command's arguments, its name first.
 func (c Cmd) Args() []any { return c.c.Args() }
 
-// Reply is the command's reply, once it was sent (before, an empty reply
-// with no error: read it only after a send).
+// Reply is the command's reply; read it only after a send.
 func (c Cmd) Reply() Reply { return Reply{c.c} }
 
 // SetErr replaces the command's reply with err.
@@ -52,8 +49,7 @@ func (c Client) Exec(ctx context.Context, cmds ...Cmd) {
 	})
 }
 
-// ErrNoNode is Node's error for a client whose kind does not say which
-// server holds a key.
+// ErrNoNode is Node's error for a client kind that does not route keys.
 var ErrNoNode = errors.New("relock: client type does not route keys to servers")
 
 // Node returns the client of the server that holds key's slot: c itself
@@ -78,28 +74,24 @@ func (c Client) Sentinel() bool {
 	return ok && cl.Options().Addr == failoverAddr
 }
 
-// failoverAddr is the address go-redis gives the options of a client
-// made by NewFailoverClient (Sentinel).
+// failoverAddr is the Addr go-redis sets on a NewFailoverClient's options.
 const failoverAddr = "FailoverClient"
 
-// Refresh has a cluster client read its slot map again: go-redis does so
-// on its own only after a MOVED (or every 10 s), so calls sent again
-// after a node stopped answering would keep going to it.
+// Refresh has a cluster client reload its slot map: go-redis does so only
+// after a MOVED (or every 10 s), so resends would keep going to a dead node.
 func (c Client) Refresh(ctx context.Context) {
 	if cc, ok := c.rdb.(*redis.ClusterClient); ok {
 		cc.ReloadState(ctx)
 	}
 }
 
-// IsReply reports whether err holds an error reply of the server (the
-// command reached it), as opposed to a failure to reach it.
+// IsReply reports whether err holds an error reply (the server was reached).
 func IsReply(err error) bool {
 	_, ok := ReplyText(err)
 	return ok
 }
 
-// ReplyText is the server's error reply that err holds ("NOSCRIPT No
-// matching script...").
+// ReplyText is the error reply err holds ("NOSCRIPT No matching...").
 func ReplyText(err error) (string, bool) {
 	if err == nil {
 		return "", false // before rerr, which escapes: no allocation on success

@@ -14,14 +14,12 @@ import (
 // the client would never be collected, nor its entry dropped.
 type Map[V any] struct {
 	m sync.Map // key (see keyOf) -> V
-	// recent are the entries found last, newest first: a process has a few
-	// clients (one, or one per Redlock master), and this finds theirs
-	// without building a key, which allocates and takes a runtime lock.
+	// recent are the entries found last, newest first: a process has few
+	// clients, and this skips building a key (which allocates and locks).
 	recent atomic.Pointer[[]entry[V]]
 }
 
-// recentMax bounds Map.recent: a Redlock over up to this many masters
-// finds each of its clients there.
+// recentMax bounds Map.recent (a Redlock of up to this many masters).
 const recentMax = 8
 
 type entry[V any] struct {
@@ -29,10 +27,9 @@ type entry[V any] struct {
 	v   V
 }
 
-// Get returns client's V, made by newV(client) on first use (newV may run
-// more than once when goroutines race; one result is kept). newV takes the
-// client rather than capturing it, so that a call that finds the V
-// allocates nothing.
+// Get returns client's V, made by newV(client) on first use (racing
+// goroutines may run newV more than once; one result is kept). newV takes
+// the client, not a closure, so that a hit allocates nothing.
 func (m *Map[V]) Get(client Client, newV func(Client) V) V {
 	var recent []entry[V]
 	if p := m.recent.Load(); p != nil {
@@ -98,14 +95,12 @@ func weakRef[T any, P interface {
 	}}
 }
 
-// Client returns the client, or the zero Client once it has been
-// collected (which cannot happen while a caller holds it).
+// Client returns the client, or the zero Client once it was collected.
 func (r Ref) Client() Client { return Client{rdb: r.get()} }
 
 // keyOf is a comparable key for client that does not keep it alive: a
-// weak.Pointer compares equal only for the same client, and keeps its
-// identity after the client is collected, so a new client at the same
-// address never finds another's entry.
+// weak.Pointer keeps its identity after collection, so a new client at
+// the same address never finds another's entry.
 func keyOf(client Client) any {
 	switch c := client.rdb.(type) {
 	case *redis.Client:
@@ -118,8 +113,7 @@ func keyOf(client Client) any {
 	return client.rdb
 }
 
-// onCollect runs f once client has been garbage collected (never for a
-// client of another type, held strongly).
+// onCollect runs f once client is collected (never for other types).
 func onCollect(client Client, f func()) {
 	run := func(f func()) { f() }
 	switch c := client.rdb.(type) {

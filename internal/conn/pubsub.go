@@ -6,9 +6,8 @@ import (
 	"time"
 )
 
-// PubSubLinger is how long an idle pub/sub connection stays open after its
-// last channel is unsubscribed, so that bursts of contention do not
-// reconnect.
+// PubSubLinger is how long a pub/sub connection stays open after its last
+// channel, so that bursts of contention do not reconnect.
 const PubSubLinger = 100 * time.Millisecond
 
 var pubsubs Map[*PubSub]
@@ -18,10 +17,8 @@ func PubSubFor(client Client) *PubSub {
 	return pubsubs.Get(client, newPubSub)
 }
 
-// PubSub is the pub/sub transport of one Redis client: one connection per
-// node (one per master with SSUBSCRIBE on a cluster), each channel's
-// subscription following its slot when it moves. A channel has one
-// Subscription at a time; its Listener hears the channel's messages.
+// PubSub is the pub/sub transport of one Redis client (see the package
+// doc). A channel has one Subscription at a time, whose Listener hears it.
 type PubSub struct {
 	client  Ref
 	cluster bool
@@ -37,23 +34,18 @@ func newPubSub(client Client) *PubSub {
 	return ps
 }
 
-// Listener hears a channel. Its methods run on a connection's receiving
-// goroutine, in order, and must not block. A channel's events may still
-// reach it shortly after its subscription was cancelled.
+// Listener hears a channel. Its methods run in order on the receiving
+// goroutine and must not block; they may still run shortly after Cancel.
 type Listener interface {
 	// Message is a message published on channel.
 	Message(channel, payload string)
-	// Missed says a message of channel may have been missed: its
-	// subscription was made again after a reconnect, or its slot moved.
+	// Missed says a message may have been missed (a reconnect, a move).
 	Missed(channel string)
-	// Broken says channel's connection failed; messages are lost until
-	// it is subscribed again (Missed follows).
+	// Broken says channel's connection failed; Missed follows recovery.
 	Broken(channel string)
 }
 
-// Subscription is one channel's subscription. While Redis has not
-// confirmed it, Ready is open; it closes on the confirmation, on a refusal
-// (Err), or when the subscription is cancelled or moved to another node.
+// Subscription is one channel's subscription; see Ready.
 type Subscription struct {
 	ps      *PubSub
 	shard   *shard
@@ -64,8 +56,8 @@ type Subscription struct {
 	err     error // set before ready is closed when Redis refused the subscription
 }
 
-// Publish sends message on channel with PublishCommand, within ctx where
-// the client honours it, else within its read timeout.
+// Publish sends message on channel with PublishCommand, bounded by ctx
+// where the client honours it, else by its read timeout.
 func (ps *PubSub) Publish(ctx context.Context, channel string, message any) error {
 	c := ps.client.Client()
 	if c.rdb == nil {
@@ -74,9 +66,8 @@ func (ps *PubSub) Publish(ctx context.Context, channel string, message any) erro
 	return c.Process(ctx, NewCmd(ctx, 1, ps.PublishCommand(), channel, message)).Err()
 }
 
-// PublishCommand is the command an unlock script publishes with: SPUBLISH
-// on a cluster (sharded pub/sub keeps the message on the lock's shard),
-// PUBLISH elsewhere, as Redisson does.
+// PublishCommand is the command an unlock script publishes with, as
+// Redisson does: SPUBLISH on a cluster (on the lock's shard), else PUBLISH.
 func (ps *PubSub) PublishCommand() string {
 	if ps.cluster {
 		return "spublish"
@@ -123,8 +114,7 @@ func (sub *Subscription) failedLocked() bool {
 	}
 }
 
-// Cancel unsubscribes the channel; the connection closes PubSubLinger
-// after its last channel.
+// Cancel unsubscribes the channel (see PubSubLinger).
 func (sub *Subscription) Cancel() {
 	ps := sub.ps
 	ps.mu.Lock()
@@ -139,8 +129,7 @@ func (sub *Subscription) Cancel() {
 }
 
 // CancelAll is Cancel for many subscriptions, with one UNSUBSCRIBE per
-// connection (one SUNSUBSCRIBE per slot: Redis refuses channels of several
-// slots in one).
+// connection (one SUNSUBSCRIBE per slot, against CROSSSLOT).
 func (ps *PubSub) CancelAll(subs []*Subscription) {
 	type group struct {
 		s    *shard

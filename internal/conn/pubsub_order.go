@@ -8,28 +8,19 @@ import (
 	"time"
 )
 
-// Redis answers the commands of a connection in turn. A SUBSCRIBE of a
-// channel the user may not access gets one error reply (NOPERM) in the
-// place of its confirmations, and Redis 7.0's names no channel. A shard
-// keeps its sends in order, so that such a refusal fails the
-// subscriptions of the command it answers alone: another channel's, sent
-// after it and still waiting for its confirmation, stays. The order is
-// lost when a command is sent that it does not list (go-redis's own
-// resubscription after a reconnect, a send that failed) or a refusal may
-// answer another command (BUSY, MOVED): a refusal then fails every
-// subscription waiting, as before, rather than leave one waiting for
-// ever, or, when a marker is on its way, every subscription sent before
-// it. The next subscription first unsubscribes a marker channel that
-// nobody subscribes: every reply before the marker's answers a command
-// sent before it, so the order is known again from that reply on, with
-// the sends made since. An unsubscription is the marker, not a PING: its
-// channel is not checked against the user's rights, and a server that
-// is loading its data runs it, as it runs the SUBSCRIBE after it.
+// A SUBSCRIBE of a channel the user may not access gets one NOPERM reply
+// in place of its confirmations (naming no channel on Redis 7.0). Redis
+// answers a connection's commands in turn, so a shard keeps its sends in
+// order and a refusal fails only the command it answers. The order is lost
+// on an unlisted send (go-redis's resubscription, a failed send) or a
+// refusal that may answer another command (BUSY, MOVED); the next
+// subscription then first unsubscribes a marker channel nobody subscribes,
+// and every reply before the marker's answers a send before it. An
+// UNSUBSCRIBE, not a PING: its channel's rights are not checked, and a
+// loading server runs it.
 
-// markerPatience is how long a marker may go unanswered before another is
-// sent: go-redis may redial a connection without an error reaching the
-// receiving goroutine (a hand-off), and the marker's reply then never
-// comes.
+// markerPatience is how long a marker may go unanswered before another:
+// go-redis may redial silently, and the marker's reply then never comes.
 const markerPatience = 2 * time.Second
 
 // sendOrder lists a shard's (S)SUBSCRIBEs whose replies are due.
@@ -42,16 +33,15 @@ type sendOrder struct {
 	seq    uint64     // markers made, which names each apart
 }
 
-// sent records a (S)SUBSCRIBE of chans, written on the connection: one
-// sent while the order is lost and no marker is on its way says nothing.
+// sent records a written (S)SUBSCRIBE of chans, if the order or a marker
+// can place it.
 func (o *sendOrder) sent(chans ...string) {
 	if o.known || o.marker != "" {
 		o.sends = append(o.sends, slices.Clone(chans))
 	}
 }
 
-// sentOrLost records a (S)SUBSCRIBE of chans, or loses the order when it
-// could not be written (err): the connection may have been redialled.
+// sentOrLost is sent, or lose when the write failed (a redial may follow).
 func (o *sendOrder) sentOrLost(err error, chans ...string) {
 	if err != nil {
 		o.lose()
@@ -60,12 +50,10 @@ func (o *sendOrder) sentOrLost(err error, chans ...string) {
 	o.sent(chans...)
 }
 
-// lose forgets the order: a command it does not list was sent, or a
-// reply came that it cannot place.
+// lose forgets the order: an unlisted command went, or a reply is unplaced.
 func (o *sendOrder) lose() { o.known, o.sends, o.stale = false, nil, true }
 
-// broken forgets the order of a connection that failed: the replies due
-// on it never come.
+// broken forgets a failed connection's order: its due replies never come.
 func (o *sendOrder) broken() { *o = sendOrder{seq: o.seq} }
 
 // needsMarker reports whether a marker is due before the next send.
@@ -83,8 +71,7 @@ func (o *sendOrder) sentSince(ch string) bool {
 	return slices.ContainsFunc(o.sends, func(chans []string) bool { return slices.Contains(chans, ch) })
 }
 
-// nextMarker returns a new marker channel in channel's cluster slot, or
-// "" when it cannot make one there.
+// nextMarker returns a new marker channel in channel's slot, or "" if none.
 func (o *sendOrder) nextMarker(channel string) string {
 	o.seq++
 	tag := channel
@@ -100,8 +87,8 @@ func (o *sendOrder) nextMarker(channel string) string {
 	return m
 }
 
-// marked records marker m's unsubscription, written on the connection
-// (err nil): the sends from now on are listed.
+// marked records marker m's unsubscription (written if err is nil): the
+// sends from now on are listed.
 func (o *sendOrder) marked(m string, err error) {
 	if err != nil {
 		o.lose()
@@ -111,9 +98,8 @@ func (o *sendOrder) marked(m string, err error) {
 }
 
 // answered reports whether ch, an unsubscription's reply, is the last
-// marker's; the order is then known, unless it was lost since the
-// marker was sent. An earlier marker's reply is taken for the reply of
-// an unsubscription nobody counts on, and dropped as such.
+// marker's; the order is then known, unless lost since. An earlier
+// marker's reply is dropped as one nobody counts on.
 func (o *sendOrder) answered(ch string) bool {
 	if o.marker == "" || ch != o.marker {
 		return false
@@ -123,9 +109,8 @@ func (o *sendOrder) answered(ch string) bool {
 	return true
 }
 
-// confirmed takes ch out of the oldest send that has it: a channel's
-// confirmation answers its oldest SUBSCRIBE still due. While the order is
-// not known, the confirmation may answer a send made before the marker.
+// confirmed takes ch out of the oldest send that has it, while the order
+// is known (else it may answer a send made before the marker).
 func (o *sendOrder) confirmed(ch string) {
 	if !o.known {
 		return
@@ -142,8 +127,8 @@ func (o *sendOrder) confirmed(ch string) {
 	}
 }
 
-// refused returns the channels of the send a refusal answers, the oldest,
-// and false when the order is not known.
+// refused pops the channels of the oldest send, which a refusal answers,
+// or reports false when the order is unknown.
 func (o *sendOrder) refused() ([]string, bool) {
 	if !o.known || len(o.sends) == 0 {
 		return nil, false
@@ -153,17 +138,14 @@ func (o *sendOrder) refused() ([]string, bool) {
 	return chans, true
 }
 
-// channelRefusal reports a refusal of a (S)SUBSCRIBE for its channels'
-// rights (Redis 7.0's words, then 7.2's), which no other command a shard
-// sends can get: Redis does not check the rights of an unsubscription.
+// channelRefusal reports a refusal of a (S)SUBSCRIBE's channels (Redis
+// 7.0's words, then 7.2's); Redis does not check an unsubscription's.
 func channelRefusal(msg string) bool {
 	return strings.HasPrefix(msg, "NOPERM") &&
 		(strings.Contains(msg, "one of the channels used as arguments") || strings.HasSuffix(msg, "' channel"))
 }
 
-// markLocked unsubscribes a marker in channel's slot when the order of
-// s must be found again, before channel's SUBSCRIBE is sent. The error is
-// the marker's write's.
+// markLocked sends a marker in channel's slot if s's order is lost.
 func (ps *PubSub) markLocked(ctx context.Context, s *shard, channel string) error {
 	if !s.order.needsMarker() {
 		return nil
@@ -182,11 +164,9 @@ func (ps *PubSub) markLocked(ctx context.Context, s *shard, channel string) erro
 	return err
 }
 
-// refusedInOrderLocked fails the subscriptions of the send that a
-// refusal for its channels' rights answers, and reports false when it
-// cannot place the refusal. While a marker is on its way, such a
-// refusal answers a send before it (not the marker, an unsubscription):
-// the subscriptions sent before it fail, and those since wait on.
+// refusedInOrderLocked fails the subscriptions of the send a NOPERM
+// answers, or reports false if it cannot place it. With a marker on its
+// way, the sends before the marker fail and later ones wait on.
 func (ps *PubSub) refusedInOrderLocked(s *shard, err error, msg string) bool {
 	if !channelRefusal(msg) {
 		return false

@@ -9,27 +9,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// On a cluster a channel lives on the master of its slot. When the slot
-// moves (a resharding, a failover), the old node drops the channel with
-// a sunsubscribe of its own, or stops answering; the messages are then
-// published on the new master, where nobody listens. The transport moves
-// the channel's subscription there and tells its listener at once that a
-// message may have been missed, rather than leave waiters to their TTL
-// timers. It runs on the shard's receiving goroutine, or, when it must
-// wait for the client's view of the cluster to change, on one that ends
-// within 2 s or with the shard.
+// When a channel's slot moves, the old node sunsubscribes it or stops
+// answering; the subscription moves to the new master, and its listener
+// hears Missed at once. A move that waits for the slot map runs on a
+// goroutine that ends within 2 s or with the shard.
 
-// movePolls bounds the wait, after a sunsubscribe, for the client's view
-// of the cluster to name the slot's new master (it is reloaded in the
-// background), one poll every movePoll.
+// movePolls bounds the wait, one poll every movePoll, for the client's
+// slot map (reloaded in the background) to name the slot's new master.
 const (
 	movePolls = 40
 	movePoll  = 50 * time.Millisecond
 )
 
-// dropped handles a sunsubscribe on s: the reply to one sent here, or the
-// server dropping a channel whose slot it no longer serves; it reports the
-// channel to move in the second case.
+// dropped handles a sunsubscribe on s: the reply to one sent here, or
+// the server dropping a channel whose slot it left (move is true).
 func (ps *PubSub) dropped(s *shard, channel string) (move bool) {
 	ps.mu.Lock()
 	if s.order.answered(channel) || ps.takeOwnLocked(s, channel) {
@@ -48,8 +41,7 @@ func (ps *PubSub) dropped(s *shard, channel string) (move bool) {
 	return true
 }
 
-// takeOwnLocked counts off the reply to an unsubscription sent on s, if
-// one is due for channel, and reports whether one was.
+// takeOwnLocked counts off a due unsubscription reply of channel, if any.
 func (ps *PubSub) takeOwnLocked(s *shard, channel string) bool {
 	n := s.own[channel]
 	switch {
@@ -63,9 +55,8 @@ func (ps *PubSub) takeOwnLocked(s *shard, channel string) bool {
 	return true
 }
 
-// moveWhenKnown moves channels off s, polling until the client's view of
-// the cluster names another master for each, or movePolls pass (the slot
-// stayed, or came back).
+// moveWhenKnown moves channels off s, polling until the slot map names
+// another master for each, or movePolls pass (the slot stayed).
 func (ps *PubSub) moveWhenKnown(s *shard, channels []string) {
 	for range movePolls {
 		if channels = ps.move(s, channels); len(channels) == 0 {
@@ -79,10 +70,8 @@ func (ps *PubSub) moveWhenKnown(s *shard, channels []string) {
 	}
 }
 
-// move subscribes each of channels on the master that serves its slot
-// now, if that is not s, and drops it from s; it returns the channels
-// that stay (their slot is still s's, as far as the client knows). A
-// channel nobody listens to, or whose subscription moved already, is done.
+// move subscribes each of channels on its slot's master, if not s, and
+// drops it from s; it returns those that stay.
 func (ps *PubSub) move(s *shard, channels []string) (stay []string) {
 	cc, ok := ps.client.redis().(*redis.ClusterClient)
 	if !ok {
@@ -123,18 +112,16 @@ func (ps *PubSub) moveLocked(ctx context.Context, s *shard, ch string) (*Subscri
 	moved, err := ps.subscribeLocked(ctx, ch, sub.l)
 	if err != nil {
 		// Homeless until a later poll places it: Failed, so that its
-		// owner subscribes afresh meanwhile if it needs to.
+		// owner may subscribe afresh meanwhile.
 		sub.shard, sub.err = nil, err
 		return nil, false
 	}
-	// The handle the listener's owner holds follows the channel: it
-	// takes the new subscription's place.
+	// The owner's handle takes the new subscription's place.
 	sub.shard, sub.target, sub.ready, sub.err = moved.shard, moved.target, moved.ready, nil
 	st := moved.shard.chans[ch]
 	st.pending[len(st.pending)-1] = sub
 	ps.subs[ch] = sub
-	// The listener hears Missed now, and again when the new node confirms
-	// the subscription: a message may be published before it does.
+	// Missed now, and again on the new node's confirmation.
 	st.resync = true
 	return sub, true
 }

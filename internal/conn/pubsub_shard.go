@@ -15,41 +15,31 @@ type shard struct {
 	ps    *redis.PubSub
 	ssub  bool                     // sharded pub/sub (cluster)
 	chans map[string]*channelState // subscribed channels
-	// own counts, per channel, the (S)UNSUBSCRIBE replies due for the
-	// unsubscriptions sent on the connection. Until they come, a SUBSCRIBE
-	// reply of the channel belongs to a subscription they ended (it comes
-	// first), not to a later one. These replies are counted, not the
-	// SUBSCRIBE replies due, for a channel unsubscribed while its
-	// connection was down: go-redis subscribes again only the channels it
-	// still has, so the SUBSCRIBE reply expected of it would never come,
-	// and its next subscription would wait for ever. On a sharded
-	// connection any other sunsubscribe is the server's own, dropping a
-	// channel whose slot left the node (a resharding, a failover).
+	// own counts the (S)UNSUBSCRIBE replies due per channel; until they
+	// come, a SUBSCRIBE reply belongs to a subscription they ended. (Not
+	// SUBSCRIBE replies: go-redis does not resubscribe a channel dropped
+	// while down.) Any other sunsubscribe is the server's: the slot left.
 	own    map[string]int
 	linger *time.Timer
 	closed bool
 	done   chan struct{} // closed with closed, ends the receive backoff
-	// again: a resubscription of the channels a server refused for the
-	// moment is due (resubscribeRefused).
+	// again: a resubscribeRefused is due.
 	again bool
 	order sendOrder // the SUBSCRIBEs sent, to place a refusal (pubsub_order.go)
 }
 
-// channelState counts SUBSCRIBEs sent and confirmed for one channel, so a
-// waiter knows when Redis has processed the subscription it asked for.
+// channelState counts one channel's SUBSCRIBEs sent and confirmed.
 type channelState struct {
 	sent, confirmed int
 	pending         []*Subscription
 	// resync: the connection broke since the channel was last confirmed;
 	// its listener hears Missed when the resubscription is confirmed.
 	resync bool
-	// refused: a busy or loading server refused its subscription, which
-	// is sent again (resubscribeRefused).
+	// refused: BUSY or LOADING refused it; resubscribeRefused resends it.
 	refused bool
 }
 
-// refusedRetry is how long after a server refused subscriptions for the
-// moment (BUSY, LOADING) they are sent again.
+// refusedRetry is when subscriptions refused by BUSY or LOADING go again.
 const refusedRetry = 100 * time.Millisecond
 
 func (ps *PubSub) shardLocked(ctx context.Context, channel string) (*shard, error) {
@@ -105,8 +95,8 @@ func (ps *PubSub) subscribeLocked(ctx context.Context, channel string, l Listene
 		s.chans[channel] = st
 	}
 	if err != nil {
-		// go-redis keeps the channel in its set even when the SUBSCRIBE
-		// could not be sent, and would subscribe it again on reconnect.
+		// go-redis keeps a channel it failed to send, and would
+		// resubscribe it on reconnect.
 		s.order.lose() // the connection may have been written, and redialled
 		ps.forgetLocked(s, channel)
 		ps.dropChannelLocked(s, channel)
@@ -134,12 +124,9 @@ func (ps *PubSub) resubscribeEach(s *shard) {
 	subscribeEachLocked(ps, s, chans)
 }
 
-// subscribeEachLocked subscribes chans on s again, within a second, one
-// (S)SUBSCRIBE per channel: Redis refuses a command whole, for channels
-// of several slots (CROSSSLOT) or for one the user may not access
-// (NOPERM), and a channel sent alone takes its refusal alone. A marker
-// goes first when s's order is lost (pubsub_order.go). A broken
-// connection is retried by receive, and a refusal comes back to refused.
+// subscribeEachLocked subscribes chans on s again within a second, one
+// (S)SUBSCRIBE each: Redis refuses a command whole (CROSSSLOT, NOPERM),
+// so a channel sent alone takes its refusal alone.
 func subscribeEachLocked(ps *PubSub, s *shard, chans []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -157,21 +144,19 @@ func subscribeEachLocked(ps *PubSub, s *shard, chans []string) {
 	}
 }
 
-// forgetLocked unsubscribes channel: a write on the socket; the reply comes
-// through receive. Errors are moot: go-redis drops the channel from its set
-// first, so a broken connection forgets it when it reconnects.
+// forgetLocked unsubscribes channel. Errors are moot: go-redis drops the
+// channel first, so a reconnect forgets it.
 func (ps *PubSub) forgetLocked(s *shard, channel string) {
 	ps.forgetAllWithin(s, []string{channel}, time.Second)
 }
 
-// forgetAllWithin unsubscribes channels (sharded: one by one), bounded by
-// timeout (the write may redial a broken connection, under the lock).
+// forgetAllWithin unsubscribes channels, within timeout (the write may
+// redial a broken connection, under the lock).
 func (ps *PubSub) forgetAllWithin(s *shard, channels []string, timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if s.ssub {
-		// One SUNSUBSCRIBE per channel: the server refuses channels of
-		// several slots in one (CROSSSLOT).
+		// One per channel: several slots in one is CROSSSLOT.
 		for _, ch := range channels {
 			if err := s.ps.SUnsubscribe(ctx, ch); err == nil {
 				s.own[ch]++
@@ -198,8 +183,7 @@ func (ps *PubSub) dropChannelLocked(s *shard, channel string) {
 	ps.lingerIfIdleLocked(s)
 }
 
-// lingerIfIdleLocked has s close PubSubLinger from now when it has no
-// channel left.
+// lingerIfIdleLocked has s close PubSubLinger from now if it has no channel.
 func (ps *PubSub) lingerIfIdleLocked(s *shard) {
 	if len(s.chans) == 0 && s.linger == nil {
 		s.linger = time.AfterFunc(PubSubLinger, func() { ps.closeIdle(s) })
@@ -218,8 +202,7 @@ func (ps *PubSub) closeIdle(s *shard) {
 	_ = s.ps.Close()
 }
 
-// receive reads the shard's connection until it is closed, passing each
-// channel's messages to its listener.
+// receive reads the connection until it closes, passing on each message.
 func (ps *PubSub) receive(s *shard) {
 	backoff := 10 * time.Millisecond
 	for {
@@ -266,31 +249,18 @@ func (ps *PubSub) receive(s *shard) {
 	}
 }
 
-// refused handles Redis refusing a (S)SUBSCRIBE (NOPERM, MOVED, BUSY...):
-// the connection is intact and nothing was resubscribed, so the counts
-// stay. A refusal for a channel's rights that the shard's order places
-// (pubsub_order.go) fails the subscriptions of its command alone. A
-// refusal for the moment (a server running a long script or loading its
-// data: TryAgain) is sent again shortly, the waiting
-// subscriptions waiting on: the refused command may be the resubscription
-// of every channel after a reconnect, which would otherwise leave them
-// unsubscribed for good while counted as subscribed. Otherwise the
-// subscriptions that wait for a confirmation fail with err instead of
-// waiting for ever, and a resubscription refused so fails its channel's
-// subscription (a later Join subscribes afresh). A MOVED channel is moved
-// to the slot's new node.
-// The refusal may answer an (S)UNSUBSCRIBE instead (a node that no longer
-// serves the slot refuses it too), whose reply own counts on: those of
-// the slot (all, when the error names none) are no longer counted on, so
-// that a later subscription of the channel is not refused its
-// confirmation for good; at worst one is taken early, and a message
-// missed then is made up by the waiters' fallback timers.
+// refused handles Redis refusing a (S)SUBSCRIBE; the connection is intact,
+// so the counts stay. A NOPERM the order places fails its command alone;
+// a TryAgain refusal (maybe of the resubscription of every channel) is
+// resent shortly; otherwise waiting subscriptions fail with err, and a
+// MOVED channel moves. As the refusal may answer an (S)UNSUBSCRIBE, own
+// stops counting on the slot's replies (all, if it names none), lest a
+// later subscription never be confirmed; a message missed by one taken
+// early is made up by the waiters' fallback timers.
 func (ps *PubSub) refused(s *shard, err error, refused redis.Error) {
 	if s.ssub && strings.HasPrefix(refused.Error(), "CROSSSLOT") {
-		// go-redis subscribes a broken connection's channels again in one
-		// SSUBSCRIBE, which the server refuses when they sit in several
-		// slots (the channels of several locks): send each alone. Their
-		// confirmations stand for the one lost expected.
+		// go-redis resubscribes a broken connection in one SSUBSCRIBE,
+		// refused across slots: send each alone.
 		ps.mu.Lock()
 		s.order.lose()
 		ps.mu.Unlock()
@@ -320,8 +290,7 @@ func (ps *PubSub) refused(s *shard, err error, refused redis.Error) {
 		if denied && st.refused {
 			continue // refused for the moment, not resent yet: no reply is due
 		}
-		// A MOVED names one slot, whose channels move (here, and in
-		// lost); the others' confirmations still come.
+		// A MOVED names one slot; other channels' confirmations still come.
 		if isMoved && Slot(ch) != slot {
 			continue
 		}
@@ -341,9 +310,8 @@ func (ps *PubSub) refused(s *shard, err error, refused redis.Error) {
 	}
 }
 
-// failLocked fails the subscriptions of ch that wait for a confirmation
-// with err, and, when it answers ch's resubscription (resubscribed), the
-// live one too, which counts on it.
+// failLocked fails ch's subscriptions waiting for a confirmation with err,
+// and the live one too when err answers ch's resubscription.
 func (ps *PubSub) failLocked(ch string, st *channelState, err error, resubscribed bool) {
 	if sub := ps.subs[ch]; resubscribed && st.resync && sub != nil && sub.err == nil {
 		sub.err = err // Failed from now on
@@ -355,9 +323,8 @@ func (ps *PubSub) failLocked(ch string, st *channelState, err error, resubscribe
 	st.pending = nil
 }
 
-// resubscribeRefused sends again, refusedRetry after a refusal for the
-// moment, the subscriptions it refused; a new refusal comes back to
-// refused. A connection broken meanwhile subscribes them all again anyway.
+// resubscribeRefused sends the subscriptions refused for the moment again,
+// refusedRetry later; a new refusal comes back to refused.
 func (ps *PubSub) resubscribeRefused(s *shard) {
 	select {
 	case <-time.After(refusedRetry):
@@ -379,17 +346,10 @@ func (ps *PubSub) resubscribeRefused(s *shard) {
 	}
 }
 
-// lost handles the shard's connection failing; it reports false when the
-// shard was closed instead, and receive ends.
-//
-// Messages may have been lost while the connection was down: every
-// listener hears Broken now, and Missed once the resubscription is
-// confirmed (see confirm): while Redis stays unreachable the tries made
-// now fail or miss a later unlock, and the reconnect that succeeds brings
-// no error to wake anyone, so an unlock published during the outage would
-// be noticed only at the TTL. Confirmations are counted afresh, since
-// go-redis subscribes all channels again on reconnect; the replies due on
-// the old connection will never come.
+// lost handles the connection failing; false means the shard was closed.
+// Listeners hear Broken now and Missed once resubscribed: a reconnect
+// wakes nobody, and an unlock published meanwhile would wait for the TTL.
+// Confirmations are counted afresh: go-redis resubscribes every channel.
 func (ps *PubSub) lost(s *shard) bool {
 	ps.mu.Lock()
 	if s.closed {
@@ -418,9 +378,8 @@ func (ps *PubSub) lost(s *shard) bool {
 		t.l.Broken(t.ch)
 	}
 	if s.ssub {
-		// The node may have failed over: a channel whose slot has another
-		// master now moves there (checked again at every retry of the
-		// connection).
+		// The node may have failed over: move channels whose slot has
+		// another master now (checked again at every retry).
 		ps.move(s, ps.channelsOf(s))
 	}
 	return true
@@ -442,8 +401,7 @@ func (ps *PubSub) confirm(s *shard, channel string) {
 	st.refused = false
 	var missed Listener
 	if st.resync {
-		// Subscribed again after a reconnect: a message published while
-		// the connection was down was missed.
+		// Resubscribed after a reconnect: a message may have been missed.
 		st.resync = false
 		if sub := ps.subs[channel]; sub != nil {
 			missed = sub.l

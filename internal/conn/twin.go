@@ -9,18 +9,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A go-redis client made without ContextTimeoutEnabled ignores a context's
-// deadline while it waits for a reply, so a call with a bound would need a
-// worker goroutine to return on time. Such a client gets a twin: a clone
-// sharing its connection pool (redis.Client.WithTimeout) with
-// ContextTimeoutEnabled set. A call of this package with a deadline still
-// goes through the client's own hooks, and a hook of this package, the
-// innermost, sends it on the twin: it runs on the caller's goroutine and
-// ends at its deadline. The user's own calls are sent as before.
+// A go-redis client without ContextTimeoutEnabled ignores a context's
+// deadline while it waits for a reply, so it gets a twin: a clone sharing
+// its pool (redis.Client.WithTimeout) with ContextTimeoutEnabled. Our
+// calls with a deadline pass the client's hooks to ours, the innermost,
+// which sends them on the twin. The user's own calls are untouched.
 
-// twins holds each default client's twin, weakly: the twin shares the
-// client's pool, which refers to the client, so a strong entry would keep
-// the client alive. The client keeps it instead, through its hook.
+// twins holds each client's twin weakly: the twin's shared pool refers
+// to the client, which would pin it. The client keeps it, through its hook.
 var twins Map[weak.Pointer[twin]]
 
 type twin struct {
@@ -29,15 +25,12 @@ type twin struct {
 	hook  atomic.Pointer[twinHook] // the innermost hook that sends on clone
 }
 
-// timedKey marks the context of a call to be sent on the twin (a value
-// of the context, not a wrapper of the command: the hooks outside
-// relock's see the command itself, as a *redis.Cmd).
+// timedKey marks the context of a call to send on the twin (not a
+// command wrapper: outer hooks must see the *redis.Cmd itself).
 type timedKey struct{}
 
-// twinHook sends the marked calls on its twin while it is the client's
-// innermost hook. Once go-redis builds the chain again (a hook was added
-// after it) it steps aside, returning next as it is, and the next marked
-// call adds a new one.
+// twinHook sends marked calls on its twin while it is innermost. Once a
+// later hook is added it steps aside, and the next marked call adds anew.
 type twinHook struct {
 	t      *twin
 	builds atomic.Int32
@@ -68,7 +61,7 @@ func newTwin(c Client) weak.Pointer[twin] {
 	clone.Options().WriteTimeout = opt.WriteTimeout
 	clone.Options().ContextTimeoutEnabled = true
 	// Hooked before it is returned: the hook keeps it alive. Of two racing
-	// first calls one twin is kept; the other's hook stays a pass-through.
+	// first calls one twin is kept; the other's hook is a pass-through.
 	t := &twin{clone: clone}
 	t.innermost(rdb)
 	return weak.Make(t)
@@ -88,8 +81,7 @@ func (t *twin) innermost(rdb *redis.Client) {
 	}
 }
 
-// process sends cmd on rdb; on the twin when ctx has a deadline that rdb
-// would not honour.
+// process sends cmd on rdb, through the twin if rdb ignores ctx's deadline.
 func process(ctx context.Context, rdb redis.UniversalClient, cmd *redis.Cmd) error {
 	c, ok := rdb.(*redis.Client)
 	if !ok || c.Options().ContextTimeoutEnabled {

@@ -11,10 +11,9 @@ import (
 // DefaultLinger is how long an idle worker waits for another call.
 const DefaultLinger = 100 * time.Millisecond
 
-// Pool runs calls on reused goroutines. The zero Pool is not usable: make
-// one with New. A Pool never queues a call: it starts at once, on an idle
-// worker or on a new goroutine, so a call that blocks (a stalled server)
-// never delays another.
+// Pool runs calls on reused goroutines; make one with NewPool. It never
+// queues a call (an idle worker or a new goroutine takes it at once), so
+// a call that blocks on a stalled server never delays another.
 type Pool struct {
 	idle      chan func()
 	linger    time.Duration
@@ -22,8 +21,8 @@ type Pool struct {
 	deadlines bool // the client's calls end at their context's deadline
 }
 
-// NewPool returns a Pool whose workers end after linger without a call (a
-// linger <= 0 means DefaultLinger).
+// NewPool returns a Pool whose idle workers end after linger
+// (DefaultLinger if linger <= 0).
 func NewPool(linger time.Duration) *Pool {
 	if linger <= 0 {
 		linger = DefaultLinger
@@ -69,9 +68,8 @@ func newPool(c Client) *Pool {
 }
 
 // honoursDeadlines reports whether c's calls end at their context's
-// deadline: go-redis sets its read and write deadlines from the context
-// only with ContextTimeoutEnabled (its dials, pool waits and retry
-// backoffs follow the context either way).
+// deadline: go-redis sets read and write deadlines from the context only
+// with ContextTimeoutEnabled.
 func honoursDeadlines(c redis.UniversalClient) bool {
 	switch c := c.(type) {
 	case *redis.Client:
@@ -84,17 +82,14 @@ func honoursDeadlines(c redis.UniversalClient) bool {
 	return false
 }
 
-// Inline reports whether a call bounded only by its own timeout (its
-// ctx cannot end: Done is nil) may run on the caller's goroutine under a
-// context deadline, which the pool's client honours, instead of on a
-// worker. It spares the hand-off to a worker and back. A ctx that can
-// end still goes through Bound: go-redis watches a deadline, not a
-// cancellation.
+// Inline reports whether a call bounded only by its own timeout (ctx's
+// Done is nil) may run on the caller's goroutine under a deadline the
+// client honours; a ctx that can end goes through Bound (go-redis
+// watches deadlines, not cancellation).
 func (p *Pool) Inline(ctx context.Context) bool {
 	return p != nil && p.deadlines && ctx.Done() == nil
 }
 
-// PoolFor returns client's Pool, shared by every lock on that client: the
-// workers that talked to a server last are the ones reused, whichever
-// lock value (new per request, often) calls next.
+// PoolFor returns client's Pool, shared by every lock on that client, so
+// workers are reused across lock values (often made per request).
 func PoolFor(client Client) *Pool { return pools.Get(client, newPool) }

@@ -9,20 +9,16 @@ import (
 	"time"
 )
 
-// A call to Redis may take far longer than its caller may wait: go-redis
-// ignores context deadlines unless ContextTimeoutEnabled, and retries on its
-// own, so a stalled server holds a call for its read timeout times its
-// retries. Bound keeps the caller's promise whatever the client does: the
-// call runs on a worker, the caller waits for it only as long as it may,
-// and a call that outlives its caller finishes in the background.
+// go-redis ignores context deadlines unless ContextTimeoutEnabled, and
+// retries on its own, so a stalled server holds a call for its read
+// timeout times its retries: Bound waits only as long as the caller may.
 
 // ErrLate is the cause of a call that did not return within its own bound
-// (as opposed to its caller's context).
+// (not its caller's context).
 var ErrLate = errors.New("no reply in time")
 
-// LateError reports a call that its caller stopped waiting for: it goes on
-// in the background. It matches its cause (the caller context's, or
-// ErrLate wrapping context.DeadlineExceeded) with errors.Is.
+// LateError reports a call its caller stopped waiting for, which goes on.
+// It matches its cause (ctx's, or ErrLate and context.DeadlineExceeded).
 type LateError struct {
 	cause error
 	done  <-chan struct{}
@@ -39,9 +35,8 @@ func (e *LateError) Unwrap() error { return e.cause }
 // Done is closed when the call has returned.
 func (e *LateError) Done() <-chan struct{} { return e.done }
 
-// AfterLate returns a channel closed once the late call err reports (if
-// it does) has returned: work that must follow that call (a give-back of
-// what it may take) waits for it. Nil when err reports no late call.
+// AfterLate returns a channel closed once the late call err reports has
+// returned (for a give-back of what it may take); nil for no late call.
 func AfterLate(err error) <-chan struct{} {
 	if err == nil {
 		return nil // before late, which escapes: no allocation on success
@@ -53,15 +48,13 @@ func AfterLate(err error) <-chan struct{} {
 	return nil
 }
 
-// flight is one call run by Bound, reused through flights: a call that
-// returned in time puts it back; a late one is left to the collector.
+// flight is one call run by Bound, reused through flights unless late.
 type flight struct {
 	f     func()
 	run   func() // fl.exec, taken once: a method value allocates
 	done  chan struct{}
 	timer *time.Timer
-	// state: running, then returned (its caller was waiting) or late
-	// (its caller left; gone is closed when f returns).
+	// state: running, then returned, or late (gone closes when f returns).
 	state atomic.Int32
 	gone  chan struct{}
 }
@@ -87,12 +80,11 @@ func (fl *flight) exec() {
 	close(fl.gone)
 }
 
-// Bound runs f and waits until it returns, ctx ends or d passes (d <= 0:
-// no bound of its own). It returns nil once f has returned. Otherwise it
-// returns a *LateError whose cause is ctx's (context.Cause) or ErrLate,
-// and f goes on in the background: the caller must not touch what f
-// writes. A call that nothing can cut short (ctx that never ends, no d)
-// runs on the caller's goroutine, as does every call of a nil Pool.
+// Bound runs f and waits until it returns (nil), ctx ends or d passes
+// (d <= 0: no bound of its own). Then it returns a *LateError whose cause
+// is context.Cause(ctx) or ErrLate, and f goes on in the background: the
+// caller must not touch what f writes. A call nothing can cut short, or
+// any call of a nil Pool, runs on the caller's goroutine.
 func (p *Pool) Bound(ctx context.Context, d time.Duration, f func()) error {
 	stop := ctx.Done()
 	if p == nil || (stop == nil && d <= 0) {
@@ -136,12 +128,9 @@ func (p *Pool) Bound(ctx context.Context, d time.Duration, f func()) error {
 	return nil
 }
 
-// CallerWait is what a call on a timeout of its own (a release, an
-// inspection) waits for, given its caller's ctx: until timeout, or until
-// ctx's deadline when that is sooner and still ahead; and until ctx ends,
-// unless it has ended already. A ctx that has ended (a hold's context once
-// the release began, a request that was cancelled) does not cut the call
-// short: it needs only ctx's values, and stop carries them.
+// CallerWait is how a call on its own timeout (a release, an inspection)
+// waits: until timeout, ctx's deadline if sooner and ahead, or ctx's end;
+// a ctx already ended does not cut the call short (stop keeps its values).
 func CallerWait(ctx context.Context, timeout time.Duration) (stop context.Context, d time.Duration) {
 	d = timeout
 	if dl, ok := ctx.Deadline(); ok {
@@ -157,11 +146,10 @@ func CallerWait(ctx context.Context, timeout time.Duration) (stop context.Contex
 
 type detachedKey struct{}
 
-// Detached returns ctx's values without its cancellation, marked as the
-// context of work that nobody waits for but its own (a give-back, a
-// Redlock member's release): a call on its own timeout made with it is
-// waited for to its end, so that the work, and what waits for it (Drain,
-// a give-back's next try), ends when the call does.
+// Detached returns ctx's values without its cancellation, marked as work
+// nobody else waits for (a give-back, a Redlock member's release): a call
+// on its own timeout is then waited for to its end, and so is what waits
+// on the work (Drain, a give-back's next try).
 func Detached(ctx context.Context) context.Context {
 	if IsDetached(ctx) {
 		return ctx
@@ -175,13 +163,10 @@ func IsDetached(ctx context.Context) bool {
 	return d
 }
 
-// Within runs call, which reads or writes Redis, so that it returns
-// within timeout, or ctx's deadline when sooner (CallerWait), whatever the
-// client does meanwhile (go-redis ignores context deadlines unless told,
-// and retries on its own): a call still unanswered then goes on in the
-// background on pool and Within returns a *LateError. What call
-// writes must therefore be what a caller who gave up may leave: a
-// release, a read, a force unlock that still tells its local holders.
+// Within runs call on pool, returning within CallerWait's bound or with a
+// *LateError while call goes on. call must write only what a caller who
+// gave up may leave: a release, a read, a force unlock that still tells
+// its local holders.
 func Within(ctx context.Context, pool *Pool, timeout time.Duration, call func(ctx context.Context) error) error {
 	stop, wait := CallerWait(ctx, timeout)
 	var err error

@@ -14,40 +14,30 @@ import (
 
 // Result is what one try returned.
 type Result struct {
-	// Acquired: the try took (or re-entered) the lock.
-	Acquired bool
-	// TTL is how long the current hold may last (PTTL of the key) when the
-	// try failed: the waiter's fallback timer if no unlock message comes.
-	// Negative means unknown.
+	Acquired bool // the try took (or re-entered) the lock
+	// TTL is the holder's PTTL when the try failed: the waiter's fallback
+	// timer if no unlock message comes. Negative means unknown.
 	TTL time.Duration
 }
 
-// Attempt is one acquisition of a primitive, as the loop drives it: the
-// only way the loop reaches into a primitive.
+// Attempt is one acquisition of a primitive: the loop's only way into it.
 type Attempt interface {
-	// Try makes one try. atHead reports that it runs at the head of the
-	// local queue: only such a try may mark its waiter in Redis (a writer
-	// holding back readers, a semaphore waiter taking its turn), since a
-	// try made before queueing could mark a goroutine that then lands
-	// behind another local waiter, and the two would wait for each other.
+	// Try makes one try. Only a try atHead (of the local queue) may mark
+	// its waiter in Redis (a writer holding back readers, a semaphore's
+	// turn): one marked before queueing could land behind another local
+	// waiter, and the two would wait for each other.
 	Try(ctx context.Context, atHead bool) (Result, error)
-	// Keep makes the hold of an acquisition that acquired, before the
-	// acquisition's outcome is recorded, so that a grant refused then (its
-	// lease lapsed before its reply came: core.Start) is recorded as the
-	// failure its caller gets. traced: the acquisition's span records, so
-	// the hold's release is traced too. ctx is the caller's. What a
-	// refused grant left, Keep gives back itself: the loop does not
-	// Abandon after it.
+	// Keep makes the hold before the outcome is recorded, so that a grant
+	// refused then (lease lapsed: Start) is the caller's failure; Keep, not
+	// Abandon, gives back what it left. traced: trace the release too.
 	Keep(ctx context.Context, traced bool) error
-	// Abandon cleans up after an acquisition that failed with err: the
-	// marks its tries may have left, what a try whose reply was lost (or
-	// a try still in flight) may hold. ctx is the caller's, maybe ended.
-	// The loop calls it once, after leaving the queue.
+	// Abandon cleans up after an acquisition that failed with err: marks
+	// its tries left, what a lost or in-flight try may hold. Called once,
+	// after leaving the queue; ctx is the caller's, maybe ended.
 	Abandon(ctx context.Context, err error)
 }
 
-// TryFunc is a function that makes one try, as an Attempt that never
-// marks, keeps nothing and leaves nothing to clean up.
+// TryFunc is a one-try function as an Attempt that marks and keeps nothing.
 type TryFunc func(ctx context.Context) (Result, error)
 
 // Try calls f.
@@ -59,19 +49,15 @@ func (TryFunc) Keep(context.Context, bool) error { return nil }
 // Abandon does nothing.
 func (TryFunc) Abandon(context.Context, error) {}
 
-// Admission is how many holders a primitive admits at once, which is how
-// the loop treats the local waiters behind one that acquired.
+// Admission is how many holders a primitive admits at once.
 type Admission uint8
 
 const (
-	// One holder (a lock, a writer): the next local waiter waits for a
-	// release.
+	// One holder (a lock, a writer): the next local waiter waits for a release.
 	One Admission = iota
 	// Readers share the lock: local waiters are woken together.
 	Readers
-	// Several holders (a semaphore): after one acquires, the next local
-	// waiter tries at once instead of waiting for a release (unless the
-	// release that handed it over left nothing: core.Grant.NoneLeft).
+	// Several (a semaphore): the next local waiter tries at once, unless Grant.NoneLeft.
 	Several
 )
 
@@ -84,12 +70,10 @@ const (
 	TryThenQueue Entry = iota
 	// SingleTry makes a single try (TryLock): contention is ErrNotAcquired.
 	SingleTry
-	// Reenter skips the local queue: the owner already holds the lock,
-	// and a re-entry must not queue behind those waiting for it.
+	// Reenter skips the local queue: the owner holds the lock already.
 	Reenter
-	// QueueFirst subscribes before the first try, which then needs no
-	// second one once the subscription is confirmed: for a waiter alone
-	// on its channel (a fair lock's) when the lock is likely taken.
+	// QueueFirst subscribes before the first try (which then needs no
+	// second): for a fair lock's lone waiter when the lock is likely taken.
 	QueueFirst
 )
 
@@ -101,50 +85,38 @@ type Request struct {
 	Entry   Entry
 	// Wait bounds the wait alone (0: only ctx bounds it).
 	Wait time.Duration
-	// Fallback is how long the head of the queue waits before trying
-	// again when it knows nothing better: after a hand-off was offered,
-	// after a try that returned no TTL, behind a local holder.
+	// Fallback is how long the head waits to try again knowing nothing
+	// better (after a hand-off offer, a TTL-less try, behind a local holder).
 	Fallback time.Duration
-	// Owner is whom the acquisition is for: a release hands the lock to a
-	// waiter of that owner, and the span names it.
+	// Owner is whom the acquisition is for (hand-offs, the span).
 	Owner   string
 	Attempt Attempt
-	// HandOff, when set, lets a local release hand the lock to this
-	// waiter: the hub's claim (see core.Hub.Reserve). One that is a
-	// Decliner is asked as the waiter joins the queue.
+	// HandOff, when set, lets a local release hand this waiter the lock.
 	HandOff Claimant
 }
 
-// Decliner is a claim that may decline every hand-off as its waiter joins
-// the queue, after its first try: one whose replica sync asks for a WAIT
-// after the acquisition, which a hold written by a release has not. It is
-// asked then, not before, because the first try learns whether the
-// server has replicas.
+// Decliner is a claim that may decline every hand-off: one whose replica
+// sync needs a WAIT, which a hold written by a release lacks. It is asked
+// as its waiter joins, after the first try learned of any replicas.
 type Decliner interface {
 	Declines(ctx context.Context) bool
 }
 
-// Do runs the loop inside the acquisition's span (tr), has the attempt
-// keep what it acquired, and, when it fails, clean up. It returns nil
-// when acquired and kept, ErrNotAcquired on contention (SingleTry) or
-// when Wait passed, the context's cause when ctx ended, or the error of a
-// try or of Keep.
-//
-// The loop reads as it runs: a first try, then joining the local queue,
-// then waiting there (run.wait).
+// Acquire runs the loop (first try, local queue, wait) in tr's span, has
+// the attempt keep what it acquired or else clean up, and returns nil,
+// ErrNotAcquired on contention (SingleTry) or when Wait passed, the
+// context's cause when ctx ended, or the error of a try or of Keep.
 func Acquire(ctx context.Context, tr Trace, req Request) (err error) {
 	r := run{req: req}
 	r.sctx, r.rec = tr.Begin(ctx, req.Owner, req.Entry == SingleTry, req.Wait)
 	r.ctx = r.sctx
 	if r.rec.Recording || r.rec.Measured {
-		r.began = time.Now() // else nothing records the outcome: the clock is not read
+		r.began = time.Now() // read only when something records the outcome
 	}
 	defer r.end(ctx, &err)
-	// A ctx that has already ended gets no try; any other acquire makes
-	// its first try whatever the wait bound, as Redisson's tryLock does:
-	// the bound limits waiting, and a free lock or a re-entry never waits.
-	// Resending that try while the server answers BUSY or LOADING is
-	// waiting, though: the bound says how long (resendUntil).
+	// An ended ctx gets no try; else the first try is made whatever the
+	// bound (as Redisson's tryLock): a free lock or re-entry never waits.
+	// Resending it on BUSY or LOADING is waiting, though (resendUntil).
 	if ctx.Err() != nil {
 		return ended(ctx)
 	}
@@ -186,13 +158,11 @@ func Acquire(ctx context.Context, tr Trace, req Request) (err error) {
 	return err
 }
 
-// ErrWaitBound is the cause of a wait that its bound (WithWaitTimeout)
-// ended, as opposed to the caller's context: the acquisition then
-// returns ErrNotAcquired.
+// ErrWaitBound is the cause of a wait ended by its bound (WithWaitTimeout)
+// rather than the caller's context: the acquisition returns ErrNotAcquired.
 var ErrWaitBound = errors.New("wait timeout")
 
-// run is one acquisition's way through the loop: a first try, joining
-// the local queue, waiting there. It lives on Do's stack.
+// run is one acquisition's way through the loop, on Acquire's stack.
 type run struct {
 	ctx      context.Context // the acquiring context, then bounded by the wait
 	sctx     context.Context // the acquiring context, which the span's end reads
@@ -204,15 +174,12 @@ type run struct {
 	res      Result    // of the last try
 	tried    bool      // a try was made before joining
 	bo       backoff
-	// lastErr is the transient error of the last try (or Join) made while
-	// waiting, nil once a try answers again: the reason shown with the end
-	// of ctx, since it may be why the wait did not succeed.
+	// lastErr is the transient error of the last try (or Join) while
+	// waiting, nil once a try answers: shown with the end of ctx.
 	lastErr error
 }
 
-// end has the attempt keep what it acquired, records the outcome (*err)
-// and ends the span; a failed acquisition has its attempt clean up, with
-// the caller's ctx.
+// end has the attempt Keep or Abandon, records the outcome, ends the span.
 func (r *run) end(ctx context.Context, err *error) {
 	acquired := *err == nil
 	if acquired {
@@ -227,8 +194,7 @@ func (r *run) end(ctx context.Context, err *error) {
 	}
 }
 
-// done is the error of an acquisition whose ctx ended (nil while it
-// lasts), with the last transient error seen while waiting.
+// done is ended(r.ctx) with the last transient error (nil while ctx lasts).
 func (r *run) done() error {
 	return r.withLast(ended(r.ctx))
 }
@@ -241,18 +207,13 @@ func (r *run) withLast(cause error) error {
 	return cause
 }
 
-// first reads the try made before joining the queue. over reports that
-// the acquisition ends here, with err (nil: acquired).
+// first reads the try made before joining; over: it ends here, with err.
 func (r *run) first(res Result, err error) (over bool, _ error) {
 	if err != nil {
-		// As after every try: an error caused by the end of ctx is that
-		// end (the caller's cause), with the server's last answer when it
-		// said to try again (a BUSY resent until ctx ended, or until the
-		// wait bound: ErrNotAcquired, as after any wait). Any other error
-		// of the first try is returned at once: Redis could not be reached
-		// when the acquire began, and the caller hears so rather than
-		// waiting for an outage to end. Replicas that did not acknowledge
-		// are a failed try: a waiter tries again.
+		// An error caused by the end of ctx is that end, with the server's
+		// last try-again answer (a BUSY resent until ctx or the bound ended).
+		// Any other first-try error returns at once rather than wait out an
+		// outage; ErrNotReplicated is a failed try, tried again.
 		var rs *resent
 		switch {
 		case errors.As(err, &rs):
@@ -282,10 +243,8 @@ func (r *run) first(res Result, err error) (over bool, _ error) {
 	return false, nil
 }
 
-// join puts the acquisition in the local queue, retrying a Join that
-// fails for an outage while ctx lasts (with a try between, since the lock
-// may be freed meanwhile with no one subscribed to tell: acquired reports
-// that such a try took it).
+// join queues the acquisition, retrying a Join an outage failed while ctx
+// lasts, with a try between (the lock may be freed unannounced meanwhile).
 func (r *run) join() (w *Waiter, acquired bool, err error) {
 	req := &r.req
 	w, err = r.joinOnce()
@@ -293,10 +252,9 @@ func (r *run) join() (w *Waiter, acquired bool, err error) {
 		if d := r.done(); d != nil {
 			return nil, false, d
 		}
-		// Without a try made first, the Join was this acquire's first
-		// contact with Redis: its error is returned at once, as a first
-		// try's is. A closed pub/sub connection is made anew by the next
-		// Join; a closed client shows in the try below.
+		// Without an earlier try, the Join was the first contact with Redis
+		// and fails at once, as a first try does. The next Join remakes a
+		// closed pub/sub connection; a closed client shows in the try below.
 		if !r.tried || !(conn.Transient(err) || errors.Is(err, conn.ErrClosed)) {
 			return nil, false, err
 		}
@@ -304,8 +262,7 @@ func (r *run) join() (w *Waiter, acquired bool, err error) {
 		if !clock.Sleep(r.ctx, r.bo.next()) {
 			return nil, false, r.done()
 		}
-		// Try again unless local waiters queued meanwhile, whom a try
-		// would pass; then join again.
+		// Try unless local waiters queued meanwhile: a try would pass them.
 		if req.Entry == Reenter || !req.Hub.Waiting(req.Channel) {
 			r.attempts++
 			res, terr := req.Attempt.Try(r.ctx, false)
@@ -328,8 +285,7 @@ func (r *run) join() (w *Waiter, acquired bool, err error) {
 	return w, false, nil
 }
 
-// joinOnce puts the acquisition in the local queue of its channel, with
-// its claim unless the claim declines (Declines).
+// joinOnce queues the acquisition, with its claim unless that Declines.
 func (r *run) joinOnce() (*Waiter, error) {
 	req := &r.req
 	if d, ok := req.HandOff.(Decliner); ok && d.Declines(r.ctx) {
@@ -338,12 +294,9 @@ func (r *run) joinOnce() (*Waiter, error) {
 	return req.Hub.JoinClaimant(r.ctx, req.Channel, req.Admits == Readers, req.Owner, req.HandOff)
 }
 
-// wait waits at w's place in the queue: the head tries when woken, when
-// its fallback timer fires (the holder's lease, a backoff) or at once
-// after joining, since the lock may have been freed between the first try
-// and the subscription. A release of this process may hand the lock over
-// instead (Request.HandOff). passOn reports that the next local waiter
-// should try at once after this one acquired.
+// wait waits at w's place: the head tries when woken, on its fallback
+// timer, or at once after joining (the lock may have been freed before the
+// subscription). passOn: the next local waiter should try at once.
 func (r *run) wait(w *Waiter) (acquired, passOn bool, err error) {
 	req := &r.req
 	passOn = req.Admits == Several
@@ -408,9 +361,8 @@ func (r *run) wait(w *Waiter) (acquired, passOn bool, err error) {
 	}
 }
 
-// tryAtHead makes the try of the head of the queue. over reports that the
-// acquisition ends, with err (nil: acquired); otherwise fallback is when
-// to try again unless woken first.
+// tryAtHead makes the head's try. over: the acquisition ends with err
+// (nil: acquired); else fallback is when to try again unless woken.
 func (r *run) tryAtHead(w *Waiter) (over bool, fallback time.Duration, err error) {
 	r.attempts++
 	res, err := r.req.Attempt.Try(r.ctx, true)
@@ -431,24 +383,19 @@ func (r *run) tryAtHead(w *Waiter) (over bool, fallback time.Duration, err error
 	case r.done() != nil:
 		return true, 0, r.done()
 	case !conn.Transient(err):
-		// Redis refused the try (a script error, a bad argument): it
-		// would fail again, so the acquire ends with it. (A try made here
-		// first, after queueing behind local waiters, is no exception:
-		// the Join reached Redis.)
+		// Redis refused the try (a script error, a bad argument): it would
+		// fail again. Even a first try ends here: the Join reached Redis.
 		return true, 0, err
 	}
-	// Redis unreachable, restarting, failing over: the wait goes on
-	// (bounded by ctx alone) and the head tries again after a backoff, or
-	// at the next wake-up, such as the confirmation of a resubscription
-	// after the outage.
+	// Redis unreachable, restarting, failing over: wait on (bounded by ctx)
+	// and try after a backoff or at the next wake-up (a resubscription).
 	r.lastErr = err
 	return false, r.bo.next(), nil
 }
 
-// ended is how an acquisition that ctx ended fails: ErrNotAcquired for
-// the wait bound; for the caller's context, its cause, which matches
-// ErrNotAcquired too, so that a caller tests one error whichever bound
-// ended the wait. Nil while ctx lasts.
+// ended is how an acquisition ended by ctx fails (nil while it lasts):
+// ErrNotAcquired for the wait bound, else the caller's cause, which
+// matches ErrNotAcquired too.
 func ended(ctx context.Context) error {
 	cause := context.Cause(ctx)
 	switch {
@@ -460,18 +407,15 @@ func ended(ctx context.Context) error {
 	return notAcquired{cause}
 }
 
-// notAcquired is a wait that its caller's context ended: it reads as the
-// context's cause and matches ErrNotAcquired too.
+// notAcquired reads as the caller's cause and matches ErrNotAcquired too.
 type notAcquired struct{ cause error }
 
 func (e notAcquired) Error() string { return e.cause.Error() }
 
 func (e notAcquired) Unwrap() []error { return []error{e.cause, errs.ErrNotAcquired} }
 
-// backoff spaces the tries of a waiter whose tries fail with a transient
-// error: 10 ms doubling to 1 s, each delay jittered (half fixed, half
-// random) so that the waiters of many processes do not retry in step when
-// Redis comes back.
+// backoff spaces tries that fail transiently: 10 ms doubling to 1 s, half
+// of each delay random, so many processes' waiters do not retry in step.
 type backoff struct{ d time.Duration }
 
 func (b *backoff) next() time.Duration {

@@ -7,16 +7,10 @@ import (
 	"github.com/relock-go/relock/internal/lease"
 )
 
-// The questions a context answers about the holds it carries: whose, what
-// token, how long still, and a context without them.
-
-// OwnerOf returns the owner of the innermost hold ctx carries under one of
-// keys: an acquisition of the same lock (or its other side) through ctx
-// re-enters as that owner. Holds of other locks do not count, so
-// goroutines fanned out from a hold of one lock are separate owners of
-// every other. A hold that has ended still names its owner, who may hold
-// the lock through an outer hold. Without such a hold, an owner pinned
-// with WithOwner (tests name their owners so) is used.
+// OwnerOf returns the owner of ctx's innermost hold under one of keys (an
+// ended hold's too: it may have an outer one), as whom an acquisition
+// re-enters; else the WithOwner one. Holds of other locks do not count:
+// goroutines fanned out from one lock's hold own every other separately.
 func OwnerOf(ctx context.Context, keys ...Key) (string, bool) {
 	for _, k := range keys {
 		if h, ok := From(ctx, k); ok && h.Owner != "" {
@@ -29,9 +23,8 @@ func OwnerOf(ctx context.Context, keys ...Key) (string, bool) {
 	return pinnedOwner(ctx)
 }
 
-// TokenOf returns the fencing token of the innermost hold ctx carries
-// under the first of keys it has a hold of: one lock's token in a chain
-// of nested holds of several. False when that hold has ended, as Token.
+// TokenOf is Token for the hold under the first of keys ctx has a hold
+// of: one lock's token among nested holds of several.
 func TokenOf(ctx context.Context, keys ...Key) (int64, bool) {
 	if ctx == nil {
 		return 0, false
@@ -47,9 +40,8 @@ func TokenOf(ctx context.Context, keys ...Key) (int64, bool) {
 	return 0, false
 }
 
-// Nested reports whether ctx's hold under inner is live and was taken
-// through the context of its hold under outer: releasing the outer one
-// through ctx would be out of order.
+// Nested reports whether ctx's live hold under inner was taken through its
+// hold under outer, which ctx would then release out of order.
 func Nested(ctx context.Context, outer, inner Key) bool {
 	hi, ok := From(ctx, inner)
 	if !ok || hi.state.Load() != live {
@@ -81,8 +73,8 @@ func Remaining(ctx context.Context) (time.Duration, bool) {
 
 type holdProbe struct{}
 
-// Owner returns the owner of the innermost hold ctx carries, of any lock:
-// for inspection (a test, a soak's report), never for acquiring.
+// Owner returns the owner of ctx's innermost hold of any lock, for
+// inspection only, never for acquiring.
 func Owner(ctx context.Context) (string, bool) {
 	h, ok := ctx.Value(holdProbe{}).(*Hold)
 	if !ok || h.Owner == "" {
@@ -94,9 +86,8 @@ func Owner(ctx context.Context) (string, bool) {
 // also asks for a hold that answers for a key it was given (Hold.Also).
 type also struct{ Key }
 
-// NewOwner returns a context with ctx's values but none of its holds (nor
-// their tokens) and none of its cancellation (a hold's context ends with
-// the hold, which would end a wait for that very lock): what is acquired
+// NewOwner returns ctx's values without its holds, tokens or cancellation
+// (a hold's context would end a wait for that very lock): what is acquired
 // through it is a fresh owner's, even of a lock ctx holds.
 func NewOwner(ctx context.Context) context.Context { return fresh{context.WithoutCancel(ctx)} }
 

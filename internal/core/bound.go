@@ -10,9 +10,8 @@ import (
 	"github.com/relock-go/relock/internal/conn"
 )
 
-// Call is one try of a primitive: its script and what follows it on the
-// same server (a WAIT, a give-back for want of replicas), returning what
-// the primitive reads of the reply.
+// Call is one try of a primitive: its script and what follows on the same
+// server (a WAIT, a give-back for want of replicas).
 type Call[T any] interface {
 	Send(ctx context.Context) (T, error)
 }
@@ -23,21 +22,14 @@ type CallFunc[T any] func(ctx context.Context) (T, error)
 // Send calls f.
 func (f CallFunc[T]) Send(ctx context.Context) (T, error) { return f(ctx) }
 
-// Bounded runs one try so that it returns when ctx ends, whatever the
-// client does meanwhile (go-redis ignores context deadlines unless told,
-// and retries on its own): a ctx that can end has the try run on pool, and
-// a try still unanswered when ctx ends returns a *conn.LateError while
-// it goes on in the background (what it may take must be given back after
-// it: conn.AfterLate). A reply that says to try again (conn.TryAgain:
-// BUSY, LOADING...) is sent again, after a backoff, for up to patience or
-// until ctx ends; an acquisition's first try, which runs under its
-// caller's ctx, is sent again until its wait bound instead (Do), and
-// returns the last answer at that bound. A ctx that cannot end runs the
-// try on the caller's goroutine, as the uncontended path of
-// context.Background does. A try on its way when the wait bound
-// (ErrWaitBound) passes has up to patience more to answer: the bound
-// limits waiting, and a healthy server's answer is kept rather than given
-// back.
+// Bounded runs one try so that it returns when ctx ends, whatever go-redis
+// does (it ignores deadlines unless told, and retries): on pool if ctx can
+// end, else inline; a try unanswered then returns a *conn.LateError and
+// goes on (give back what it takes after conn.AfterLate). A try-again
+// reply (conn.TryAgain: BUSY, LOADING...) is resent after a backoff for up
+// to patience, or to a first try's wait bound (Acquire). A try on its way
+// when the wait bound passes has patience more, so a healthy server's
+// answer is kept rather than given back.
 func Bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration, t Call[T]) (v T, err error) {
 	var until time.Time
 	var atBound bool // until is a first try's wait bound
@@ -50,8 +42,7 @@ func Bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration
 			v, err = onPool(ctx, pool, patience, t)
 		}
 		if again != nil && ctx.Err() != nil && isContextErr(err) {
-			// A late try's error is kept inside (conn.AfterLate): what
-			// it may take is given back once it lands.
+			// A late try's error stays inside, for conn.AfterLate.
 			return v, &resent{err: err, answer: again}
 		}
 		if !conn.TryAgain(err) {
@@ -74,11 +65,9 @@ func Bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration
 	}
 }
 
-// resent is a resend that met the end of its context, with the server's
-// last answer before it, which says why the call waited. It unwraps to
-// the context's error alone, or to the *conn.LateError of a resend still
-// on its way: the resend may have run (conn.MayHaveRun), and what it
-// took is given back, after it lands when it is late.
+// resent is a resend ended by its context, with the server's last answer,
+// which says why it waited. It unwraps to the context's error alone, or to
+// a late resend's *conn.LateError (it may have run: conn.MayHaveRun).
 type resent struct{ err, answer error }
 
 func (e *resent) Error() string {
@@ -88,13 +77,11 @@ func (e *resent) Error() string {
 func (e *resent) Unwrap() error { return e.err }
 
 // resendKey carries the wait bound of an acquisition's first try, which
-// runs under its caller's context alone (Do): Bounded resends it until
-// then.
+// runs under the caller's context alone: Bounded resends it until then.
 type resendKey struct{}
 
-// resendUntil is the instant past which Bounded sends a try no more: at
-// patience, or at the wait bound of a first try (atBound), sooner or
-// later: the caller asked to wait that long.
+// resendUntil is when Bounded stops resending: patience, or a first try's
+// wait bound (atBound), sooner or later.
 func resendUntil(ctx context.Context, patience time.Time) (until time.Time, atBound bool) {
 	if b, ok := ctx.Value(resendKey{}).(time.Time); ok {
 		return b, true
@@ -102,8 +89,7 @@ func resendUntil(ctx context.Context, patience time.Time) (until time.Time, atBo
 	return patience, false
 }
 
-// isContextErr reports a call that failed for the end of its context,
-// late or not.
+// isContextErr reports a call failed by the end of its context, late or not.
 func isContextErr(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
@@ -118,8 +104,7 @@ func onPool[T any](ctx context.Context, pool *conn.Pool, patience time.Duration,
 	if late == nil {
 		return out.v, out.err
 	}
-	// The wait bound limits waiting, not a try on its way: that one has
-	// up to patience more to answer, as a release would.
+	// The wait bound limits waiting, not a try on its way (see Bounded).
 	if errors.Is(late, ErrWaitBound) && waitUpTo(conn.AfterLate(late), patience) {
 		return out.v, out.err // written before the try returned
 	}

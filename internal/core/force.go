@@ -11,8 +11,7 @@ import (
 	"github.com/relock-go/relock/internal/scripts"
 )
 
-// The kinds of lock ForceUnlock knows, as Redis tells them apart (the
-// hash's fields).
+// The kinds of lock ForceUnlock knows, as Redis tells them apart.
 const (
 	KindLock      = "lock"
 	KindRWLock    = "rwlock"
@@ -23,15 +22,13 @@ const (
 // retry can mend: a candidate on one can never hold anything.
 func ClientClosed(err error) bool { return errors.Is(err, conn.ErrClosed) }
 
-// ErrChanged reports that a force unlock found the name held by another
-// kind than the caller's (one name serves one kind): nothing was changed.
+// ErrChanged is a force unlock that found the name held by another kind
+// than the caller's (one name serves one kind) and changed nothing.
 var ErrChanged = fmt.Errorf("%w: nothing done", errs.ErrWrongKind)
 
-// ForceUnlockAndTell is ForceUnlock for a primitive: its holders in this
-// process (their leases on wd and c) are declared lost with reason once
-// the script has run, and its local waiters are woken on channel. The
-// leases are taken before the script, so that a hold a local waiter takes
-// right after the unlock message is not among them.
+// ForceUnlockAndTell is ForceUnlock, then declares this process's holders
+// (listed before the script, lest a hold taken just after count) lost with
+// reason and wakes local waiters on channel.
 func ForceUnlockAndTell(ctx context.Context, c conn.Client, wd *lease.Watchdog, hub *Hub, kind, name, channel, reason string) (bool, error) {
 	held := lease.Held(wd, c, kind, name)
 	ok, err := ForceUnlock(ctx, c, kind, name, hub.PublishCommand())
@@ -42,13 +39,11 @@ func ForceUnlockAndTell(ctx context.Context, c conn.Client, wd *lease.Watchdog, 
 	return ok, err
 }
 
-// ForceUnlock releases the lock called name, of kind, whoever holds it, in
-// one script: a lock's or rwlock's hash is deleted (with the rwlock
-// readers' lease keys); a semaphore's permits are deleted and its used
-// count set to 0 (its size record stays). Its waiters are woken on the
-// channel Redisson uses; publish is the hub's command (PUBLISH, SPUBLISH
-// on a cluster). It reports whether anything was held, and ErrChanged when
-// the name is of another kind.
+// ForceUnlock releases the lock name of kind, whoever holds it, in one
+// script: a lock's or rwlock's hash goes (with the readers' lease keys); a
+// semaphore's permits go and its used count is set to 0 (its size stays).
+// Waiters are woken on Redisson's channel with publish (Hub.PublishCommand).
+// It reports whether anything was held; ErrChanged for another kind.
 func ForceUnlock(ctx context.Context, c conn.Client, kind, name, publish string) (bool, error) {
 	s := forceUnlockLua{Hash: name, Kind: kind, Publish: publish}
 	switch kind {

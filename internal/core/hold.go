@@ -17,11 +17,9 @@ import (
 	"github.com/relock-go/relock/internal/telemetry"
 )
 
-// Key names one primitive (and side) in a context. A primitive makes its
-// keys once (NewKey): a Key is one pointer, so looking a hold up in a
-// context by it allocates nothing. Keys made apart from the same fields
-// name the same primitive (Is): two Mutexes of one name on one client are
-// one lock.
+// Key names one primitive (and side) in a context: one pointer made once
+// (NewKey), so a lookup allocates nothing. Keys made apart from equal
+// fields name the same primitive (Is).
 type Key struct{ f *keyFields }
 
 type keyFields struct {
@@ -31,8 +29,7 @@ type keyFields struct {
 	id     string // tells apart values whose name alone is not the lock (a Redlock)
 }
 
-// NewKey returns the Key of the primitive of kind called name on client;
-// id tells apart values whose name alone is not the lock (a Redlock's).
+// NewKey returns the Key of the primitive of kind called name on client.
 func NewKey(client conn.Client, kind, name, id string) Key {
 	return Key{&keyFields{client: client, kind: kind, name: name, id: id}}
 }
@@ -46,8 +43,7 @@ func (k Key) Kind() string { return k.f.kind }
 // Name is the primitive's name.
 func (k Key) Name() string { return k.f.name }
 
-// Client is the client the primitive was made on; the zero Client for a
-// Key not made by NewKey.
+// Client is the primitive's client (zero for a Key not made by NewKey).
 func (k Key) Client() conn.Client {
 	if k.f == nil {
 		return conn.Client{}
@@ -55,8 +51,8 @@ func (k Key) Client() conn.Client {
 	return k.f.client
 }
 
-// ReleaseFunc gives a hold back to Redis. It runs once per hold, from
-// Unlock or in the background when the acquiring context ended.
+// ReleaseFunc gives a hold back to Redis, once per hold: from Unlock, or
+// in the background when a Scoped hold's acquiring context ended.
 type ReleaseFunc func(ctx context.Context, h *Hold) error
 
 // Hold is one acquisition.
@@ -64,27 +60,21 @@ type Hold struct {
 	Owner string
 	Token int64
 	Lease *lease.Lease
-	// Taken is what the acquisition took, as its primitive's release
-	// needs it: a semaphore's permit id, a Redlock's round.
+	// Taken is what the release needs of the acquisition: a semaphore's
+	// permit id, a Redlock's round.
 	Taken any
-	// Telemetry, when set, is the primitive's: its release span and
-	// hold metrics.
+	// Telemetry, when set, is the primitive's release span and hold metrics.
 	Telemetry *telemetry.Release
-	// Traced: the acquire's span was recording, so the release gets a
-	// span too.
-	Traced bool
-	// Scoped: the hold ends when the acquiring context does, released in
-	// the background (WithHoldScopedToContext). Otherwise that context
-	// bounded the wait only, and the hold keeps its values alone.
+	Traced    bool // the acquire span recorded: trace the release too
+	// Scoped: the hold ends with its acquiring context, released in the
+	// background (WithHoldScopedToContext).
 	Scoped bool
-	// Also are other keys this hold answers for: a Redlock's hold is a
-	// hold of each of its members too, so that one re-enters on it.
+	// Also are other keys this hold answers for: a Redlock's hold is one
+	// of each member too, so that a member re-enters on it.
 	Also []Key
-	// Live, when set, is the primitive value's set of live holds, which
-	// names this one in the error of an Unlock through a wrong context.
+	// Live, when set, is the primitive value's live holds (see notHeld).
 	Live *Live
-	// Reentry: the acquisition added a count to a hold its owner had in
-	// Redis already.
+	// Reentry: the acquisition added a count to its owner's existing hold.
 	Reentry bool
 
 	key   Key
@@ -112,10 +102,8 @@ const (
 
 type tokenKey struct{}
 
-// Token returns the fencing token of the innermost hold ctx carries; false
-// when that hold has ended or has no token (a semaphore's permit): a
-// holder that presents the token of an ended hold to a fenced store is the
-// very writer the token exists to refuse.
+// Token returns the fencing token of ctx's innermost hold; false when that
+// hold has ended (fencing would refuse it) or has none (a semaphore's).
 func Token(ctx context.Context) (int64, bool) {
 	if ctx == nil {
 		return 0, false
@@ -124,20 +112,12 @@ func Token(ctx context.Context) (int64, bool) {
 	return t, ok
 }
 
-// Start returns the context of a new hold: it carries parent's values
-// (not its cancellation or deadline: parent bounded the wait), the hold
-// under key and its token, and ends when the hold does; when the lease is
-// lost, with the loss. A Scoped hold ends when parent does, released in
-// the background.
-//
-// A grant whose reply came after its lease had lapsed (the call was held
-// up past the lease: a pause, a partition, a busy server) is refused: the
-// key may have expired before the reply arrived and let the next holder
-// in. What the acquisition wrote is given back, in case it is still there,
-// and Start returns ErrLockLost. A Reentry is not given back: the outer
-// hold is lost with the lease they share (or was already), and a release
-// of one count would renew the key that the outer count keeps; it
-// expires on its own.
+// Start returns the context of a new hold: parent's values (not its
+// cancellation or deadline), the hold under key and its token; it ends
+// with the hold, with the loss if the lease is lost (a Scoped hold with
+// parent). A grant whose reply came after its lease lapsed is refused with
+// ErrLockLost (the next holder may be in); what it wrote is given back,
+// bar a Reentry's, whose release would renew the outer hold's key.
 func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) (context.Context, error) {
 	if err := h.Lease.Check(); err != nil {
 		if !h.Reentry {
@@ -151,17 +131,16 @@ func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) (conte
 	if h.Live != nil {
 		h.Live.add(h)
 	}
-	// Before anything that may end the hold (below) can run.
+	// Before anything below can end the hold.
 	if t := h.Telemetry; t != nil && t.Metrics.HoldStart(parent) {
 		h.metered, h.started = true, h.since
 	}
-	// Not a child of parent even when Scoped: parentDone ends it, with a
-	// cause that says why.
+	// Not a child of parent even when Scoped: parentDone ends it, with a cause.
 	cctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	h.cancel = cancel
 	h.ctx = holdCtx{Context: cctx, key: key, h: h}
-	// Only End reads stopAfter and lostID, and only the caller that
-	// gets h.ctx can reach End, so setting them after arming is safe.
+	// Only End reads stopAfter and lostID, and only h.ctx's holder can call
+	// End: setting them after arming is safe.
 	h.stopAfter = noStop
 	if h.Scoped && parent.Done() != nil { // a parent that never ends needs no watch
 		h.stopAfter = context.AfterFunc(parent, h.parentDone)
@@ -172,9 +151,8 @@ func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) (conte
 
 func noStop() bool { return true }
 
-// giveBack releases a refused hold within parent's deadline, if it has
-// one, so that the acquisition keeps its bound: a release cut short goes
-// on in the background, as any release does.
+// giveBack releases a refused hold within parent's deadline, if any, so the
+// acquisition keeps its bound; a release cut short goes on in the background.
 func giveBack(parent context.Context, h *Hold, release ReleaseFunc) {
 	ctx := context.WithoutCancel(parent)
 	if d, ok := parent.Deadline(); ok {
@@ -185,17 +163,15 @@ func giveBack(parent context.Context, h *Hold, release ReleaseFunc) {
 	_ = release(ctx, h)
 }
 
-// holdCtx carries a hold, its token and its owner: one context for all.
+// holdCtx carries a hold, its token and its owner in one context.
 type holdCtx struct {
 	context.Context
 	key Key
 	h   *Hold
 }
 
-// Err and Done first ask the lease whether it has lapsed: after a pause
-// (SIGSTOP, a stalled VM) the holder may run before the watchdog's
-// goroutine does, and must find its hold already ended. Contexts derived
-// from this one learn of it when the cancellation reaches them.
+// Err and Done first ask the lease whether it lapsed: after a pause (SIGSTOP,
+// a stalled VM) the holder may run before the watchdog and must find it ended.
 func (c *holdCtx) Err() error {
 	c.h.checkLease()
 	return c.Context.Err()
@@ -206,10 +182,8 @@ func (c *holdCtx) Done() <-chan struct{} {
 	return c.Context.Done()
 }
 
-// calmCtx is a hold's context without its cancellation, as
-// context.WithoutCancel would make it: the release of a hold ended through
-// its own context runs on it, since that context is done by then. Unlike
-// WithoutCancel's, it is made and asked for values without an allocation.
+// calmCtx is context.WithoutCancel of a hold's context, allocation-free: a
+// release through the hold's own (by then done) context runs on it.
 type calmCtx struct{ c *holdCtx }
 
 func (calmCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
@@ -224,20 +198,17 @@ func (x calmCtx) Value(k any) any {
 	return v
 }
 
-// live reports whether the hold has not ended, a lapsed lease counting as
-// ended (see Err).
+// live reports whether the hold has not ended, a lapsed lease counting as ended.
 func (h *Hold) live() bool {
 	h.checkLease()
 	return h.state.Load() == live
 }
 
-// checkLease declares a lapsed lease lost; its OnLost listener (markLost)
-// cancels the context before Check returns.
+// checkLease declares a lapsed lease lost, cancelling the context.
 func (h *Hold) checkLease() {
 	if h.state.Load() == live {
-		// Check runs the loss callbacks itself when it finds the loss;
-		// when the watchdog's goroutine found it first, that goroutine
-		// may not have run them yet, so the hold ends here too (once).
+		// The watchdog may have found the loss first without running the
+		// callbacks yet: end the hold here too (markLost runs once).
 		if err := h.Lease.Check(); err != nil {
 			h.markLost(err)
 		}
@@ -251,8 +222,7 @@ func (c *holdCtx) Value(k any) any {
 			return c.h
 		}
 	case also:
-		// Only re-entry asks this: a member's Unlock or Downgrade must
-		// not end the Redlock's hold.
+		// Only re-entry asks: a member's Unlock or Downgrade must not end the Redlock's.
 		if slices.ContainsFunc(c.h.Also, k.Key.Is) {
 			return c.h
 		}
@@ -289,9 +259,8 @@ func (l *Live) remove(h *Hold) {
 	l.mu.Unlock()
 }
 
-// notHeld is ErrNotHeld for a release through a context without a hold of
-// key; when this process holds key through another context (the parent of
-// the hold's, passed by mistake), it says since when.
+// notHeld is ErrNotHeld for a context without a hold of key, saying since
+// when another context holds it (the hold's parent, passed by mistake).
 func (l *Live) notHeld(key Key) error {
 	if l == nil {
 		return errs.ErrNotHeld
@@ -318,7 +287,7 @@ func (l *Live) notHeld(key Key) error {
 // parentDone runs when the acquiring context ends before the hold does.
 func (h *Hold) parentDone() {
 	if err := h.Lease.Lost(); err != nil {
-		h.markLost(err) // parent ended because the hold it came from was lost
+		h.markLost(err) // parent ended with the hold it came from
 		return
 	}
 	done := make(chan struct{})
@@ -326,22 +295,20 @@ func (h *Hold) parentDone() {
 	if h.state.CompareAndSwap(live, abandoned) {
 		h.ended(telemetry.Abandoned)
 		defer close(done)
-		// The cause says why, and still matches context.Canceled.
 		h.cancel(fmt.Errorf("%w: the hold of %s %q ended with its acquiring context (%v)",
 			context.Canceled, h.key.Kind(), h.key.Name(), context.Cause(h.parent)))
 		_ = h.run(context.WithoutCancel(h.parent))
 	}
 }
 
-// lossListener is a Hold as its lease's Listener, a pointer conversion
-// where a method value would be an allocation per hold.
+// lossListener is a Hold as its lease's Listener: a conversion, where a
+// method value would allocate per hold.
 type lossListener Hold
 
 func (ln *lossListener) Lost(err error) { (*Hold)(ln).markLost(err) }
 
 func (h *Hold) markLost(err error) {
-	// The loss first: End and Detach read it as soon as the state says
-	// lost. The first loss told is the one kept.
+	// The loss first: End and Detach read it once the state says lost.
 	h.lostErr.CompareAndSwap(nil, &err)
 	if h.state.CompareAndSwap(live, lost) {
 		h.ended(telemetry.Lost)
@@ -350,9 +317,7 @@ func (h *Hold) markLost(err error) {
 }
 
 // run ends the hold's context first (the holder must stop before the lock
-// can pass on), then gives the hold back; release runs on its own bounded
-// context, so it is not cut short when ctx is the hold's context.
-// It is traced as the primitive's release span.
+// passes on), then runs the traced release, on calmCtx if ctx is the hold's.
 func (h *Hold) run(ctx context.Context) error {
 	h.cancel(context.Canceled)
 	if ctx == context.Context(&h.ctx) {
@@ -372,8 +337,7 @@ func (h *Hold) run(ctx context.Context) error {
 	return err
 }
 
-// ended records the end of a metered hold; the caller made the state
-// change from live, so it runs once.
+// ended records the end of a hold, once: the caller moved it from live.
 func (h *Hold) ended(e telemetry.End) {
 	if h.Live != nil {
 		h.Live.remove(h)
@@ -390,10 +354,9 @@ func From(ctx context.Context, key Key) (*Hold, bool) {
 }
 
 // End releases the hold ctx carries under key, once. The error is bare
-// (the caller names the operation and the lock): ErrNotHeld when there is
-// no live hold, the loss (matching ErrLockLost) when it was lost, nil when
-// it was already released because its context ended; else what the
-// release returned.
+// (the caller names the operation and lock): ErrNotHeld without a live
+// hold, the loss (matching ErrLockLost), nil when released already because
+// its context ended; else the release's.
 func End(ctx context.Context, key Key, holds *Live) error {
 	h, ok := From(ctx, key)
 	if !ok {
@@ -401,7 +364,7 @@ func End(ctx context.Context, key Key, holds *Live) error {
 	}
 	if !h.state.CompareAndSwap(live, released) {
 		if h.state.CompareAndSwap(abandoned, released) {
-			<-h.bgDone // as after any Unlock: released in Redis, no renewal after return
+			<-h.bgDone // as after any Unlock: released, no renewal after return
 			return nil
 		}
 		if h.state.Load() == lost {
@@ -415,10 +378,9 @@ func End(ctx context.Context, key Key, holds *Live) error {
 	return h.run(ctx)
 }
 
-// Detach ends the hold ctx carries under key, as End does, but without
-// running its release: the caller gives the hold back to Redis itself (a
-// downgrade turns it into another hold in one script) and then calls
-// Close. Parent is the context the hold was acquired with.
+// Detach ends the hold ctx carries under key as End does but without its
+// release, which the caller does itself (a downgrade turns it into another
+// hold in one script) before Close. parent is the acquiring context.
 func Detach(ctx context.Context, key Key, holds *Live) (h *Hold, parent context.Context, err error) {
 	h, ok := From(ctx, key)
 	if !ok {
@@ -439,23 +401,20 @@ func Detach(ctx context.Context, key Key, holds *Live) (h *Hold, parent context.
 // Close ends a detached hold's context (cause context.Canceled).
 func (h *Hold) Close() { h.cancel(context.Canceled) }
 
-// Release runs a detached hold's release after all (its replacement
-// failed).
+// Release runs a detached hold's release after all (its replacement failed).
 func (h *Hold) Release(ctx context.Context) error { return h.run(ctx) }
 
-// Lease returns the watchdog lease of an acquisition: the owner's existing
-// lease, retained, when the acquisition re-entered a hold this process
-// tracks, else a new one. A first (not re-entrant) acquisition by an
-// owner that still has a lease registered means Redis lost the earlier
-// hold before the watchdog noticed: that lease is declared lost. fresh
-// reports an owner minted by this acquisition, which has no lease yet.
+// Lease returns an acquisition's watchdog lease: the owner's, retained, on
+// a re-entry, else a new one (fresh: a just-minted owner). An owner's
+// lease still registered at a first acquisition is declared lost: Redis
+// lost that hold unnoticed.
 func Lease(wd *lease.Watchdog, spec lease.Spec, reentrant, fresh bool, sentAt time.Time) *lease.Lease {
-	if fresh { // an owner minted by this acquisition has no lease yet
+	if fresh {
 		return wd.Start(spec, sentAt)
 	}
 	if old := wd.Find(spec.Targets[0].Client, spec.ID); old != nil {
-		// The same hold in Redis: a re-entry, or a concurrent acquisition
-		// by this owner that Redis ordered after this fresh one (higher token).
+		// The same hold in Redis: a re-entry, or this owner's concurrent
+		// acquisition that Redis ordered after this one (higher token).
 		if reentrant || (spec.Token != 0 && old.Token() > spec.Token) {
 			if old.RetainAt(sentAt, spec.Token) {
 				return old
@@ -468,10 +427,8 @@ func Lease(wd *lease.Watchdog, spec lease.Spec, reentrant, fresh bool, sentAt ti
 }
 
 // Do is every primitive's scoped helper: it acquires, runs fn with the
-// hold's context, and releases on every path, a panic in fn included (the
-// panic then goes on). It returns fn's error joined with the release's;
-// a hold lost during fn is in both: fn sees its context end with
-// ErrLockLost, and the release reports it.
+// hold's context and releases on every path, a panic included (which goes
+// on). It returns fn's error joined with the release's.
 func Do(ctx context.Context, acquire func(context.Context) (context.Context, error),
 	release func(context.Context) error, fn func(held context.Context) error) (err error) {
 	held, err := acquire(ctx)
@@ -482,15 +439,11 @@ func Do(ctx context.Context, acquire func(context.Context) (context.Context, err
 	return fn(held)
 }
 
-// Extend makes the fixed lease of the hold ctx carries under the first of
-// keys that it carries end d after now (see lease.Extend), each Redis call
-// bounded by timeout. The error is bare (the caller names the operation
-// and the lock): ErrNotHeld when ctx carries no live hold,
-// ErrInvalidArgument for a d under the shortest lease or over the longest
-// (core.MaxLease), a d shorter than what is left, or a hold the
-// watchdog renews, the loss when it was lost.
-// A hold found lost while its extension was written is given back, so
-// that the lock does not stay taken by nobody for d.
+// Extend makes the fixed lease of ctx's hold under the first of keys end d
+// after now (lease.Extend), each call bounded by timeout. The error is
+// bare: ErrNotHeld, ErrInvalidArgument (d outside [MinLease, MaxLease] or
+// under what is left, a renewed hold), or the loss. A hold found lost as
+// its extension was written is given back, lest nobody hold it for d.
 func Extend(ctx context.Context, d, timeout time.Duration, keys ...Key) error {
 	var h *Hold
 	for _, k := range keys {

@@ -9,13 +9,12 @@ import (
 	"github.com/relock-go/relock/internal/conn"
 )
 
-// Linger is how long an idle pub/sub connection stays open after its last
-// channel is unsubscribed, and a free seat after its return, so that
-// bursts of contention do not subscribe again.
+// Linger is how long an idle pub/sub connection, or a free seat, is kept
+// so that bursts of contention do not subscribe again.
 const Linger = conn.PubSubLinger
 
-// hubs holds the hub of each live client: dropped with the client, so that
-// clients made per tenant or per request do not pile up hubs.
+// hubs holds each live client's hub, dropped with the client so that
+// clients made per tenant or request do not pile up hubs.
 var hubs conn.Map[*Hub]
 
 // For returns the hub of client, creating it on first use.
@@ -23,20 +22,17 @@ func For(client conn.Client) *Hub {
 	return hubs.Get(client, newHub)
 }
 
-// Hub keeps the local lines of one Redis client's waiters. It hears the
-// unlock messages through the client's conn.PubSub, which reaches the
-// client through a weak reference: the hubs registry must not keep it
-// alive.
+// Hub keeps one Redis client's local lines of waiters, hearing unlock
+// messages through its conn.PubSub (which holds the client weakly).
 type Hub struct {
 	ps *conn.PubSub
 
 	mu     sync.Mutex
 	queues map[string]*line // channel -> local waiters
-	// handOffs is, per channel, the chain of hand-offs in a row; kept
-	// apart from the queue, which is dropped whenever it empties (but a
-	// seat's).
+	// handOffs is each channel's chain of hand-offs in a row, kept apart
+	// from the queue, which is dropped whenever it empties.
 	handOffs map[string]chain
-	// seats are the fair locks' waiter ids, by channel prefix (seat.go);
+	// seats are the fair locks' waiter ids by channel prefix (seat.go);
 	// id names this hub in them.
 	seats   map[string]*seats
 	id      string
@@ -47,16 +43,13 @@ func newHub(client conn.Client) *Hub {
 	return &Hub{ps: conn.PubSubFor(client), queues: map[string]*line{}, handOffs: map[string]chain{}, seats: map[string]*seats{}}
 }
 
-// PublishCommand is the command an unlock script publishes with: SPUBLISH
-// on a cluster (sharded pub/sub keeps the message on the lock's shard),
-// PUBLISH elsewhere, as Redisson does.
+// PublishCommand is the command unlock scripts publish with: SPUBLISH on
+// a cluster (the message stays on the lock's shard), else PUBLISH.
 func (h *Hub) PublishCommand() string { return h.ps.PublishCommand() }
 
-// Freed tells channel's waiters that their lock is free though no release
-// said so (a renewal found its key gone, after a flush): this process's at
-// once, other processes' through the unlock message (Redisson's 0), which
-// only the holder's process can send. It is sent in the background within
-// timeout, as the watchdog's goroutine calls this.
+// Freed tells channel's waiters their lock is free though no release said
+// so (a renewal found its key gone): this process's at once, others' by an
+// unlock message (Redisson's 0) sent in the background within timeout.
 func (h *Hub) Freed(channel string, timeout time.Duration) {
 	h.Release(channel)
 	go func() {
@@ -66,8 +59,7 @@ func (h *Hub) Freed(channel string, timeout time.Duration) {
 	}()
 }
 
-// Waiting reports whether goroutines of this process wait for channel's
-// lock; a newcomer then queues behind them instead of trying at once.
+// Waiting reports whether local goroutines wait for channel's lock.
 func (h *Hub) Waiting(channel string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -85,9 +77,7 @@ func (h *Hub) Queued(channel string) int {
 	return 0
 }
 
-// Release tells the hub that a goroutine of this process released channel's
-// lock: the head of the local queue is woken at once, without waiting for
-// the unlock message to come back from Redis.
+// Release wakes channel's heads after a local release, before Redis's message.
 func (h *Hub) Release(channel string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -105,29 +95,24 @@ type Waiter struct {
 	left    bool
 	kicked  bool          // see Take
 	hint    time.Duration // see Take
+	joining bool          // queued, Join not yet returned (see Settled)
 
-	// joining: queued, Join not yet returned (see Settled).
-	joining bool
-
-	// Hand-offs; see transfer.go.
+	// Hand-offs (transfer.go).
 	owner    string
 	claim    Claimant
 	trying   bool
 	reserved chan struct{} // closed when the release decided
-	// chained: reserved by Pick.Head, whose hand-offs count towards the
-	// chain bound; missed: a wake came while reserved.
+	// chained: reserved by Pick.Head, counting towards the chain bound;
+	// missed: a wake came while reserved.
 	chained, missed bool
 	grant           Grant
 	granted         bool
 }
 
-// Wake is signalled when the waiter should try the lock again: it became
-// the head of the queue, or an unlock message or a local release arrived
-// while it was the head.
+// Wake is signalled when the waiter became head or should try (Take).
 func (w *Waiter) Wake() <-chan struct{} { return w.wake }
 
-// Head reports whether w is first in its queue (or in the run of shared
-// waiters at the front).
+// Head reports whether w is at the front of its queue (heads).
 func (w *Waiter) Head() bool {
 	w.h.mu.Lock()
 	defer w.h.mu.Unlock()
@@ -135,11 +120,9 @@ func (w *Waiter) Head() bool {
 	return q != nil && q.isHead(w)
 }
 
-// Take returns, and clears, why the waiter was woken: kick means an unlock
-// (message or local release) or the departure of a head that gave up, so
-// the lock should be tried; hint > 0 means it was promoted to head behind a
-// local goroutine that just acquired the lock, whose hold may last hint,
-// so there is nothing to try yet but a fallback timer to arm.
+// Take returns, and clears, why the waiter was woken: kick, the lock may be
+// free (an unlock, a head gave up); hint > 0, it was promoted behind a
+// local goroutine that just acquired, whose hold may last hint.
 func (w *Waiter) Take() (kick bool, hint time.Duration) {
 	w.h.mu.Lock()
 	defer w.h.mu.Unlock()
@@ -158,18 +141,16 @@ func (w *Waiter) signal() {
 	}
 }
 
-// Join queues the calling goroutine for channel's lock and makes sure the
-// hub is subscribed to channel (confirmed by Redis) before it returns, so
-// that an unlock published after Join returns is not missed. shared
-// waiters (readers) are woken together when they stand at the front.
+// Join queues the calling goroutine for channel's lock and returns once
+// Redis confirmed the hub's subscription, so no later unlock is missed.
+// shared waiters (readers) at the front are woken together.
 func (h *Hub) Join(ctx context.Context, channel string, shared bool) (*Waiter, error) {
 	return h.JoinClaimant(ctx, channel, shared, "", nil)
 }
 
 // JoinClaimant is Join for a waiter that a release may hand the lock to
-// for owner (claim is its primitive's side: see Claim; nil for none). The
-// claim is made as Join returns, under the hub's lock, so that a waiter
-// is never seen queued and idle (Settled) yet not claimable.
+// for owner (claim: nil for none). The claim is set under the hub's lock
+// as Join returns, so a waiter is never idle (Settled) yet unclaimable.
 func (h *Hub) JoinClaimant(ctx context.Context, channel string, shared bool, owner string, claim Claimant) (*Waiter, error) {
 	w := &Waiter{h: h, channel: channel, shared: shared, wake: make(chan struct{}, 1), joining: true}
 	h.mu.Lock()
@@ -210,18 +191,11 @@ func (h *Hub) JoinClaimant(ctx context.Context, channel string, shared bool, own
 	}
 }
 
-// Leave takes w out of its queue. acquired says w leaves because it got
-// the lock: the next waiter becomes head but is not woken to try (the lock
-// is held; it will be woken by the release), and hold is how long that
-// hold may last, its fallback timer; after a shared waiter got in, though,
-// the new heads are woken to try (readers may join it, a writer must mark
-// itself). Otherwise the next head is woken to try.
-//
-// Leaving stops any further reservation of w in the same critical section;
-// Leave then waits for a hand-off already under way (its release waits on
-// nothing of w's) and returns the lock if w was given it: a waiter that
-// gives up must give that back (one that acquired by itself keeps its own
-// hold and ignores it). A waiter without a claim is handed nothing.
+// Leave takes w out of its queue. The new heads are woken to try, unless w
+// acquired and is not shared: then they wait for its release, hold being
+// their fallback timer. Leave bars further reservations of w, waits for a
+// hand-off under way (whose release waits on nothing of w's) and returns
+// what w was given: a waiter that gives up must give it back.
 func (w *Waiter) Leave(acquired bool, hold time.Duration) (Grant, bool) {
 	w.h.mu.Lock()
 	r := w.reserved
@@ -251,9 +225,8 @@ func (h *Hub) removeLocked(w *Waiter, acquired bool, hold time.Duration) {
 	}
 	if h.dropIfIdleLocked(w.channel, q) {
 		if !acquired {
-			// Nobody holds the lock by a hand-off of this chain now (one
-			// that did ends it on release, in Reserve): an idle name
-			// keeps nothing in the hub.
+			// No one holds the lock by this chain now (a holder ends it on
+			// release, in Reserve): an idle name keeps nothing in the hub.
 			delete(h.handOffs, w.channel)
 		}
 		return
@@ -262,12 +235,9 @@ func (h *Hub) removeLocked(w *Waiter, acquired bool, hold time.Duration) {
 		if acquired {
 			for _, n := range q.heads() {
 				if w.shared {
-					// A reader got in: the readers beside it may too. A
-					// writer now at the head must try at once as well, to
-					// mark itself waiting: readers of other processes that
-					// come and go hand over hand keep the lock from ever
-					// falling free, so no unlock would wake it before its
-					// fallback timer.
+					// Readers may join a reader. A writer head tries at
+					// once to mark itself: other processes' readers, hand
+					// over hand, may never let the lock fall free.
 					n.kicked = true
 				} else {
 					n.hint = hold
@@ -280,7 +250,6 @@ func (h *Hub) removeLocked(w *Waiter, acquired bool, hold time.Duration) {
 	}
 }
 
-// queueLocked returns channel's queue, made if there is none.
 func (h *Hub) queueLocked(channel string) *line {
 	q := h.queues[channel]
 	if q == nil {
@@ -292,16 +261,14 @@ func (h *Hub) queueLocked(channel string) *line {
 
 type line struct {
 	waiters []*Waiter
-	// watchers are called on each message of the channel (see Watch);
-	// they keep the subscription as waiters do.
+	// watchers are called on each message (Watch); they keep the
+	// subscription as waiters do.
 	watchers []*func(payload string)
 	sub      *conn.Subscription
-	// seat: the channel is a seat's, kept while the seat lives.
-	seat bool
+	seat     bool // a seat's channel, kept while the seat lives
 }
 
-// heads returns the waiters at the front that may go together: the first
-// one, and when it is shared, every shared waiter that follows it.
+// heads returns the front waiters that go together: the first, or a shared run.
 func (q *line) heads() []*Waiter {
 	if len(q.waiters) == 0 {
 		return nil
@@ -332,20 +299,17 @@ func (q *line) wakeHead() {
 	}
 }
 
-// subscribeLocked subscribes channel, its messages heard by the hub.
 func (h *Hub) subscribeLocked(ctx context.Context, channel string) (*conn.Subscription, error) {
 	return h.ps.Subscribe(ctx, channel, (*listener)(h))
 }
 
-// listener is how the transport reaches the hub; its methods run on a
-// pub/sub connection's receiving goroutine.
+// listener is the hub as the transport calls it, on a receiving goroutine.
 type listener Hub
 
 // Message handles an unlock message on channel.
 func (l *listener) Message(channel, payload string) { (*Hub)(l).deliver(channel, payload) }
 
-// Missed wakes channel's heads and watchers: a message may have been
-// missed (resubscribed after a reconnect, or the channel's slot moved).
+// Missed wakes heads and watchers: a message may be lost (resubscribed, slot moved).
 func (l *listener) Missed(channel string) {
 	h := (*Hub)(l)
 	h.mu.Lock()
@@ -355,8 +319,7 @@ func (l *listener) Missed(channel string) {
 	}
 }
 
-// Broken wakes channel's heads: its connection failed, and an unlock
-// may have been missed.
+// Broken wakes channel's heads: its connection failed, maybe losing an unlock.
 func (l *listener) Broken(channel string) {
 	h := (*Hub)(l)
 	h.mu.Lock()
@@ -366,7 +329,6 @@ func (l *listener) Broken(channel string) {
 	}
 }
 
-// deliver handles an unlock message on channel.
 func (h *Hub) deliver(channel, payload string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -375,10 +337,9 @@ func (h *Hub) deliver(channel, payload string) {
 		return
 	}
 	if g, ok := parseGrant(payload); ok && len(q.waiters) > 0 {
-		// The lock is this channel's waiter's already: it takes it
-		// without a try, if it can be handed anything now; else its try
-		// finds the hold its release wrote. A grant for another owner
-		// was meant for a seat's last waiter: a plain wake.
+		// The lock is the head's already: it takes it without a try if it
+		// is grantable now, else its try finds the hold. A grant for
+		// another owner was a seat's last waiter's: a plain wake.
 		if w := q.waiters[0]; w.grantableLocked() && g.Owner == w.owner {
 			w.grant, w.granted = g, true
 			w.signal()
@@ -388,8 +349,7 @@ func (h *Hub) deliver(channel, payload string) {
 	q.heard(payload)
 }
 
-// heard wakes the heads and calls the watchers with payload: a message
-// came, or ("") may have been missed.
+// heard wakes the heads and calls the watchers ("": a message may be lost).
 func (q *line) heard(payload string) {
 	q.wakeHead()
 	for _, f := range q.watchers {
@@ -397,17 +357,11 @@ func (q *line) heard(payload string) {
 	}
 }
 
-// Watch calls f with every message of channel (and with "" on a
-// reconnect of its connection, when a message may have been missed) until
-// stop is called.
-// It shares the channel's subscription with its waiters and does not wait
-// for Redis to confirm it. A message published before the watcher was
-// listed, or before Redis took the SUBSCRIBE, reached no watcher, so f is
-// also called with "" once the subscription is confirmed: at once when it
-// is already, else when Redis confirms it (a holder then asks whether a
-// ForceUnlock made elsewhere came in between). f runs under the hub's
-// lock, on Watch's, the receiving or the confirming goroutine: it must
-// only hand the work on (start a goroutine, signal a channel).
+// Watch calls f with every message of channel until stop, and with ""
+// when one may have been missed: on a reconnect, and once the shared
+// subscription, which Watch does not wait for, is confirmed (a holder then
+// asks whether a ForceUnlock came in between). f runs under the hub's
+// lock, on any of several goroutines: it must only hand the work on.
 func (h *Hub) Watch(ctx context.Context, channel string, f func(payload string)) (stop func(), err error) {
 	fp := &f
 	h.mu.Lock()
@@ -439,10 +393,8 @@ func (h *Hub) Watch(ctx context.Context, channel string, f func(payload string))
 	}, nil
 }
 
-// confirmed calls the watcher fp with "" once sub is ready, unless stopped
-// first or Redis refused it (the watcher's fallback then stands). A sub
-// moved to another node is ready too: the call comes early then, and
-// Missed follows the new node's confirmation.
+// confirmed calls fp with "" once sub is ready, unless stopped or refused.
+// A sub moved to another node is ready early; Missed follows.
 func (h *Hub) confirmed(q *line, sub *conn.Subscription, ready <-chan struct{}, fp *func(string), stopped <-chan struct{}) {
 	select {
 	case <-ready:
@@ -480,9 +432,8 @@ func (h *Hub) unwatchLocked(channel string, q *line, fp *func(payload string)) {
 	}
 }
 
-// dropIfIdleLocked drops channel's queue and its subscription when nobody
-// waits on or watches it, and reports whether it was idle. A seat's
-// channel (seat.go) keeps both, bar a subscription Redis refused.
+// dropIfIdleLocked drops an unwaited, unwatched queue and its subscription
+// (a seat's keeps both, bar a refused one) and reports whether it was idle.
 func (h *Hub) dropIfIdleLocked(channel string, q *line) bool {
 	if len(q.waiters) != 0 || len(q.watchers) != 0 {
 		return false

@@ -2,11 +2,9 @@ package core
 
 import "context"
 
-// A key may be kept with a hold: renewed in the same script as the hold,
-// so that it lapses with it, and never outliving it by more than a
-// renewal's TTL. An election's leader record is one: it must say who
-// leads for exactly as long as that leader's hold lasts. Its owner writes
-// and deletes it; the lock only keeps it alive.
+// A key may be kept with a hold: renewed in the hold's script, so that it
+// lapses with it, within a renewal's TTL (an election's leader record).
+// Its owner writes and deletes it; the lock only keeps it alive.
 
 type keptKey struct{}
 
@@ -15,9 +13,8 @@ type kept struct {
 }
 
 // KeepWith returns ctx asking the first count of lock's next acquisition
-// made with it to keep key alive with its hold. The request names the lock
-// because the held context carries ctx's values: a nested acquisition of
-// another lock must not keep the key too.
+// to keep key alive with its hold. It names the lock since the held
+// context carries ctx's values to nested acquisitions of other locks.
 func KeepWith(ctx context.Context, lock, key string) context.Context {
 	return context.WithValue(ctx, keptKey{}, kept{lock, key})
 }

@@ -13,31 +13,25 @@ import (
 	"github.com/relock-go/relock/internal/scripts"
 )
 
-// A holder label (WithHolderLabel) lives in a key of its own beside the
-// hold, scripts.HolderLabel(name, holder), with the hold's lease: written
-// after the acquisition, renewed with the hold (the primitive's labeled
-// renew script), deleted with its release, gone with the lease if the
-// holder crashed. It only informs (relock ls, a contention error): a
-// failure to write or delete it is not the acquisition's.
+// A holder label (WithHolderLabel) lives in scripts.HolderLabel(name,
+// holder) with the hold's lease: written after the acquisition, renewed
+// with the hold, deleted with its release. It only informs (relock ls, a
+// contention error): its failures are not the acquisition's.
 
-// WriteLabel records label as holder's, since now, for lease. It waits
-// for the write at most LabelWait (less when ctx's deadline is sooner):
-// the label must not hold the acquisition it follows past its deadline
-// on a stalled server; a write still unanswered then lands later, or
-// not, and the label only informs.
+// WriteLabel records label as holder's, since now, for lease, waiting at
+// most LabelWait (or ctx's sooner deadline) so that a stalled server does
+// not hold the acquisition; a write unanswered then may land later.
 func WriteLabel(ctx context.Context, c conn.Client, name, holder, label string, lease time.Duration) {
 	v := label + "\t" + strconv.FormatInt(time.Now().UnixMilli(), 10)
 	labelCall(ctx, c, "set", scripts.HolderLabel(name, holder), v, "px", max(lease.Milliseconds(), 1))
 }
 
-// DropLabel deletes holder's label, waiting as WriteLabel does. A label
-// whose delete comes too late stays until its lease ends.
+// DropLabel deletes holder's label, waiting as WriteLabel; a missed one expires.
 func DropLabel(ctx context.Context, c conn.Client, name, holder string) {
 	labelCall(ctx, c, "del", scripts.HolderLabel(name, holder))
 }
 
-// labelCall sends one label command within LabelWait, whatever the
-// client does with deadlines (conn.Within).
+// labelCall sends one label command within LabelWait (conn.Within).
 func labelCall(ctx context.Context, c conn.Client, args ...any) {
 	_ = conn.Within(ctx, conn.PoolFor(c), LabelWait, func(ctx context.Context) error {
 		return c.Do(ctx, args...).Err()
@@ -63,8 +57,7 @@ func ParseLabel(v string) (Label, bool) {
 	return Label{Label: label, Since: time.UnixMilli(n)}, true
 }
 
-// Labels reads the labels of holders of name (those that have one), in
-// one round trip, bounded by timeout whatever ctx's state.
+// Labels reads name's holders' labels in one round trip, within timeout.
 func Labels(ctx context.Context, c conn.Client, name string, holders []string, timeout time.Duration) map[string]Label {
 	if len(holders) == 0 {
 		return nil
@@ -89,10 +82,8 @@ func Labels(ctx context.Context, c conn.Client, name string, holders []string, t
 // MaxHeldBy bounds the holders HeldBy looks up and names.
 const MaxHeldBy = 10
 
-// AddLabel records label as holder's, for lease, and makes spec renew the
-// label key with the hold: the key goes after the target's keys and
-// labeled (the primitive's renew script, with one more key per lease)
-// renews it.
+// AddLabel records label as holder's, for lease, and has spec renew it with
+// the hold: its key follows the target's, renewed by the labeled script.
 func AddLabel(ctx context.Context, c conn.Client, spec *lease.Spec, labeled *lease.RenewScript, name, holder, label string, leaseTime time.Duration) {
 	t := &spec.Targets[0]
 	t.Keys = append(slices.Clone(t.Keys), scripts.HolderLabel(name, holder))
@@ -101,8 +92,7 @@ func AddLabel(ctx context.Context, c conn.Client, spec *lease.Spec, labeled *lea
 }
 
 // HeldBy adds to err, a contention error, who holds name when its holders
-// have labels: "not acquired (held by pod-7 for 4.2s)". holders are the
-// owner ids the lock records; the first MaxHeldBy are looked at.
+// (owner ids, the first MaxHeldBy) have labels: "... (held by pod-7 for 4.2s)".
 func HeldBy(ctx context.Context, c conn.Client, name string, holders []string, timeout time.Duration, err error) error {
 	holders = holders[:min(len(holders), MaxHeldBy)]
 	labels := Labels(ctx, c, name, holders, timeout)
@@ -118,14 +108,11 @@ func HeldBy(ctx context.Context, c conn.Client, name string, holders []string, t
 	return fmt.Errorf("%w (held by %s)", err, strings.Join(parts, ", "))
 }
 
-// LabelWait bounds how long a contention error waits to name the holders,
-// and a label's write or delete: labels only inform, and must not hold a
-// caller past its bound.
+// LabelWait bounds a label's write, delete or read for a contention error:
+// labels only inform, and must not hold a caller past its bound.
 const LabelWait = 100 * time.Millisecond
 
-// NameHolders returns heldBy(ctx, err), the contention error err with its
-// holders named, when heldBy answers within LabelWait (on pool); err
-// otherwise.
+// NameHolders returns heldBy(ctx, err) if it answers within LabelWait, else err.
 func NameHolders(ctx context.Context, pool *conn.Pool, err error, heldBy func(context.Context, error) error) error {
 	named := err
 	ctx = context.WithoutCancel(ctx)

@@ -6,21 +6,18 @@ import (
 	"github.com/relock-go/relock/internal/scripts"
 )
 
-// The package's script, and its typed wrapper: a struct whose fields are
-// the script's KEYS then its ARGV, in the order and with the names of the
-// file's header, so that a call site names what it passes
-// (TestEveryScriptWrapperMirrorsItsHeader holds it to the header).
+// The package's script and its typed wrapper, whose fields are its KEYS
+// then ARGV as the file's header names them
+// (TestEveryScriptWrapperMirrorsItsHeader checks).
 
 //go:embed lua/*.lua
 var luaFS embed.FS
 
-// ForceUnlockScript is the script ForceUnlock runs (tests tell it apart by
-// its source).
+// ForceUnlockScript is the script ForceUnlock runs (tests spot its source).
 var ForceUnlockScript = scripts.Load(luaFS, "lua/force_unlock.lua")
 
 // forceUnlockLua lays out a call of lua/force_unlock.lua. PrefixOrPermits
-// and Weights are sent only when not "": the keys the kind has (KEYS[3]
-// for a lock or an rwlock, KEYS[3] and KEYS[4] for a semaphore).
+// (KEYS[3]) and Weights (a semaphore's KEYS[4]) are sent only when not "".
 type forceUnlockLua struct {
 	Hash, Channel, PrefixOrPermits, Weights string
 	Kind, Publish                           string

@@ -21,9 +21,7 @@ import (
 const (
 	DefaultWatchdogTimeout = 30 * time.Second
 	DefaultUnlockTimeout   = 5 * time.Second
-	// DefaultReplicaSync bounds the WAIT of an acquisition on a server
-	// with replicas (Redisson's default too).
-	DefaultReplicaSync = time.Second
+	DefaultReplicaSync     = time.Second // bounds an acquisition's WAIT for replicas
 )
 
 // Config is what the options set.
@@ -42,8 +40,7 @@ type Config struct {
 	HolderLabel string
 	// ForceUnlockNotice: a hold listens for its lock's unlock message.
 	ForceUnlockNotice bool
-	// RecordedSize: a semaphore uses the size Redis records when it
-	// differs from its own.
+	// RecordedSize: a semaphore uses the size Redis records over its own.
 	RecordedSize bool
 	Watchdog     *lease.Watchdog
 	// ReplicaSync bounds the WAIT after an acquisition on a server with
@@ -54,24 +51,20 @@ type Config struct {
 	// allowance (default lease/100 + 2 ms).
 	NodeTimeout time.Duration
 	Drift       time.Duration // < 0: the default
-	// Logger receives the warnings about a server that undermines a
-	// guarantee (nil: slog.Default()).
+	// Logger gets warnings of a server undermining a guarantee (nil: slog.Default()).
 	Logger *slog.Logger
 
-	// Given is what the options set explicitly of what a Redlock and its
-	// members share; the Redlock adopts a member's, or refuses a conflict.
+	// Given is what the options set explicitly of Shared (see Adopt).
 	Given Shared
 
-	// Invalid says why the first invalid option is bad, reported by every call
-	// ("" when all are good).
+	// Invalid says why the first invalid option is bad ("": all are good).
 	Invalid string
 
 	latchArg any // LatchLife(UnlockTimeout), boxed once
 	// replicaGiven: WithReplicaSync or WithMinReplicas was given;
 	// syncGiven: WithReplicaSync was (its timeout is the caller's).
 	replicaGiven, syncGiven bool
-	// newOnly names the first option given that configures the primitive
-	// itself (New), which one acquisition cannot take.
+	// newOnly names the first option given that only New takes.
 	newOnly string
 }
 
@@ -81,17 +74,10 @@ func (c *Config) onlyNew(option string) {
 	}
 }
 
-// PerCall returns the configuration of one acquisition: c with opts
-// applied, or why they are refused (an invalid value, or an option that
-// configures the primitive itself: the providers, the watchdog, the
-// unlock timeout, a Redlock's node timeout and drift). The options of an
-// acquisition are its lease (WithLeaseTime, or WithWatchdogTimeout for a
-// renewed one), its wait bound, WithHoldScopedToContext, the holder label
-// and the force-unlock notice; an option primitive does not keep is refused
-// too (Unsupported). Without opts it returns c itself, at no cost. The
-// public packages' option types already keep both kinds from an
-// acquisition at compile time; the check stays so that nothing given
-// another way (a test, a wrapper inside the module) is ignored.
+// PerCall returns one acquisition's configuration, c with opts applied (c
+// itself without opts), or why they are refused: an invalid value, an
+// option primitive does not keep (Unsupported), or one only New takes,
+// which the public option types refuse at compile time already.
 func (c *Config) PerCall(primitive string, opts []Option) (*Config, string) {
 	if len(opts) == 0 {
 		return c, c.Unsupported(primitive)
@@ -116,17 +102,15 @@ func (c *Config) PerCall(primitive string, opts []Option) (*Config, string) {
 	return &call, call.Unsupported(primitive)
 }
 
-// Shared are the settings a Redlock and its members must agree on: the
-// lease (its length and whether it is renewed), the unlock timeout and the
-// watchdog. A zero field was not given.
+// Shared are the settings a Redlock and its members must agree on (lease
+// and whether it is renewed, unlock timeout, watchdog); zero: not given.
 type Shared struct {
 	LeaseTime, WatchdogTimeout, UnlockTimeout time.Duration
 	Watchdog                                  *lease.Watchdog
 }
 
 // Adopt takes into c what a member gave explicitly and c did not, and
-// returns why the two conflict ("" when they do not): a Redlock honours
-// its members' options, but cannot hold two leases at once.
+// returns why the two conflict ("" when they do not).
 func (c *Config) Adopt(m Shared) string {
 	g := &c.Given
 	leaseOf := func(s Shared) string {
@@ -188,7 +172,7 @@ func Apply(opts []Option) Config {
 }
 
 // LatchArg is LatchLife(timeout) as a script argument, boxed once for the
-// configured unlock timeout (a Redlock's member may release on another).
+// configured unlock timeout (a Redlock's member may pass another).
 func (c *Config) LatchArg(timeout time.Duration) any {
 	if timeout == c.UnlockTimeout && c.latchArg != nil {
 		return c.latchArg
@@ -216,16 +200,12 @@ func (c *Config) invalid(format string, args ...any) {
 // MinLease is the shortest lease accepted (lease.MinLease).
 const MinLease = lease.MinLease
 
-// MaxLease is the longest lease, watchdog timeout or extension accepted.
-// A lease is how long a crashed holder's keys stay, and every key a
-// primitive writes must be gone within a day of its last use, so that a
-// service locking per entity for years does not grow Redis. An unlock
-// latch lives twice its timeout, so unlock and node timeouts are held to
-// half of it.
+// MaxLease is the longest lease, watchdog timeout or extension accepted: a
+// crashed holder's keys stay for a lease, and must be gone within a day.
 const MaxLease = 24 * time.Hour
 
 // MaxUnlockTimeout is the longest unlock (or node) timeout accepted: it
-// keeps an unlock latch (LatchLife) within MaxLease.
+// keeps an unlock latch (LatchLife, three times it) within MaxLease.
 const MaxUnlockTimeout = MaxLease / 3
 
 // Check returns why a primitive called name (noun: "lock", "semaphore")
@@ -246,11 +226,8 @@ func (c *Config) Check(client conn.Client, noun, name string) string {
 	return c.checkReadTimeout(client)
 }
 
-// LatchLife is how long (ms) the latch of a call retried with timeout
-// lives: three times timeout, while the call is retried for twice timeout
-// (its caller waits for timeout at most, the rest goes on in the
-// background; scripts.Call.Retrying), so a late retry still finds it
-// instead of counting again.
+// LatchLife is how long (ms) the latch of a call retried with timeout lives:
+// thrice timeout, outliving the retries (twice: scripts.Call.Retrying).
 func LatchLife(timeout time.Duration) int64 { return 3 * timeout.Milliseconds() }
 
 // WithLeaseTime: see lock.WithLeaseTime.
@@ -294,13 +271,9 @@ func WithWaitTimeout(d time.Duration) Option {
 	}
 }
 
-// MinUnlockTimeout is the shortest unlock timeout accepted: an unlock
-// latch lives twice the timeout in whole milliseconds, and a shorter one
-// would make that 0 ms, which Redis refuses (SET ... PX 0) after the
-// release script has already written. (Lease and watchdog timeouts, the
-// other durations sent to Redis, are held to MinLease; a Redlock's node
-// timeout is an unlock timeout too, when a failed round gives members
-// back; the wait and drift stay in the client.)
+// MinUnlockTimeout is the shortest unlock (or node) timeout accepted: under
+// it a latch would live 0 ms, which Redis refuses (SET ... PX 0) only
+// after the release script has written.
 const MinUnlockTimeout = time.Millisecond
 
 // WithUnlockTimeout: see lock.WithUnlockTimeout.
@@ -339,10 +312,8 @@ func WithHoldScopedToContext() Option {
 	return func(c *Config) { c.ScopedHold = true }
 }
 
-// Unsupported is why primitive refuses an option of c that it does not
-// keep, rather than drop it ("" when there is none): a holder label
-// (kept by lock, rwlock and semaphore holds) and the force-unlock notice
-// (lock holds).
+// Unsupported is why primitive refuses an option of c it does not keep,
+// rather than drop it ("" when there is none).
 func (c *Config) Unsupported(primitive string) string {
 	switch {
 	case c.HolderLabel != "" && primitive != "lock" && primitive != "rwlock" && primitive != "semaphore":
@@ -398,9 +369,8 @@ func WithMinReplicas(n int) Option {
 }
 
 // checkReadTimeout says why client's read timeout would cut a WAIT of
-// c.ReplicaSync short ("" when it would not). The default timeout is
-// shortened to half the read timeout instead: a client set to read fast
-// keeps working unless the caller asked for the longer WAIT.
+// c.ReplicaSync short ("" when it would not). A default ReplicaSync is
+// halved below the read timeout instead, unless the caller set it.
 func (c *Config) checkReadTimeout(client conn.Client) string {
 	if c.ReplicaSync <= 0 {
 		return ""
@@ -456,8 +426,7 @@ func WithWatchdog(w *lease.Watchdog) Option {
 // WithNodeTimeout: see redlock.WithNodeTimeout.
 func WithNodeTimeout(d time.Duration) Option {
 	return func(c *Config) {
-		// A failed round gives members back with it as their unlock
-		// timeout, which becomes an unlock latch's life in milliseconds.
+		// A failed round gives members back with it as unlock timeout.
 		if d < MinUnlockTimeout {
 			c.invalid("node timeout %v must be at least %v", d, MinUnlockTimeout)
 			return
@@ -483,9 +452,8 @@ func WithDrift(d time.Duration) Option {
 	}
 }
 
-// Instruments makes the tracing and metrics instruments of a primitive
-// (or of one side of an rwlock) configured by c; attrs are attributes of
-// its acquire spans beyond its name, primitive, side and watchdog.
+// Instruments makes c's tracing and metrics instruments of a primitive (or
+// an rwlock side); attrs are extra attributes of its acquire spans.
 func (c *Config) Instruments(primitive, side, name, releaseSpan string, attrs ...attribute.KeyValue) telemetry.Instruments {
 	return telemetry.NewInstruments(telemetry.Setup{
 		TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider, NameInMetrics: c.NameInMetrics,
@@ -494,10 +462,8 @@ func (c *Config) Instruments(primitive, side, name, releaseSpan string, attrs ..
 	})
 }
 
-// Options returns the options behind a package's typed options (get unwraps
-// one), skipping nil ones: each public package wraps Option in types of
-// its own so that the compiler refuses another package's option, or a
-// constructor-only one given to one acquisition.
+// Options unwraps a package's typed options with get, skipping nil ones (the
+// types make the compiler refuse another package's or a New-only option).
 func Options[T any](opts []T, get func(T) Option) []Option {
 	if len(opts) == 0 {
 		return nil

@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 )
 
-// ownerKey is the context key of an owner pinned with WithOwner.
 type ownerKey struct{}
 
 var (
@@ -25,8 +24,7 @@ func Mint() string {
 	return processID + ":" + strconv.FormatUint(seq.Add(1), 10)
 }
 
-// RequestKey returns prefix followed by a new RequestID, in one allocation:
-// the key of one unlock request's idempotency latch.
+// RequestKey returns prefix + a new RequestID in one allocation (a latch key).
 func RequestKey(prefix string) string {
 	var buf [128]byte
 	b := append(buf[:0], prefix...)
@@ -36,13 +34,10 @@ func RequestKey(prefix string) string {
 	return string(b)
 }
 
-// RequestID returns an id unique across processes and calls, cheaper than a
-// random uuid: it names one unlock request for its idempotency latch.
+// RequestID names one unlock request, unique across processes, cheaper than a uuid.
 func RequestID() string { return RequestKey("") }
 
-// isOwnerKey reports whether k is the context key the owner is stored
-// under: a context type that carries the owner itself (a hold's) answers
-// for it.
+// isOwnerKey reports whether k is the pinned owner's context key.
 func isOwnerKey(k any) bool {
 	_, ok := k.(ownerKey)
 	return ok
@@ -54,8 +49,7 @@ func pinnedOwner(ctx context.Context) (string, bool) {
 	return id, ok && id != ""
 }
 
-// WithOwner returns a context that carries id as its owner: an
-// acquisition on it that finds no hold of its lock acquires as id.
+// WithOwner pins id as the owner of acquisitions through ctx that find no hold.
 func WithOwner(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, ownerKey{}, id)
 }

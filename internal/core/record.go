@@ -14,25 +14,22 @@ import (
 	"github.com/relock-go/relock/tracing"
 )
 
-// Trace is how an acquisition is traced and measured: the span Do wraps
-// around the loop, and the metrics of its outcome.
+// Trace is how an acquisition is traced and measured: the span Acquire
+// wraps around the loop, and the metrics of its outcome.
 type Trace struct {
 	Tracer trace.Tracer
 	Name   string // the span's
 	// Start is made once per primitive (telemetry.Instruments.SpanStart):
 	// the span kind and the attributes a sampler may look at.
 	Start []trace.SpanStartOption
-	// Lease and Attrs are set on the span only when it records, so that
-	// an acquire without tracing builds none of them.
-	Lease time.Duration
-	Attrs []attribute.KeyValue
-	// Metrics records the acquire's duration and outcome (nil: none).
-	Metrics *telemetry.Recorder
+	// Lease and Attrs are set only on a recording span.
+	Lease   time.Duration
+	Attrs   []attribute.KeyValue
+	Metrics *telemetry.Recorder // the acquire's duration and outcome (nil: none)
 }
 
-// Begin opens an acquisition's span: its context, and the Record of its
-// end. The caller ends the span. Do begins its own; the Redlock's wait,
-// a loop of its own, begins one here too.
+// Begin opens an acquisition's span, returning its context and the Record
+// of its end; the caller ends the span (Acquire, the Redlock's wait).
 func (tr *Trace) Begin(ctx context.Context, owner string, once bool, wait time.Duration) (context.Context, Record) {
 	ctx, span := tr.Tracer.Start(ctx, tr.Name, tr.Start...)
 	r := Record{Span: span, Recording: span.IsRecording(), Metrics: tr.Metrics, Once: once, Wait: wait}
@@ -44,10 +41,8 @@ func (tr *Trace) Begin(ctx context.Context, owner string, once bool, wait time.D
 	return ctx, r
 }
 
-// Record is how an acquisition's end is recorded: on its span (when
-// Recording) and in its metrics (when Measured). Do and the Redlock's
-// wait share it, so that every primitive maps an ending to the same
-// outcome.
+// Record is how an acquisition's end is recorded, on its span (when
+// Recording) and metrics (when Measured), the same for every primitive.
 type Record struct {
 	Span      trace.Span
 	Recording bool
@@ -58,9 +53,8 @@ type Record struct {
 }
 
 // End records an acquisition that ended with err (nil: acquired) after
-// attempts tries and elapsed; ctx is the acquiring
-// context, whose end (err is its cause) is a cancellation, or a timeout
-// when its deadline passed.
+// attempts tries and elapsed. An err that is the acquiring ctx's cause is
+// a cancellation, or a timeout when its deadline passed.
 func (r Record) End(ctx context.Context, err error, attempts int, elapsed time.Duration) {
 	if !r.Recording && !r.Measured {
 		return

@@ -7,12 +7,10 @@ import (
 	"github.com/relock-go/relock/internal/lease"
 )
 
-// Released reads the reply of a release script: -1 means the hold was no
-// longer in Redis, so the release reports ErrLockLost, with the reason the
-// watchdog found if it declared the lease lost, else gone ("the lock was no
-// longer held in Redis"); 2, a release whose notification was refused
-// (Redis 6, which cannot be asked before the write), reports
-// ErrWaitersNotTold. Any other reply is a release.
+// Released reads a release script's reply: -1, the hold was gone, is
+// ErrLockLost with the watchdog's reason if it declared the lease lost,
+// else gone; 2, the notification was refused (Redis 6 cannot be asked
+// before the write), is ErrWaitersNotTold; anything else, released.
 func Released(res int64, err error, l *lease.Lease, gone string) error {
 	switch {
 	case err != nil:

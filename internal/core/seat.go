@@ -8,19 +8,14 @@ import (
 	"github.com/relock-go/relock/internal/conn"
 )
 
-// A fair lock wakes each waiter alone, on a channel of its own. Were that
-// channel named after each acquisition, every wait would cost a SUBSCRIBE
-// and an UNSUBSCRIBE, the bulk of a fair lock's client time under
-// contention. A seat is instead a waiter id of this hub, kept for the
-// next waiter of the same lock once its waiter is done, with its channel
-// still subscribed; a free seat nobody took again for Linger is dropped
-// with its subscription. A seat is held by one waiter at a time, so its channel
-// still names one waiter; a message meant for the seat's last waiter (a
-// grant that crossed its departure) names that waiter's owner and is not
-// taken for the next one's (see deliver).
+// A fair lock wakes each waiter on its own channel. Rather than pay a
+// SUBSCRIBE and UNSUBSCRIBE per wait, a seat (a waiter id of this hub) is
+// reused by the lock's next waiter, still subscribed, until free for
+// Linger. One waiter holds it at a time; a grant meant for its last waiter
+// names that owner, so the next does not take it (see deliver).
 
 // seats are a lock's seats: the free ones, oldest first, and the taken
-// ones (whose waiters a release may hand the lock to: Pick.Seats).
+// ones (Pick.Seats).
 type seats struct {
 	free  []freeSeat
 	taken []string
@@ -33,9 +28,8 @@ type freeSeat struct {
 }
 
 // TakeSeat returns a waiter id for a lock whose waiters' channels are
-// prefix + ":" + id: the seat freed last (its channel likely still
-// subscribed), or a new one, unique across processes. It must be
-// returned with ReturnSeat.
+// prefix + ":" + id: the seat freed last (likely still subscribed), or a
+// new one, unique across processes. ReturnSeat must follow.
 func (h *Hub) TakeSeat(prefix string) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -59,9 +53,8 @@ func (h *Hub) TakeSeat(prefix string) string {
 	return id
 }
 
-// ReturnSeat gives back a seat TakeSeat returned. reuse is false when the
-// waiter may have left a place behind in Redis (its withdrawal failed):
-// the next waiter must not inherit it, so the seat is dropped.
+// ReturnSeat gives back a seat TakeSeat returned; without reuse (the
+// withdrawal failed, a place may be left in Redis) the seat is dropped.
 func (h *Hub) ReturnSeat(prefix, id string, reuse bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -85,8 +78,7 @@ func (h *Hub) ReturnSeat(prefix, id string, reuse bool) {
 	}
 }
 
-// dropStaleSeats drops p's seats that lay free for Linger, and arms the
-// timer again for the others.
+// dropStaleSeats drops p's seats free for Linger, and rearms for the others.
 func (h *Hub) dropStaleSeats(prefix string, p *seats) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -119,9 +111,8 @@ func (h *Hub) forgetIdleLocked(prefix string, p *seats) {
 	}
 }
 
-// dropSeatsLocked lets the seats' channels go as any channel goes, with
-// their last waiter or watcher: those idle now are unsubscribed together,
-// one command per connection, since this runs under the hub's lock.
+// dropSeatsLocked lets the seats' channels go with their last waiter or
+// watcher, unsubscribing idle ones in one command per connection.
 func (h *Hub) dropSeatsLocked(prefix string, ids []string) {
 	var subs []*conn.Subscription
 	for _, id := range ids {

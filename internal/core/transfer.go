@@ -6,26 +6,17 @@ import (
 	"time"
 )
 
-// A release can hand the lock straight to the head of the local queue: the
-// releasing goroutine runs one script that frees its hold and takes the
-// lock for the head's owner, and the head returns without a round trip of
-// its own. The head must be idle (not in a try of its own, which could
-// re-enter the lock it is being given) and claimable (its primitive said
-// what it would write). A chain of hand-offs is bounded, so that waiters of
-// other processes, who cannot be handed anything, get their turn: after
-// MaxHandOffs in a row, or once the chain has lasted MaxHandOffTime, the
-// lock is released through Redis for all to race.
+// A release can hand the lock straight to the head of the local queue, if
+// idle (a try of its own could re-enter the lock it is given) and
+// claimable: one script frees its hold and takes the lock for the head's
+// owner, saving the head a round trip. Chains of hand-offs are bounded so
+// that other processes' waiters get their turn, racing through Redis.
 
-// MaxHandOffs bounds the hand-offs in a row within one process: short
-// critical sections pass the lock on at one round trip each, and the
-// bound keeps the others' wait to a few of them.
+// MaxHandOffs bounds the hand-offs in a row within one process.
 const MaxHandOffs = 16
 
-// MaxHandOffTime bounds how long a chain of hand-offs may keep the lock
-// within one process. With long critical sections, sixteen of them in a
-// row would shut the other processes out for seconds at a time; a
-// release through Redis costs such a lock one round trip in many
-// milliseconds.
+// MaxHandOffTime bounds a chain's time too: MaxHandOffs long critical
+// sections in a row would shut other processes out for seconds.
 const MaxHandOffTime = 50 * time.Millisecond
 
 // chain is a channel's hand-offs in a row: how many, since the first.
@@ -34,30 +25,24 @@ type chain struct {
 	since time.Time
 }
 
-// Grant is what a hand-off gives the waiter: the fencing token of the hold
-// the release's script took for it, and when that script was sent (on the
-// waiter's clock, the start of its lease). A hold written by a release in
-// another process comes in a message instead (GrantMessage): SentAt is
-// zero, and TTL is the provisional TTL the release gave the hold, to be
-// counted from the waiter's own last try (which came before the release).
+// Grant is what a hand-off gives the waiter: its hold's token and when the
+// release's script was sent (its lease's start). From a grant message
+// (another process's release), SentAt is zero and TTL, the hold's
+// provisional TTL, counts from the waiter's last try, before the release.
 type Grant struct {
 	Token  int64
 	SentAt time.Time
 	TTL    time.Duration
-	// NoneLeft: the release left nothing for the waiters behind this one
-	// (a semaphore's permits all taken), so the next is promoted without
-	// a try of its own, as behind a holder.
+	// NoneLeft: the release left nothing for the waiters behind (a
+	// semaphore's permits all taken): the next is promoted without a try.
 	NoneLeft bool
-	// Owner is the owner a grant message wrote the hold for.
-	Owner string
+	Owner    string // whom a grant message wrote the hold for
 }
 
-// grantPrefix starts a message that hands the lock to the waiter whose
-// channel it is sent on: "relock:grant:<token>:<ttl ms>:<owner>" (a fair
-// lock's release writes it; see lock's lua/wake.lua).
+// grantPrefix starts a message that hands the lock to its channel's
+// waiter: "relock:grant:<token>:<ttl ms>:<owner>" (lock's lua/wake.lua).
 const grantPrefix = "relock:grant:"
 
-// parseGrant reads a grant message.
 func parseGrant(payload string) (Grant, bool) {
 	rest, ok := strings.CutPrefix(payload, grantPrefix)
 	if !ok {
@@ -73,9 +58,8 @@ func parseGrant(payload string) (Grant, bool) {
 	return Grant{Token: t, TTL: time.Duration(ms) * time.Millisecond, Owner: owner}, true
 }
 
-// Claimant is a waiter's primitive, ready to take a lock a local release
-// hands over: Granted takes it; Discard gives back one that came as the
-// waiter gave up.
+// Claimant is a waiter's primitive: Granted takes a lock a local release
+// handed over; Discard gives back one that came as the waiter gave up.
 type Claimant interface {
 	Granted(Grant)
 	Discard(Grant)
@@ -85,10 +69,8 @@ type Claimant interface {
 // and never after, so a release reads it without the hub's lock.
 func (w *Waiter) Claimant() Claimant { return w.claim }
 
-// BeginTry reports whether w may try the lock now; false when a release is
-// handing the lock to it (the hand-off's outcome comes as a wake, and a
-// release that does not hand it over kicks it to make the try it was
-// refused). EndTry must follow a true BeginTry.
+// BeginTry reports whether w may try the lock now: not once a release is
+// handing it over (End then wakes w either way). EndTry must follow true.
 func (w *Waiter) BeginTry() bool {
 	w.h.mu.Lock()
 	defer w.h.mu.Unlock()
@@ -110,12 +92,10 @@ func (w *Waiter) EndTry() {
 	w.trying = false
 }
 
-// Pick says whom a release serves (Reserve), as each primitive needs:
+// Pick says whom a release serves (Reserve):
 //
-//	Pick{Head: true}            a lock: the head of channel's queue, within
-//	                            the chain bound
-//	Pick{Seats: true}           a fair lock: the head of every taken seat of
-//	                            the prefix channel (TakeSeat)
+//	Pick{Head: true}            a lock: the head, within the chain bound
+//	Pick{Seats: true}           a fair lock: the head of each taken seat (TakeSeat)
 //	Pick{Max: n}                a semaphore: up to n claimants at the front
 //	Pick{Max: n, Shared: true}  an rwlock writer: up to n readers at the front
 type Pick struct {
@@ -124,24 +104,13 @@ type Pick struct {
 	Shared      bool
 }
 
-// Reserve reserves, for a hand-off, the waiters pick names, returned in
-// order in ws's room (room for one on the caller's stack spares a lock's
-// release an allocation). End must follow each reservation. Only an idle
-// claimant is reserved: not in a try of its own (which could re-enter the
-// lock it is being given), leaving, or in another release's hand-off.
-//
-// Head serves the head alone, if it can be reserved; hand-offs in a row
-// are bounded, so that waiters of other processes, who cannot be handed
-// anything, get their turn. When the bound is reached, yield is true: the
-// release goes through Redis and must not wake the local head itself
-// (Release), so that it races the others on equal terms, woken by the same
-// unlock message. The others have no chain bound: a fair lock's script
-// serves the seat first in line in Redis, and a semaphore's or rwlock's
-// line in Redis keeps the other processes' turn. A front ends at the first
-// waiter of the other kind, or at a lone waiter without a claim (a
-// semaphore's that cannot be handed anything); the idle claimants within
-// it are reserved, the others passed over (their try, another release or
-// the wake after this one serves them).
+// Reserve reserves for a hand-off the idle claimants pick names, in order,
+// in ws's room (room for one on the caller's stack spares an allocation);
+// End must follow each. At the chain bound Head yields: the release goes
+// through Redis and must not wake the local head (Release), which then
+// races the others on equal terms. Other picks have no bound (the line in
+// Redis keeps others' turn); a front ends at a waiter of the other kind or
+// a lone one without a claim.
 func (h *Hub) Reserve(channel string, pick Pick, ws []*Waiter) (_ []*Waiter, yield bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -172,8 +141,7 @@ func (h *Hub) Reserve(channel string, pick Pick, ws []*Waiter) (_ []*Waiter, yie
 	return ws, false
 }
 
-// reserveHeadLocked is Reserve's Head. A release that reserves nobody
-// goes through Redis, which ends the chain.
+// reserveHeadLocked is Reserve's Head. Reserving nobody ends the chain.
 func (h *Hub) reserveHeadLocked(channel string, ws []*Waiter) ([]*Waiter, bool) {
 	q := h.queues[channel]
 	if q == nil || len(q.waiters) == 0 || !q.waiters[0].idleLocked() {
@@ -187,18 +155,15 @@ func (h *Hub) reserveHeadLocked(channel string, ws []*Waiter) ([]*Waiter, bool) 
 	return append(ws, q.waiters[0].reserveLocked(true)), false
 }
 
-// reserveLocked reserves w; chained: its hand-off counts towards the
-// chain bound.
+// reserveLocked reserves w; chained: it counts towards the chain bound.
 func (w *Waiter) reserveLocked(chained bool) *Waiter {
 	w.reserved = make(chan struct{})
 	w.chained, w.missed = chained, false
 	return w
 }
 
-// Settled reports whether no waiter of channel is in the middle of a try
-// of its own, or of its Join, so that a release now may hand over to any
-// of them: a test that means to watch a hand-off waits for it, rather
-// than race a try.
+// Settled reports whether no waiter of channel is in a try or a Join, so a
+// release now may hand over to any: tests wait for it to watch a hand-off.
 func (h *Hub) Settled(channel string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -212,15 +177,13 @@ func (h *Hub) Settled(channel string) bool {
 	return true
 }
 
-// grantableLocked reports whether w can be given the lock now: it has a
-// claim, is still waiting, alone (not a reader), and no hand-off is under
-// way for it. (A release also needs it idle: idleLocked.)
+// grantableLocked reports whether w is a waiting claimant, not a reader,
+// with no hand-off due.
 func (w *Waiter) grantableLocked() bool {
 	return w.claim != nil && !w.shared && !w.left && w.reserved == nil && !w.granted
 }
 
-// idleLocked reports whether w can be given the lock by a release: also
-// not in a try of its own.
+// idleLocked reports whether a release can give w the lock: grantable, not trying.
 func (w *Waiter) idleLocked() bool { return w.grantableLocked() && !w.trying }
 
 // Outcome is how a release ends a reservation (End).
@@ -229,18 +192,15 @@ type Outcome uint8
 const (
 	// Handed: the lock is the waiter's; it is woken to take it.
 	Handed Outcome = iota
-	// Refused: no hand-off, and the lock may be free (the release kept a
-	// count, or failed). The waiter is kicked to try: a wake that came
-	// while it was reserved was spent on a try BeginTry refused.
+	// Refused: no hand-off, and the lock may be free (a count kept, a failed
+	// release). The waiter is kicked: BeginTry may have refused its wake.
 	Refused
-	// Passed: no hand-off, for the waiter was not first in line. It is
-	// kicked only if it was refused a try while reserved (woken, or not
-	// yet in line at all).
+	// Passed: no hand-off, the waiter not being first in line. It is
+	// kicked only if it was refused a try while reserved.
 	Passed
 )
 
-// End ends w's reservation with o; g is what the release's script
-// returned when Handed.
+// End ends w's reservation with o; g is the script's grant when Handed.
 func (w *Waiter) End(o Outcome, g Grant) {
 	w.h.mu.Lock()
 	defer w.h.mu.Unlock()
@@ -256,8 +216,7 @@ func (w *Waiter) End(o Outcome, g Grant) {
 			w.h.handOffs[w.channel] = c
 		}
 		if w.missed {
-			// A release came during the hand-off: something may be free
-			// for the next waiter after all.
+			// A release came during the hand-off: the next may find room.
 			g.NoneLeft = false
 		}
 		w.grant, w.granted = g, true

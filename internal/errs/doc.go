@@ -1,6 +1,4 @@
-// Package errs declares the sentinel errors shared by every relock primitive
-// and the error type that names the operation and the lock. The public
-// packages re-export the sentinels so errors.Is works across primitives.
-// A primitive value's Ident names it in those errors, and checks every
-// call's arguments before anything is written.
+// Package errs gives internal packages the root package's sentinel errors and
+// error type (which public packages re-export, so errors.Is works across them)
+// and Ident, naming a value in errors and checking call arguments up front.
 package errs

@@ -6,9 +6,7 @@ import (
 	"github.com/relock-go/relock"
 )
 
-// The sentinels and the error type are the root package's (relock, the
-// ground floor with tracing): internal packages wrap errors in them, and
-// callers find them with errors.Is and errors.As.
+// The root package's sentinels and error type, which internal packages wrap errors in.
 var (
 	ErrNotAcquired     = relock.ErrNotAcquired
 	ErrNotHeld         = relock.ErrNotHeld
@@ -36,9 +34,7 @@ func Invalid(op, kind, name, reason string) error {
 	return &Error{Op: op, Primitive: kind, Name: name, Err: fmt.Errorf("%w: %s", ErrInvalidArgument, reason)}
 }
 
-// Reason strips the operation and lock from err when it is an *Error, so
-// that it can be wrapped again under another operation without repeating
-// the lock's name.
+// Reason strips an *Error's operation and lock, to rewrap err under another operation.
 func Reason(err error) error {
 	if e, ok := err.(*Error); ok {
 		return e.Err

@@ -2,18 +2,16 @@ package errs
 
 import "context"
 
-// Ident names a primitive value in its errors and keeps why its
-// constructor refused its arguments, if it did.
+// Ident names a primitive value in its errors and keeps why its constructor refused it.
 type Ident struct {
 	Primitive string // "lock", "rwlock", "semaphore", "redlock", "multilock"
 	Name      string
 	Invalid   string // why the constructor's arguments are bad; "" when good
 }
 
-// Check refuses a call, with ErrInvalidArgument and before anything is
-// written, on a value whose constructor refused its arguments, on the
-// zero value (id.Primitive == ""; unmade says what it is, "Mutex not made
-// by lock.New" say), or with a nil context.
+// Check refuses a call with ErrInvalidArgument, before anything is written,
+// on a value whose constructor refused its arguments, on the zero value
+// (unmade names it: "Mutex not made by lock.New", say) or a nil context.
 func (id *Ident) Check(op string, ctx context.Context, unmade Ident) error {
 	switch {
 	case id.Primitive == "":

@@ -1,9 +1,7 @@
-// Package lease is the renewal engine that every primitive shares: one
-// hashed timing wheel and one goroutine per Watchdog, renewing the leases
-// of held locks in batches (one script per cluster slot and kind, one
-// pipeline per client) and reporting a lease lost no later than the
-// instant it could lapse on the server. Package watchdog is what a user
-// configures of it (New, Default, the options, Stats); the primitives
-// start, find, retain and stop leases here. See package watchdog's
-// documentation for the timing rules.
+// Package lease is the renewal engine every primitive shares: one hashed
+// timing wheel and goroutine per Watchdog renews held locks' leases in
+// batches (one script per cluster slot and kind, one pipeline per client)
+// and reports a lease lost no later than it could lapse on the server.
+// Package watchdog is its user-facing side (New, Default, options, Stats)
+// and documents the timing rules.
 package lease

@@ -27,17 +27,12 @@ const (
 	defaultTick      = 10 * time.Millisecond
 	wheelSlots       = 512
 	defaultBatchSize = 512
-	// pipelineLeases bounds the leases of one renewal pipeline: a larger
-	// round is sent as several pipelines, one after the other, each under
-	// its own context deadline.
+	// pipelineLeases caps one pipeline's leases; each further one has its own deadline.
 	pipelineLeases = 2048
-	// minReplyTimeout is the least time a renewal pipeline is given for its
-	// reply, however close the earliest loss it carries.
+	// minReplyTimeout is the least time a renewal pipeline waits for its reply.
 	minReplyTimeout = 50 * time.Millisecond
 	noDue           = time.Duration(1<<63 - 1)
-	// idleLinger keeps the goroutine a moment after the last lease ends,
-	// so that a lock taken and released in a loop does not start one each
-	// time.
+	// idleLinger keeps the goroutine briefly after the last lease, so a lock/unlock loop reuses it.
 	idleLinger = 100 * time.Millisecond
 )
 
@@ -57,8 +52,7 @@ func WithTick(d time.Duration) Option {
 	}
 }
 
-// WithBatchSize bounds the leases renewed by one script (default 512), so
-// that one script never blocks Redis for long.
+// WithBatchSize bounds the leases per script (default 512) so none blocks Redis long.
 func WithBatchSize(n int) Option {
 	return func(w *Watchdog) {
 		if n > 0 {
@@ -67,15 +61,12 @@ func WithBatchSize(n int) Option {
 	}
 }
 
-// WithMeterProvider sets where the watchdog's metrics go (renewals,
-// renewal failures, leases lost; default: the global OpenTelemetry
-// provider when New runs).
+// WithMeterProvider sets where metrics go (default: the global provider when New runs).
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(w *Watchdog) { w.mp = mp }
 }
 
-// WithTracerProvider sets where the span of each renewal pipeline goes
-// (default: the global OpenTelemetry provider).
+// WithTracerProvider sets where renewal pipeline spans go (default: global).
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(w *Watchdog) { w.tp = tp }
 }
@@ -85,8 +76,7 @@ var (
 	defaultWD   *Watchdog
 )
 
-// Default returns the process-wide Watchdog that every primitive uses
-// unless given another.
+// Default returns the process-wide Watchdog primitives use unless given another.
 func Default() *Watchdog {
 	defaultOnce.Do(func() { defaultWD = New() })
 	return defaultWD
@@ -102,16 +92,11 @@ type Watchdog struct {
 
 	mu    sync.Mutex
 	slots [wheelSlots]map[*Lease]struct{}
-	// By when the wheel must turn for the leases of slots[i] (see dueOf),
-	// as offsets from base, noDue when none; lower bounds, never late:
-	//  - lossDue[i] for the leases placed at their loss time (a round in
-	//    flight, a fixed lease, a retry cut at the loss): the earliest of
-	//    those times, reset when lossN[i], how many are there, drops to 0
-	//    (the leases of a round in flight move away as they are renewed);
-	//  - renewDue[i] for the leases placed at a renewal: the entry of a
-	//    lease moved away (stopped, retained) stays until the wheel passes
-	//    the slot, but lies half the renewal's slack (about a third of the
-	//    lease) beyond it, so it hardly brings a handoff forward.
+	// By when the wheel must turn for slots[i] (see dueOf), offsets from base,
+	// noDue if none; never late. lossDue[i]: leases placed at their loss time,
+	// reset when lossN[i], their count, hits 0. renewDue[i]: leases placed at a
+	// renewal; a moved one's entry stays until the wheel passes the slot, but
+	// hardly brings a handoff forward.
 	lossDue  [wheelSlots]time.Duration
 	renewDue [wheelSlots]time.Duration
 	lossN    [wheelSlots]int32
@@ -122,18 +107,14 @@ type Watchdog struct {
 	kick     chan struct{}
 	registry map[regKey]*Lease
 
-	// The wheel's goroutine (generation gen) sends each round's renewals
-	// itself. While it waits for their reply (flushing), handoffAt is the
-	// instant by which the wheel must turn again; if the reply is not back
-	// by then, handoff starts a new wheel goroutine and the old one ends
-	// after its round.
+	// Goroutine gen sends each round itself; if the reply is not back (flushing)
+	// by handoffAt, when the wheel must turn again, handOver starts a new one.
 	gen       uint64
 	flushing  bool
 	flushSeq  uint64
 	handoffAt time.Time
 	handoff   *time.Timer
-	// asideQueues holds the renewals queued for a client whose pipeline runs
-	// aside (the other masters of a Redlock round): one goroutine per client.
+	// asideQueues holds renewals sent aside (other Redlock masters), a goroutine per client.
 	asideQueues map[conn.Client]*asideQueue
 
 	mp        metric.MeterProvider
@@ -173,8 +154,7 @@ func New(opts ...Option) *Watchdog {
 	return w
 }
 
-// Now is the watchdog's clock; an acquire reads it just before it sends,
-// so the lease is measured from the send time.
+// Now is the watchdog's clock, read by an acquire just before it sends: the lease's start.
 func (w *Watchdog) Now() time.Time { return w.clock.Now() }
 
 // Stats counts the watchdog's work since it was made.

@@ -9,33 +9,26 @@ import (
 	"github.com/relock-go/relock/internal/errs"
 )
 
-// ErrRenewed refuses an Extend of a lease the watchdog renews: its length
-// is the watchdog timeout's, renewed for as long as it is held.
+// ErrRenewed refuses an Extend of a lease the watchdog renews for as long as it is held.
 var ErrRenewed = errors.New("the watchdog renews this hold's lease; Extend applies to a fixed lease (WithLeaseTime)")
 
 // ErrEnded refuses an Extend of a lease already released.
 var ErrEnded = errors.New("the hold has ended")
 
-// MinLease is the shortest lease accepted: the watchdog tells a holder
-// its lease is lost a tick (10 ms) and 1% early, so a shorter lease would
-// be lost at birth.
+// MinLease is the shortest lease accepted: a holder is told of a loss a
+// tick (10 ms) and 1% early, so a shorter lease would be lost at birth.
 const MinLease = 30 * time.Millisecond
 
 // ErrShorter refuses an Extend that would shorten the lease.
 var ErrShorter = errors.New("Extend lengthens a lease")
 
-// Extend makes a fixed lease end d after now. It runs the lease's renew
-// script (the one a watchdog renewal runs) on every target at once, each
-// bounded by timeout, with d as the lease time, and decides as soon as a
-// quorum of the targets renewed (or cannot): the lease is then tracked to
-// its new end (its next loss time, and the lease time a re-entry writes),
-// while a target left behind finishes on its own. When too few held the
-// lease (their keys are gone), it is declared lost. A d shorter than what
-// is left of the lease is refused: the renew scripts never shorten a
-// shared key's TTL. A failure to reach the targets (the network) leaves
-// the lease as it was, with the error. written reports that a quorum
-// extended the lease in Redis, even when the lease was found lost
-// meanwhile (the caller then gives the hold back).
+// Extend makes a fixed lease end d after now, running its renew script with
+// lease time d on every target at once, each bounded by timeout. Once a
+// quorum renewed, the lease is tracked to its new end (re-entries write d);
+// stragglers finish alone. Too few holders (keys gone) loses the lease; a
+// network failure leaves it as it was. A d below what is left is refused
+// (renew scripts never shorten a shared key's TTL). written: a quorum extended
+// it in Redis, even if it was found lost meanwhile (the caller gives it back).
 func (l *Lease) Extend(ctx context.Context, d, timeout time.Duration) (written bool, err error) {
 	w := l.w
 	w.mu.Lock()
@@ -109,8 +102,7 @@ func (l *Lease) Extend(ctx context.Context, d, timeout time.Duration) (written b
 	return true, nil
 }
 
-// extendTarget runs t's renew script for this lease alone with lease time
-// d: held reports that the key was still the lease's.
+// extendTarget runs t's renew script for this lease alone, lease time d; held: the key was its.
 func (l *Lease) extendTarget(ctx context.Context, t *Target, d time.Duration) (held bool, err error) {
 	rs := t.Renewer
 	if rs == nil {

@@ -10,34 +10,26 @@ import (
 	"github.com/relock-go/relock/internal/scripts"
 )
 
-// RenewScript describes the script that renews one primitive's leases in
-// batches of one cluster slot. KEYS holds KeysPer keys per lease; ARGV
-// holds, for each lease in turn, its lease time in milliseconds and then
-// its holder (Target.Arg; each lease may have its own lease time); it
-// returns an array with 1 (renewed) or 0 (gone) per lease. Its cmd
-// method lays a batch out so: the one wrapper of every renew script,
-// which all share that header.
+// RenewScript renews one primitive's leases in batches of one cluster slot:
+// KEYS holds KeysPer keys per lease, ARGV each lease's time in ms then its
+// holder (Target.Arg); it returns 1 (renewed) or 0 (gone) per lease.
 type RenewScript struct {
 	Lua     *scripts.Script
 	KeysPer int
 }
 
-// Target is one key set of a lease on one Redis client; a Redlock lease
-// has one target per master.
+// Target is one key set of a lease on one client; a Redlock has one per master.
 type Target struct {
-	// Renewer overrides Spec.Renewer for this target (a Redlock over
-	// members of different primitives).
+	// Renewer overrides Spec.Renewer (a Redlock over different primitives).
 	Renewer *RenewScript
 	Client  conn.Client
 	Keys    []string // Keys[0] decides the cluster slot
-	// Arg is the renew script's argument after the lease time: the
-	// holder's id, boxed once by the primitive for its acquire as well.
+	// Arg follows the lease time in ARGV: the holder's id, boxed once.
 	Arg any
 }
 
-// ID names a lease for Find: the lock it is of (its primitive and name,
-// spelt by its package once per value) and its owner. Two fields rather
-// than one string joined per acquisition, which would be an allocation.
+// ID names a lease for Find: its lock (primitive and name, spelt once per
+// value) and owner; two fields, so an acquisition allocates no joined string.
 type ID struct{ Lock, Owner string }
 
 // Spec describes a lease to keep.
@@ -50,22 +42,17 @@ type Spec struct {
 	Timeout time.Duration
 	// Renew false tracks a fixed lease: no renewal, lost when it ends.
 	Renew bool
-	// ID registers the lease for Find under (Targets[0].Client, ID); the
-	// zero ID leaves it unregistered.
+	// ID registers the lease for Find under (Targets[0].Client, ID), unless zero.
 	ID ID
 	// Token is the fencing token of the acquisition (0: none); see RetainAt.
 	Token int64
 	// Name and Primitive label the ErrLockLost the holder gets.
 	Name, Primitive string
-	// Gone, when set, is told when a renewal found the key gone (a flush,
-	// a restart without persistence, an eviction): the holder's process is
-	// the one party that knows the lock is free, so the primitive tells
-	// its waiters as a release would have. Not told of other losses.
+	// Gone, if set, is told when a renewal finds the key gone (flush, restart,
+	// eviction), so the primitive tells its waiters as a release would. Not told of other losses.
 	Gone Listener
-	// Sync is the replica sync of the acquisition (Timeout 0: off): a
-	// renewal counts only once replicas acknowledged it as Sync asks,
-	// since a renewal a failover drops would leave the holder believing
-	// in a lease the new master has let lapse.
+	// Sync is the acquisition's replica sync (Timeout 0: off): a renewal counts
+	// only once replicas acked it, lest a failover leave the holder on a lapsed lease.
 	Sync scripts.ReplicaPolicy
 }
 
@@ -82,14 +69,12 @@ type Lease struct {
 	slot    int
 	inWheel bool
 	atLoss  bool // placed at lossAt (see Watchdog.lossDue)
-	// A renewal round sends one script per target. It is decided as soon
-	// as the quorum renewed (or cannot), without waiting for a stalled
-	// target; results of older rounds are ignored.
+	// A round sends one script per target and is decided once the quorum renewed
+	// (or cannot), not waiting for a stalled target; older rounds' results are ignored.
 	round int
 	open  bool // a round is under way, undecided
-	// resendAt is when an open round of several targets is sent again,
-	// still undecided: a stalled target holds the round open, and a
-	// target that failed meanwhile would get no other try before the loss.
+	// resendAt resends an undecided round of several targets: a stalled target
+	// holds it open, and one that failed meanwhile would get no other try.
 	resendAt  time.Time
 	pending   int // targets of the round not answered yet
 	okN       int
@@ -106,8 +91,7 @@ type Lease struct {
 	token     int64 // highest fencing token of the acquisitions sharing it
 }
 
-// Start begins tracking a lease whose acquire was sent at sentAt (read
-// from Now before sending). The lease starts with one reference.
+// Start tracks a lease whose acquire was sent at sentAt (read from Now), with one reference.
 func (w *Watchdog) Start(spec Spec, sentAt time.Time) *Lease {
 	if spec.Quorum <= 0 || spec.Quorum > len(spec.Targets) {
 		spec.Quorum = len(spec.Targets)
@@ -137,9 +121,8 @@ func (l *Lease) setOKLocked(sentAt time.Time) {
 	l.renewAt = sentAt.Add(l.spec.Timeout / 3)
 }
 
-// margin is how much earlier than the server could let a lease lapse the
-// holder is told: one tick of wheel lateness, 1% clock-rate drift and a
-// millisecond of scheduling.
+// margin is how much before the server could let a lease lapse the holder
+// is told: a tick of wheel lateness, 1% clock drift and 1 ms of scheduling.
 func (w *Watchdog) margin(timeout time.Duration) time.Duration {
 	return w.tick + timeout/100 + time.Millisecond
 }
@@ -148,10 +131,8 @@ func (w *Watchdog) retryDelay(timeout time.Duration) time.Duration {
 	return min(max(timeout/30, w.tick), time.Second)
 }
 
-// RetainAt adds a reference for an acquisition of the same hold written at
-// sentAt with fencing token token, unless the lease was stopped or lost
-// (false: the caller starts a new lease). One critical section, so that it
-// cannot interleave with Release.
+// RetainAt adds a reference for an acquisition of the same hold sent at sentAt
+// with fencing token token, atomically with Release; false if stopped or lost.
 func (l *Lease) RetainAt(sentAt time.Time, token int64) bool {
 	w := l.w
 	w.mu.Lock()
@@ -177,9 +158,8 @@ func (l *Lease) Token() int64 {
 	return l.token
 }
 
-// Release drops a reference; the last one stops the lease in the same
-// critical section (so no RetainAt can revive it), with Stop's guarantee.
-// It reports whether it was the last.
+// Release drops a reference and reports whether it was the last, which stops
+// the lease (as Stop) in the same critical section, so no RetainAt revives it.
 func (l *Lease) Release() bool {
 	w := l.w
 	w.mu.Lock()
@@ -201,8 +181,7 @@ func (l *Lease) Refs() int {
 	return l.refs
 }
 
-// Timeout is the lease time the acquire wrote and renewals write (or the
-// last Extend).
+// Timeout is the lease time the acquire and renewals write (or the last Extend's).
 func (l *Lease) Timeout() time.Duration {
 	l.w.mu.Lock()
 	defer l.w.mu.Unlock()
@@ -212,8 +191,7 @@ func (l *Lease) Timeout() time.Duration {
 // Renewer is the lease's renew script (as Spec.Renewer). It never changes.
 func (l *Lease) Renewer() *RenewScript { return l.spec.Renewer }
 
-// Renewed reports whether the watchdog renews the lease (false: a fixed
-// lease). It never changes.
+// Renewed reports whether the watchdog renews the lease (false: fixed); it never changes.
 func (l *Lease) Renewed() bool { return l.spec.Renew }
 
 // Lost reports the error the lease was lost with, or nil.
@@ -223,23 +201,18 @@ func (l *Lease) Lost() error {
 	return l.lostErr
 }
 
-// Lapsed reports whether the lease may have lapsed on the server: it was
-// lost, or the time by which a renewal had to succeed has passed (a
-// stopped lease is no longer renewed, so this tells a late release whether
-// the key could have expired under it).
+// Lapsed reports whether the lease may have lapsed on the server (lost, or
+// past its loss time): whether the key could have expired under a late release.
 func (l *Lease) Lapsed() bool {
 	l.w.mu.Lock()
 	defer l.w.mu.Unlock()
 	return l.lost || !l.w.clock.Now().Before(l.lossAt)
 }
 
-// Check returns the error the lease was lost with, or nil while it holds.
-// When the instant by which a renewal had to succeed has passed but the
-// wheel has not turned to it yet (the process was paused, as by SIGSTOP,
-// or its goroutine runs late), Check declares the loss at once, runs the
-// OnLost listeners on the caller's goroutine and returns the loss: a
-// holder that resumes must not see its hold as live for an instant. The
-// check is lock-free while the lease is in time.
+// Check returns the error the lease was lost with, or nil while it holds
+// (lock-free while in time). Past the loss time before the wheel turns (a
+// paused process, a late goroutine), it declares the loss and runs OnLost
+// listeners on the caller's goroutine: a resumed holder never sees a live hold.
 func (l *Lease) Check() error {
 	w := l.w
 	if w.clock.Now().Sub(w.base) < time.Duration(l.lossNs.Load()) {
@@ -274,11 +247,10 @@ type LostFunc func(error)
 // Lost calls f.
 func (f LostFunc) Lost(err error) { f(err) }
 
-// OnLost registers ln to be told once if the lease is lost, and returns
-// the id that RemoveLost takes. ln runs on the goroutine that finds the
-// loss: the watchdog's, or the caller of Check or Lose; it must not
-// block, nor take a lock that such a caller may hold. When the lease is
-// already lost, ln is told at once (id 0).
+// OnLost registers ln to be told once if the lease is lost and returns the
+// id RemoveLost takes; if already lost, ln is told at once (id 0). ln runs
+// on the goroutine finding the loss (the watchdog's, or Check's or Lose's
+// caller): it must not block, nor take a lock such a caller may hold.
 func (l *Lease) OnLost(ln Listener) (id int) {
 	w := l.w
 	w.mu.Lock()
@@ -298,8 +270,7 @@ func (l *Lease) OnLost(ln Listener) (id int) {
 	return id
 }
 
-// RemoveLost unregisters the listener OnLost returned id for; 0 or an
-// id already removed or told is a no-op.
+// RemoveLost unregisters OnLost's listener id; 0, or an id removed or told, is a no-op.
 func (l *Lease) RemoveLost(id int) {
 	if id == 0 {
 		return
@@ -319,8 +290,7 @@ type lostHook struct {
 	ln Listener
 }
 
-// Lose declares the lease lost now (its holder found the key gone) and
-// tells the holders.
+// Lose declares the lease lost now (its holder found the key gone) and tells the holders.
 func (l *Lease) Lose(reason string) {
 	l.w.mu.Lock()
 	cbs := l.w.loseLocked(l, reason)
@@ -329,12 +299,8 @@ func (l *Lease) Lose(reason string) {
 	runLost(cbs, err)
 }
 
-// Stop ends the lease's tracking. When Stop returns, no renewal of it will
-// be sent: one already handed to the network may still be answered (Stop
-// does not wait for a reply), and one not yet handed over is dropped (a
-// pipeline is committed, under the watchdog's lock, just before it is
-// written, and a stopped lease's renewal is left out). Stop never blocks on
-// the network, so it may be called from an OnLost listener.
+// Stop ends tracking without blocking on the network (OnLost listeners may
+// call it); no renewal is sent after it returns, but one in flight may be answered.
 func (l *Lease) Stop() {
 	w := l.w
 	w.mu.Lock()

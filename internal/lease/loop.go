@@ -4,9 +4,8 @@ import (
 	"time"
 )
 
-// run is the wheel's goroutine (generation gen); it exits when the wheel
-// has been empty for idleLinger, or after a round whose reply outlived the
-// instant the wheel had to turn again (a new goroutine runs the wheel then).
+// run is the wheel's goroutine (generation gen); it exits once the wheel
+// has been empty for idleLinger, or after a round whose reply outlived a handoff.
 func (w *Watchdog) run(gen uint64) {
 	timer := w.clock.NewTimer(time.Hour)
 	timer.Stop() // armed below, at each turn
@@ -64,8 +63,7 @@ func (w *Watchdog) run(gen uint64) {
 		if empty {
 			continue // to the idle wait
 		}
-		// After a slow round this instant has passed: the timer fires at
-		// once and advanceLocked catches up on the ticks missed.
+		// After a slow round this is past: the timer fires at once and advanceLocked catches up.
 		timer.ResetAt(now.Add(sleep))
 		select {
 		case <-timer.C():
@@ -80,10 +78,8 @@ func (w *Watchdog) run(gen uint64) {
 	}
 }
 
-// startFlushLocked arms the handoff for a round the wheel's goroutine is
-// about to send: if the round is not done by the earliest instant the wheel
-// must turn, another goroutine takes the wheel over. The timer runs on real
-// time for the clock's duration (a fake clock has no timer callbacks).
+// startFlushLocked arms the handoff: if the round is not done when the wheel
+// must turn, another goroutine takes over (real time: fake clocks lack callbacks).
 func (w *Watchdog) startFlushLocked(now time.Time) {
 	w.flushing = true
 	w.flushSeq++
@@ -92,8 +88,7 @@ func (w *Watchdog) startFlushLocked(now time.Time) {
 	w.handoff = time.AfterFunc(max(w.handoffAt.Sub(now), 0), func() { w.handOver(seq) })
 }
 
-// endFlush ends the round of the wheel goroutine gen; false if the wheel
-// was handed over meanwhile.
+// endFlush ends goroutine gen's round; false if the wheel was handed over.
 func (w *Watchdog) endFlush(gen uint64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -106,8 +101,7 @@ func (w *Watchdog) endFlush(gen uint64) bool {
 	return true
 }
 
-// handOver starts a new wheel goroutine when round seq is still waiting
-// for its reply at the instant the wheel must turn.
+// handOver starts a new wheel goroutine if round seq still awaits its reply.
 func (w *Watchdog) handOver(seq uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -6,12 +6,10 @@ import (
 	"github.com/relock-go/relock/internal/conn"
 )
 
-// Held returns the leases w tracks of the primitive's name on client. A
-// ForceUnlock takes them before its script runs and declares them lost
-// after it (LoseAll), so that its own process's holders learn of it at
-// once, not at their next renewal; a hold that a waiter takes right after
-// the unlock message is not among them. It scans the registry, which is
-// fine for an operator's action.
+// Held returns the leases w tracks of the primitive's name on client (a
+// registry scan). ForceUnlock takes them before its script and loses them
+// after (LoseAll), so this process's holders learn at once; a hold a waiter
+// takes right after the unlock message is not among them.
 func Held(w *Watchdog, client conn.Client, primitive, name string) []*Lease {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -31,9 +29,8 @@ func LoseAll(ls []*Lease, reason string) {
 	}
 }
 
-// Remaining is how long the holder of l may still count on it: until the
-// instant by which a renewal must succeed (0 once lost or stopped). With
-// the watchdog renewing, it grows back after every renewal.
+// Remaining is how long l's holder may still count on it (0 once lost or
+// stopped); with the watchdog renewing, it grows back after every renewal.
 func Remaining(l *Lease) time.Duration {
 	w := l.w
 	w.mu.Lock()

@@ -5,13 +5,10 @@ import (
 	"time"
 )
 
-// commit decides, in one critical section just before the pipeline is
-// written, what it carries: renewals of leases stopped or lost meanwhile
-// are dropped (a Stop that returned before this sees none of its renewals
-// sent). Those of a round already decided by a quorum of other targets are
-// kept: they keep the extra masters of a Redlock alive. It returns the
-// earliest loss time of the leases kept, how many are kept, and whether any
-// was dropped.
+// commit decides under the lock, just before the pipeline is written, what it
+// carries: leases stopped or lost meanwhile are dropped (a returned Stop sends
+// none); those of rounds already decided stay for a Redlock's extra masters.
+// It returns the earliest loss time kept, the count kept and whether any dropped.
 func (w *Watchdog) commit(calls []renewScriptCall) (deadline time.Time, live int, dropped bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -35,9 +32,8 @@ func (w *Watchdog) commit(calls []renewScriptCall) (deadline time.Time, live int
 	return deadline, live, dropped
 }
 
-// completeLocked records one target's renewal result and decides the
-// round as soon as it can: renewed (quorum), lost (key gone on more than
-// len-quorum targets), or, once every target answered, retry soon.
+// completeLocked records a target's result and decides the round when it can:
+// renewed (quorum), lost (gone on > len-quorum targets) or, all answered, retry.
 func (w *Watchdog) completeLocked(r renewal, res error, sentAt, now time.Time) (lossNotice, bool) {
 	l := r.l
 	if r.round != l.round || !l.open {
@@ -89,11 +85,9 @@ func (w *Watchdog) completeLocked(r renewal, res error, sentAt, now time.Time) (
 	return lossNotice{}, false
 }
 
-// nextRenewal is when to renew next a lease whose renewal fell due at due
-// and was sent at sentAt: due plus whole intervals, the first after sentAt.
-// Each lease keeps its phase, so leases renewed in one round because the
-// wheel ran late spread out again instead of staying one clump; and it is
-// never later than sentAt+interval. (The loss time is from sentAt only.)
+// nextRenewal is due plus whole intervals, the first after sentAt (never later
+// than sentAt+interval): each lease keeps its phase, so leases a late wheel
+// clumped into one round spread out again. The loss time counts from sentAt.
 func nextRenewal(due, sentAt time.Time, interval time.Duration) time.Time {
 	if interval <= 0 || due.After(sentAt) {
 		return sentAt.Add(interval)

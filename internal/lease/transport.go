@@ -18,15 +18,11 @@ import (
 
 var errGone = errors.New("lease key gone")
 
-// targetOf is the target r renews.
 func (r renewal) targetOf() *Target { return &r.l.spec.Targets[r.target] }
 
-// send renews a round's batch, whose round started at sentAt. The wheel's
-// goroutine sends it itself: per client the pipelines of one script per
-// (slot, kind) chunk. A round over several clients (the masters of a
-// Redlock) sends the largest share itself and hands each other client's to
-// that client's asideQueue goroutine, so that a stalled master holds back
-// neither the wheel nor the other masters.
+// send renews a round's batch on the wheel's goroutine. Over several clients
+// (a Redlock's masters) it sends the largest share itself and the others on
+// each client's asideQueue goroutine, so a stalled master holds back no one.
 func (w *Watchdog) send(batch []renewal, sentAt time.Time) {
 	c0 := batch[0].targetOf().Client
 	one := true
@@ -65,8 +61,7 @@ type asideQueue struct {
 	sentAt time.Time // start of the earliest round queued
 }
 
-// sendAside flushes rs on c's asideQueue goroutine, started if there is none:
-// at most one goroutine per client, however long its server stalls.
+// sendAside queues rs for c's asideQueue goroutine (one per client, however long c stalls).
 func (w *Watchdog) sendAside(c conn.Client, rs []renewal, sentAt time.Time) {
 	w.mu.Lock()
 	if q := w.asideQueues[c]; q != nil {
@@ -106,7 +101,7 @@ type scriptGroup struct {
 	slot int
 }
 
-// renewScriptCall is one renewal script: leases of one (kind, slot), at most w.batch.
+// renewScriptCall is one renewal script: at most w.batch leases of one (kind, slot).
 type renewScriptCall struct {
 	kind   *RenewScript
 	rs     []renewal
@@ -114,10 +109,9 @@ type renewScriptCall struct {
 	reload bool // the server lacked the script: send it as EVAL
 }
 
-// flush sends rs, whose round started at sentAt, to c: one script per
-// renewScriptCall, in pipelines of at most w.pipeLeases leases sent one after the
-// other, each under its own context deadline (which go-redis honours only
-// with ContextTimeoutEnabled; otherwise its read timeout bounds the reply).
+// flush sends rs to c: one script per renewScriptCall, in pipelines of at
+// most w.pipeLeases leases, in turn, each under its own deadline (go-redis
+// honours it only with ContextTimeoutEnabled; else its read timeout does).
 func (w *Watchdog) flush(c conn.Client, rs []renewal, sentAt time.Time) {
 	cluster := c.Cluster()
 	var groups [][]renewal
@@ -156,8 +150,7 @@ func (w *Watchdog) flush(c conn.Client, rs []renewal, sentAt time.Time) {
 	w.execAll(c, calls, sentAt)
 }
 
-// execAll sends calls in pipelines of at most w.pipeLeases leases, one
-// after the other.
+// execAll sends calls in pipelines of at most w.pipeLeases leases, in turn.
 func (w *Watchdog) execAll(c conn.Client, calls []renewScriptCall, sentAt time.Time) {
 	for len(calls) > 0 {
 		n, leases := 0, 0
@@ -170,12 +163,9 @@ func (w *Watchdog) execAll(c conn.Client, calls []renewScriptCall, sentAt time.T
 	}
 }
 
-// flushNodes sends the calls of each master of a cluster as pipelines of
-// their own, the masters concurrently. One cluster pipeline over every
-// master would share one context, and go-redis sets the error of a context
-// that ends while it retries a dead master on every command of the
-// pipeline, the live masters' answered renewals too: one master down would
-// lose every lease of the cluster.
+// flushNodes sends each master's calls as its own pipelines, concurrently: in one
+// cluster pipeline, a context ending while go-redis retries a dead master fails
+// every command, the live masters' renewals too, losing every lease.
 func (w *Watchdog) flushNodes(c conn.Client, calls []renewScriptCall, sentAt time.Time) {
 	var addrs []string
 	byNode := map[string][]renewScriptCall{}
@@ -205,7 +195,6 @@ func (w *Watchdog) flushNodes(c conn.Client, calls []renewScriptCall, sentAt tim
 	wg.Wait()
 }
 
-// exec sends one pipeline of calls and records the replies.
 func (w *Watchdog) exec(c conn.Client, calls []renewScriptCall, sentAt time.Time) {
 	span, synced := w.sendPipeline(c, calls)
 	if span == nil {
@@ -222,8 +211,7 @@ type pipelineSync struct {
 	wait conn.Cmd
 }
 
-// err is why a renewal of a lease synced under p does not count (nil
-// when it does, or p is off).
+// err is why a renewal synced under p does not count (nil if it does or p is off).
 func (s *pipelineSync) err(p scripts.ReplicaPolicy) error {
 	if s == nil || p.Timeout <= 0 {
 		return nil
@@ -231,8 +219,7 @@ func (s *pipelineSync) err(p scripts.ReplicaPolicy) error {
 	return s.plan.Acked(p, s.wait)
 }
 
-// syncOf plans the WAIT of a pipeline of calls: for the strictest sync
-// of their leases, on the server of their slot; nil when none is synced.
+// syncOf plans the WAIT for the leases' strictest sync on their slot's server (nil: none).
 func syncOf(c conn.Client, calls []renewScriptCall) *pipelineSync {
 	var p scripts.ReplicaPolicy
 	var key string // of the pipeline's slot
@@ -253,10 +240,8 @@ func syncOf(c conn.Client, calls []renewScriptCall) *pipelineSync {
 	return &pipelineSync{p: p, plan: scripts.SyncRenewals(ctx, c, p, key)}
 }
 
-// sendPipeline sends calls as one pipeline; when the server did not know
-// a script (NOSCRIPT), it sends them all once more, those scripts as EVAL
-// (a renewal that runs twice renews twice). It returns the span of the
-// renewal, nil when nothing was sent (every lease stopped meanwhile).
+// sendPipeline sends calls as one pipeline, again with unknown scripts as EVAL
+// after NOSCRIPT (a renewal run twice renews twice); nil span: nothing sent.
 func (w *Watchdog) sendPipeline(c conn.Client, calls []renewScriptCall) (trace.Span, *pipelineSync) {
 	var span trace.Span
 	spanCtx := context.Background()
@@ -274,8 +259,7 @@ func (w *Watchdog) sendPipeline(c conn.Client, calls []renewScriptCall) (trace.S
 		if dropped {
 			pipe = w.build(calls)
 		}
-		// A reply after the earliest loss it carries is of no use; until
-		// then it is worth waiting for (a larger pipeline takes longer).
+		// A reply is of use until the earliest loss it carries; big pipelines take longer.
 		timeout := max(deadline.Sub(w.clock.Now()), minReplyTimeout)
 		if synced != nil {
 			synced.wait = synced.plan.Wait(spanCtx, min(synced.p.Timeout, timeout*3/4))
@@ -298,10 +282,8 @@ func (w *Watchdog) sendPipeline(c conn.Client, calls []renewScriptCall) (trace.S
 	return span, synced
 }
 
-// reloadMissing marks the calls whose script the server did not know
-// (NOSCRIPT), to be sent again as EVAL, which loads it, and reports
-// whether there were any. Leases stopped meanwhile, whose Stop has
-// returned, are not sent again (commit leaves them out).
+// reloadMissing marks the calls whose script the server lacked (NOSCRIPT)
+// to resend as EVAL, which loads it, and reports whether any were.
 func reloadMissing(calls []renewScriptCall) bool {
 	missing := false
 	for i := range calls {
@@ -312,9 +294,8 @@ func reloadMissing(calls []renewScriptCall) bool {
 	return missing
 }
 
-// record reads the replies of calls, completes each lease's renewal (a
-// lease found gone or failing past its deadline is lost, and told so
-// after the lock is released) and sets the span's counts.
+// record reads the replies, completes each lease's renewal (telling of
+// losses once the lock is released) and sets the span's counts.
 func (w *Watchdog) record(span trace.Span, calls []renewScriptCall, sentAt time.Time, synced *pipelineSync) {
 	now := w.clock.Now()
 	var lost []lossNotice
@@ -367,8 +348,7 @@ func (w *Watchdog) record(span trace.Span, calls []renewScriptCall, sentAt time.
 	}
 }
 
-// failureReason classifies a renewal's error for the metrics: no reply in
-// time, or any other error.
+// failureReason classifies a renewal's error for the metrics.
 func failureReason(err error) telemetry.Reason {
 	if conn.Timeout(err) {
 		return telemetry.ReplyTimeout
@@ -376,8 +356,7 @@ func failureReason(err error) telemetry.Reason {
 	return telemetry.Failed
 }
 
-// build returns the pipeline of calls: one script per non-empty
-// renewScriptCall.
+// build returns the pipeline: one script per non-empty renewScriptCall.
 func (w *Watchdog) build(calls []renewScriptCall) []conn.Cmd {
 	pipe := make([]conn.Cmd, 0, len(calls)+1) // room for a WAIT
 	for i := range calls {
@@ -393,10 +372,7 @@ func (w *Watchdog) build(calls []renewScriptCall) []conn.Cmd {
 }
 
 // cmd is the script's command for rs, leases of one slot, laid out as
-// every renew script's header says: KEYS holds each lease's Target.Keys
-// in turn (KeysPer each), ARGV each lease's time in milliseconds and then
-// its Target.Arg. reload sends the source (EVAL) in place
-// of the hash, for a server that lacked the script.
+// RenewScript says; reload sends the source (EVAL) in place of the hash.
 func (k *RenewScript) cmd(rs []renewal, reload bool) conn.Cmd {
 	nkeys := 0
 	for _, r := range rs {

@@ -17,8 +17,7 @@ func (w *Watchdog) scheduleLocked(l *Lease) {
 	w.placeLocked(l, at)
 }
 
-// nextRoundLocked is when l's next renewal round is due (zero: none):
-// renewAt, or while a round is open, its resendAt.
+// nextRoundLocked is l's next round (zero: none): renewAt, or resendAt while one is open.
 func (l *Lease) nextRoundLocked() time.Time {
 	switch {
 	case !l.spec.Renew:
@@ -31,8 +30,7 @@ func (l *Lease) nextRoundLocked() time.Time {
 
 func (w *Watchdog) placeLocked(l *Lease, at time.Time) {
 	if l.inWheel {
-		// Moved, not removed: the wheel does not empty, so the goroutine
-		// need not hear of it (a re-entry must not wake it).
+		// Moved, not removed: the goroutine need not hear (a re-entry must not wake it).
 		w.removeLocked(l)
 	}
 	t := w.tickOf(at)
@@ -64,11 +62,9 @@ func (w *Watchdog) placeLocked(l *Lease, at time.Time) {
 	}
 }
 
-// dueOf is the instant (as an offset from base) by which the wheel must
-// turn for l placed at at: at its loss time when at is that (a loss check,
-// a round in flight, a fixed lease), else halfway from the renewal to the
-// loss, which leaves the renewal half its slack for its round trip. It is
-// never later than l's loss time.
+// dueOf is when (offset from base) the wheel must turn for l placed at at:
+// at itself at the loss time, else halfway from the renewal to the loss,
+// leaving the renewal half its slack for its round trip. Never past the loss.
 func (w *Watchdog) dueOf(l *Lease, at time.Time) time.Duration {
 	d := at.Sub(w.base)
 	if slack := l.lossAt.Sub(at); slack > 0 {
@@ -88,7 +84,6 @@ func (w *Watchdog) noteDueLocked(l *Lease, due time.Duration) {
 	}
 }
 
-// removeLocked takes l out of its slot.
 func (w *Watchdog) removeLocked(l *Lease) {
 	delete(w.slots[l.slot], l)
 	l.inWheel = false
@@ -100,8 +95,7 @@ func (w *Watchdog) removeLocked(l *Lease) {
 	}
 }
 
-// dueLocked is the earliest instant by which the wheel must turn (a lower
-// bound: early, never late).
+// dueLocked is the earliest instant the wheel must turn by (early, never late).
 func (w *Watchdog) dueLocked() time.Time {
 	m := noDue
 	for i := range w.lossDue {
@@ -155,8 +149,7 @@ func (w *Watchdog) advanceLocked(now time.Time) ([]renewal, []lossNotice) {
 	for t := start; t <= end; t++ {
 		s := t % wheelSlots
 		slot := w.slots[s]
-		// Recomputed from the leases that stay (a later turn of the wheel)
-		// and those placed here meanwhile.
+		// Recomputed from the leases that stay and those placed here meanwhile.
 		w.renewDue[s] = noDue
 		w.lossDue[s] = noDue
 		for l := range slot {
@@ -168,9 +161,8 @@ func (w *Watchdog) advanceLocked(now time.Time) ([]renewal, []lossNotice) {
 				}
 				continue // a later turn of the wheel
 			}
-			// A renewal that falls due later in this tick goes in this
-			// tick's round (early by less than a tick, which is safe: one
-			// round per tick); a loss check keeps its instant (next tick).
+			// A renewal due later in this tick joins this round (less than a tick
+			// early: safe); a loss check keeps its instant (next tick).
 			next := l.nextRoundLocked()
 			renew := !next.IsZero() && next.Before(l.lossAt) && w.tickOf(next) <= end
 			if l.eventAt.After(now) && !renew {
@@ -191,10 +183,8 @@ func (w *Watchdog) advanceLocked(now time.Time) ([]renewal, []lossNotice) {
 				for i := range l.spec.Targets {
 					batch = append(batch, renewal{l, i, l.round})
 				}
-				// Sent again a third of the lease on if still undecided (the
-				// answers to this round are then ignored); the loss check
-				// runs even while in flight. One target: a round is decided
-				// by its answer, and a resend would wait on the same server.
+				// Resent a third of the lease on if still undecided (this round's answers
+				// then ignored). One target: a resend would wait on the same server.
 				l.resendAt = time.Time{}
 				if len(l.spec.Targets) > 1 {
 					l.resendAt = now.Add(l.spec.Timeout / 3)
@@ -208,8 +198,7 @@ func (w *Watchdog) advanceLocked(now time.Time) ([]renewal, []lossNotice) {
 	return batch, lost
 }
 
-// nextWakeLocked returns how long to sleep until the earliest event of the
-// next tick that has one due in this turn of the wheel.
+// nextWakeLocked is how long to sleep until the next tick with an event due this turn.
 func (w *Watchdog) nextWakeLocked(now time.Time) time.Duration {
 	for i := int64(1); i <= wheelSlots; i++ {
 		t := w.cursor + i
@@ -220,9 +209,8 @@ func (w *Watchdog) nextWakeLocked(now time.Time) time.Duration {
 			}
 		}
 		if !first.IsZero() {
-			// Not before the tick begins: only then does advanceLocked
-			// take the slot (a lease moved here from the tick before is
-			// due earlier, and waking for it would spin until then).
+			// Not before the tick begins, when advanceLocked takes the slot: a
+			// lease moved here from the tick before would make it spin until then.
 			if start := w.base.Add(time.Duration(t) * w.tick); first.Before(start) {
 				first = start
 			}

@@ -15,33 +15,26 @@ const (
 	RWLock    Primitive = "rwlock"
 	Semaphore Primitive = "semaphore"
 	// Redlock's members are locks (or rwlock sides) on independent
-	// servers: each server needs its member primitive's ACL, and the
-	// adapter sends nothing of its own.
+	// servers, each needing its member's ACL; the adapter sends nothing.
 	Redlock Primitive = "redlock"
-	// Election is a fair lock with the leader's record and the change
-	// channel beside it.
+	// Election is a fair lock plus the leader's record and change channel.
 	Election Primitive = "election"
 )
 
 // Primitives lists every primitive MinimalACL knows, in the README's order.
 var Primitives = []Primitive{Lock, FairLock, RWLock, Semaphore, Redlock, Election}
 
-// Deployment says what, beside the primitive, decides the commands a user
-// needs.
+// Deployment is what, beside the primitive, decides the commands needed.
 type Deployment struct {
-	// Cluster: notifications use SPUBLISH/SSUBSCRIBE, and the client reads
-	// the slot map (CLUSTER SLOTS) and the command table (COMMAND).
+	// Cluster: sharded pub/sub, and clusterCommands.
 	Cluster bool
-	// ReplicaSync: WithReplicaSync is on (the default), so the client
-	// reads each server's replicas and eviction policy (INFO, else ROLE)
-	// and sends WAIT.
+	// ReplicaSync: WithReplicaSync is on (the default): INFO, ROLE, WAIT.
 	ReplicaSync bool
 }
 
-// ACL is the least a Redis user needs to run one primitive on names that
-// begin with a prefix: the commands (as ACL SETUSER spells them, without
-// the "+": "client|setinfo" is a subcommand), the key patterns (without
-// the "~") and the channel patterns (without the "&").
+// ACL is the least a Redis user needs to run one primitive on names with
+// a prefix: commands as ACL SETUSER spells them ("client|setinfo" is a
+// subcommand), key and channel patterns, all without "+", "~" or "&".
 type ACL struct {
 	Primitive Primitive
 	Commands  []string
@@ -49,11 +42,9 @@ type ACL struct {
 	Channels  []string
 }
 
-// Rules is a as the arguments of ACL SETUSER after the user's name and
-// password: "+cmd" for each command, "~pattern" for each key pattern,
-// "&pattern" for each channel pattern. It starts from nothing
-// ("resetkeys", "resetchannels", "-@all"), so that what it grants is all
-// the user gets.
+// Rules is a as ACL SETUSER arguments after the user's name and password
+// ("+cmd", "~keys", "&channels"), starting from nothing ("resetkeys",
+// "resetchannels", "-@all") so that what it grants is all the user gets.
 func (a ACL) Rules() []string {
 	out := []string{"resetkeys", "resetchannels", "-@all"}
 	for _, c := range a.Commands {
@@ -68,8 +59,7 @@ func (a ACL) Rules() []string {
 	return out
 }
 
-// String is the rules on one line, as they follow `ACL SETUSER <user> on
-// ><password>`.
+// String is the rules on one line, after `ACL SETUSER <user> on ><password>`.
 func (a ACL) String() string { return strings.Join(a.Rules(), " ") }
 
 // Union is the ACL that grants what every one of acls grants.
@@ -90,27 +80,20 @@ func sorted(s []string) []string {
 	return slices.Compact(s)
 }
 
-// connCommands are what go-redis sends on every new connection (HELLO,
-// else AUTH; CLIENT SETINFO too, whose refusal it ignores, so it is left
-// out), what the pub/sub connection's health check sends (PING), and how
-// every script runs: EVALSHA, EVAL when the server does not have it
-// cached, SCRIPT LOAD before a batch of renewals.
+// connCommands: go-redis's connection setup (HELLO, else AUTH; CLIENT
+// SETINFO's refusal is ignored), the pub/sub health check (PING), and the
+// script commands (SCRIPT LOAD before a batch of renewals).
 var connCommands = []string{"hello", "auth", "ping", "evalsha", "eval", "script|load"}
 
-// replicaCommands read a server's replicas and eviction policy (INFO
-// replication and memory, ROLE where INFO is refused) and wait for the
-// replicas after an acquisition (WAIT).
+// replicaCommands count replicas, read the eviction policy, and WAIT.
 var replicaCommands = []string{"info", "role", "wait"}
 
-// clusterCommands let a cluster client learn the slot map and the command
-// table.
+// clusterCommands read a cluster's slot map and command table.
 var clusterCommands = []string{"cluster|slots", "cluster|shards", "command"}
 
-// The commands each primitive's scripts run (redis.call checks each one
-// against the user's ACL, with the keys it touches), and those its Go side
-// sends directly: the inspections (IsLocked, HoldCount, TTL, Available),
-// the holder label (SET, GET, DEL) and ForceUnlock (TYPE; HGETALL for an
-// rwlock).
+// The commands each primitive's scripts run (redis.call checks each
+// against the ACL), and those its Go side sends: inspections, the holder
+// label (SET, GET, DEL) and ForceUnlock (TYPE; HGETALL for an rwlock).
 var (
 	lockCommands = []string{
 		"exists", "hset", "hget", "hexists", "hincrby", "pexpire", "pttl",
@@ -129,10 +112,9 @@ var (
 	}
 )
 
-// Key and channel patterns, for names that begin with prefix. An
-// auxiliary key is "aux:{name}" and "{name}:aux", or "aux:name" and
-// "name:aux" when the name holds a hash tag of its own (keys.Prefix,
-// keys.Suffix): both forms are granted.
+// Key and channel patterns for names that begin with prefix. Both forms
+// of auxiliary keys are granted: "aux:{name}" and "{name}:aux", or
+// "aux:name" and "name:aux" when the name holds its own hash tag.
 func prefixed(aux, prefix string) []string {
 	return []string{aux + ":{" + prefix + "*", aux + ":" + prefix + "*"}
 }
@@ -185,10 +167,8 @@ func MinimalACL(p Primitive, prefix string, d Deployment) ACL {
 		keys = slices.Concat(keys, tagged(prefix), prefixed("redisson_unlock_latch", prefix))
 		channel = "redisson_sc"
 	}
-	// A fair lock's waiter listens on the lock's channel followed by
-	// ":<waiter id>", which the same patterns cover. The scripts name the
-	// channel among their keys, so that a cluster routes them to its slot:
-	// it is a key pattern too.
+	// The patterns cover a fair waiter's "<channel>:<waiter id>". Scripts
+	// pass the channel among their keys (cluster routing): a key pattern too.
 	channels := prefixed(channel, prefix)
 	return Union(p, ACL{Commands: cmds, Keys: append(keys, channels...), Channels: channels})
 }

@@ -6,17 +6,13 @@ import (
 	"strings"
 )
 
-// A script asks beforehand (may, in lua/acl.lua) only for the commands it
-// runs after its first write: what runs before can be refused without
-// changing anything, and asking costs each call about a microsecond of
-// server time per command. Redis's own refusal of a command in a script
-// does not name it on Redis 7.0 ("the user executing the script can't run
-// this command or subcommand"), but it gives the script's line, where the
-// command is written: named puts that in may's words, with no round trip.
+// A script checks (may, in lua/acl.lua) only the commands it runs after
+// its first write: an earlier refusal changes nothing, and a check costs
+// about a µs. Redis 7.0's own refusal names no command but gives the
+// script's line, from which named words it as may would.
 
 var (
-	// refusedCommand and refusedKey are how Redis words a script's
-	// command refused by the ACL, and one refused one of its keys.
+	// How Redis words an ACL refusal of a script's command, key, channel.
 	refusedCommand = regexp.MustCompile(`can't run this command|permissions to run the`)
 	refusedKey     = regexp.MustCompile(`can't access at least one of the keys|permissions to access`)
 	refusedChannel = regexp.MustCompile(`can't publish to the channel|permissions to access one of the channels`)
@@ -27,21 +23,19 @@ var (
 	callee = regexp.MustCompile(`redis\.p?call\(\s*'([a-z|]+)'`)
 )
 
-// Refusal is a refusal by the ACL of a command a script ran, in may's
-// words: a Redis error reply, like may's own.
+// Refusal is an ACL refusal of a script's command, worded as may's own
+// error reply.
 type Refusal string
 
 // Error is the refusal as may words it.
 func (e Refusal) Error() string { return string(e) }
 
-// RedisError marks a Refusal as a reply of the server (redis.Error): the
-// script ran and stopped there, like any error reply.
+// RedisError marks a Refusal as a server reply (redis.Error).
 func (Refusal) RedisError() {}
 
-// named returns err, Redis's own refusal of a command of s, in may's
-// words when the line Redis reports runs one command by name; else nil.
-// args are the EVALSHA's (its keys from args[3]), which name a channel
-// refused.
+// named rewords err, Redis's refusal of a command of s, as may would when
+// the reported line runs one command by name; else nil. args are the
+// EVALSHA's (keys from args[3]), to name a refused key or channel.
 func (s *Script) named(err error, args []any) error {
 	if err == nil {
 		return nil // before the string work, on every successful call
@@ -77,8 +71,7 @@ func (s *Script) named(err error, args []any) error {
 	return Refusal("NOPERM relock: this user may not " + name + " on one of its keys")
 }
 
-// keyOf is the key (or channel) a script's line passes as its one KEYS[i],
-// read from the call's args (its keys from args[3]).
+// keyOf is the key (or channel) a line passes as its one KEYS[i], from args.
 func keyOf(line string, args []any) (string, bool) {
 	m := keyRef.FindAllStringSubmatch(line, -1)
 	if len(m) != 1 {

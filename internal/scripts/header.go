@@ -12,11 +12,9 @@ import (
 //	--          (continued, indented)
 //	-- ARGV[1]  owner id
 //
-// and returns each one's text (its lines joined by a space), the n-th at
-// index n-1. Entries written otherwise are left out: a variadic tail
-// (-- ARGV[4], ARGV[5], ...), a stride (-- KEYS[s*i]), a mention inside
-// the text. A number missing from the sequence shows as "". It lets a
-// test hold a script's Go caller to the header.
+// and returns each one's text (lines joined by a space), the n-th at
+// index n-1, "" for a gap. Other forms (ARGV[4], ARGV[5], ...; KEYS[s*i])
+// are left out. It lets a test hold a script's Go caller to the header.
 func Header(src string) (keys, args []string) {
 	var last *string // the entry an indented comment line continues
 	for line := range strings.Lines(src) {

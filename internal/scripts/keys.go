@@ -5,9 +5,8 @@ import (
 	"strings"
 )
 
-// Prefix names an auxiliary key or channel "prefix:{name}", or "prefix:name"
-// when name already holds a "{" (its own hash tag then decides the slot), as
-// Redisson's prefixName does.
+// Prefix names an auxiliary key or channel "prefix:{name}", or
+// "prefix:name" when name holds a "{", as Redisson's prefixName does.
 func Prefix(prefix, name string) string {
 	if strings.Contains(name, "{") {
 		return prefix + ":" + name
@@ -24,13 +23,11 @@ func Suffix(name, suffix string) string {
 	return "{" + name + "}:" + suffix
 }
 
-// CheckName returns why name cannot be a lock's name, "" when it can. Every
-// key of a lock shares name's cluster slot only if name's braces leave the
-// tag of its auxiliary keys (Prefix and Suffix) equal to its own: a name
-// with no brace, or one with a hash tag of its own (a "{" and, after it, a
-// "}" with something between). Any other "{" or "}" ("a}b", "a{b", "{}")
-// would scatter the keys of one lock over several slots, which a cluster
-// refuses (CROSSSLOT), so the rule holds on every server alike.
+// CheckName returns why name cannot be a lock's name, "" when it can: it
+// must hold no brace, or a non-empty hash tag of its own, so that its
+// auxiliary keys (Prefix, Suffix) share its slot. Other braces ("a}b",
+// "{}") would scatter a lock over slots (CROSSSLOT on a cluster), so the
+// rule holds on every server alike.
 func CheckName(name string) string {
 	if !strings.ContainsAny(name, "{}") {
 		return ""

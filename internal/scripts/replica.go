@@ -27,8 +27,7 @@ type ReplicaPolicy struct {
 	Timeout time.Duration
 	// Min is how many replicas must acknowledge (at least 1).
 	Min int
-	// Logger receives the warnings about the server (its eviction
-	// policy); nil means slog.Default().
+	// Logger receives warnings about the server; nil: slog.Default().
 	Logger *slog.Logger
 }
 
@@ -37,14 +36,11 @@ type Acks struct {
 	Want    int           // replicas the WAIT waited for; 0: no WAIT was sent
 	Got     int           // replicas that acknowledged
 	Timeout time.Duration // the WAIT's
-	// Err is why the WAIT got no answer that counts: a refusal (NOPERM)
-	// names the permission to grant; nil when it answered.
+	// Err is why the WAIT's answer does not count (a NOPERM names the grant).
 	Err error
 }
 
-// Enough reports whether the write is acknowledged as p asks: no WAIT was
-// sent (sync off, or a server without replicas), or Min replicas
-// acknowledged.
+// Enough reports whether a satisfies p: no WAIT was sent, or Min acked.
 func (p ReplicaPolicy) Enough(a Acks) bool { return a.Want == 0 || a.Got >= p.Min }
 
 // Err is the error of a write too few replicas acknowledged: it matches
@@ -61,10 +57,8 @@ func (p ReplicaPolicy) Err(a Acks) error {
 		errs.ErrNotReplicated, a.Got, a.Want, timeout, p.Min)
 }
 
-// Refuse gives back an acquisition too few replicas acknowledged (undo,
-// the primitive's give-back) and returns what its try reports: Err(a), or,
-// when the give-back failed, that failure (the acquisition may remain, and
-// the primitive's lost-reply give-back takes over, as MayHaveRun says).
+// Refuse gives back an under-acknowledged acquisition (undo) and returns
+// Err(a), or undo's failure (the lost-reply give-back then takes over).
 func (p ReplicaPolicy) Refuse(a Acks, undo func() error) error {
 	if err := undo(); err != nil {
 		return fmt.Errorf("%d of %d replicas acknowledged, and giving the acquisition back failed: %w", a.Got, a.Want, err)
@@ -72,37 +66,27 @@ func (p ReplicaPolicy) Refuse(a Acks, undo func() error) error {
 	return p.Err(a)
 }
 
-// refreshEvery is how long a server's replica count is trusted before it is
-// read again, in the round trip of the next call: a replica attached to a
-// server that had none is waited for from then on. (A variable for the
-// tests.)
+// refreshEvery is how long a server's replica count is trusted before the
+// next call's round trip reads it again (a variable for the tests).
 var refreshEvery = 10 * time.Second
 
-// movedRetries bounds the resends of a call a cluster node answered MOVED
-// or ASK (the script did not run), while the client learns the new slot
-// map.
+// movedRetries bounds resends after MOVED or ASK (the script did not run).
 const movedRetries = 3
 
-// Synced runs the call as Run does, its first key being a key of the
-// slot it writes. When p is on and the server that holds that slot has replicas
-// online, WAIT <min(replicas, p.Min)> <p.Timeout> follows it on the same connection,
-// in the same round trip (the timeout shortened to end before ctx's
-// deadline), and Acks says what it answered; a server with no
-// replica gets the script alone, through the client's conn.Pipe, as Run
-// sends it, unless the client has seen a replica online (or is a Sentinel
-// client): then nothing runs, and the error matches ErrNotReplicated. The
-// replica count of each server is learned once (INFO
-// replication) and read again every 10 s, after an error that may
-// mean a failover, a reconnection or a resharding, and after a WAIT that
-// fewer replicas answered than were asked.
+// Synced runs the call as Run does, its first key in the slot it writes.
+// When p is on and that slot's server has replicas online, WAIT
+// <min(replicas, p.Min)> <p.Timeout> follows in the same round trip (ending
+// before ctx's deadline), and Acks says what it answered. A server with no
+// replica gets the script alone, unless the client has seen a replica (or
+// is a Sentinel client): then nothing runs (ErrNotReplicated). Counts are
+// read again every 10 s, after a failover-like error and a short WAIT.
 func (call Call) Synced(ctx context.Context, c conn.Client, p ReplicaPolicy) (conn.Reply, Acks) {
 	s, nkeys := call.s, call.nkeys
 	if p.Timeout <= 0 {
 		return s.send(ctx, c, nkeys, call.a), Acks{}
 	}
 	if dl, ok := ctx.Deadline(); ok {
-		// A WAIT cut by the call's deadline would leave the acquisition
-		// unknown: it ends before, and the acquisition is given back.
+		// A WAIT cut by the deadline would leave the acquisition unknown.
 		p.Timeout = max(min(p.Timeout, time.Until(dl)*3/4), time.Millisecond).Truncate(time.Millisecond)
 	}
 	var key string
@@ -153,11 +137,9 @@ func (call Call) Synced(ctx context.Context, c conn.Client, p ReplicaPolicy) (co
 	}
 }
 
-// SyncNeeded reports whether a write of key under p may need a WAIT: p is on
-// and the key's server has replicas, or it is not known yet whether it
-// has. It sends nothing. A write that cannot be synced otherwise (a
-// lock handed to the next waiter inside a release) is made another way
-// when it is.
+// SyncNeeded reports whether a write of key under p may need a WAIT (the
+// server has replicas, or may have); it sends nothing. A write that cannot
+// be synced (a lock handed over inside a release) is made another way.
 func SyncNeeded(ctx context.Context, c conn.Client, p ReplicaPolicy, key string) bool {
 	if p.Timeout <= 0 {
 		return false
@@ -169,20 +151,15 @@ func SyncNeeded(ctx context.Context, c conn.Client, p ReplicaPolicy, key string)
 	return err != nil || srv.n.Load() != 0 || srv.replicated.Load()
 }
 
-// send runs the script and, when the server has n > 0 replicas online,
-// WAIT on one pipeline of node, for min(n, p.Min) of them: it returns as
-// soon as enough acknowledged, so a slow replica among several costs
-// nothing while the others answer (a server with fewer than p.Min is
-// refused once its n answered). refresh adds INFO replication to read the
-// replica count anew.
+// send runs the script and, for n > 0 replicas, WAIT for min(n, p.Min) on
+// one pipeline of node; refresh adds INFO to read the count anew.
 func (srv *server) send(ctx context.Context, node conn.Client, p ReplicaPolicy, call Call, n int, refresh bool) (conn.Reply, Acks) {
 	s := call.s
 	n = min(n, max(p.Min, 1))
 	cmd := call.Cmd(ctx)
 	wait, info := pipeline(ctx, node, cmd, p, n, refresh)
 	if IsNoScript(cmd.Reply().Err()) {
-		// Not in this server's cache (a restart, a failover): EVAL loads
-		// it, and the WAIT follows it again.
+		// Not cached (a restart, a failover): EVAL loads it, WAIT follows.
 		cmd = s.Reload(ctx, cmd)
 		wait, info = pipeline(ctx, node, cmd, p, n, refresh)
 	}
@@ -191,7 +168,7 @@ func (srv *server) send(ctx context.Context, node conn.Client, p ReplicaPolicy, 
 			srv.set(parseReplicas(r))
 			checkMemory(node.Addr(), info[1], p.Logger)
 		} else {
-			srv.stale() // refused or lost: the next call asks again (ROLE where INFO is refused)
+			srv.stale() // the next call asks again (ROLE where INFO is refused)
 		}
 	}
 	if err := cmd.Reply().Err(); err != nil {
@@ -207,10 +184,8 @@ func (srv *server) send(ctx context.Context, node conn.Client, p ReplicaPolicy, 
 	return cmd.Reply(), srv.acks(wait, n, p.Timeout)
 }
 
-// acks reads the reply of a WAIT for want replicas within timeout (nil:
-// none was sent). An error reply leaves the write ran but not known to be
-// acknowledged; it and a short count have the replica count read anew,
-// as a replica may have gone (or come).
+// acks reads the reply of a WAIT for want replicas within timeout (zero:
+// none was sent). An error or a short count has the count read anew.
 func (srv *server) acks(wait conn.Cmd, want int, timeout time.Duration) Acks {
 	a := Acks{Want: want, Timeout: timeout}
 	if wait.Zero() {
@@ -243,15 +218,13 @@ func pipeline(ctx context.Context, node conn.Client, cmd conn.Cmd, p ReplicaPoli
 	return wait, info
 }
 
-// waitCmd is WAIT for n replicas within timeout (at least 1 ms: 0 would
-// wait for ever).
+// waitCmd is WAIT for n replicas within timeout (at least 1 ms: 0 blocks).
 func waitCmd(ctx context.Context, n int, timeout time.Duration) conn.Cmd {
 	return conn.NewCmd(ctx, 0, "wait", n, max(timeout.Milliseconds(), 1))
 }
 
-// infoCmds are the INFO replication and INFO memory a server's replica
-// count and eviction policy are read from: two INFOs, not one with two
-// sections, which Redis 6 refuses.
+// infoCmds are INFO replication and INFO memory, sent apart: Redis 6
+// refuses two sections in one.
 func infoCmds(ctx context.Context) (repl, mem conn.Cmd) {
 	return conn.NewCmd(ctx, 0, "info", "replication"), conn.NewCmd(ctx, 0, "info", "memory")
 }
@@ -264,11 +237,8 @@ var servers conn.Map[*topology]
 type topology struct {
 	single server   // a *redis.Client's one server
 	nodes  sync.Map // a cluster's: node address -> *server
-	// replicated: a server of this client has shown a replica online, or
-	// the client is a Sentinel client. From then on a master without one
-	// refuses a synced write instead of taking it unacknowledged: under
-	// Sentinel, or on a cluster, it is a master that lost its replica, or
-	// one side of a failover whose other side keeps the data.
+	// replicated: a replica was seen online, or the client is Sentinel's;
+	// a master without one then refuses synced writes (see refuse).
 	replicated atomic.Bool
 }
 
@@ -276,17 +246,14 @@ func newTopology(c conn.Client) *topology {
 	t := &topology{}
 	t.single.n.Store(unknown)
 	t.single.replicated = &t.replicated
-	// A Sentinel deployment has replicas by design: a process that first
-	// meets its master between a failover and a replica's return must
-	// not take the master's lone writes for a server run alone.
+	// Sentinel has replicas by design, even before one is back from a failover.
 	if c.Sentinel() {
 		t.replicated.Store(true)
 	}
 	return t
 }
 
-// route returns the client that reaches key's server and that server's
-// state.
+// route returns the client of key's server, and that server's state.
 func route(ctx context.Context, c conn.Client, key string) (conn.Client, *server, error) {
 	node, err := c.Node(ctx, key)
 	switch {
@@ -311,9 +278,8 @@ func route(ctx context.Context, c conn.Client, key string) (conn.Client, *server
 // unknown is the count of a server not asked yet, or whose count is stale.
 const unknown = -1
 
-// pendingEvery is how long the count of a server is trusted while one of
-// its replicas is connected but not yet online (still syncing): such a
-// replica is waited for within about this long of its coming online.
+// pendingEvery is how long a count is trusted while a replica is still
+// syncing, so that it is waited for soon after it comes online.
 const pendingEvery = 250 * time.Millisecond
 
 // server is what is known of one server's replicas.
@@ -323,13 +289,12 @@ type server struct {
 	checked    atomic.Int64 // when n was read (unix ns)
 	refreshing atomic.Bool  // a call carries an INFO to read n anew
 	replicated *atomic.Bool // its topology's
-	// cluster: a cluster's node, whose count also reads whether the
-	// cluster lists a replica anywhere (CLUSTER NODES).
+	// cluster: a cluster's node; its count also reads CLUSTER NODES.
 	cluster bool
 }
 
-// count returns the server's replica count, asking the server when it is
-// unknown; refresh tells the caller to carry an INFO in its round trip.
+// count returns the server's replica count, asking when it is unknown;
+// refresh tells the caller to carry an INFO in its round trip.
 func (srv *server) count(ctx context.Context, node conn.Client, log *slog.Logger) (n int, refresh bool, err error) {
 	if v := srv.n.Load(); v != unknown {
 		trust := refreshEvery
@@ -351,23 +316,15 @@ func (srv *server) count(ctx context.Context, node conn.Client, log *slog.Logger
 type replicas struct {
 	online  int  // those a WAIT can count on
 	pending bool // one more is connected but still syncing
-	// listed: the server's cluster lists a replica, online or not: the
-	// deployment is replicated even when this master has none online.
+	// listed: the cluster lists a replica, online or not.
 	listed bool
 }
 
-// ask reads the server's online replicas from INFO replication, or from
-// ROLE where INFO is refused (a proxy, a managed service, an embedded
-// server), and its eviction policy from INFO memory, in one round trip. A
-// server that answers neither with an error other than a refusal of
-// this user (miniredis, some proxies: the command is unknown) is taken
-// to have no replicas: no WAIT can be counted on there. A user refused
-// both (NOPERM) gets an error: without the count the acquisition cannot
-// be synced as it asks, and turning the sync off would go unnoticed.
-// A cluster's node is also asked for the cluster's nodes, in the same
-// round trip: a process that first meets a master between a failover and
-// its replica's return must not take the master's lone writes for a
-// cluster run without replicas.
+// ask reads the online replicas from INFO replication (ROLE where refused),
+// the eviction policy from INFO memory, and on a cluster CLUSTER NODES (a
+// replica not yet back from a failover still counts). A server that knows
+// neither command (miniredis) has no replicas; a user refused both gets an
+// error, so that the sync is never quietly off.
 func ask(ctx context.Context, node conn.Client, log *slog.Logger, cluster bool) (replicas, error) {
 	repl, mem := infoCmds(ctx)
 	var nodes conn.Cmd
@@ -413,7 +370,7 @@ func parseRole(role []any) int {
 
 func (srv *server) set(r replicas) {
 	if r.online > 0 || r.listed {
-		srv.replicated.Store(true) // not a replica still syncing: it may never come online
+		srv.replicated.Store(true) // not for a syncing replica: it may never come online
 	}
 	srv.checked.Store(time.Now().UnixNano())
 	srv.pending.Store(r.pending)
@@ -421,11 +378,8 @@ func (srv *server) set(r replicas) {
 	srv.refreshing.Store(false)
 }
 
-// refuse is the error of a synced write (an acquisition, a renewal) to a
-// server with no replica online in a deployment that has shown one: it
-// is failing over or has lost its replica, and a write here may be the
-// side of a split that is thrown away. The count is read again at the
-// next call.
+// refuse is the error of a synced write to a replica-less master of a
+// replicated deployment: it may be the side of a split thrown away.
 func (srv *server) refuse(node conn.Client, p ReplicaPolicy) error {
 	srv.stale()
 	warn(p.Logger, node.Addr(), "no-replica", "relock: replica sync: a master of a replicated deployment has no replica online; acquisitions there are refused until one is (WithReplicaSync(0) turns the sync off)")
@@ -437,11 +391,8 @@ func (srv *server) stale() {
 	srv.refreshing.Store(false)
 }
 
-// parseReplicas counts the online replicas in an INFO replication reply
-// (lines "slave<i>:ip=…,port=…,state=online,…"), and tells whether
-// another is connected but still syncing (state wait_bgsave or
-// send_bulk, or connected_slaves above the online ones); a server that is
-// itself a replica has none to wait for.
+// parseReplicas counts the online replicas in INFO replication and tells
+// whether another is still syncing; a replica itself has none to wait for.
 func parseReplicas(info string) replicas {
 	var r replicas
 	connected := 0
@@ -467,10 +418,8 @@ func parseReplicas(info string) replicas {
 	return r
 }
 
-// listsReplica reports whether a CLUSTER NODES reply lists a replica,
-// whatever its state (its flags, the third field, include "slave"). A
-// refused or failed CLUSTER NODES lists none: the count stands alone, as
-// before a replica is seen.
+// listsReplica reports whether a CLUSTER NODES reply lists a replica
+// (flags, the third field, include "slave"); a failed one lists none.
 func listsReplica(reply conn.Reply) bool {
 	text, err := reply.Text()
 	if err != nil {

@@ -14,15 +14,13 @@ import (
 	"github.com/relock-go/relock/tracing"
 )
 
-// ErrReplicaDenied is the cause of an error that replica sync cannot keep its
-// promise because this Redis user may not run a command it needs (INFO
-// and ROLE to count the replicas, WAIT to wait for them). The error names
-// the permission to grant; the Redis reply (NOPERM) is wrapped too.
+// ErrReplicaDenied is the cause when this Redis user may not run a command
+// replica sync needs (INFO and ROLE, or WAIT). The error names the
+// permission to grant and wraps the NOPERM reply.
 var ErrReplicaDenied = errors.New("replica sync refused by the server's ACL")
 
-// denied reports whether err is Redis's refusal of a command by the
-// user's ACL (NOPERM), as opposed to a command the server does not know
-// (miniredis, some proxies), which means it has no replicas to count.
+// denied reports whether err is an ACL refusal (NOPERM), not a command
+// the server does not know (miniredis: no replicas to count).
 func denied(err error) bool {
 	msg, ok := conn.ReplyText(err)
 	return ok && strings.HasPrefix(msg, "NOPERM")
@@ -37,15 +35,14 @@ type permErr struct {
 func (e *permErr) Error() string   { return e.msg + ": " + e.reply.Error() }
 func (e *permErr) Unwrap() []error { return []error{ErrReplicaDenied, e.reply} }
 
-// countDenied is the error of a call whose server refused both INFO and
-// ROLE to this user.
+// countDenied is the error when the user is refused both INFO and ROLE.
 func countDenied(reply error) error {
 	return &permErr{reply: reply, msg: "replica sync: this Redis user may not run INFO or ROLE, " +
 		"which count the server's replicas: grant +info (or +role), or turn replica sync off with WithReplicaSync(0)"}
 }
 
-// waitErr is the error of a WAIT that got an error reply: NOPERM names
-// the permission; any other error is reported as it is.
+// waitErr is the error of a WAIT's error reply (nil if none came); NOPERM
+// names the permission.
 func waitErr(err error) error {
 	if !conn.IsReply(err) {
 		return nil // lost on the network: counted as not acknowledged
@@ -57,12 +54,11 @@ func waitErr(err error) error {
 	return fmt.Errorf("replica sync: WAIT failed: %w", err)
 }
 
-// warned holds "address\x00reason" of each warning given: once per
-// server and reason in the process, however many clients reach it.
+// warned holds "address\x00reason" of each warning given, once per process.
 var warned sync.Map
 
-// warn logs (to log, or slog.Default() when nil) and counts a warning
-// about the server at addr, the first time only.
+// warn logs (to log, or slog.Default()) and counts a warning about the
+// server at addr, the first time only.
 func warn(log *slog.Logger, addr, reason, msg string, attrs ...any) {
 	if _, dup := warned.LoadOrStore(addr+"\x00"+reason, true); dup {
 		return
@@ -75,11 +71,9 @@ func warn(log *slog.Logger, addr, reason, msg string, attrs ...any) {
 	telemetry.ServerWarning(ctx, nil, addr, reason)
 }
 
-// checkMemory warns when the server's eviction policy, read from an
-// INFO memory reply (if it came), may evict a lock's keys: with
-// maxmemory set, allkeys-* evicts any key and volatile-* any key with a
-// TTL, which every key of a lock has. An evicted lock is free to the
-// next owner while its holder is still working.
+// checkMemory warns when an INFO memory reply shows maxmemory with an
+// allkeys-* or volatile-* policy: every key of a lock has a TTL, and an
+// evicted lock goes to a next owner while its holder still works.
 func checkMemory(addr string, info conn.Reply, log *slog.Logger) {
 	r, err := info.Text()
 	if err != nil {
@@ -99,8 +93,7 @@ func evicts(policy string) bool {
 	return strings.HasPrefix(policy, "allkeys-") || strings.HasPrefix(policy, "volatile-")
 }
 
-// parseMemory reads maxmemory and maxmemory_policy from an INFO memory
-// reply.
+// parseMemory reads maxmemory and maxmemory_policy from INFO memory.
 func parseMemory(info string) (maxmemory int64, policy string) {
 	for line := range strings.Lines(info) {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")

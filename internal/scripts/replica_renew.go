@@ -8,26 +8,22 @@ import (
 	"github.com/relock-go/relock/internal/conn"
 )
 
-// Renewals is how a pipeline of renewals is synced: a renewal a new
-// master missed shortens the hold there to the lease last replicated,
-// while its holder, renewed on the old master, believes it holds; so a
-// renewal of a synced hold counts only once replicas acknowledged it, as
-// its acquisition did.
+// Renewals is how a pipeline of renewals is synced: a renewal a new master
+// missed leaves the hold there at the lease last replicated, so a synced
+// hold's renewal counts only once replicas acknowledged it.
 type Renewals struct {
-	// Node is the server of the pipeline's slot (the client itself
-	// unless it is a cluster's): the WAIT must go on its connection.
+	// Node is the server of the pipeline's slot, where the WAIT must go.
 	Node conn.Client
 	// Want is the replicas the WAIT asks for; 0: none is sent.
 	Want int
-	// Err is why the renewals cannot be synced (a master without a
-	// replica where the client has seen one, the count unknown): they
-	// are sent, and count as failed tries.
+	// Err is why the renewals cannot be synced (no replica where one was
+	// seen, the count unknown): they are sent, and count as failed tries.
 	Err error
 	srv *server
 }
 
-// SyncRenewals plans the sync of renewals of key's slot under p: the
-// replica count of the slot's master, learned as Call.Synced learns it.
+// SyncRenewals plans the sync of renewals of key's slot under p, with the
+// replica count Call.Synced uses.
 func SyncRenewals(ctx context.Context, c conn.Client, p ReplicaPolicy, key string) Renewals {
 	node, srv, err := route(ctx, c, key)
 	if errors.Is(err, errUnsupported) {
@@ -51,8 +47,7 @@ func SyncRenewals(ctx context.Context, c conn.Client, p ReplicaPolicy, key strin
 	return Renewals{Node: node, Want: min(n, max(p.Min, 1)), srv: srv}
 }
 
-// Wait is the WAIT to send last on the pipeline (on Node), bounded by
-// timeout; the zero Cmd when none is.
+// Wait is the WAIT to send last on the pipeline (on Node), or zero.
 func (r Renewals) Wait(ctx context.Context, timeout time.Duration) conn.Cmd {
 	if r.Want == 0 {
 		return conn.Cmd{}

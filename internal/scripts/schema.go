@@ -8,10 +8,8 @@ import (
 )
 
 // The key schema: every key and channel a lock called name uses besides
-// its own hash (the key name). The Redisson names are Redisson's (RLock,
-// RReadWriteLock, RFencedLock, RSemaphore), so that a Java service meets
-// the same keys; the relock names are this module's own. Every one shares
-// the cluster slot of name.
+// its own, all in name's cluster slot. The redisson_ names are Redisson's,
+// so that a Java service meets the same keys; relock_ names are our own.
 
 // Prefixes of the key families named below, for scanning (relock leaks).
 const (
@@ -42,16 +40,14 @@ func SemaphoreChannel(name string) string { return Prefix("redisson_sc", name) }
 // FairQueue is a fair lock's list of waiters (RFairLock's).
 func FairQueue(name string) string { return Prefix("redisson_lock_queue", name) }
 
-// FairTimeouts is the zset of a fair lock's waiters' deadlines
-// (RFairLock's).
+// FairTimeouts is the zset of a fair lock's waiters' deadlines (RFairLock's).
 func FairTimeouts(name string) string { return Prefix("redisson_lock_timeout", name) }
 
 // FairWaitersPrefix is the prefix of the fair locks' waiters hashes.
 const FairWaitersPrefix = "relock_fair_waiter:"
 
 // FairWaiters is the hash of a fair lock's relock waiters, waiter id ->
-// "<lease ms>:<owner id>", to whose owners a release may hand the lock
-// directly (relock's own key beside RFairLock's layout).
+// "<lease ms>:<owner id>", to whom a release may hand the lock directly.
 func FairWaiters(name string) string { return Prefix("relock_fair_waiter", name) }
 
 // ElectionRecord is an election's leader record: owner, value, epoch,
@@ -64,19 +60,15 @@ func ElectionChannel(name string) string { return Prefix("relock_election__chann
 // Token is the fencing counter of a lock or rwlock (RFencedLock's).
 func Token(name string) string { return Prefix("redisson_lock_token", name) }
 
-// UnlockLatch is the prefix of the latch keys that keep an unlock's answer
-// (a request id follows), so that an unlock sent again answers the same.
+// UnlockLatch is the prefix of an unlock's answer keys (per request id).
 func UnlockLatch(name string) string { return Prefix("redisson_unlock_latch", name) + ":" }
 
-// ForceUnlocked is the record of the owners whose holds a force unlock of
-// a lock ended (a hash, owner -> 1, living as long as their lease would
-// have), so that their own release can tell that loss from a release of
-// theirs whose reply was lost. It lies among the unlock latches, whose key
-// pattern a user's ACL already grants.
+// ForceUnlocked is the hash (owner -> 1, living as their lease would) of
+// owners whose holds a force unlock ended, so that their release can tell
+// that from its own lost reply. It lies under the unlock latches' ACL pattern.
 func ForceUnlocked(name string) string { return UnlockLatch(name) + "forced" }
 
-// AcquireLatch is the prefix of the latch keys that keep an acquisition's
-// answer (a request id follows).
+// AcquireLatch is the prefix of an acquisition's answer keys (per request id).
 func AcquireLatch(name string) string { return Prefix("relock_acquire_latch", name) + ":" }
 
 // Tag is the hash-tagged base of name's suffixed keys: "{name}", or name
@@ -98,9 +90,8 @@ func ReadTimeout(name, owner string, i int64) string {
 	return ReadTimeouts(name, owner) + ":" + strconv.FormatInt(i, 10)
 }
 
-// ParseReadTimeout splits a reader's lease key into the tag of its rwlock
-// (as Tag returns it), its owner (<uuid>:<n>) and its count; ok is false
-// for any other key.
+// ParseReadTimeout splits a reader's lease key into its rwlock's Tag, its
+// owner (<uuid>:<n>) and its count; ok is false for any other key.
 func ParseReadTimeout(key string) (tag, owner string, i int64, ok bool) {
 	rest, count, found := cutLast(key)
 	if !found {
@@ -125,8 +116,7 @@ func ParseReadTimeout(key string) (tag, owner string, i int64, ok bool) {
 	return tag, id + ":" + thread, i, true
 }
 
-// IsOwner reports whether s looks like an owner id as relock and Redisson
-// mint them, <uuid>:<n>.
+// IsOwner reports whether s looks like an owner id, <uuid>:<n>.
 func IsOwner(s string) bool {
 	id, n, found := cutLast(s)
 	if !found || len(id) != 36 || n == "" {
@@ -150,8 +140,7 @@ func cutLast(s string) (before, after string, found bool) {
 // Permits is the zset of a semaphore's permits (scored by expiry).
 func Permits(name string) string { return Suffix(name, permitsSuffix) }
 
-// Weights is the hash of how many permits each of a semaphore's
-// acquisitions took.
+// Weights is the hash of the permits each semaphore acquisition took.
 func Weights(name string) string { return Suffix(name, weightsSuffix) }
 
 // Waiters is the zset of a semaphore's queued waiters.
@@ -160,14 +149,12 @@ func Waiters(name string) string { return Suffix(name, waitersSuffix) }
 // WaiterExpiry is the hash of a semaphore's waiters' mark expiries.
 func WaiterExpiry(name string) string { return Suffix(name, waiterExpirySuffix) }
 
-// SemaphoreSuffixes are the suffixes of a semaphore's auxiliary keys, each
-// with its leading ':'.
+// SemaphoreSuffixes are a semaphore's auxiliary key suffixes, with ':'.
 var SemaphoreSuffixes = []string{":" + permitsSuffix, ":" + weightsSuffix, ":" + waitersSuffix, ":" + waiterExpirySuffix}
 
 // HolderLabelPrefix is the prefix of the holder label keys.
 const HolderLabelPrefix = "relock_holder:"
 
-// HolderLabel is the key of the label of holder's hold of the lock called
-// name (a string "<label>\t<since, unix ms>", with the hold's TTL): a key
-// of relock's own beside Redisson's layout, which it leaves unchanged.
+// HolderLabel is the key of holder's label on the lock called name: a
+// string "<label>\t<since, unix ms>" with the hold's TTL.
 func HolderLabel(name, holder string) string { return Prefix("relock_holder", name) + ":" + holder }

@@ -23,37 +23,33 @@ type Script struct {
 	src  any // EVAL's
 }
 
-// Lib is Lua shared by several scripts (a script cannot include another):
-// Load puts it before the script's own source.
+// Lib is Lua shared by scripts (one cannot include another): Load prepends it.
 type Lib struct{ src string }
 
 //go:embed lua/*.lua
 var libFS embed.FS
 
-// NewLib reads a Lib from fsys (an embed.FS); a missing file panics at
-// package init, as in Load.
+// NewLib reads a Lib from fsys (an embed.FS); a missing file panics.
 func NewLib(fsys fs.FS, file string) Lib { return Lib{src: mustRead(fsys, file)} }
 
 // Checks defines may (the permission checks a script makes before its
 // first write) and tell (a publish that reports a refusal).
 var Checks = Lib{src: mustRead(libFS, "lua/acl.lua")}
 
-// Fence defines fence(counter key), which draws a lock's next fencing
-// token: max(counter + 1, server time in µs), kept FenceTTL (or draw, the
-// reads, then keep, the write, for a script that reads first); and, for an
-// acquisition that may run twice, grant (a token kept in its acquire
-// latch), granted (the token an earlier run kept) and last (the token
-// last drawn). It includes Checks, which its scripts use too.
+// Fence (with Checks) defines fence(counter key), drawing a lock's next
+// token, max(counter + 1, server µs), kept FenceTTL (draw then keep, for a
+// script that reads first); and, for an acquisition that may run twice,
+// grant, granted and last (the token kept in its latch, an earlier run's,
+// the last drawn).
 var Fence = Lib{src: Checks.src + "\n" + mustRead(libFS, "lua/fence.lua")}
 
-// FenceTTL is how long a fencing counter outlives the last acquisition of
-// its lock (the PX that lua/fence.lua writes): how far back the server's
-// clock may step, across a lost counter, before a token could repeat.
+// FenceTTL is how long a fencing counter outlives its lock's last
+// acquisition (lua/fence.lua's PX): how far back the server's clock may
+// step, across a lost counter, before a token could repeat.
 const FenceTTL = time.Hour
 
-// Load reads file from fsys (an embed.FS), after the libs it uses, and
-// returns its Script. A missing file is a programming error, so it panics
-// at package init, never on input.
+// Load returns the Script of file from fsys (an embed.FS), after libs. A
+// missing file panics, at package init.
 func Load(fsys fs.FS, file string, libs ...Lib) *Script {
 	var b strings.Builder
 	for _, l := range libs {
@@ -83,13 +79,9 @@ func (s *Script) Source() string { return s.src.(string) }
 // Hash is the script's SHA1, as EVALSHA takes it.
 func (s *Script) Hash() string { return s.hash.(string) }
 
-// Call is one run of a script: its nkeys keys, then its arguments, laid
-// out by With behind room for the command, the script and nkeys, with
-// one allocation (keys a primitive boxed once cost nothing per call). A
-// primitive's typed wrapper of a Lua file makes it; the caller chooses
-// how it is sent: Run, Retrying, Synced, or Cmd on a pipeline of its own.
-// A Call is sent once: its sends write the command into its arguments,
-// and Retrying's late sends go on reading them after it returns.
+// Call is one run of a script, its keys then its arguments in one
+// allocation, sent once by Run, Retrying, Synced or Cmd: sends write into
+// its arguments, which Retrying's late sends go on reading.
 type Call struct {
 	s     *Script
 	nkeys int
@@ -101,9 +93,8 @@ func (s *Script) With(nkeys int, argv ...any) Call {
 	return Call{s: s, nkeys: nkeys, a: evalArgs(argv)}
 }
 
-// Run runs the call with EVALSHA, falling back to EVAL on NOSCRIPT. The
-// EVALSHA goes through the client's conn.Pipe, so concurrent scripts
-// share round trips under load.
+// Run runs the call with EVALSHA through the client's conn.Pipe, falling
+// back to EVAL on NOSCRIPT.
 func (call Call) Run(ctx context.Context, c conn.Client) conn.Reply {
 	return call.s.send(ctx, c, call.nkeys, call.a)
 }
@@ -126,10 +117,8 @@ func (s *Script) send(ctx context.Context, c conn.Client, nkeys int, a []any) co
 	return cmd.Reply()
 }
 
-// Unreachable tells a cluster client that err may mean its slot map is
-// out of date: a node that does not answer may have failed over, and
-// go-redis re-reads the map on its own only after a MOVED (or every
-// 10 s), so the calls sent again would keep going to the dead node.
+// Unreachable has a cluster client reload its slot map when err may mean
+// a node failed over (see conn.Client.Refresh).
 func Unreachable(ctx context.Context, c conn.Client, err error) {
 	if err == nil {
 		return // before rerr, which escapes: no allocation on success
@@ -140,18 +129,15 @@ func Unreachable(ctx context.Context, c conn.Client, err error) {
 	c.Refresh(ctx)
 }
 
-// Cmd is the call's EVALSHA command, for a caller that sends it on a
-// pipeline of its own; after a NOSCRIPT reply it sends Reload's command in
-// its place. Every call of a script goes through Cmd or Run, so NOSCRIPT
-// is handled one way everywhere.
+// Cmd is the call's EVALSHA for a caller's own pipeline (every script goes
+// through Cmd or Run); on NOSCRIPT the caller sends Reload's command.
 func (call Call) Cmd(ctx context.Context) conn.Cmd {
 	call.a[0], call.a[1], call.a[2] = "evalsha", call.s.hash, call.nkeys
 	return newCmd(ctx, call.nkeys, call.a)
 }
 
-// Reload is the EVAL command that replaces cmd, the script's EVALSHA, when
-// the server's cache lacks the script (a restart, a failover, SCRIPT
-// FLUSH): EVAL loads it, once, so later calls find it again.
+// Reload is the EVAL that replaces cmd, the script's EVALSHA, when the
+// server's cache lacks the script; it loads it for later calls.
 func (s *Script) Reload(ctx context.Context, cmd conn.Cmd) conn.Cmd {
 	a := slices.Clone(cmd.Args())
 	a[0], a[1] = "eval", s.src
@@ -174,24 +160,18 @@ func IsNoScript(err error) bool {
 }
 
 // Reply is a script's reply after Call.Retrying: Retried reports that it
-// was sent more than once (an earlier send may have run without its reply
-// arriving).
+// was sent more than once (an earlier send may have run).
 type Reply struct {
 	conn.Reply
 	Retried bool
 }
 
-// Retrying runs the call as Run does, sending it again while the
-// reply may have been lost in the network or Redis asks to try again
-// (conn.Resend), for twice timeout from now, regardless of ctx's
-// cancellation (only ctx's values are kept). The caller waits for it as
-// conn.CallerWait says (timeout, or ctx's deadline when sooner): a call
-// still unanswered then goes on in the background, and the reply reports
-// a *conn.LateError. A ctx made by conn.Detached (work nobody waits
-// for) waits for the retries to their end. A latch a script keeps lives
-// core.LatchLife, past the last retry. Only idempotent
-// scripts (those that keep their answer in a latch key, or can tell their
-// own earlier effect) may be run this way.
+// Retrying runs the call as Run does, resending while conn.Resend says so
+// for twice timeout, whatever ctx's cancellation. The caller waits as
+// conn.CallerWait says, then gets a *conn.LateError while the call goes on
+// (a conn.Detached ctx waits to the end). Only idempotent scripts (an
+// answer kept in a latch, which lives core.LatchLife, or an effect they
+// can tell) may run this way.
 func (call Call) Retrying(ctx context.Context, c conn.Client, timeout time.Duration) Reply {
 	rc := retryCalls.Get().(*retryCall)
 	rc.s, rc.c, rc.nkeys, rc.timeout, rc.a = call.s, c, call.nkeys, timeout, call.a
@@ -219,10 +199,9 @@ func (call Call) Retrying(ctx context.Context, c conn.Client, timeout time.Durat
 	return reply
 }
 
-// inline makes the first attempt on the caller's goroutine, under a
-// deadline wait away, which the client honours (conn.Pool.Inline). done
-// reports a reply to return; otherwise the attempt may be sent again (the
-// deadline passed, or conn.Resend), and the retries go on as from a worker.
+// inline makes the first attempt on the caller's goroutine under a
+// deadline wait away (conn.Pool.Inline). done reports a reply to return;
+// otherwise the retries go on as from a worker.
 func (rc *retryCall) inline(wait time.Duration) (r Reply, done bool) {
 	rc.sent = time.Now()
 	ictx, cancel := context.WithTimeout(rc.ctx, wait)
@@ -238,8 +217,7 @@ func (rc *retryCall) inline(wait time.Duration) (r Reply, done bool) {
 	return Reply{}, false
 }
 
-// retryCall is one Call.Retrying, reused through retryCalls when it
-// returned in time.
+// retryCall is one Call.Retrying, reused through retryCalls unless late.
 type retryCall struct {
 	sent    time.Time // of an inline first attempt
 	s       *Script
@@ -260,13 +238,9 @@ var retryCalls = sync.Pool{New: func() any {
 	return rc
 }}
 
-// exec runs the script until it answers or rc.window (twice the
-// timeout) passes: a release its caller stopped waiting for goes on
-// through a stall or a busy script somewhat longer than the caller's
-// bound. The first attempt
-// goes without a deadline of its own (the client's read and write timeouts
-// bound it, and the caller's wait is bounded apart), which spares the
-// common, successful call a timer.
+// exec runs the script until it answers or rc.window passes. The first
+// attempt has no deadline of its own (the client's timeouts bound it),
+// which spares the common call a timer.
 func (rc *retryCall) exec() {
 	rc.cmd = rc.s.send(rc.ctx, rc.c, rc.nkeys, rc.a)
 	if err := rc.cmd.Err(); err == nil || !conn.Resend(err) {
@@ -290,9 +264,8 @@ func (rc *retryCall) exec() {
 	}
 }
 
-// TTL turns a PTTL reply into what the primitives' TTL returns: 0 for a
-// key that does not exist (the lock is free), -1 for one without an
-// expiry.
+// TTL turns a PTTL reply into the primitives' TTL: 0 for a missing key
+// (the lock is free), -1 for one without an expiry.
 func TTL(d time.Duration) time.Duration {
 	switch {
 	case d == -2*time.Nanosecond || d == -2*time.Millisecond:
@@ -303,9 +276,8 @@ func TTL(d time.Duration) time.Duration {
 	return d
 }
 
-// The modes of the primitives' acquire scripts (ARGV): how a second run of
-// one acquisition, after a lost reply, is told from another acquisition
-// (boxed once).
+// The modes of the acquire scripts (ARGV, boxed once): how a second run
+// of one acquisition, after a lost reply, is told from another.
 var (
 	ModeMinted any = "minted" // the owner was made for this acquisition
 	ModeLatch  any = "latch"  // through the acquire latch

@@ -8,9 +8,7 @@ import (
 	"github.com/relock-go/relock/tracing"
 )
 
-// Instruments are what one primitive (or one side of an rwlock) records
-// with: the tracer and start options of its acquire spans, its metrics
-// and the recorder of its releases. Its constructor makes them once.
+// Instruments are what a primitive (or rwlock side) records with, made once by its constructor.
 type Instruments struct {
 	Tracer    trace.Tracer
 	SpanStart []trace.SpanStartOption
@@ -28,8 +26,7 @@ type Setup struct {
 	Name           string
 	Renewed        bool   // the watchdog renews its leases
 	ReleaseSpan    string // the name of its release spans
-	// Attrs are attributes of its acquire spans beyond the name, the
-	// primitive, the side and the watchdog.
+	// Attrs are extra acquire span attributes (beyond name, primitive, side, watchdog).
 	Attrs []attribute.KeyValue
 }
 
@@ -49,8 +46,7 @@ func NewInstruments(s Setup) Instruments {
 	return in
 }
 
-// SpanStart returns the start options of a primitive's acquire spans:
-// client kind and the attributes that never change (name, primitive).
+// SpanStart returns acquire span start options: client kind and the fixed attributes.
 func SpanStart(attrs ...attribute.KeyValue) []trace.SpanStartOption {
 	return []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...)}
 }

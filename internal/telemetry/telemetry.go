@@ -14,12 +14,10 @@ import (
 	"github.com/relock-go/relock/tracing"
 )
 
-// Bucket boundaries (seconds) of the wait histogram: half a millisecond,
-// an uncontended round trip, up to a minute of waiting.
+// Bucket boundaries (seconds) of the wait histogram: 0.5 ms up to a minute.
 var waitBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 
-// Bucket boundaries (seconds) of the hold histogram: a millisecond to an
-// hour.
+// Bucket boundaries (seconds) of the hold histogram: 1 ms to an hour.
 var holdBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600}
 
 // Bucket boundaries of the nodes-won histogram: one bucket per count.
@@ -73,7 +71,6 @@ const (
 
 var reasonNames = [nReasons]string{tracing.ReasonGone, tracing.ReasonTimeout, tracing.ReasonError}
 
-// instruments are one meter's instruments.
 type instruments struct {
 	acquireDur   metric.Float64Histogram
 	acquisitions metric.Int64Counter
@@ -88,8 +85,7 @@ type instruments struct {
 func newInstruments(mp metric.MeterProvider) *instruments {
 	m := tracing.Meter(mp)
 	in := &instruments{}
-	// The API returns a working no-op instrument along with any error
-	// (a conflicting registration), which the global handler reports.
+	// On error (a conflicting registration) the API still returns a working no-op instrument.
 	var err error
 	report := func(e error) {
 		if e != nil && err == nil {
@@ -130,10 +126,8 @@ func newInstruments(mp metric.MeterProvider) *instruments {
 	return in
 }
 
-// byProvider caches the instruments of each MeterProvider (of comparable
-// type), so that primitives made per request share them: the global
-// provider's instruments are kept by the global meter for as long as the
-// process runs, and must be made once. Providers are few in a process.
+// byProvider caches each comparable MeterProvider's instruments, shared by
+// primitives made per request: the global meter keeps every one made forever.
 var byProvider sync.Map // metric.MeterProvider -> *instruments
 
 func instrumentsOf(mp metric.MeterProvider) *instruments {
@@ -150,8 +144,7 @@ func instrumentsOf(mp metric.MeterProvider) *instruments {
 	return in.(*instruments)
 }
 
-// Recorder records one primitive's (and side's) measurements with its
-// attribute sets made once.
+// Recorder records a primitive's (and side's) measurements, its attribute sets made once.
 type Recorder struct {
 	in      *instruments
 	acqAdd  [nOutcomes][]metric.AddOption
@@ -169,9 +162,8 @@ type recorderKey struct {
 // recorders caches the Recorders made without the lock name.
 var recorders sync.Map // recorderKey -> *Recorder
 
-// For returns the Recorder of primitive (and side, "" but for an rwlock)
-// on mp (nil: the global provider). name is put in the attributes only
-// when withName is set: then the Recorder is the primitive's own.
+// For returns the shared Recorder of primitive and side ("" but for an rwlock)
+// on mp (nil: global), or with withName a Recorder of its own naming name.
 func For(mp metric.MeterProvider, primitive, side, name string, withName bool) *Recorder {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
@@ -214,8 +206,7 @@ func newRecorder(mp metric.MeterProvider, primitive, side, name string, withName
 	return r
 }
 
-// AcquireEnabled reports whether acquires are measured at all: false,
-// with nothing to time, when no SDK is installed.
+// AcquireEnabled reports whether acquires are measured (false without an SDK).
 func (r *Recorder) AcquireEnabled(ctx context.Context) bool {
 	return r != nil && (r.in.acquisitions.Enabled(ctx) || r.in.acquireDur.Enabled(ctx))
 }
@@ -226,8 +217,7 @@ func (r *Recorder) Acquire(ctx context.Context, o Outcome, d time.Duration) {
 	r.in.acquisitions.Add(ctx, 1, r.acqAdd[o]...)
 }
 
-// HoldStart records a new hold and reports whether it did (its end is to
-// be recorded with HoldEnd then, and only then).
+// HoldStart records a new hold and reports whether it did; only then call HoldEnd.
 func (r *Recorder) HoldStart(ctx context.Context) bool {
 	if r == nil || !(r.in.held.Enabled(ctx) || r.in.holdDur.Enabled(ctx)) {
 		return false
@@ -251,8 +241,7 @@ func (r *Recorder) NodesWon(ctx context.Context, won int, quorum bool) {
 	r.in.nodesWon.Record(ctx, int64(won), r.won[q]...)
 }
 
-// Release is what a primitive's release span needs, made once per
-// primitive (and side).
+// Release is what a primitive's (or side's) release spans need, made once.
 type Release struct {
 	Tracer trace.Tracer
 	Name   string

@@ -1,7 +1,6 @@
-// Package optionstest builds the option sets that the primitives' fuzz
-// tests try: a mask says which options are given, and Fuzz says whether
-// the set is valid and which lease a hold gets, by the rules of package
-// options, so that every primitive's fuzz test checks the same rules.
+// Package optionstest builds the option sets the primitives' fuzz tests
+// try: a mask says which options are given, and Fuzz says whether the set
+// is valid and which lease a hold gets, by package core's rules.
 package optionstest
 
 import (
@@ -20,9 +19,8 @@ const (
 	Unlock
 )
 
-// Fuzz builds the options mask asks for (lease, watchdog timeout, wait
-// and unlock timeout in nanoseconds), and says whether they are valid and
-// which lease a hold gets.
+// Fuzz builds the options mask asks for (durations in nanoseconds), and
+// says whether they are valid and which lease a hold gets.
 func Fuzz(mask uint8, lease, wdt, wait, unlock int64) (opts []core.Option, valid bool, effective time.Duration) {
 	valid, effective = true, core.DefaultWatchdogTimeout
 	if mask&Watchdog != 0 {
@@ -41,17 +39,14 @@ func Fuzz(mask uint8, lease, wdt, wait, unlock int64) (opts []core.Option, valid
 	}
 	if mask&Unlock != 0 {
 		opts = append(opts, core.WithUnlockTimeout(time.Duration(unlock)))
-		// Under a millisecond the unlock latch would live 0 ms; over
-		// MaxUnlockTimeout, past the keyspace bound.
 		valid = valid && time.Duration(unlock) >= core.MinUnlockTimeout && time.Duration(unlock) <= core.MaxUnlockTimeout
 	}
 	return opts, valid, effective
 }
 
-// MayBeLost reports whether a hold of the given lease, acquired at since,
-// may by now be reported lost: the watchdog declares a lease lost a tick
-// (10 ms) and 1% before it could lapse on the server, and a lease this
-// short can lapse while a fuzz body runs on a loaded machine.
+// MayBeLost reports whether a hold of lease, acquired at since, may be
+// reported lost by now: the watchdog declares it lost a tick (10 ms) and
+// 1% early, and a short lease can lapse while a fuzz body runs.
 func MayBeLost(err error, since time.Time, lease time.Duration) bool {
 	return errors.Is(err, errs.ErrLockLost) && time.Since(since) >= lease-lease/100-10*time.Millisecond
 }

@@ -1,5 +1,4 @@
-// Package telemetrytest reads what relock's instruments recorded, through
-// the OpenTelemetry SDK's manual reader, for tests.
+// Package telemetrytest reads what relock's instruments recorded, for tests.
 package telemetrytest
 
 import (
@@ -28,8 +27,7 @@ func New(t testing.TB) *Reader {
 	return &Reader{Provider: mp, reader: r}
 }
 
-// Metric collects and returns the instrument called name of relock's
-// scope, and whether it has been recorded.
+// Metric collects relock's instrument called name, and whether it was recorded.
 func (r *Reader) Metric(t testing.TB, name string) (metricdata.Metrics, bool) {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
@@ -59,8 +57,7 @@ func Has(set attribute.Set, kvs ...attribute.KeyValue) bool {
 	return true
 }
 
-// Sum adds up the int64 sum data points of name that have every one of
-// kvs (0 when none).
+// Sum adds up name's int64 sum points having every one of kvs (0 when none).
 func (r *Reader) Sum(t testing.TB, name string, kvs ...attribute.KeyValue) int64 {
 	t.Helper()
 	m, ok := r.Metric(t, name)
@@ -80,8 +77,7 @@ func (r *Reader) Sum(t testing.TB, name string, kvs ...attribute.KeyValue) int64
 	return n
 }
 
-// Hist returns the count and sum of the float64 histogram data points of
-// name that have every one of kvs.
+// Hist returns the count and sum of name's float64 histogram points with all of kvs.
 func (r *Reader) Hist(t testing.TB, name string, kvs ...attribute.KeyValue) (count uint64, sum float64) {
 	t.Helper()
 	m, ok := r.Metric(t, name)
@@ -101,8 +97,7 @@ func (r *Reader) Hist(t testing.TB, name string, kvs ...attribute.KeyValue) (cou
 	return count, sum
 }
 
-// IntHist returns the int64 histogram data points of name that have every
-// one of kvs.
+// IntHist returns name's int64 histogram points that have every one of kvs.
 func (r *Reader) IntHist(t testing.TB, name string, kvs ...attribute.KeyValue) []metricdata.HistogramDataPoint[int64] {
 	t.Helper()
 	m, ok := r.Metric(t, name)
