@@ -432,7 +432,7 @@ func WithNodeTimeout(d time.Duration) Option {
 			return
 		}
 		if d > MaxUnlockTimeout {
-			c.invalid("node timeout %v must be at most %v (a give-back's latch lives twice as long, within %v)", d, MaxUnlockTimeout, MaxLease)
+			c.invalid("node timeout %v must be at most %v (a give-back's latch lives three times as long, within %v)", d, MaxUnlockTimeout, MaxLease)
 			return
 		}
 		c.NodeTimeout = d
