@@ -139,10 +139,12 @@ func (o *sendOrder) refused() ([]string, bool) {
 }
 
 // channelRefusal reports a refusal of a (S)SUBSCRIBE's channels (Redis
-// 7.0's words, then 7.2's); Redis does not check an unsubscription's.
+// 7.0's words, 7.2's, then Valkey 8's); no server checks an
+// unsubscription's.
 func channelRefusal(msg string) bool {
 	return strings.HasPrefix(msg, "NOPERM") &&
-		(strings.Contains(msg, "one of the channels used as arguments") || strings.HasSuffix(msg, "' channel"))
+		(strings.Contains(msg, "one of the channels used as arguments") || strings.HasSuffix(msg, "' channel") ||
+			strings.HasSuffix(msg, "access a channel"))
 }
 
 // markLocked sends a marker in channel's slot if s's order is lost.

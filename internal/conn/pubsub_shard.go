@@ -208,6 +208,10 @@ func (ps *PubSub) receive(s *shard) {
 	for {
 		msg, err := s.ps.Receive(context.Background())
 		var refused redis.Error
+		if errors.As(err, &refused) && strings.HasPrefix(refused.Error(), "NOSUB") {
+			ps.unsubscribedNone(s)
+			continue
+		}
 		if errors.As(err, &refused) && !strings.HasPrefix(refused.Error(), "READONLY") {
 			ps.refused(s, err, refused)
 			continue
@@ -247,6 +251,21 @@ func (ps *PubSub) receive(s *shard) {
 			}
 		}
 	}
+}
+
+// unsubscribedNone takes Valkey's NOSUB, its answer to an (S)UNSUBSCRIBE
+// on a connection with no subscription (Redis answers with a count of 0):
+// no subscription is refused. It answers the marker on its way, if any;
+// else an unsubscription it does not name, so own stops counting on
+// them, as for a refusal that names none.
+func (ps *PubSub) unsubscribedNone(s *shard) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if s.order.marker != "" {
+		s.order.answered(s.order.marker)
+		return
+	}
+	clear(s.own)
 }
 
 // refused handles Redis refusing a (S)SUBSCRIBE; the connection is intact,
