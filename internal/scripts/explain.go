@@ -15,7 +15,7 @@ var (
 	// How Redis words an ACL refusal of a script's command, key, channel.
 	refusedCommand = regexp.MustCompile(`can't run this command|permissions to run the`)
 	refusedKey     = regexp.MustCompile(`can't access at least one of the keys|permissions to access`)
-	refusedChannel = regexp.MustCompile(`can't publish to the channel|permissions to access one of the channels`)
+	refusedChannel = regexp.MustCompile(`can't publish to the channel|permissions to access (one of the channels|a channel)`)
 	scriptLine     = regexp.MustCompile(`@user_script:(\d+)`)
 	// keyRef is a KEYS[i] a line passes, which names the channel refused.
 	keyRef = regexp.MustCompile(`KEYS\[(\d+)\]`)
