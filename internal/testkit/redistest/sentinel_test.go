@@ -28,7 +28,7 @@ func TestStartSentinel(t *testing.T) {
 	require.NoError(t, sentinelRoleIs(ctx, g.Replica.Addr, "slave"))
 	si, err := sentinelInfo(ctx, g.Sentinel.Addr, "server")
 	require.NoError(t, err)
-	assert.Equal(t, "sentinel", si["redis_mode"])
+	assert.Equal(t, "sentinel", si["redis_mode"]+si["server_mode"]) // Valkey says server_mode
 	conf, err := os.ReadFile(filepath.Join(g.Sentinel.Dir, "sentinel-"+strconv.Itoa(g.Sentinel.Port)+".conf"))
 	require.NoError(t, err)
 	assert.Contains(t, string(conf), "sentinel down-after-milliseconds relock 1000")
