@@ -14,7 +14,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/conn"
-	"github.com/relock-go/relock/internal/scripts"
 )
 
 // ScriptArgs runs call on a client that sends nothing and returns what
@@ -85,7 +84,7 @@ func (h *captureHook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.Proce
 
 // Wrapper is a script's typed Go caller, as MirrorsHeader checks it: a
 // struct whose fields are the script's keys then its arguments, in the
-// order of its header (scripts.Header), and, when the script takes a
+// order of its header (luaHeader), and, when the script takes a
 // variadic tail, a last field holding it: a slice, which MirrorsHeader
 // fills when it is a []any and leaves empty otherwise.
 type Wrapper struct {
@@ -98,7 +97,7 @@ type Wrapper struct {
 }
 
 // MirrorsHeader fails t unless w's fields match the keys and arguments
-// its script's header lists (scripts.Header), one for one, and w's call
+// its script's header lists (luaHeader), one for one, and w's call
 // sends them in field order with the header's number of keys.
 func MirrorsHeader(t testing.TB, w Wrapper, keys, args []string) {
 	t.Helper()
@@ -158,7 +157,7 @@ func WrappersMirrorHeaders(t *testing.T, fsys fs.FS, wrappers map[string]Wrapper
 			if err != nil {
 				t.Fatal(err)
 			}
-			keys, args := scripts.Header(string(src))
+			keys, args := luaHeader(string(src))
 			MirrorsHeader(t, w, keys, args)
 		})
 	}

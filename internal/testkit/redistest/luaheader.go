@@ -1,11 +1,11 @@
-package scripts
+package redistest
 
 import (
 	"strconv"
 	"strings"
 )
 
-// Header reads the keys and arguments a script's header comment lists,
+// luaHeader reads the keys and arguments a script's header comment lists,
 // one per line, as
 //
 //	-- KEYS[1]  the lock hash
@@ -15,7 +15,7 @@ import (
 // and returns each one's text (lines joined by a space), the n-th at
 // index n-1, "" for a gap. Other forms (ARGV[4], ARGV[5], ...; KEYS[s*i])
 // are left out. It lets a test hold a script's Go caller to the header.
-func Header(src string) (keys, args []string) {
+func luaHeader(src string) (keys, args []string) {
 	var last *string // the entry an indented comment line continues
 	for line := range strings.Lines(src) {
 		line = strings.TrimRight(line, "\r\n")

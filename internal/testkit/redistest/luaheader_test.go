@@ -1,4 +1,4 @@
-package scripts
+package redistest
 
 import (
 	"testing"
@@ -20,19 +20,19 @@ func TestHeaderListsEachKeyAndArgumentInOrder(t *testing.T) {
 -- Returns 1.
 local a = KEYS[1] -- ARGV[9]  not a header line
 `
-	keys, args := Header(src)
+	keys, args := luaHeader(src)
 	require.Equal(t, []string{"the lock hash", "the channel, redisson_lock__channel:{<name>} (continued)"}, keys)
 	require.Equal(t, []string{"owner id", "lease in milliseconds, as KEYS[1] keeps it"}, args)
 }
 
 func TestHeaderLeavesOutStridesAndShowsGaps(t *testing.T) {
-	keys, args := Header("-- KEYS[s*i-s+1]  the lock hash of lease i\n-- KEYS[2]  a key\n-- ARGV[2i]  owner id\n")
+	keys, args := luaHeader("-- KEYS[s*i-s+1]  the lock hash of lease i\n-- KEYS[2]  a key\n-- ARGV[2i]  owner id\n")
 	require.Equal(t, []string{"", "a key"}, keys, "KEYS[1] is missing")
 	require.Empty(t, args)
 }
 
 func TestHeaderOfNoHeaderIsEmpty(t *testing.T) {
-	keys, args := Header("return redis.call('GET', KEYS[1])\n")
+	keys, args := luaHeader("return redis.call('GET', KEYS[1])\n")
 	require.Empty(t, keys)
 	require.Empty(t, args)
 }
