@@ -61,8 +61,12 @@ func run(ctx context.Context, out io.Writer) error {
 	var mu sync.Mutex
 	var served []string
 	var wg sync.WaitGroup
+	gaveUp := make(chan struct{}) // the quitter's Lock has returned
 	queueUp := func(service string, rdb *redis.Client, opts ...lock.LockOption) {
 		defer wg.Done()
+		if service == "quitter" {
+			defer close(gaveUp)
+		}
 		fair := lock.NewFair(rdb, name)
 		h, err := fair.Lock(ctx, opts...)
 		if errors.Is(err, lock.ErrNotAcquired) {
@@ -102,6 +106,7 @@ func run(ctx context.Context, out io.Writer) error {
 	if err := waitQueued(ctx, admin, len(services)-1); err != nil {
 		return err
 	}
+	<-gaveUp
 	if err := lock.NewFair(first, name).Unlock(held); err != nil {
 		return err
 	}
