@@ -138,7 +138,7 @@ func denied(err error) bool {
 func (n *node) version(ctx context.Context) Finding {
 	f := Finding{Check: "version", Severity: Info}
 	ver := n.info["redis_version"]
-	mode := n.info["redis_mode"]
+	mode := cmp.Or(n.info["redis_mode"], n.info["server_mode"]) // Valkey: server_mode
 	if ver == "" {
 		f.Message = "could not read the server's version (" + n.unread() + ")"
 		return f
