@@ -13,69 +13,6 @@ import (
 	"github.com/relock-go/relock/semaphore"
 )
 
-// aclEnv is a server (or the shared cluster) with a user made by rules,
-// and an admin client that sees every key.
-type aclEnv struct {
-	admin   redis.UniversalClient
-	user    redis.UniversalClient
-	cluster bool
-}
-
-// newACLEnv makes user on every node of env with rules (after "reset on
-// >pw") and deletes it at the test's end, the shared cluster surviving it.
-func newACLEnv(t *testing.T, ctx context.Context, env *redistest.Env, user string, rules ...string) *aclEnv {
-	t.Helper()
-	args := []any{"acl", "setuser", user, "reset", "on", ">pw"}
-	for _, r := range rules {
-		args = append(args, r)
-	}
-	e := &aclEnv{admin: env.Universal}
-	if env.Cluster != nil {
-		e.cluster = true
-		for _, s := range env.Cluster {
-			a := s.Client(t)
-			require.NoError(t, a.Do(ctx, args...).Err())
-			t.Cleanup(func() { a.Do(context.Background(), "acl", "deluser", user) })
-		}
-		cc := redistest.NewClusterClient(env.Cluster)
-		opts := cc.Options()
-		_ = cc.Close()
-		opts.Username, opts.Password = user, "pw"
-		e.user = redis.NewClusterClient(opts)
-	} else {
-		require.NoError(t, env.Client.Do(ctx, args...).Err())
-		e.user = redis.NewClient(&redis.Options{Addr: env.Client.Options().Addr, Username: user, Password: "pw"})
-	}
-	t.Cleanup(func() { _ = e.user.Close() })
-	return e
-}
-
-// keyspace is every key of c and its DUMP (value and type), for a
-// before/after comparison.
-func keyspace(t *testing.T, ctx context.Context, c redis.UniversalClient) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	scan := func(ctx context.Context, n *redis.Client) error {
-		iter := n.Scan(ctx, 0, "*", 0).Iterator()
-		for iter.Next(ctx) {
-			out[iter.Val()] = n.Dump(ctx, iter.Val()).Val()
-		}
-		return iter.Err()
-	}
-	switch cl := c.(type) {
-	case *redis.ClusterClient:
-		var mu = make(chan struct{}, 1)
-		require.NoError(t, cl.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-			mu <- struct{}{}
-			defer func() { <-mu }()
-			return scan(ctx, n)
-		}))
-	case *redis.Client:
-		require.NoError(t, scan(ctx, cl))
-	}
-	return out
-}
-
 // A release whose notification the user may not publish is refused
 // before the script writes anything: the lock stays as it was, and the
 // error names the command and the channel, not the script's SHA.
@@ -84,22 +21,22 @@ func TestReleaseRefusedPublishChangesNothing(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := ctxT(t)
 			env := b.New(t)
-			e := newACLEnv(t, ctx, env, "nopublish", "~*", "resetchannels", "+@all")
+			e := redistest.NewACLEnv(t, ctx, env, "nopublish", "~*", "resetchannels", "+@all")
 			publish := "PUBLISH"
-			if e.cluster {
+			if e.Cluster {
 				publish = "SPUBLISH"
 			}
-			for _, tc := range releases(e.user) {
+			for _, tc := range releases(e.User) {
 				t.Run(tc.name, func(t *testing.T) {
 					release, err := tc.take(ctx)
 					require.NoError(t, err)
-					before := keyspace(t, ctx, e.admin)
+					before := redistest.Keyspace(t, ctx, e.Admin)
 					err = release()
 					require.Error(t, err)
 					require.ErrorContains(t, err, "NOPERM")
 					require.ErrorContains(t, err, "may not "+publish+" to channel "+tc.channel)
 					require.NotContains(t, err.Error(), "user_script")
-					require.Equal(t, before, keyspace(t, ctx, e.admin), "nothing changed")
+					require.Equal(t, before, redistest.Keyspace(t, ctx, e.Admin), "nothing changed")
 				})
 			}
 		})
@@ -147,10 +84,10 @@ func releases(c redis.UniversalClient) []release {
 func TestSelectorRefusingTheCounterChangesNothing(t *testing.T) {
 	ctx := ctxT(t)
 	env := redistest.Backends()[1].New(t) // Redis 7's selectors: a redis-server
-	e := newACLEnv(t, ctx, env, "selector", "~*", "&*", "+@read", "+@scripting", "+@connection", "+time",
+	e := redistest.NewACLEnv(t, ctx, env, "selector", "~*", "&*", "+@read", "+@scripting", "+@connection", "+time",
 		"(+@write ~app:*)")
-	before := keyspace(t, ctx, e.admin)
-	_, err := lock.New(e.user, "app:job", lock.WithReplicaSync(0)).TryLock(ctx)
+	before := redistest.Keyspace(t, ctx, e.Admin)
+	_, err := lock.New(e.User, "app:job", lock.WithReplicaSync(0)).TryLock(ctx)
 	require.ErrorContains(t, err, "NOPERM relock: this user may not INCR on key redisson_lock_token:{app:job}")
-	require.Equal(t, before, keyspace(t, ctx, e.admin), "nothing written")
+	require.Equal(t, before, redistest.Keyspace(t, ctx, e.Admin), "nothing written")
 }

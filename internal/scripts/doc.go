@@ -5,9 +5,7 @@
 //
 // It also names the keys and channels the scripts touch, as Redisson
 // names them, so that every key of a lock shares its cluster slot and a
-// Java service using Redisson meets the same keys; checks lock names; and
-// says which commands and key patterns each primitive needs of an ACL
-// (MinimalACL).
+// Java service using Redisson meets the same keys; and checks lock names.
 //
 // Call.Synced has an acquisition acknowledged by replicas (WAIT, in the
 // same round trip) before it counts, so that a failover to one of them

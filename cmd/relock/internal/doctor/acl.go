@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relock-go/relock/cmd/relock/internal/minacl"
 	"github.com/relock-go/relock/internal/scripts"
 )
 
@@ -20,38 +21,38 @@ const (
 )
 
 // sampleKeys are the keys a primitive writes for a lock called name.
-func sampleKeys(p scripts.Primitive, name string) []string {
+func sampleKeys(p minacl.Primitive, name string) []string {
 	common := []string{name, scripts.UnlockLatch(name) + "1", scripts.HolderLabel(name, sampleOwner)}
 	switch p {
-	case scripts.Lock:
+	case minacl.Lock:
 		return append(common, scripts.Token(name), scripts.AcquireLatch(name)+"1")
-	case scripts.FairLock:
+	case minacl.FairLock:
 		return append(common, scripts.Token(name), scripts.AcquireLatch(name)+"1",
 			scripts.FairQueue(name), scripts.FairTimeouts(name), scripts.FairWaiters(name))
-	case scripts.RWLock:
+	case minacl.RWLock:
 		return append(common, scripts.Token(name), scripts.AcquireLatch(name)+"1",
 			scripts.ReadTimeout(name, sampleOwner, 1), scripts.WriteWaiters(name))
-	case scripts.Semaphore:
+	case minacl.Semaphore:
 		return append(common, scripts.Permits(name), scripts.Weights(name), scripts.Waiters(name), scripts.WaiterExpiry(name))
-	case scripts.Election:
-		return append(sampleKeys(scripts.FairLock, name), scripts.ElectionRecord(name))
+	case minacl.Election:
+		return append(sampleKeys(minacl.FairLock, name), scripts.ElectionRecord(name))
 	}
 	return nil
 }
 
 // sampleChannels are the channels a primitive publishes and listens on.
-func sampleChannels(p scripts.Primitive, name string) []string {
+func sampleChannels(p minacl.Primitive, name string) []string {
 	switch p {
-	case scripts.Lock:
+	case minacl.Lock:
 		return []string{scripts.LockChannel(name)}
-	case scripts.FairLock:
+	case minacl.FairLock:
 		return []string{scripts.LockChannel(name), scripts.LockChannel(name) + ":" + sampleWaiter}
-	case scripts.RWLock:
+	case minacl.RWLock:
 		return []string{scripts.RWLockChannel(name)}
-	case scripts.Semaphore:
+	case minacl.Semaphore:
 		return []string{scripts.SemaphoreChannel(name)}
-	case scripts.Election:
-		return append(sampleChannels(scripts.FairLock, name), scripts.ElectionChannel(name))
+	case minacl.Election:
+		return append(sampleChannels(minacl.FairLock, name), scripts.ElectionChannel(name))
 	}
 	return nil
 }
@@ -60,12 +61,12 @@ func sampleChannels(p scripts.Primitive, name string) []string {
 // ACL SETUSER spells it: "script|load" is SCRIPT LOAD), touching the
 // primitive's keys and channel, so that the user's key and channel
 // patterns are checked with it.
-func commandArgs(command string, p scripts.Primitive, name string) []any {
+func commandArgs(command string, p minacl.Primitive, name string) []any {
 	ks := sampleKeys(p, name)
 	list, zset := scripts.FairQueue(name), scripts.FairTimeouts(name)
-	if p == scripts.RWLock {
+	if p == minacl.RWLock {
 		zset = scripts.WriteWaiters(name)
-	} else if p == scripts.Semaphore {
+	} else if p == minacl.Semaphore {
 		zset = scripts.Permits(name)
 	}
 	ch := sampleChannels(p, name)[0]
@@ -164,26 +165,26 @@ func (n *node) acl(ctx context.Context) []Finding {
 	}
 	var fs []Finding
 	var lock lacks
-	for _, p := range scripts.Primitives {
+	for _, p := range minacl.Primitives {
 		// A Redlock's members are locks, each on its own server: what a
 		// lock lacks here, the Redlock lacks on this member.
 		l := lock
-		if p != scripts.Redlock {
+		if p != minacl.Redlock {
 			l = n.dryrun(ctx, user, p)
 		}
-		if p == scripts.Lock {
+		if p == minacl.Lock {
 			lock = l
 		}
-		acl := scripts.MinimalACL(p, n.cfg.Name, scripts.Deployment{Cluster: n.clustered(), ReplicaSync: true})
+		acl := minacl.For(p, n.cfg.Name, minacl.Deployment{Cluster: n.clustered(), ReplicaSync: true})
 		fs = append(fs, l.finding(p, user, n.cfg.Name, acl))
 	}
 	return fs
 }
 
 // dryrun checks one primitive with ACL DRYRUN, all in one pipeline.
-func (n *node) dryrun(ctx context.Context, user string, p scripts.Primitive) lacks {
+func (n *node) dryrun(ctx context.Context, user string, p minacl.Primitive) lacks {
 	name := n.cfg.Name
-	acl := scripts.MinimalACL(p, name, scripts.Deployment{Cluster: n.clustered(), ReplicaSync: true})
+	acl := minacl.For(p, name, minacl.Deployment{Cluster: n.clustered(), ReplicaSync: true})
 	pub, sub := "publish", "subscribe"
 	if n.clustered() {
 		pub, sub = "spublish", "ssubscribe"
@@ -214,7 +215,7 @@ func (n *node) dryrun(ctx context.Context, user string, p scripts.Primitive) lac
 
 // finding turns what a user lacks for p into a finding whose fix is the
 // ACL SETUSER that grants it.
-func (l *lacks) finding(p scripts.Primitive, user, name string, acl scripts.ACL) Finding {
+func (l *lacks) finding(p minacl.Primitive, user, name string, acl minacl.ACL) Finding {
 	f := Finding{Check: "acl", Severity: OK}
 	if l.none() {
 		f.Message = fmt.Sprintf("%s: user %q may run every command it needs, on the keys and channels of a lock named %q", p, user, name)
@@ -242,7 +243,7 @@ func (l *lacks) finding(p scripts.Primitive, user, name string, acl scripts.ACL)
 		}
 		f.Fix += ", or ignore this if you do not use " + string(p)
 	}
-	if p == scripts.Redlock {
+	if p == minacl.Redlock {
 		f.Message += "; each member server needs what a lock needs"
 	}
 	if len(l.unchecked) > 0 {
@@ -287,7 +288,7 @@ func (n *node) probe(ctx context.Context, why error) Finding {
 	var lines [][]any
 	lines = append(lines, []any{"time"}, []any{"exists", name}, []any{"hget", name, "f"},
 		[]any{"zscore", scripts.Permits(name), "x"}, []any{"lindex", scripts.FairQueue(name), 0})
-	for _, p := range scripts.Primitives {
+	for _, p := range minacl.Primitives {
 		for _, k := range sampleKeys(p, name) {
 			lines = append(lines, []any{"pttl", k})
 		}

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/relock-go/relock/cmd/relock/internal/doctor"
-	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/cmd/relock/internal/minacl"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
@@ -138,11 +138,11 @@ func TestReplicasAndMinReplicasToWrite(t *testing.T) {
 // for names beginning with doctor.DefaultName, less the commands in drop.
 func aclUser(t *testing.T, c *redis.Client, user string, cluster bool, drop ...string) {
 	t.Helper()
-	var acls []scripts.ACL
-	for _, p := range scripts.Primitives {
-		acls = append(acls, scripts.MinimalACL(p, doctor.DefaultName, scripts.Deployment{Cluster: cluster, ReplicaSync: true}))
+	var acls []minacl.ACL
+	for _, p := range minacl.Primitives {
+		acls = append(acls, minacl.For(p, doctor.DefaultName, minacl.Deployment{Cluster: cluster, ReplicaSync: true}))
 	}
-	u := scripts.Union("all", acls...)
+	u := minacl.Union("all", acls...)
 	ctx := testCtx(t)
 	args := []any{"acl", "setuser", user, "reset", "on", ">pw"}
 	for _, r := range u.Rules() {
@@ -176,7 +176,7 @@ func TestACLNamesWhatEachPrimitiveLacks(t *testing.T) {
 
 	rep := doctor.CheckServer(ctx, admin, doctor.Config{ACLUser: "app"})
 	fs := all(rep, "", "acl")
-	require.Len(t, fs, len(scripts.Primitives))
+	require.Len(t, fs, len(minacl.Primitives))
 	for _, f := range fs {
 		require.Equal(t, doctor.OK, f.Severity, f.Message)
 		require.Contains(t, f.Message, `user "app" may run every command`)
@@ -184,10 +184,10 @@ func TestACLNamesWhatEachPrimitiveLacks(t *testing.T) {
 
 	rep = doctor.CheckServer(ctx, admin, doctor.Config{ACLUser: "nopub"})
 	fs = all(rep, "", "acl")
-	require.Len(t, fs, len(scripts.Primitives))
+	require.Len(t, fs, len(minacl.Primitives))
 	for i, f := range fs {
 		require.Equal(t, doctor.Error, f.Severity, f.Message)
-		require.True(t, strings.HasPrefix(f.Message, string(scripts.Primitives[i])+": "), f.Message)
+		require.True(t, strings.HasPrefix(f.Message, string(minacl.Primitives[i])+": "), f.Message)
 		require.Contains(t, f.Message, "command publish")
 		require.Contains(t, f.Fix, "ACL SETUSER nopub +publish")
 	}
@@ -302,7 +302,7 @@ func TestClusterChecksEveryMaster(t *testing.T) {
 		f := only(t, rep, s.Addr, "version")
 		require.Equal(t, doctor.Info, f.Severity, f.Message)
 		require.Contains(t, f.Message, "cluster")
-		require.Len(t, all(rep, s.Addr, "acl"), len(scripts.Primitives))
+		require.Len(t, all(rep, s.Addr, "acl"), len(minacl.Primitives))
 	}
 	// The cluster's user needs sharded pub/sub; a user set up on one node
 	// only is missing on the others.

@@ -1,4 +1,4 @@
-package lock_test
+package minacl_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/cmd/relock/internal/minacl"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/redlock"
@@ -36,7 +36,7 @@ func setUser(t *testing.T, ctx context.Context, admin *redis.Client, user string
 // and is woken by the release, the inspections, a forced release. Each
 // step runs through do; the first error ends it. A lease > 0 is a fixed
 // lease for every hold (each package takes options of its own).
-func exercise(ctx context.Context, p scripts.Primitive, c redis.UniversalClient, do stepFunc, lease time.Duration) error {
+func exercise(ctx context.Context, p minacl.Primitive, c redis.UniversalClient, do stepFunc, lease time.Duration) error {
 	opts := []lock.Option{lock.WithHolderLabel("pod-1")}
 	rwOpts := []rwlock.Option{rwlock.WithHolderLabel("pod-1")}
 	semOpts := []semaphore.Option{semaphore.WithHolderLabel("pod-1")}
@@ -52,15 +52,15 @@ func exercise(ctx context.Context, p scripts.Primitive, c redis.UniversalClient,
 		return ch
 	}
 	switch p {
-	case scripts.Lock, scripts.FairLock:
+	case minacl.Lock, minacl.FairLock:
 		mu := lock.New(c, "app:job", opts...)
-		if p == scripts.FairLock {
+		if p == minacl.FairLock {
 			mu = lock.NewFair(c, "app:job", opts...)
 		}
 		return exerciseLock(ctx, mu, do, wait)
-	case scripts.RWLock:
+	case minacl.RWLock:
 		return exerciseRW(ctx, rwlock.New(c, "app:doc", rwOpts...), do, wait)
-	case scripts.Semaphore:
+	case minacl.Semaphore:
 		return exerciseSemaphore(ctx, semaphore.New(c, "app:pool", 2, semOpts...), do, wait)
 	}
 	return fmt.Errorf("no scenario for %s", p)
@@ -166,9 +166,9 @@ func TestMinimalACLRunsEveryPrimitive(t *testing.T) {
 			ctx := ctxT(t)
 			g := redistest.StartReplicated(t, replicas)
 			admin := g.Master.Client(t)
-			for _, p := range []scripts.Primitive{scripts.Lock, scripts.FairLock, scripts.RWLock, scripts.Semaphore} {
+			for _, p := range []minacl.Primitive{minacl.Lock, minacl.FairLock, minacl.RWLock, minacl.Semaphore} {
 				t.Run(string(p), func(t *testing.T) {
-					acl := scripts.MinimalACL(p, "app:", scripts.Deployment{ReplicaSync: true})
+					acl := minacl.For(p, "app:", minacl.Deployment{ReplicaSync: true})
 					c := setUser(t, ctx, admin, "u"+strings.ReplaceAll(string(p), " ", ""), acl.Rules())
 					var step string
 					do := func(name string, f func() error) error { step = name; return f() }
@@ -185,7 +185,7 @@ func TestMinimalACLRunsEveryPrimitive(t *testing.T) {
 func keyspaceUnder(t *testing.T, ctx context.Context, admin *redis.Client) []string {
 	t.Helper()
 	var left []string
-	for k := range keyspace(t, ctx, admin) {
+	for k := range redistest.Keyspace(t, ctx, admin) {
 		if strings.Contains(k, "app:") && !strings.HasPrefix(k, "redisson_lock_token:") && !strings.Contains(k, "_latch:") {
 			left = append(left, k)
 		}
@@ -197,7 +197,7 @@ func keyspaceUnder(t *testing.T, ctx context.Context, admin *redis.Client) []str
 // ACL (a lock's, on every member's server).
 func TestMinimalACLRunsRedlock(t *testing.T) {
 	ctx := ctxT(t)
-	acl := scripts.MinimalACL(scripts.Redlock, "app:", scripts.Deployment{ReplicaSync: true})
+	acl := minacl.For(minacl.Redlock, "app:", minacl.Deployment{ReplicaSync: true})
 	var members []redlock.Member
 	for range 3 {
 		s := redistest.StartServer(t)
@@ -222,17 +222,17 @@ func TestMinimalACLRunsRedlock(t *testing.T) {
 // re-entry through a latch (HMGET, the acquire latch of an rwlock) runs,
 // the holder label's key (a label that cannot be written is left out, by
 // design: it only informs), and the patterns of names with a hash tag.
-func optional(p scripts.Primitive, rule string) bool {
+func optional(p minacl.Primitive, rule string) bool {
 	switch rule {
 	case "+hello", "+auth", "+info", "+role", "+wait", "+ping", "+script|load", "+unsubscribe",
 		"~relock_holder:{app:*":
 		return true
 	case "+lrem", "+lpush", "+incr": // a fair lock draws its tokens as rwlock does, not with INCR
-		return p == scripts.FairLock
+		return p == minacl.FairLock
 	case "+hmget", "~relock_acquire_latch:{app:*":
-		return p == scripts.RWLock
+		return p == minacl.RWLock
 	case "+hexists":
-		return p == scripts.Semaphore // ForceRelease of a semaphore already gone
+		return p == minacl.Semaphore // ForceRelease of a semaphore already gone
 	}
 	return (rule[0] == '~' || rule[0] == '&') && strings.Contains(rule, ":app:")
 }
@@ -246,8 +246,8 @@ func TestEachPermissionRemovedIsNamed(t *testing.T) {
 	s := redistest.StartServer(t)
 	admin := s.Client(t)
 	t.Cleanup(func() { time.Sleep(1500 * time.Millisecond) }) // the last holds lapse
-	for _, p := range []scripts.Primitive{scripts.Lock, scripts.FairLock, scripts.RWLock, scripts.Semaphore} {
-		rules := scripts.MinimalACL(p, "app:", scripts.Deployment{ReplicaSync: true}).Rules()
+	for _, p := range []minacl.Primitive{minacl.Lock, minacl.FairLock, minacl.RWLock, minacl.Semaphore} {
+		rules := minacl.For(p, "app:", minacl.Deployment{ReplicaSync: true}).Rules()
 		for i, rule := range rules {
 			if !strings.ContainsAny(rule[:1], "+~&") {
 				continue
@@ -259,10 +259,10 @@ func TestEachPermissionRemovedIsNamed(t *testing.T) {
 				var step string
 				var before, after map[string]string
 				do := func(name string, f func() error) error {
-					step, before = name, keyspace(t, ctx, admin)
+					step, before = name, redistest.Keyspace(t, ctx, admin)
 					err := f()
 					if err != nil {
-						after = keyspace(t, ctx, admin)
+						after = redistest.Keyspace(t, ctx, admin)
 					}
 					return err
 				}
@@ -311,13 +311,13 @@ func marks(ks map[string]string) map[string]string {
 func TestMinimalACLOnCluster(t *testing.T) {
 	ctx := ctxT(t)
 	env := redistest.ClusterBackend().New(t)
-	for _, p := range []scripts.Primitive{scripts.Lock, scripts.FairLock, scripts.RWLock, scripts.Semaphore} {
+	for _, p := range []minacl.Primitive{minacl.Lock, minacl.FairLock, minacl.RWLock, minacl.Semaphore} {
 		t.Run(string(p), func(t *testing.T) {
-			acl := scripts.MinimalACL(p, "app:", scripts.Deployment{Cluster: true, ReplicaSync: true})
-			e := newACLEnv(t, ctx, env, "c"+strings.ReplaceAll(string(p), " ", ""), acl.Rules()...)
+			acl := minacl.For(p, "app:", minacl.Deployment{Cluster: true, ReplicaSync: true})
+			e := redistest.NewACLEnv(t, ctx, env, "c"+strings.ReplaceAll(string(p), " ", ""), acl.Rules()...)
 			var step string
 			do := func(name string, f func() error) error { step = name; return f() }
-			require.NoError(t, exercise(ctx, p, e.user, do, 0), "step %s with %s", step, acl)
+			require.NoError(t, exercise(ctx, p, e.User, do, 0), "step %s with %s", step, acl)
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package election_test
+package minacl_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/cmd/relock/internal/minacl"
 	"github.com/relock-go/relock/election"
-	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/testkit/redistest"
 )
 
@@ -21,7 +21,7 @@ func TestMinimalACLRunsAnElection(t *testing.T) {
 	srv := redistest.StartServer(t)
 	admin := srv.Client(t)
 	ctx := ctxT(t)
-	user := func(name string, acl scripts.ACL) *redis.Client {
+	user := func(name string, acl minacl.ACL) *redis.Client {
 		args := []any{"acl", "setuser", name, "reset", "on", ">pw"}
 		for _, r := range acl.Rules() {
 			args = append(args, r)
@@ -31,7 +31,7 @@ func TestMinimalACLRunsAnElection(t *testing.T) {
 		t.Cleanup(func() { _ = c.Close() })
 		return c
 	}
-	acl := scripts.MinimalACL(scripts.Election, "app:", scripts.Deployment{ReplicaSync: true})
+	acl := minacl.For(minacl.Election, "app:", minacl.Deployment{ReplicaSync: true})
 	a := election.New(user("a", acl), "app:leader", election.WithHolderLabel("pod-a"))
 	b := election.New(user("b", acl), "app:leader")
 	obsCtx, stop := context.WithCancel(ctx)
@@ -55,7 +55,7 @@ func TestMinimalACLRunsAnElection(t *testing.T) {
 	require.Equal(t, "b", l.Value)
 	require.NoError(t, b.Resign(r.leading))
 
-	fair := scripts.MinimalACL(scripts.FairLock, "app:", scripts.Deployment{ReplicaSync: true})
+	fair := minacl.For(minacl.FairLock, "app:", minacl.Deployment{ReplicaSync: true})
 	denied := election.New(user("c", fair), "app:leader", election.WithUnlockTimeout(time.Second))
 	_, err = denied.Campaign(ctx, "c")
 	require.ErrorContains(t, err, "NOPERM")

@@ -1,11 +1,11 @@
-package scripts
+package minacl
 
 import (
 	"slices"
 	"strings"
 )
 
-// Primitive names a kind of lock whose ACL MinimalACL describes.
+// Primitive names a kind of lock whose ACL For describes.
 type Primitive string
 
 // The primitives, as `relock doctor` and the README name them.
@@ -21,7 +21,7 @@ const (
 	Election Primitive = "election"
 )
 
-// Primitives lists every primitive MinimalACL knows, in the README's order.
+// Primitives lists every primitive For knows, in the README's order.
 var Primitives = []Primitive{Lock, FairLock, RWLock, Semaphore, Redlock, Election}
 
 // Deployment is what, beside the primitive, decides the commands needed.
@@ -121,17 +121,17 @@ func prefixed(aux, prefix string) []string {
 
 func tagged(prefix string) []string { return []string{prefix + "*", "{" + prefix + "*"} }
 
-// MinimalACL is the ACL a user needs to run p on names beginning with
+// For is the ACL a user needs to run p on names beginning with
 // prefix ("app:" for names like "app:order:1"), deployed as d.
-func MinimalACL(p Primitive, prefix string, d Deployment) ACL {
+func For(p Primitive, prefix string, d Deployment) ACL {
 	switch p {
 	case Redlock:
-		a := MinimalACL(Lock, prefix, d)
+		a := For(Lock, prefix, d)
 		a.Primitive = Redlock
 		return a
 	case Election:
 		channels := prefixed("relock_election__channel", prefix)
-		return Union(Election, MinimalACL(FairLock, prefix, d), ACL{Commands: []string{"hmget"},
+		return Union(Election, For(FairLock, prefix, d), ACL{Commands: []string{"hmget"},
 			Keys: slices.Concat(prefixed("relock_election", prefix), channels), Channels: channels})
 	}
 	cmds := slices.Clone(connCommands)
