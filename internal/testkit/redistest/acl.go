@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/stretchr/testify/require"
 )
 
 // ACLEnv is a server (or the shared cluster) with a user made by rules,
@@ -29,7 +28,7 @@ func NewACLEnv(t *testing.T, ctx context.Context, env *Env, user string, rules .
 		e.Cluster = true
 		for _, s := range env.Cluster {
 			a := s.Client(t)
-			require.NoError(t, a.Do(ctx, args...).Err())
+			noError(t, a.Do(ctx, args...).Err())
 			t.Cleanup(func() { a.Do(context.Background(), "acl", "deluser", user) })
 		}
 		cc := NewClusterClient(env.Cluster)
@@ -38,7 +37,7 @@ func NewACLEnv(t *testing.T, ctx context.Context, env *Env, user string, rules .
 		opts.Username, opts.Password = user, "pw"
 		e.User = redis.NewClusterClient(opts)
 	} else {
-		require.NoError(t, env.Client.Do(ctx, args...).Err())
+		noError(t, env.Client.Do(ctx, args...).Err())
 		e.User = redis.NewClient(&redis.Options{Addr: env.Client.Options().Addr, Username: user, Password: "pw"})
 	}
 	t.Cleanup(func() { _ = e.User.Close() })
@@ -60,13 +59,21 @@ func Keyspace(t *testing.T, ctx context.Context, c redis.UniversalClient) map[st
 	switch cl := c.(type) {
 	case *redis.ClusterClient:
 		var mu = make(chan struct{}, 1)
-		require.NoError(t, cl.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		noError(t, cl.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
 			mu <- struct{}{}
 			defer func() { <-mu }()
 			return scan(ctx, n)
 		}))
 	case *redis.Client:
-		require.NoError(t, scan(ctx, cl))
+		noError(t, scan(ctx, cl))
 	}
 	return out
+}
+
+// noError ends the test at err, as testify's require.NoError would.
+func noError(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
