@@ -37,7 +37,7 @@ var (
 	keptRenewer        = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 2}
 	labeledKeptRenewer = &lease.RenewScript{Lua: renewer.Lua, KeysPer: 3}
 
-	fairAcquireScript  = scripts.Load(luaFS, "lua/fair_acquire.lua", scripts.Fence, wakeLib)
+	fairAcquireScript  = scripts.Load(luaFS, "lua/fair_acquire.lua", scripts.Tokens, wakeLib)
 	fairWithdrawScript = scripts.Load(luaFS, "lua/fair_withdraw.lua", scripts.Fence, wakeLib)
 	fairTransferScript = scripts.Load(luaFS, "lua/fair_transfer.lua", scripts.Fence, wakeLib)
 	fairRequeueScript  = scripts.Load(luaFS, "lua/fair_requeue.lua", scripts.Fence, wakeLib)

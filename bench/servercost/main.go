@@ -4,7 +4,8 @@
 // callgrind, runs this twice (200 and 2,200 pairs) and prints the
 // difference in instructions per pair, which leaves out the start-up.
 //
-// -lib relock sends relock's lock.Mutex; -lib redisson sends Redisson
+// -lib relock sends relock's lock.Mutex (relock-fair: lock.NewFair's);
+// -lib redisson sends Redisson
 // RLock's own scripts (RedissonLock.tryLockInnerAsync and
 // unlockInnerAsync, as of its main branch) and the DEL of its unlock
 // latch that follows, as Redisson sends them.
@@ -48,14 +49,17 @@ var (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:6399", "the server")
 	n := flag.Int("n", 2000, "pairs")
-	lib := flag.String("lib", "relock", "relock or redisson")
+	lib := flag.String("lib", "relock", "relock, relock-fair or redisson")
 	flag.Parse()
 	ctx := context.Background()
 	c := redis.NewClient(&redis.Options{Addr: *addr})
 	defer c.Close()
 	pair := relockPair
-	if *lib == "redisson" {
+	switch *lib {
+	case "redisson":
 		pair = redissonPair
+	case "relock-fair":
+		pair = fairPair
 	}
 	for i := range *n {
 		if err := pair(ctx, c, fmt.Sprintf("servercost:%d", i)); err != nil {
@@ -67,6 +71,15 @@ func main() {
 
 func relockPair(ctx context.Context, c *redis.Client, name string) error {
 	mu := lock.New(c, name)
+	h, err := mu.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	return mu.Unlock(h)
+}
+
+func fairPair(ctx context.Context, c *redis.Client, name string) error {
+	mu := lock.NewFair(c, name)
 	h, err := mu.Lock(ctx)
 	if err != nil {
 		return err

@@ -36,12 +36,15 @@ func NewLib(fsys fs.FS, file string) Lib { return Lib{src: mustRead(fsys, file)}
 // first write) and tell (a publish that reports a refusal).
 var Checks = Lib{src: mustRead(libFS, "lua/acl.lua")}
 
-// Fence (with Checks) defines fence(counter key), drawing a lock's next
-// token, max(counter + 1, server µs), kept FenceTTL (draw then keep, for a
-// script that reads first); and, for an acquisition that may run twice,
-// grant, granted and last (the token kept in its latch, an earlier run's,
-// the last drawn).
-var Fence = Lib{src: Checks.src + "\n" + mustRead(libFS, "lua/fence.lua")}
+// Tokens defines fence(counter key), drawing a lock's next token,
+// max(counter + 1, server µs), kept FenceTTL (draw then keep, for a script
+// that reads first); and, for an acquisition that may run twice, grant,
+// granted and last (the token kept in its latch, an earlier run's, the
+// last drawn).
+var Tokens = Lib{src: mustRead(libFS, "lua/fence.lua")}
+
+// Fence is Checks and Tokens, for a script that asks the ACL first.
+var Fence = Lib{src: Checks.src + "\n" + Tokens.src}
 
 // FenceTTL is how long a fencing counter outlives its lock's last
 // acquisition (lua/fence.lua's PX): how far back the server's clock may

@@ -1,12 +1,12 @@
 -- Acquire, or re-enter, a fair lock (lock.NewFair) in Redisson RFairLock's
 -- layout: the lock hash of an RLock, a list of waiters in arrival order
 -- and a zset of their deadlines (see lua/wake.lua, loaded before this
--- source with internal/scripts' lua/fence.lua). The lock goes to the
--- first live waiter only: a free lock is taken when nobody waits or the
--- caller is the first in the list. A caller that must wait is appended
--- (once) and its deadline set to now + mark life; it keeps its place by
--- trying again before the deadline passes (every third of it at least:
--- the reply tells it when), and loses it if it does not.
+-- source with internal/scripts' lua/fence.lua, scripts.Tokens). The lock
+-- goes to the first live waiter only: a free lock is taken when nobody
+-- waits or the caller is the first in the list. A caller that must wait
+-- is appended (once) and its deadline set to now + mark life; it keeps
+-- its place by trying again before the deadline passes (every third of
+-- it at least: the reply tells it when), and loses it if it does not.
 --
 -- Differences from RFairLock: deadlines are the server's time (TIME), not
 -- each client's clock, and are renewed by the live waiter instead of
@@ -36,9 +36,11 @@
 --          own replica sync asks for a WAIT after the acquisition, which
 --          a hold written inside another process's release would not have
 --
--- A command this user may not run is refused before anything is written
--- (may, from internal/scripts' lua/fence.lua), with an error reply naming
--- it.
+-- No ACL question is asked beforehand: the writes most likely refused
+-- come first. The token (its counter, another key pattern) and the latch
+-- are written before the hash; dropping lapsed waiters only shortens the
+-- line; a refused PEXPIRE of a new hold deletes it. So a refusal changes
+-- no hold, and internal/scripts names the command from its line.
 --
 -- Returns the token alone when the lock was free, {count, token} on a
 -- re-entry or a second run, {0, wait} when the caller must wait: wait is
@@ -46,32 +48,32 @@
 -- waiter's deadline passes), at most a third of the mark life; {-2,
 -- kind} when another kind holds the name (2 an rwlock, 3 a semaphore).
 local latch = ARGV[3] == 'latch' and KEYS[3]
-local no = may({{'exists', KEYS[1]}, {'hget', KEYS[1]}, {'pttl', KEYS[1]}, {'lindex', KEYS[4]}, {'lpop', KEYS[4]}, {'rpush', KEYS[4]}, {'pexpire', KEYS[4]},
-  {'zscore', KEYS[5]}, {'zadd', KEYS[5]}, {'zrem', KEYS[5]}, {'pexpire', KEYS[5]},
-  {'hset', KEYS[6]}, {'hdel', KEYS[6]}, {'pexpire', KEYS[6]},
-  {'hset', KEYS[1]}, {'hincrby', KEYS[1]}, {'pexpire', KEYS[1]}, latch and {'set', latch}}, fenced(KEYS[2]))
-if no then
-  return no
-end
 local at = now()
 local first = head(KEYS[4], KEYS[5], at, KEYS[6])
 if redis.call('exists', KEYS[1]) == 0 then
   if first == false or first == ARGV[6] then
+    local token = keep(KEYS[2], draw(KEYS[2]), latch, ARGV[4])
     if first then
       redis.call('lpop', KEYS[4])
       redis.call('zrem', KEYS[5], ARGV[6])
       redis.call('hdel', KEYS[6], ARGV[6])
     end
-    redis.call('hset', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    return grant(KEYS[2], latch, ARGV[4])
+    redis.call('hset', KEYS[1], ARGV[2], '1')
+    -- a refused PEXPIRE must not leave the lock held with no TTL
+    local ttl = redis.pcall('pexpire', KEYS[1], ARGV[1])
+    if type(ttl) == 'table' then
+      redis.call('del', KEYS[1])
+      redis.call('pexpire', KEYS[1], ARGV[1]) -- the refusal again, raised from its line
+    end
+    return token
   end
 else
   local held = redis.call('hget', KEYS[1], ARGV[2])
   if held ~= false then
     if ARGV[3] == 'minted' then
+      local token = last(KEYS[2])
       redis.call('pexpire', KEYS[1], ARGV[1])
-      return {tonumber(held), last(KEYS[2])}
+      return {tonumber(held), token}
     end
     local done = granted(latch)
     if done then
@@ -80,9 +82,10 @@ else
       redis.call('pexpire', KEYS[1], ARGV[1])
       return {tonumber(held), done}
     end
+    local token = keep(KEYS[2], draw(KEYS[2]), latch, ARGV[4])
     local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
-    return {count, grant(KEYS[2], latch, ARGV[4])}
+    return {count, token}
   end
   -- one name serves one kind (as in lua/acquire.lua)
   if redis.call('hexists', KEYS[1], 'mode') == 1 then
