@@ -15,7 +15,7 @@ import (
 var luaFS embed.FS
 
 var (
-	readAcquire  = scripts.Load(luaFS, "lua/read_acquire.lua", scripts.Fence)
+	readAcquire  = scripts.Load(luaFS, "lua/read_acquire.lua", scripts.Tokens)
 	writeAcquire = scripts.Load(luaFS, "lua/write_acquire.lua", scripts.Fence)
 	readRelease  = scripts.Load(luaFS, "lua/read_release.lua", scripts.Checks)
 	// writeRelease may also hand the read lock to local readers (handoff.go).

@@ -4,7 +4,8 @@
 // callgrind, runs this twice (200 and 2,200 pairs) and prints the
 // difference in instructions per pair, which leaves out the start-up.
 //
-// -lib relock sends relock's lock.Mutex (relock-fair: lock.NewFair's);
+// -lib relock sends relock's lock.Mutex (relock-fair: lock.NewFair's;
+// relock-read: an rwlock.RWMutex's RLock and RUnlock);
 // -lib redisson sends Redisson
 // RLock's own scripts (RedissonLock.tryLockInnerAsync and
 // unlockInnerAsync, as of its main branch) and the DEL of its unlock
@@ -20,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/lock"
+	"github.com/relock-go/relock/rwlock"
 )
 
 var (
@@ -49,7 +51,7 @@ var (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:6399", "the server")
 	n := flag.Int("n", 2000, "pairs")
-	lib := flag.String("lib", "relock", "relock, relock-fair or redisson")
+	lib := flag.String("lib", "relock", "relock, relock-fair, relock-read or redisson")
 	flag.Parse()
 	ctx := context.Background()
 	c := redis.NewClient(&redis.Options{Addr: *addr})
@@ -60,6 +62,8 @@ func main() {
 		pair = redissonPair
 	case "relock-fair":
 		pair = fairPair
+	case "relock-read":
+		pair = readPair
 	}
 	for i := range *n {
 		if err := pair(ctx, c, fmt.Sprintf("servercost:%d", i)); err != nil {
@@ -85,6 +89,15 @@ func fairPair(ctx context.Context, c *redis.Client, name string) error {
 		return err
 	}
 	return mu.Unlock(h)
+}
+
+func readPair(ctx context.Context, c *redis.Client, name string) error {
+	rw := rwlock.New(c, name)
+	h, err := rw.RLock(ctx)
+	if err != nil {
+		return err
+	}
+	return rw.RUnlock(h)
 }
 
 func redissonPair(ctx context.Context, c *redis.Client, name string) error {

@@ -27,41 +27,19 @@
 --          itself)
 -- ARGV[5]  the latch's life in milliseconds
 --
--- A command this user may not run is refused before anything is written
--- (may, from internal/scripts' lua/acl.lua), with an error reply naming
--- it.
+-- No ACL question is asked beforehand: every read runs before the first
+-- write, the token and the latch (another key pattern) are written before
+-- the hash, and a grant whose lease key or PEXPIRE is refused is undone
+-- before the refusal is raised again from its line. So a refusal changes
+-- no hold, and internal/scripts names the command.
 --
 -- Returns {count, token} when acquired; {0, ttl} when not, ttl being when
 -- to try again at the latest (ms); {-2, kind} when another kind holds the
 -- name (1 a lock, fair lock or election; 3 a semaphore).
 local latch = ARGV[4] == 'latch' and KEYS[5]
-local lease1 = KEYS[2] .. ':1'
-local no = may({{'time'}, {'zrange', KEYS[3]},
-  {'hget', KEYS[1]}, {'hset', KEYS[1]}, {'hincrby', KEYS[1]}, {'hdel', KEYS[1]}, {'hlen', KEYS[1]},
-  {'hexists', KEYS[1]}, {'del', KEYS[1]}, {'pttl', KEYS[1]}, {'pexpire', KEYS[1]},
-  {'exists', lease1}, {'set', lease1}, {'pttl', lease1}, {'pexpire', lease1}, latch and {'set', latch}}, fenced(KEYS[4]))
-if no then
-  return no
-end
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lease = tonumber(ARGV[1])
-
--- renew extends the owner's lease keys 1..count, and the hash, to a
--- lease from now where they would end sooner: its holds share one lease,
--- and a second run of an acquisition returns a grant whose lease the
--- caller measures from this run's send.
-local function renew(count)
-  for j = 1, count do
-    if redis.call('pttl', KEYS[2] .. ':' .. j) < lease then
-      redis.call('pexpire', KEYS[2] .. ':' .. j, lease)
-    end
-  end
-  if redis.call('pttl', KEYS[1]) < lease then
-    redis.call('pexpire', KEYS[1], lease)
-  end
-end
-
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false and redis.call('exists', KEYS[1]) == 1 then
   -- one name serves one kind: a lock's hash (owner fields) or a
@@ -71,9 +49,9 @@ end
 -- purge this owner's own entry when all its lease keys expired (a lost
 -- hold): counting on from it would make a new read a re-entry, which
 -- passes a waiting writer. Expired writer marks are left to the writers'
--- tries: a read that wrote nothing before its grant's HSET or HINCRBY is
--- refused whole by a full server, which refuses a script's first write
--- when it would grow memory, and no later one.
+-- tries: a read that wrote nothing before its grant's writes is refused
+-- whole by a full server, which refuses a script's first write when it
+-- would grow memory, and no later one.
 local held = redis.call('hget', KEYS[1], ARGV[2])
 if held ~= false and mode == 'read' then
   local alive = false
@@ -92,42 +70,101 @@ if held ~= false and mode == 'read' then
     end
   end
 end
-local mine = held ~= false
-if mine and ARGV[4] == 'minted' then
-  -- an earlier run of this acquisition took it: the same grant
-  renew(tonumber(held))
-  return {tonumber(held), last(KEYS[4])}
-end
-local done = mine and granted(latch)
-if done then
-  renew(tonumber(held))
-  return {tonumber(held), done}
-end
-if mode == false or mode == 'read' or redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
-  if not mine and mode ~= 'write' then
-    -- the first live mark: lapsed ones (rare: writers purge them) are
-    -- read past, since this script writes nothing before its grant
-    local first, i = {}, 0
-    repeat
-      first = redis.call('zrange', KEYS[3], i, i, 'withscores')
-      i = i + 1
-    until #first == 0 or tonumber(first[2]) > now
-    if #first > 0 then
-      -- a writer waits: new readers queue behind it
-      local ttl = tonumber(first[2]) - now
-      local pttl = redis.call('pttl', KEYS[1])
-      if pttl > 0 and pttl < ttl then ttl = pttl end
-      return {0, ttl}
+held = held and tonumber(held)
+
+-- stale lists the owner's lease keys 1..count, and the hash, that would
+-- end sooner than a lease from now (read before any write): its holds
+-- share one lease, and a second run of an acquisition returns a grant
+-- whose lease the caller measures from this run's send.
+local function stale(count)
+  local keys = {}
+  for j = 1, count do
+    if redis.call('pttl', KEYS[2] .. ':' .. j) < lease then
+      keys[#keys + 1] = KEYS[2] .. ':' .. j
     end
   end
-  if mode == false then
-    redis.call('hset', KEYS[1], 'mode', 'read')
+  if redis.call('pttl', KEYS[1]) < lease then
+    keys[#keys + 1] = KEYS[1]
   end
-  local ind = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('set', KEYS[2] .. ':' .. ind, 1, 'px', lease)
-  -- a re-entry renews the owner's earlier lease keys too, whichever key
-  -- a release deletes
-  renew(ind - 1)
-  return {ind, grant(KEYS[4], latch, ARGV[5])}
+  return keys
 end
-return {0, redis.call('pttl', KEYS[1])}
+
+local function renew(keys)
+  for _, k in ipairs(keys) do
+    redis.call('pexpire', k, lease)
+  end
+end
+
+if held and ARGV[4] == 'minted' then
+  -- an earlier run of this acquisition took it: the same grant
+  local keys = stale(held)
+  local token = last(KEYS[4])
+  renew(keys)
+  return {held, token}
+end
+local done = held and granted(latch)
+if done then
+  renew(stale(held))
+  return {held, done}
+end
+if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+  return {0, redis.call('pttl', KEYS[1])}
+end
+if not held and mode ~= 'write' then
+  -- the first live mark: lapsed ones (rare: writers purge them) are
+  -- read past, since this script writes nothing before its grant
+  local first, i = {}, 0
+  repeat
+    first = redis.call('zrange', KEYS[3], i, i, 'withscores')
+    i = i + 1
+  until #first == 0 or tonumber(first[2]) > now
+  if #first > 0 then
+    -- a writer waits: new readers queue behind it
+    local ttl = tonumber(first[2]) - now
+    local pttl = redis.call('pttl', KEYS[1])
+    if pttl > 0 and pttl < ttl then ttl = pttl end
+    return {0, ttl}
+  end
+end
+
+-- the grant: a re-entry renews the owner's earlier lease keys too,
+-- whichever key a release deletes
+local ind = (held or 0) + 1
+local keys = stale(ind - 1)
+local token = keep(KEYS[4], draw(KEYS[4]), latch, ARGV[5])
+if mode == false then
+  redis.call('hset', KEYS[1], 'mode', 'read', ARGV[2], '1') -- stale listed it: no TTL
+else
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+end
+local leaseKey = KEYS[2] .. ':' .. ind
+local failed -- 'set', or the key whose PEXPIRE was refused
+local r = redis.pcall('set', leaseKey, '1', 'px', ARGV[1])
+if r.err then -- a status reply is a table too: {ok = 'OK'}
+  failed = 'set'
+else
+  for _, k in ipairs(keys) do
+    if type(redis.pcall('pexpire', k, lease)) == 'table' then
+      failed = k
+      break
+    end
+  end
+end
+if failed then
+  -- undo the grant, then raise the refusal again from its line
+  if failed ~= 'set' then
+    redis.call('del', leaseKey)
+  end
+  if mode == false then
+    redis.call('del', KEYS[1])
+  elseif ind == 1 then
+    redis.call('hdel', KEYS[1], ARGV[2])
+  else
+    redis.call('hincrby', KEYS[1], ARGV[2], -1)
+  end
+  if failed == 'set' then
+    redis.call('set', leaseKey, '1', 'px', ARGV[1])
+  end
+  redis.call('pexpire', failed, lease)
+end
+return {ind, token}
