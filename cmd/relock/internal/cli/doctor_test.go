@@ -15,7 +15,7 @@ var (
 	addrRE  = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
 	clockRE = regexp.MustCompile(`server clock [^:]*? this machine's \(± [^)]*\)`)
 	// versionRE: CI installs whichever redis-server its distribution has.
-	versionRE = regexp.MustCompile(`version: redis [0-9.]+`)
+	versionRE = regexp.MustCompile(`version: (redis [0-9.]+|[a-z]+ [0-9.]+ \(redis_version [0-9.]+\))`) // Redis, or another server (Valkey)
 	memoryRE  = regexp.MustCompile(`used_memory is [0-9]+% of maxmemory \([0-9]+ of`)
 )
 
