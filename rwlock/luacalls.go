@@ -16,7 +16,7 @@ var luaFS embed.FS
 
 var (
 	readAcquire  = scripts.Load(luaFS, "lua/read_acquire.lua", scripts.Tokens)
-	writeAcquire = scripts.Load(luaFS, "lua/write_acquire.lua", scripts.Fence)
+	writeAcquire = scripts.Load(luaFS, "lua/write_acquire.lua", scripts.Tokens)
 	readRelease  = scripts.Load(luaFS, "lua/read_release.lua", scripts.Checks)
 	// writeRelease may also hand the read lock to local readers (handoff.go).
 	writeRelease = scripts.Load(luaFS, "lua/write_release.lua", scripts.Fence)

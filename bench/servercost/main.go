@@ -5,7 +5,8 @@
 // difference in instructions per pair, which leaves out the start-up.
 //
 // -lib relock sends relock's lock.Mutex (relock-fair: lock.NewFair's;
-// relock-read: an rwlock.RWMutex's RLock and RUnlock);
+// relock-read, relock-write: an rwlock.RWMutex's RLock and RUnlock, or
+// its Lock and Unlock);
 // -lib redisson sends Redisson
 // RLock's own scripts (RedissonLock.tryLockInnerAsync and
 // unlockInnerAsync, as of its main branch) and the DEL of its unlock
@@ -51,7 +52,7 @@ var (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:6399", "the server")
 	n := flag.Int("n", 2000, "pairs")
-	lib := flag.String("lib", "relock", "relock, relock-fair, relock-read or redisson")
+	lib := flag.String("lib", "relock", "relock, relock-fair, relock-read, relock-write or redisson")
 	flag.Parse()
 	ctx := context.Background()
 	c := redis.NewClient(&redis.Options{Addr: *addr})
@@ -64,6 +65,8 @@ func main() {
 		pair = fairPair
 	case "relock-read":
 		pair = readPair
+	case "relock-write":
+		pair = writePair
 	}
 	for i := range *n {
 		if err := pair(ctx, c, fmt.Sprintf("servercost:%d", i)); err != nil {
@@ -98,6 +101,15 @@ func readPair(ctx context.Context, c *redis.Client, name string) error {
 		return err
 	}
 	return rw.RUnlock(h)
+}
+
+func writePair(ctx context.Context, c *redis.Client, name string) error {
+	rw := rwlock.New(c, name)
+	h, err := rw.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	return rw.Unlock(h)
 }
 
 func redissonPair(ctx context.Context, c *redis.Client, name string) error {

@@ -24,9 +24,11 @@
 --          itself)
 -- ARGV[6]  the latch's life in milliseconds
 --
--- A command this user may not run is refused before anything is written
--- (may, from internal/scripts' lua/acl.lua), with an error reply naming
--- it.
+-- No ACL question is asked beforehand: the token and the latch (another
+-- key pattern) are written before the hash, and a new hold whose PEXPIRE
+-- is refused is deleted, so a refusal changes no hold, and internal/scripts
+-- names the command from its line. Only a crashed reader's fields, dropped
+-- first, may be gone.
 --
 -- Returns {count, token} when acquired; {-1, 0} when the owner holds only
 -- a read lock (upgrade); {0, ttl} when it must wait, ttl being when to try
@@ -35,15 +37,6 @@
 -- {-2, kind} when another kind holds the name (1 a lock, fair lock or
 -- election; 3 a semaphore).
 local latch = ARGV[5] == 'latch' and KEYS[5]
-local lease1 = KEYS[4] .. ':' .. ARGV[3] .. ':rwlock_timeout:1' -- a reader's lease key
-local no = may({{'time'}, {'zremrangebyscore', KEYS[2]}, {'zadd', KEYS[2]}, {'zrem', KEYS[2]},
-  {'pttl', KEYS[2]}, {'pexpire', KEYS[2]},
-  {'hget', KEYS[1]}, {'hgetall', KEYS[1]}, {'hdel', KEYS[1]}, {'hlen', KEYS[1]}, {'del', KEYS[1]},
-  {'hset', KEYS[1]}, {'hincrby', KEYS[1]}, {'hexists', KEYS[1]}, {'pttl', KEYS[1]}, {'pexpire', KEYS[1]},
-  {'pttl', lease1}, latch and {'set', latch}}, fenced(KEYS[3]))
-if no then
-  return no
-end
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lease = tonumber(ARGV[1])
@@ -79,14 +72,19 @@ if mode == 'read' then
 end
 
 -- Expired writer marks are purged after the first write that may grow
--- memory (HSET, ZADD): a full server refuses a script's first such write
--- and no later one, so a new acquisition is refused whole there.
+-- memory (the token's SET, ZADD): a full server refuses a script's first
+-- such write and no later one, so a new acquisition is refused whole there.
 if mode == false then
-  redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], lease)
+  local token = keep(KEYS[3], draw(KEYS[3]), latch, ARGV[6])
+  redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], '1')
+  -- a refused PEXPIRE must not leave the lock held with no TTL
+  if type(redis.pcall('pexpire', KEYS[1], ARGV[1])) == 'table' then
+    redis.call('del', KEYS[1])
+    redis.call('pexpire', KEYS[1], ARGV[1]) -- the refusal again, raised from its line
+  end
   redis.call('zremrangebyscore', KEYS[2], '-inf', now)
   redis.call('zrem', KEYS[2], ARGV[4])
-  return {1, grant(KEYS[3], latch, ARGV[6])}
+  return {1, token}
 end
 local held = redis.call('hget', KEYS[1], ARGV[2])
 if mode == 'write' and held ~= false then
@@ -101,8 +99,8 @@ if mode == 'write' and held ~= false then
   if done then
     return {tonumber(held), done}
   end
-  local c = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  return {c, grant(KEYS[3], latch, ARGV[6])}
+  local token = keep(KEYS[3], draw(KEYS[3]), latch, ARGV[6])
+  return {redis.call('hincrby', KEYS[1], ARGV[2], 1), token}
 end
 if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
   return {-1, 0}
