@@ -73,17 +73,18 @@ end
 
 -- Expired writer marks are purged after the first write that may grow
 -- memory (the token's SET, ZADD): a full server refuses a script's first
--- such write and no later one, so a new acquisition is refused whole there.
+-- such write and no later one, so a new acquisition is refused whole
+-- there; and before the hold, so that their refusal leaves no hold.
 if mode == false then
   local token = keep(KEYS[3], draw(KEYS[3]), latch, ARGV[6])
+  redis.call('zremrangebyscore', KEYS[2], '-inf', now)
+  redis.call('zrem', KEYS[2], ARGV[4])
   redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], '1')
   -- a refused PEXPIRE must not leave the lock held with no TTL
   if type(redis.pcall('pexpire', KEYS[1], ARGV[1])) == 'table' then
     redis.call('del', KEYS[1])
     redis.call('pexpire', KEYS[1], ARGV[1]) -- the refusal again, raised from its line
   end
-  redis.call('zremrangebyscore', KEYS[2], '-inf', now)
-  redis.call('zrem', KEYS[2], ARGV[4])
   return {1, token}
 end
 local held = redis.call('hget', KEYS[1], ARGV[2])
