@@ -37,7 +37,7 @@ end
 -- keep(key, token, latch, ms) writes a drawn token to counter key, and to
 -- latch for ms when latch is not false (see grant).
 local function keep(key, token, latch, ms)
-  redis.call('set', key, string.format('%.0f', token), 'px', 3600000)
+  redis.call('set', key, string.format('%.0f', token), 'px', '3600000')
   if latch then
     redis.call('set', latch, string.format('%.0f', token), 'px', ms)
   end
