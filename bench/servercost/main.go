@@ -57,16 +57,9 @@ func main() {
 	ctx := context.Background()
 	c := redis.NewClient(&redis.Options{Addr: *addr})
 	defer c.Close()
-	pair := relockPair
-	switch *lib {
-	case "redisson":
+	pair := relockPair(*lib)
+	if *lib == "redisson" {
 		pair = redissonPair
-	case "relock-fair":
-		pair = fairPair
-	case "relock-read":
-		pair = readPair
-	case "relock-write":
-		pair = writePair
 	}
 	for i := range *n {
 		if err := pair(ctx, c, fmt.Sprintf("servercost:%d", i)); err != nil {
@@ -76,40 +69,21 @@ func main() {
 	}
 }
 
-func relockPair(ctx context.Context, c *redis.Client, name string) error {
-	mu := lock.New(c, name)
-	h, err := mu.Lock(ctx)
-	if err != nil {
-		return err
+// relockPair is one uncontended pair of the relock primitive lib names:
+// its Do, which acquires, runs nothing and releases.
+func relockPair(lib string) func(ctx context.Context, c *redis.Client, name string) error {
+	nothing := func(context.Context) error { return nil }
+	return func(ctx context.Context, c *redis.Client, name string) error {
+		switch lib {
+		case "relock-fair":
+			return lock.NewFair(c, name).Do(ctx, nothing)
+		case "relock-read":
+			return rwlock.New(c, name).RDo(ctx, nothing)
+		case "relock-write":
+			return rwlock.New(c, name).Do(ctx, nothing)
+		}
+		return lock.New(c, name).Do(ctx, nothing)
 	}
-	return mu.Unlock(h)
-}
-
-func fairPair(ctx context.Context, c *redis.Client, name string) error {
-	mu := lock.NewFair(c, name)
-	h, err := mu.Lock(ctx)
-	if err != nil {
-		return err
-	}
-	return mu.Unlock(h)
-}
-
-func readPair(ctx context.Context, c *redis.Client, name string) error {
-	rw := rwlock.New(c, name)
-	h, err := rw.RLock(ctx)
-	if err != nil {
-		return err
-	}
-	return rw.RUnlock(h)
-}
-
-func writePair(ctx context.Context, c *redis.Client, name string) error {
-	rw := rwlock.New(c, name)
-	h, err := rw.Lock(ctx)
-	if err != nil {
-		return err
-	}
-	return rw.Unlock(h)
 }
 
 func redissonPair(ctx context.Context, c *redis.Client, name string) error {
