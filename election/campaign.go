@@ -61,7 +61,7 @@ func (e *Election) campaign(ctx context.Context, value string) (context.Context,
 	}
 	t := &term{e: e, owner: owner, epoch: epoch, held: held}
 	reply := electLua{Lock: e.name, Record: e.record, Channel: e.channel,
-		Owner: owner, Epoch: epoch, Value: value, Publish: e.hub.PublishCommand()}.call().Retrying(held, e.client, e.cfg.unlockTimeout)
+		Owner: owner, Epoch: epoch, Value: value, Publish: e.hub.PublishCommand()}.call().Retrying(held, e.client.Client, e.cfg.unlockTimeout)
 	vals, err := reply.Int64Slice()
 	if err != nil {
 		err = fmt.Errorf("writing the leader's record %s: %w", e.record, err)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/scripts"
@@ -47,14 +46,13 @@ func (l Leader) Vacant() bool { return l.Epoch == 0 }
 // under its name. Its methods are safe for concurrent use.
 type Election struct {
 	id      errs.Ident
-	client  conn.Client
+	client  core.Client
 	name    string
 	fair    *lock.Mutex // the candidates' line and the leader's hold
 	record  string      // relock_election:{<name>}
 	channel string      // relock_election__channel:{<name>}
 	cfg     config
 	hub     *core.Hub
-	pool    *conn.Pool
 	inst    instruments
 
 	mu      sync.Mutex
@@ -79,7 +77,7 @@ type termKey struct{}
 // arguments make every call (and Err) fail with ErrInvalidArgument.
 func New(client redis.UniversalClient, name string, opts ...Option) *Election {
 	cfg := newConfig(opts)
-	c := conn.Of(client)
+	c := core.ClientOf(client)
 	e := &Election{client: c, name: name, cfg: cfg}
 	e.id = errs.Ident{Primitive: primitive, Name: name}
 	e.fair = lock.NewFair(client, name, cfg.lock...)
@@ -89,8 +87,7 @@ func New(client redis.UniversalClient, name string, opts ...Option) *Election {
 	}
 	e.record = scripts.ElectionRecord(name)
 	e.channel = scripts.ElectionChannel(name)
-	e.hub = core.For(c)
-	e.pool = conn.PoolFor(c)
+	e.hub = core.For(c.Client)
 	e.inst = newInstruments(cfg, name)
 	return e
 }
@@ -171,8 +168,8 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 // read runs lua/leader.lua.
 func (e *Election) read(ctx context.Context) (state, error) {
 	var vals []any
-	err := conn.Within(ctx, e.pool, e.cfg.unlockTimeout, func(ctx context.Context) (err error) {
-		vals, err = leaderLua{Lock: e.name, Record: e.record}.call().Run(ctx, e.client).Slice()
+	err := e.client.Within(ctx, e.cfg.unlockTimeout, func(ctx context.Context) (err error) {
+		vals, err = leaderLua{Lock: e.name, Record: e.record}.call().Run(ctx, e.client.Client).Slice()
 		return err
 	})
 	if err != nil {
@@ -224,9 +221,9 @@ func (e *Election) Proclaim(leading context.Context, value string) error {
 		return e.id.Wrap("proclaim", fmt.Errorf("%w: the leadership has ended: %w", ErrNotHeld, context.Cause(t.held)))
 	}
 	var rev int64
-	err := conn.Within(leading, e.pool, e.cfg.unlockTimeout, func(ctx context.Context) (err error) {
+	err := e.client.Within(leading, e.cfg.unlockTimeout, func(ctx context.Context) (err error) {
 		rev, err = proclaimLua{Lock: e.name, Record: e.record, Channel: e.channel,
-			Owner: t.owner, Epoch: t.epoch, Value: value, Publish: e.hub.PublishCommand()}.call().Run(ctx, e.client).Int64()
+			Owner: t.owner, Epoch: t.epoch, Value: value, Publish: e.hub.PublishCommand()}.call().Run(ctx, e.client.Client).Int64()
 		return err
 	})
 	switch {
@@ -251,7 +248,7 @@ func (e *Election) Resign(leading context.Context) error {
 		return e.id.Wrap("resign", fmt.Errorf("%w: the context carries no leadership of this election", ErrNotHeld))
 	}
 	reply := resignLua{Record: e.record, Channel: e.channel, Owner: t.owner, Epoch: t.epoch,
-		Publish: e.hub.PublishCommand()}.call().Retrying(leading, e.client, e.cfg.unlockTimeout)
+		Publish: e.hub.PublishCommand()}.call().Retrying(leading, e.client.Client, e.cfg.unlockTimeout)
 	rerr := reply.Err()
 	e.ended(t, resigned) // before the release ends the hold, which would count it lost
 	uerr := e.fair.Unlock(t.held)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/scripts"
@@ -19,7 +18,7 @@ func (m *Mutex) requeue(ctx context.Context, ownerID, waiterID string, mark, lea
 	return fairRequeueLua{
 		Lock: m.nameArg, Queue: m.fair[0], Timeouts: m.fair[1], Waiters: m.fair[2],
 		Owner: ownerID, MarkLifeMS: mark.Milliseconds(), LeaseMS: m.msArg(lease), Waiter: waiterID,
-	}.call().Retrying(context.WithoutCancel(ctx), m.client, m.cfg.UnlockTimeout).Err()
+	}.call().Retrying(context.WithoutCancel(ctx), m.client.Client, m.cfg.UnlockTimeout).Err()
 }
 
 // fairMarkLife is how long a fair waiter keeps its place without renewing
@@ -39,7 +38,7 @@ const fairMarkLife = 3 * time.Second
 // seat and its subscription serve one waiter after another, so waiting
 // costs no SUBSCRIBE of its own.
 func NewFair(client redis.UniversalClient, name string, opts ...Option) *Mutex {
-	return newMutex(conn.Of(client), name, true, opts)
+	return newMutex(core.ClientOf(client), name, true, opts)
 }
 
 // withdraw takes a waiter that gave up out of the list, waking the next if
@@ -57,7 +56,7 @@ func (m *Mutex) withdraw(ctx context.Context, ownerID, waiterID string) error {
 // Releaser and waiter each ask for their own config (the waiter states its
 // answer in the list: lua/fair_acquire.lua).
 func (m *Mutex) grantArg(ctx context.Context) any {
-	if scripts.SyncNeeded(ctx, m.client, m.cfg.ReplicaPolicy(), m.name) {
+	if scripts.SyncNeeded(ctx, m.client.Client, m.cfg.ReplicaPolicy(), m.name) {
 		return "0"
 	}
 	return "1"
@@ -80,7 +79,7 @@ func (m *Mutex) fairRelease(ctx context.Context, ownerID string, timeout time.Du
 	reply := fairTransferLua{
 		Lock: m.nameArg, TokenCounter: m.tokenArg, Queue: m.fair[0], Timeouts: m.fair[1], Channel: m.channelArg, Waiters: m.fair[2],
 		Owner: ownerID, UnlockMessage: unlockMessage, Publish: m.publishArg, Grant: "1", Candidates: ws,
-	}.call().Retrying(ctx, m.client, timeout)
+	}.call().Retrying(ctx, m.client.Client, timeout)
 	vals, err := reply.Slice()
 	if err == nil && len(vals) != 3 {
 		err = fmt.Errorf("unexpected reply %v", vals)

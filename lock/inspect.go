@@ -2,12 +2,10 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/scripts"
 )
@@ -20,15 +18,8 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := m.ident().Check("forceunlock", ctx, unmade); err != nil {
 		return false, err
 	}
-	var ok bool
-	err := conn.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
-		ok, err = core.ForceUnlockAndTell(ctx, m.client, m.cfg.Watchdog, m.hub, core.KindLock, m.name, m.channel, "force-unlocked")
-		return err
-	})
-	if err != nil {
-		return false, m.id.Wrap("forceunlock", err) // ok is the late call's
-	}
-	return ok, nil
+	ok, err := core.ForceUnlockAndTell(ctx, m.client, m.cfg.UnlockTimeout, m.cfg.Watchdog, m.hub, core.KindLock, m.name, m.channel, "force-unlocked")
+	return ok, m.id.Wrap("forceunlock", err)
 }
 
 // HoldCount returns how many times ctx's owner holds the lock (0 if not).
@@ -40,12 +31,8 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	if !ok {
 		return 0, nil
 	}
-	var s string
-	err := conn.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
-		s, err = m.client.Do(ctx, "hget", m.name, id).Text()
-		return err
-	})
-	if errors.Is(err, conn.Nil) {
+	s, err := m.client.Query(ctx, m.cfg.UnlockTimeout, "hget", m.name, id).Text()
+	if core.Absent(err) {
 		return 0, nil
 	}
 	if err != nil {
@@ -63,11 +50,7 @@ func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
 	if err := m.ident().Check("islocked", ctx, unmade); err != nil {
 		return false, err
 	}
-	var n int64
-	err := conn.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
-		n, err = m.client.Do(ctx, "exists", m.name).Int64()
-		return err
-	})
+	n, err := m.client.Query(ctx, m.cfg.UnlockTimeout, "exists", m.name).Int64()
 	if err != nil {
 		return false, m.id.Wrap("islocked", err)
 	}
@@ -80,11 +63,7 @@ func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
 	if err := m.ident().Check("ttl", ctx, unmade); err != nil {
 		return 0, err
 	}
-	var d time.Duration
-	err := conn.Within(ctx, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
-		d, err = m.client.Do(ctx, "pttl", m.name).Millis()
-		return err
-	})
+	d, err := m.client.Query(ctx, m.cfg.UnlockTimeout, "pttl", m.name).Millis()
 	if err != nil {
 		return 0, m.id.Wrap("ttl", err)
 	}

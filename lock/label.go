@@ -15,7 +15,7 @@ func (m *Mutex) heldBy(ctx context.Context, err error) error {
 	if herr != nil || len(holders) == 0 {
 		return err
 	}
-	return core.HeldBy(ctx, m.client, m.name, holders, m.cfg.UnlockTimeout, err)
+	return core.HeldBy(ctx, m.client.Client, m.name, holders, m.cfg.UnlockTimeout, err)
 }
 
 // addKeys adds to a first count's spec the keys renewed with its hold:
@@ -23,7 +23,7 @@ func (m *Mutex) heldBy(ctx context.Context, err error) error {
 func (m *Mutex) addKeys(ctx context.Context, a *attempt, spec *lease.Spec) {
 	labeled := a.cfg.HolderLabel != ""
 	if labeled {
-		core.AddLabel(ctx, m.client, spec, labeledRenewer, m.name, a.owner, a.cfg.HolderLabel, a.lease)
+		core.AddLabel(ctx, m.client.Client, spec, labeledRenewer, m.name, a.owner, a.cfg.HolderLabel, a.lease)
 	}
 	key, ok := core.Kept(ctx, m.name)
 	if !ok {

@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock"
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/lease"
@@ -41,14 +40,13 @@ type Mutex struct {
 	redlockHook // makes the Mutex a redlock.Member
 	// holds are this value's live holds, named by an Unlock whose ctx has none.
 	holds    core.Live
-	client   conn.Client
+	client   core.Client
 	name     string
 	cfg      core.Config
 	id       errs.Ident // its name in errors, and why New refused its arguments
 	channel  string
 	tokenKey string
 	hub      *core.Hub
-	workers  *conn.Pool // run the calls a caller may stop waiting for
 	inst     telemetry.Instruments
 	// Made once, read-only: what every call would otherwise allocate.
 	nameKeys   []string // {name}
@@ -74,23 +72,22 @@ type Mutex struct {
 // Bad arguments (nil client, empty name, a bad option) make every method
 // return ErrInvalidArgument, before anything is written.
 func New(client redis.UniversalClient, name string, opts ...Option) *Mutex {
-	return newMutex(conn.Of(client), name, false, opts)
+	return newMutex(core.ClientOf(client), name, false, opts)
 }
 
-func newMutex(client conn.Client, name string, fair bool, opts []Option) *Mutex {
+func newMutex(client core.Client, name string, fair bool, opts []Option) *Mutex {
 	m := &Mutex{client: client, name: name, cfg: core.Apply(newOptions(opts))}
 	m.redlockHook = m.redlockNode
 	m.releaseFn = m.release
 	m.goneFn = lease.LostFunc(func(error) { m.hub.Freed(m.channel, m.cfg.UnlockTimeout) })
 	m.hkey = core.NewKey(client, primitive, name, "")
-	m.id = errs.Ident{Primitive: primitive, Name: name, Invalid: m.cfg.Check(client, "lock", name)}
+	m.id = errs.Ident{Primitive: primitive, Name: name, Invalid: m.cfg.Check(client.Client, "lock", name)}
 	if m.id.Invalid != "" {
 		return m
 	}
 	m.channel = scripts.LockChannel(name)
 	m.tokenKey = scripts.Token(name)
-	m.hub = core.For(client)
-	m.workers = conn.PoolFor(client)
+	m.hub = core.For(client.Client)
 	m.nameKeys = []string{name}
 	m.leaseOf = primitive + "\x00" + name
 	m.nameArg, m.channelArg, m.tokenArg = name, m.channel, m.tokenKey
@@ -187,7 +184,7 @@ func (m *Mutex) prepare(ctx context.Context, op string, once bool, opts []LockOp
 	a := &attempt{m: m, cfg: cfg, owner: ownerID, ownerArg: ownerID, wd: wd, lease: cfg.Lease(), leaseID: lease.ID{Lock: m.leaseOf, Owner: ownerID}, mode: scripts.ModeMinted}
 	var existing *lease.Lease // a minted owner has none
 	if ok {
-		existing = wd.Find(m.client, a.leaseID)
+		existing = wd.Find(m.client.Client, a.leaseID)
 	}
 	if existing != nil {
 		a.lease = existing.Timeout() // a re-entry keeps the hold's lease: Redis's TTL must be what the watchdog tracks
@@ -231,7 +228,7 @@ func (m *Mutex) trace(a *attempt) core.Trace {
 func (m *Mutex) held(ctx context.Context, op string, a *attempt, err error) (context.Context, error) {
 	if err != nil {
 		if a.cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
-			err = core.NameHolders(ctx, m.workers, err, m.heldBy)
+			err = core.NameHolders(ctx, m.client, err, m.heldBy)
 		}
 		return nil, m.id.Wrap(op, err)
 	}
@@ -281,14 +278,14 @@ type attempt struct {
 // off the head of the local queue: each waits on a channel of its own.
 func (a *attempt) Try(ctx context.Context, _ bool) (core.Result, error) {
 	a.sentAt = a.wd.Now()
-	r, err := core.Bounded(ctx, a.m.workers, a.cfg.UnlockTimeout, a)
-	if l := conn.AfterLate(err); l != nil {
-		a.late = l // what it may take is given back after it
+	r, err := core.Bounded(ctx, a.m.client, a.cfg.UnlockTimeout, a)
+	late, mayHaveRun := core.Lost(err)
+	if late != nil {
+		a.late = late // what it may take is given back after it
 	}
 	c, tok, ttl := r.count, r.token, r.ttl
 	// In line: waiting, requeued for want of replicas, or maybe, after a
 	// lost reply (a withdrawal is safe either way).
-	mayHaveRun := err != nil && conn.MayHaveRun(err)
 	a.queued = a.queued || (a.mark > 0 && ((err == nil && c == 0) || errors.Is(err, ErrNotReplicated) || mayHaveRun))
 	// A lost reply may hide a grant, even if a later try took the lock:
 	// a give-back finds the hold or nothing.
@@ -340,7 +337,7 @@ func (a *attempt) Granted(g core.Grant) {
 // Declines is core.Decliner: a local hand-over writes no WAIT, which a's
 // own replica sync may need whatever the releasing Mutex's config.
 func (a *attempt) Declines(ctx context.Context) bool {
-	return scripts.SyncNeeded(ctx, a.m.client, a.cfg.ReplicaPolicy(), a.m.name)
+	return scripts.SyncNeeded(ctx, a.m.client.Client, a.cfg.ReplicaPolicy(), a.m.name)
 }
 
 // Discard gives back a lock handed over as the acquire gave up (to the
@@ -364,7 +361,7 @@ func (m *Mutex) key() core.Key {
 func (m *Mutex) newHold(ctx context.Context, a *attempt, traced bool) (context.Context, error) {
 	spec := lease.Spec{
 		Renewer:   renewer,
-		Targets:   []lease.Target{{Client: m.client, Keys: m.nameKeys, Arg: a.ownerArg}},
+		Targets:   []lease.Target{{Client: m.client.Client, Keys: m.nameKeys, Arg: a.ownerArg}},
 		Timeout:   a.lease,
 		Renew:     a.cfg.Renewed(),
 		ID:        a.leaseID,
@@ -414,7 +411,7 @@ func (m *Mutex) release(ctx context.Context, h *core.Hold) error {
 	}
 	// Released whole: the label goes too, whichever count was the last.
 	if r := h.Lease.Renewer(); res >= 1 && (r == labeledRenewer || r == labeledKeptRenewer) { // 2: released, waiters not told
-		core.DropLabel(ctx, m.client, m.name, h.Owner)
+		core.DropLabel(ctx, m.client.Client, m.name, h.Owner)
 	}
 	return core.Released(res, err, h.Lease, "the lock was no longer held in Redis")
 }
@@ -431,7 +428,7 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 	yield := false
 	// A hand-over writes the grant with no WAIT after it: with replicas, the
 	// next waiter takes the lock with a try of its own.
-	handOff := passOn && !scripts.SyncNeeded(ctx, m.client, m.cfg.ReplicaPolicy(), m.name)
+	handOff := passOn && !scripts.SyncNeeded(ctx, m.client.Client, m.cfg.ReplicaPolicy(), m.name)
 	if handOff {
 		if res, ran, err := m.scripts.handOver(ctx, m, ownerID, timeout, held); ran {
 			if err != nil || res != -2 {
@@ -444,7 +441,7 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 	if len(ws) == 1 {
 		res, err = m.runTransfer(ctx, ws[0], ws[0].Claimant().(*attempt), ownerID)
 	} else {
-		reply := m.scripts.unlockLast(ctx, m, ownerID).Retrying(ctx, m.client, timeout)
+		reply := m.scripts.unlockLast(ctx, m, ownerID).Retrying(ctx, m.client.Client, timeout)
 		res, err = reply.Int64()
 		if err == nil && res == -3 {
 			// Field gone, no loss shown: an earlier run whose reply was lost
@@ -470,7 +467,7 @@ func (m *Mutex) releaseLast(ctx context.Context, ownerID string, leaseTime, time
 // counts remain (lease re-applied), -1 not held.
 func (m *Mutex) runUnlock(ctx context.Context, ownerID string, lease, timeout time.Duration) (int64, error) {
 	latch := core.RequestKey(scripts.UnlockLatch(m.name)) // off the common path: built here
-	res, err := m.scripts.unlock(ctx, m, latch, ownerID, lease, timeout).Retrying(ctx, m.client, timeout).Int64()
+	res, err := m.scripts.unlock(ctx, m, latch, ownerID, lease, timeout).Retrying(ctx, m.client.Client, timeout).Int64()
 	if err == nil && res >= 1 {
 		m.hub.Release(m.channel)
 	}
@@ -484,7 +481,7 @@ func (m *Mutex) runTransfer(ctx context.Context, w *core.Waiter, next *attempt, 
 	vals, err := transferLua{
 		Lock: m.nameArg, TokenCounter: m.tokenArg,
 		Owner: ownerID, NextOwner: next.owner, NextLeaseMS: next.m.msArg(next.lease),
-	}.call().Retrying(ctx, m.client, m.cfg.UnlockTimeout).Int64Slice()
+	}.call().Retrying(ctx, m.client.Client, m.cfg.UnlockTimeout).Int64Slice()
 	switch {
 	case err != nil:
 		w.End(core.Refused, core.Grant{})
@@ -525,7 +522,7 @@ func (m *Mutex) redlockNode() (core.Member, error) {
 		Name:    m.name,
 		Kind:    primitive,
 		Addr:    m.client.Addr(),
-		Workers: m.workers,
+		Client:  m.client,
 		Given:   m.cfg.Given,
 		Key:     m.key(),
 		Reenter: []core.Key{m.key()},
@@ -541,7 +538,7 @@ func (m *Mutex) redlockNode() (core.Member, error) {
 			return res != -1, err
 		},
 		Renewal: func(ownerID string) lease.Target {
-			return lease.Target{Renewer: renewer, Client: m.client, Keys: []string{m.name}, Arg: ownerID}
+			return lease.Target{Renewer: renewer, Client: m.client.Client, Keys: []string{m.name}, Arg: ownerID}
 		},
 	}, nil
 }

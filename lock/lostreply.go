@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/core"
 )
 
@@ -13,12 +12,11 @@ import (
 // nobody for a lease. It waits first for a try the caller stopped waiting
 // for (a.late), and retries through an outage for up to the lease.
 func (m *Mutex) giveBack(ctx context.Context, a *attempt) {
-	ctx = conn.Detached(ctx) // each try ends with its retries
 	window := m.cfg.UnlockTimeout
 	if a.late != nil {
 		window = max(window, a.lease)
 	}
-	core.GiveBack(a.late, window, func() error {
+	core.GiveBack(ctx, a.late, window, func(ctx context.Context) error {
 		if a.late != nil && a.queued {
 			_ = m.withdraw(ctx, a.owner, a.seat) // the late try may have queued it
 		}
@@ -34,7 +32,7 @@ func (m *Mutex) undo(ctx context.Context, owner, latch string, lease time.Durati
 	ctx = context.WithoutCancel(ctx)
 	timeout := m.cfg.UnlockTimeout
 	if latch != "" {
-		n, err := m.scripts.giveBack(ctx, m, latch, owner).Retrying(ctx, m.client, timeout).Int64()
+		n, err := m.scripts.giveBack(ctx, m, latch, owner).Retrying(ctx, m.client.Client, timeout).Int64()
 		if err == nil && n >= 1 {
 			m.hub.Release(m.channel)
 		}

@@ -56,7 +56,7 @@ func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
 			w.(fairRequeueLua).call().Retrying(ctx, c, timeout)
 		}},
 		"fair_withdraw.lua": {Value: fairWithdrawLua{}, Run: func(w any, c conn.Client) {
-			_ = core.Withdraw(ctx, nil, c, timeout, w.(fairWithdrawLua).call())
+			_ = core.Withdraw(ctx, nil, core.On(c), timeout, w.(fairWithdrawLua).call())
 		}},
 	}
 	// wake.lua is a library; renew.lua takes strided batches, laid out by

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/core"
 )
 
@@ -45,7 +44,5 @@ func (m *Mutex) Extend(held context.Context, d time.Duration) error {
 	if err := m.ident().Check("extend", held, unmade); err != nil {
 		return err
 	}
-	return m.id.Wrap("extend", conn.Within(held, m.workers, m.cfg.UnlockTimeout, func(ctx context.Context) error {
-		return core.Extend(ctx, d, m.cfg.UnlockTimeout, m.key())
-	}))
+	return m.id.Wrap("extend", core.Extend(held, m.client, d, m.cfg.UnlockTimeout, m.key()))
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 )
 
@@ -30,11 +29,11 @@ func (a *attempt) Send(ctx context.Context) (tryReply, error) {
 	if a.mark > 0 { // a fair lock's waiter, which takes its place in the list
 		args.grantable = m.grantArg(ctx)
 	}
-	cmd, acks := m.scripts.acquire(m, args).Synced(ctx, m.client, sync)
+	cmd, acks := m.scripts.acquire(m, args).Synced(ctx, m.client.Client, sync)
 	if err := cmd.Err(); err != nil {
 		return tryReply{}, err
 	}
-	r, err := parseAcquire(cmd)
+	r, err := parseAcquire(cmd.Val())
 	if err != nil || r.count == 0 || sync.Enough(acks) {
 		return r, err
 	}
@@ -45,8 +44,8 @@ func (a *attempt) Send(ctx context.Context) (tryReply, error) {
 	return tryReply{}, sync.Refuse(acks, undo)
 }
 
-func parseAcquire(cmd conn.Reply) (tryReply, error) {
-	switch v := cmd.Val().(type) {
+func parseAcquire(reply any) (tryReply, error) {
+	switch v := reply.(type) {
 	case int64: // the lock was free: its token
 		return tryReply{count: 1, token: v}, nil
 	case []any:
@@ -63,5 +62,5 @@ func parseAcquire(cmd conn.Reply) (tryReply, error) {
 			}
 		}
 	}
-	return tryReply{}, fmt.Errorf("unexpected reply %v", cmd.Val())
+	return tryReply{}, fmt.Errorf("unexpected reply %v", reply)
 }

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/core"
 )
 
@@ -19,7 +18,7 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	}
 	ttls := make(chan time.Duration, len(l.nodes))
 	for _, n := range l.nodes {
-		n.Workers.Go(func() {
+		n.Client.Go(func() {
 			nctx, cancel := context.WithTimeout(ctx, l.cfg.NodeTimeout)
 			defer cancel()
 			d, err := n.TTL(nctx)
@@ -47,7 +46,5 @@ func (l *Lock) Extend(held context.Context, d time.Duration) error {
 	if err := l.ident().Check("extend", held, unmade); err != nil {
 		return err
 	}
-	return l.id.Wrap("extend", conn.Within(held, l.nodes[0].Workers, l.cfg.NodeTimeout, func(ctx context.Context) error {
-		return core.Extend(ctx, d, l.cfg.NodeTimeout, l.key())
-	}))
+	return l.id.Wrap("extend", core.Extend(held, l.nodes[0].Client, d, l.cfg.NodeTimeout, l.key()))
 }

@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock"
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/lease"
@@ -179,7 +178,7 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 		l.memberKeys = append(l.memberKeys, n.Key)
 	}
 	l.id.Name = nameOf(names)
-	l.hkey = core.NewKey(conn.Client{}, l.primitive(), l.id.Name, fmt.Sprintf("%p", l))
+	l.hkey = core.NewKey(core.Client{}, l.primitive(), l.id.Name, fmt.Sprintf("%p", l))
 	l.reenter = []core.Key{l.hkey}
 	for _, n := range l.nodes { // each member's Reenter holds its own key
 		l.reenter = append(l.reenter, n.Reenter...)

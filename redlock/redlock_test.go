@@ -23,7 +23,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/testkit/redistest"
@@ -581,8 +580,9 @@ func TestStalledNodeReportedAsTimeout(t *testing.T) {
 // counts what it holds, so a release behind the hold's back shows.
 type lateMember struct {
 	memberHook
-	mu   sync.Mutex
-	held int
+	client redis.UniversalClient // never dialled: its workers run the calls
+	mu     sync.Mutex
+	held   int
 }
 
 func (f *lateMember) count() int {
@@ -598,7 +598,7 @@ func (f *lateMember) Name() string { return "late" }
 
 func (f *lateMember) node() (core.Member, error) {
 	return core.Member{
-		Name: "late", Kind: "lock", Addr: "fake:0", Workers: conn.NewPool(0),
+		Name: "late", Kind: "lock", Addr: "fake:0", Client: core.ClientOf(f.client),
 		Try: func(ctx context.Context, _ string, _ time.Duration) (bool, int64, time.Duration, error) {
 			<-ctx.Done()
 			f.mu.Lock()
@@ -642,7 +642,8 @@ var lateAttempts = func() int {
 
 func TestLateAnswerCountedIsKept(t *testing.T) {
 	ctx := ctxT(t)
-	f := &lateMember{}
+	f := &lateMember{client: redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})}
+	t.Cleanup(func() { _ = f.client.Close() })
 	f.memberHook = f.node
 	rl := redlock.NewMulti([]redlock.Member{f}, redlock.WithNodeTimeout(time.Millisecond),
 		redlock.WithLeaseTime(time.Minute), redlock.WithWatchdog(watchdog.New()))

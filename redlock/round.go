@@ -10,7 +10,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/core"
 )
 
@@ -130,13 +129,13 @@ func (l *Lock) startAttempts(ctx context.Context, r *round, lease time.Duration,
 	var running atomic.Int32
 	running.Store(int32(len(l.nodes)))
 	l.bg.add(1)
-	giveBackCtx := conn.Detached(ctx)
+	giveBackCtx := core.Detached(ctx)
 	for i, node := range l.nodes {
-		node.Workers.Go(func() {
+		node.Client.Go(func() {
 			ok, token, ttl, err := node.Try(nctx, r.id, lease)
 			if claimed[i].CompareAndSwap(false, true) {
 				results <- answer{i, ok, token, ttl, err}
-			} else if ok || (!r.reentry && err != nil && conn.MayHaveRun(err)) {
+			} else if ok || (!r.reentry && mayHaveRun(err)) {
 				_, _ = node.Release(giveBackCtx, r.id, l.cfg.UnlockTimeout)
 			}
 			if running.Add(-1) == 0 {
@@ -160,7 +159,7 @@ func (t *tally) record(res answer, pending bool) {
 		ne.Outcome = OutcomePending
 	case res.err == nil:
 		ne.Outcome = OutcomeHeld
-	case conn.Timeout(res.err) || t.nctx.Err() != nil:
+	case core.TimedOut(res.err) || t.nctx.Err() != nil:
 		ne.Outcome, ne.Err = OutcomeTimeout, res.err
 	default:
 		ne.Outcome, ne.Err = OutcomeError, res.err
@@ -220,7 +219,7 @@ func (t *tally) leaveBehind() {
 // giveBack releases round r on the members in which, in the background;
 // the channel closes when each has answered or given up.
 func (l *Lock) giveBack(ctx context.Context, r *round, which []bool) <-chan struct{} {
-	ctx = conn.Detached(ctx)
+	ctx = core.Detached(ctx)
 	done := make(chan struct{})
 	var left atomic.Int32
 	for _, w := range which {
@@ -237,7 +236,7 @@ func (l *Lock) giveBack(ctx context.Context, r *round, which []bool) <-chan stru
 		if !which[i] {
 			continue
 		}
-		n.Workers.Go(func() {
+		n.Client.Go(func() {
 			defer l.bg.done()
 			_, _ = n.Release(ctx, r.id, l.cfg.UnlockTimeout)
 			if left.Add(-1) == 0 {
@@ -257,7 +256,7 @@ func mayHold(outs []outcome) []bool {
 		if o.acquired || o.behind || o.err == nil || o.err.Outcome == OutcomeHeld {
 			continue
 		}
-		if o.err.Err != nil && !conn.MayHaveRun(o.err.Err) {
+		if o.err.Err != nil && !mayHaveRun(o.err.Err) {
 			continue
 		}
 		if which == nil {
@@ -289,12 +288,12 @@ func (l *Lock) release(ctx context.Context, h *core.Hold) error {
 	}
 	results := make(chan result, total)
 	l.bg.add(total)
-	bgCtx := conn.Detached(ctx) // the releases outlive the call, and Drain waits for them
+	bgCtx := core.Detached(ctx) // the releases outlive the call, and Drain waits for them
 	for i, n := range l.nodes {
 		if !r.won[i] {
 			continue
 		}
-		n.Workers.Go(func() {
+		n.Client.Go(func() {
 			defer l.bg.done()
 			_, err := n.Release(bgCtx, r.id, l.cfg.UnlockTimeout)
 			results <- result{i, err}
@@ -347,4 +346,10 @@ func (l *Lock) releaseLost(r *round) {
 	if r.ended.CompareAndSwap(false, true) {
 		l.giveBack(context.Background(), r, r.won)
 	}
+}
+
+// mayHaveRun reports an error after which a member's script may have run.
+func mayHaveRun(err error) bool {
+	_, uncertain := core.Lost(err)
+	return uncertain
 }

@@ -6,7 +6,6 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/scripts"
@@ -60,14 +59,15 @@ func (a *attempt) Try(ctx context.Context, atHead bool) (core.Result, error) {
 	if a.side == write && atHead {
 		member = a.owner // only the head of the local queue marks
 	}
-	r, err := core.Bounded(ctx, a.rw.workers, a.cfg.UnlockTimeout, core.CallFunc[tryReply](func(ctx context.Context) (tryReply, error) {
+	r, err := core.Bounded(ctx, a.rw.client, a.cfg.UnlockTimeout, core.CallFunc[tryReply](func(ctx context.Context) (tryReply, error) {
 		c, tok, ttl, err := a.rw.runAcquire(ctx, a.cfg.ReplicaPolicy(), a.side, a.owner, a.lease, member, a.mode, a.latch)
 		return tryReply{c, tok, ttl}, err
 	}))
 	c, tok, ttl := r.count, r.token, r.ttl
-	a.uncertain = err != nil && conn.MayHaveRun(err)
-	if l := conn.AfterLate(err); l != nil {
-		a.late = l
+	late, uncertain := core.Lost(err)
+	a.uncertain = uncertain
+	if late != nil {
+		a.late = late
 	}
 	if err != nil || c == 0 {
 		a.marked = a.marked || member != ""

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/core"
 )
 
@@ -33,16 +32,17 @@ func (rw *RWMutex) Downgrade(ctx context.Context) (context.Context, error) {
 		LeaseMS: cfg.Lease().Milliseconds(), Owner: wh.Owner, WriteOwner: wh.Owner + ":write", Publish: rw.args.publish,
 		LatchLife: rw.cfg.LatchArg(rw.cfg.UnlockTimeout),
 	}.call()
-	err = conn.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) error {
+	err = rw.client.Within(ctx, rw.cfg.UnlockTimeout, func(ctx context.Context) error {
 		// The latch makes a resend return the first run's answer.
-		vals, derr = call.Run(context.WithoutCancel(ctx), rw.client).Int64Slice()
+		vals, derr = call.Run(context.WithoutCancel(ctx), rw.client.Client).Int64Slice()
 		return derr
 	})
 	if err == nil && len(vals) != 2 {
 		err = fmt.Errorf("unexpected reply %v", vals)
 	}
 	if err != nil {
-		rw.giveUpDowngrade(ctx, wh, latch, conn.AfterLate(err), began, func() int { return downgradeRan(vals, derr) })
+		late, _ := core.Lost(err)
+		rw.giveUpDowngrade(ctx, wh, latch, late, began, func() int { return downgradeRan(vals, derr) })
 		return nil, rw.id.Wrap("downgrade", err)
 	}
 	wh.Lease.Release()
@@ -66,7 +66,7 @@ func downgradeRan(vals []int64, err error) int {
 		return 0
 	case err == nil && len(vals) == 2:
 		return 1
-	case err != nil && conn.IsReply(err):
+	case err != nil && core.Answered(err):
 		return 0
 	}
 	return -1
@@ -87,13 +87,12 @@ func (rw *RWMutex) giveUpDowngrade(ctx context.Context, wh *core.Hold, downgrade
 		rctx, cancel := context.WithDeadline(ctx, began.Add(rw.cfg.UnlockTimeout))
 		err := g.undo(rctx)
 		cancel()
-		if err == nil || !conn.Transient(err) {
+		if err == nil || !core.Transient(err) {
 			return
 		}
-		late = conn.AfterLate(err)
+		late, _ = core.Lost(err)
 	}
-	ctx = conn.Detached(ctx) // each try ends with its retries
-	core.GiveBack(late, rw.cfg.UnlockTimeout, func() error { return g.undo(ctx) })
+	core.GiveBack(ctx, late, rw.cfg.UnlockTimeout, g.undo)
 }
 
 // downgradeGiveUp is the state of one giveUpDowngrade across its tries.

@@ -36,7 +36,7 @@ func (c *readClaim) Granted(g core.Grant) { c.given, c.token, c.sentAt = true, g
 // Declines is core.Decliner: a hand-off has no WAIT after it, which this
 // reader's replica sync may need, whatever the releasing RWMutex's config.
 func (c *readClaim) Declines(ctx context.Context) bool {
-	return scripts.SyncNeeded(ctx, c.rw.client, c.rw.cfg.ReplicaPolicy(), c.rw.name)
+	return scripts.SyncNeeded(ctx, c.rw.client.Client, c.rw.cfg.ReplicaPolicy(), c.rw.name)
 }
 
 // Discard gives back a read lock handed over as the acquire gave up.
@@ -50,7 +50,7 @@ func (rw *RWMutex) releaseWrite(ctx context.Context, h *core.Hold) error {
 	var res int64
 	var err error
 	// A hand-off has no WAIT after it: with replica sync, readers try.
-	if last && !scripts.SyncNeeded(ctx, rw.client, rw.cfg.ReplicaPolicy(), rw.name) {
+	if last && !scripts.SyncNeeded(ctx, rw.client.Client, rw.cfg.ReplicaPolicy(), rw.name) {
 		res, err = rw.releaseToReaders(ctx, h.Owner, rw.cfg.UnlockTimeout)
 	} else {
 		res, err = rw.runRelease(ctx, write, h.Owner, rw.cfg.UnlockTimeout)
@@ -104,7 +104,7 @@ func (rw *RWMutex) writeRelease(ctx context.Context, ownerID, latch, acquireLatc
 	vals, err := writeReleaseLua{
 		Lock: rw.args.name, Channel: rw.args.channel, Latch: latch, WriteWaiters: rw.args.waiters, TokenCounter: rw.args.token, Prefix: rw.args.prefix,
 		AcquireLatch: acquireLatch, WriteOwner: ownerID + ":write", Publish: rw.args.publish, LatchLife: rw.cfg.LatchArg(timeout), Readers: readers,
-	}.call().Retrying(ctx, rw.client, timeout).Int64Slice()
+	}.call().Retrying(ctx, rw.client.Client, timeout).Int64Slice()
 	if err == nil && len(vals) == 0 {
 		err = fmt.Errorf("unexpected reply %v", vals)
 	}

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/scripts"
 )
@@ -15,11 +14,7 @@ func (rw *RWMutex) IsLocked(ctx context.Context) (bool, error) {
 	if err := rw.ident().Check("islocked", ctx, unmade); err != nil {
 		return false, err
 	}
-	var n int64
-	err := conn.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
-		n, err = rw.client.Do(ctx, "exists", rw.name).Int64()
-		return err
-	})
+	n, err := rw.client.Query(ctx, rw.cfg.UnlockTimeout, "exists", rw.name).Int64()
 	if err != nil {
 		return false, rw.id.Wrap("islocked", err)
 	}
@@ -36,11 +31,7 @@ func (rw *RWMutex) HoldCount(ctx context.Context) (reads, writes int, err error)
 	if !ok {
 		return 0, 0, nil
 	}
-	var vals []any
-	err = conn.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
-		vals, err = rw.client.Do(ctx, "hmget", rw.name, id, id+":write").Slice()
-		return err
-	})
+	vals, err := rw.client.Query(ctx, rw.cfg.UnlockTimeout, "hmget", rw.name, id, id+":write").Slice()
 	if err != nil {
 		return 0, 0, rw.id.Wrap("holdcount", err)
 	}
@@ -58,11 +49,7 @@ func (rw *RWMutex) TTL(ctx context.Context) (time.Duration, error) {
 	if err := rw.ident().Check("ttl", ctx, unmade); err != nil {
 		return 0, err
 	}
-	var d time.Duration
-	err := conn.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
-		d, err = rw.client.Do(ctx, "pttl", rw.name).Millis()
-		return err
-	})
+	d, err := rw.client.Query(ctx, rw.cfg.UnlockTimeout, "pttl", rw.name).Millis()
 	if err != nil {
 		return 0, rw.id.Wrap("ttl", err)
 	}
@@ -78,13 +65,6 @@ func (rw *RWMutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := rw.ident().Check("forceunlock", ctx, unmade); err != nil {
 		return false, err
 	}
-	var ok bool
-	err := conn.Within(ctx, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
-		ok, err = core.ForceUnlockAndTell(ctx, rw.client, rw.cfg.Watchdog, rw.hub, core.KindRWLock, rw.name, rw.channel, "force-unlocked")
-		return err
-	})
-	if err != nil {
-		return false, rw.id.Wrap("forceunlock", err) // ok is the late call's
-	}
-	return ok, nil
+	ok, err := core.ForceUnlockAndTell(ctx, rw.client, rw.cfg.UnlockTimeout, rw.cfg.Watchdog, rw.hub, core.KindRWLock, rw.name, rw.channel, "force-unlocked")
+	return ok, rw.id.Wrap("forceunlock", err)
 }

@@ -26,7 +26,7 @@ func (rw *RWMutex) label(ctx context.Context, cfg *core.Config, sp *lease.Spec, 
 	if s == write {
 		labeled = writeLabeledRenewer
 	}
-	core.AddLabel(ctx, rw.client, sp, labeled, rw.name, ownerID, cfg.HolderLabel, leaseTime)
+	core.AddLabel(ctx, rw.client.Client, sp, labeled, rw.name, ownerID, cfg.HolderLabel, leaseTime)
 	return cfg.HolderLabel
 }
 
@@ -40,10 +40,10 @@ func (rw *RWMutex) dropLabel(ctx context.Context, h *core.Hold, s access, ended 
 	if s == write {
 		other = read
 	}
-	if rw.cfg.Watchdog.Find(rw.client, rw.leaseID(other, h.Owner)) != nil {
+	if rw.cfg.Watchdog.Find(rw.client.Client, rw.leaseID(other, h.Owner)) != nil {
 		return
 	}
-	core.DropLabel(ctx, rw.client, rw.name, h.Owner)
+	core.DropLabel(ctx, rw.client.Client, rw.name, h.Owner)
 }
 
 // heldBy adds to err who holds the lock, when its holders have labels.
@@ -61,7 +61,7 @@ func (rw *RWMutex) heldBy(ctx context.Context, err error) error {
 			holders = append(holders, id)
 		}
 	}
-	return core.HeldBy(ctx, rw.client, rw.name, holders, rw.cfg.UnlockTimeout, err)
+	return core.HeldBy(ctx, rw.client.Client, rw.name, holders, rw.cfg.UnlockTimeout, err)
 }
 
 // heldConfig is what of h's configuration a Downgrade carries to the read

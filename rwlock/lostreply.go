@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/core"
 )
 
@@ -13,12 +12,11 @@ import (
 // flight (late); it retries through an outage for up to the lease
 // (core.GiveBack).
 func (rw *RWMutex) giveBack(ctx context.Context, s access, ownerID, latch string, late <-chan struct{}, leaseTime time.Duration) {
-	ctx = conn.Detached(ctx) // each try ends with its retries
 	window := rw.cfg.UnlockTimeout
 	if late != nil {
 		window = max(window, leaseTime)
 	}
-	core.GiveBack(late, window, func() error { return rw.undo(ctx, s, ownerID, latch) })
+	core.GiveBack(ctx, late, window, func(ctx context.Context) error { return rw.undo(ctx, s, ownerID, latch) })
 }
 
 // undo gives back the count one acquisition of side s may have taken,

@@ -33,7 +33,7 @@ func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
 			w.(downgradeLua).call().Run(ctx, c)
 		}},
 		"withdraw.lua": {Value: withdrawLua{}, Run: func(w any, c conn.Client) {
-			_ = core.Withdraw(ctx, nil, c, timeout, w.(withdrawLua).call())
+			_ = core.Withdraw(ctx, nil, core.On(c), timeout, w.(withdrawLua).call())
 		}},
 	}
 	// The renewal scripts take strided batches, laid out by internal/lease.

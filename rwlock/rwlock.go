@@ -12,7 +12,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock"
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/lease"
@@ -98,7 +97,7 @@ func (s access) String() string {
 // each side reentrant per owner; a waiting writer blocks new readers.
 type RWMutex struct {
 	holds    core.Live // live holds made here, named when an Unlock's context has none
-	client   conn.Client
+	client   core.Client
 	name     string
 	cfg      core.Config
 	id       errs.Ident // its name in errors, and why New refused its arguments
@@ -114,7 +113,6 @@ type RWMutex struct {
 		name, channel, prefix, waiters, token, publish any
 	}
 	hub     *core.Hub
-	workers *conn.Pool               // run the calls a caller may stop waiting for
 	inst    [2]telemetry.Instruments // by side
 	keys    [2]core.Key              // by side: its holds in a context
 	leaseOf [2]string                // by side: the Lock of its leases' lease.ID
@@ -124,10 +122,10 @@ type RWMutex struct {
 // New returns the RWMutex called name on client. It does not touch Redis;
 // bad arguments are reported as ErrInvalidArgument by every method.
 func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
-	c := conn.Of(client)
+	c := core.ClientOf(client)
 	rw := &RWMutex{client: c, name: name, cfg: core.Apply(newOptions(opts))}
 	rw.keys = [2]core.Key{read: core.NewKey(c, "rlock", name, ""), write: core.NewKey(c, "wlock", name, "")}
-	rw.id = errs.Ident{Primitive: primitive, Name: name, Invalid: rw.cfg.Check(c, "lock", name)}
+	rw.id = errs.Ident{Primitive: primitive, Name: name, Invalid: rw.cfg.Check(c.Client, "lock", name)}
 	if rw.id.Invalid != "" {
 		return rw
 	}
@@ -137,10 +135,9 @@ func New(client redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	rw.prefix = scripts.Tag(name)
 	rw.waiters = scripts.WriteWaiters(name)
 	rw.tokenKey = scripts.Token(name)
-	rw.hub = core.For(c)
+	rw.hub = core.For(c.Client)
 	rw.args.name, rw.args.channel, rw.args.prefix = name, rw.channel, rw.prefix
 	rw.args.waiters, rw.args.token, rw.args.publish = rw.waiters, rw.tokenKey, rw.hub.PublishCommand()
-	rw.workers = conn.PoolFor(c)
 	rw.gone = lease.LostFunc(func(error) { rw.hub.Freed(rw.channel, rw.cfg.UnlockTimeout) })
 	rw.leaseOf = [2]string{read.String() + "\x00" + name, write.String() + "\x00" + name}
 	rw.inst[read] = rw.cfg.Instruments(primitive, read.String(), name, tracing.SpanReleaseReadLock)
@@ -248,8 +245,8 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 	wd := rw.cfg.Watchdog
 	var readLease, writeLease *lease.Lease // a minted owner has none
 	if shared {
-		readLease = wd.Find(rw.client, rw.leaseID(read, ownerID))
-		writeLease = wd.Find(rw.client, rw.leaseID(write, ownerID))
+		readLease = wd.Find(rw.client.Client, rw.leaseID(read, ownerID))
+		writeLease = wd.Find(rw.client.Client, rw.leaseID(write, ownerID))
 	}
 	holdsRead, holdsWrite := readLease != nil, writeLease != nil
 	leaseTime := cfg.Lease()
@@ -276,7 +273,7 @@ func (rw *RWMutex) acquire(ctx context.Context, op string, s access, once bool, 
 	tr, req := a.request(once, direct)
 	if err := core.Acquire(ctx, tr, req); err != nil {
 		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
-			err = core.NameHolders(ctx, rw.workers, err, rw.heldBy)
+			err = core.NameHolders(ctx, rw.client, err, rw.heldBy)
 		}
 		return nil, rw.id.Wrap(op, err)
 	}
@@ -306,10 +303,10 @@ func (rw *RWMutex) spec(s access, ownerID string, leaseTime time.Duration, renew
 	}
 	if s == read {
 		sp.Renewer = readRenewer
-		sp.Targets = []lease.Target{{Client: rw.client, Keys: []string{rw.name, rw.timeoutPrefix(ownerID)}, Arg: ownerID}}
+		sp.Targets = []lease.Target{{Client: rw.client.Client, Keys: []string{rw.name, rw.timeoutPrefix(ownerID)}, Arg: ownerID}}
 	} else {
 		sp.Renewer = writeRenewer
-		sp.Targets = []lease.Target{{Client: rw.client, Keys: []string{rw.name}, Arg: ownerID + ":write"}}
+		sp.Targets = []lease.Target{{Client: rw.client.Client, Keys: []string{rw.name}, Arg: ownerID + ":write"}}
 	}
 	return sp
 }
@@ -346,7 +343,7 @@ func (rw *RWMutex) releaseOnce(ctx context.Context, s access, ownerID, latch, ac
 		res, err = readReleaseLua{
 			Lock: rw.args.name, Channel: rw.args.channel, LeaseKeys: rw.timeoutPrefix(ownerID), Prefix: rw.args.prefix, Latch: latch,
 			AcquireLatch: acquireLatch, Owner: ownerID, Publish: rw.args.publish, LatchLife: rw.cfg.LatchArg(timeout),
-		}.call().Retrying(ctx, rw.client, timeout).Int64()
+		}.call().Retrying(ctx, rw.client.Client, timeout).Int64()
 	} else {
 		var vals []int64
 		vals, err = rw.writeRelease(ctx, ownerID, latch, acquireLatch, timeout, nil)
@@ -459,7 +456,7 @@ func (s *Side) redlockNode() (core.Member, error) {
 		Name:    rw.name,
 		Kind:    sd.String() + " lock",
 		Addr:    rw.client.Addr(),
-		Workers: rw.workers,
+		Client:  rw.client,
 		Given:   rw.cfg.Given,
 		Key:     rw.key(sd),
 		Reenter: []core.Key{rw.key(read), rw.key(write)},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/core"
 )
 
@@ -39,7 +38,5 @@ func (rw *RWMutex) Extend(held context.Context, d time.Duration) error {
 	if err := rw.ident().Check("extend", held, unmade); err != nil {
 		return err
 	}
-	return rw.id.Wrap("extend", conn.Within(held, rw.workers, rw.cfg.UnlockTimeout, func(ctx context.Context) error {
-		return core.Extend(ctx, d, rw.cfg.UnlockTimeout, rw.key(read), rw.key(write))
-	}))
+	return rw.id.Wrap("extend", core.Extend(held, rw.client, d, rw.cfg.UnlockTimeout, rw.key(read), rw.key(write)))
 }

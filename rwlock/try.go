@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/scripts"
 )
@@ -25,21 +24,21 @@ func (rw *RWMutex) runAcquire(ctx context.Context, sync scripts.ReplicaPolicy, s
 	if latch != "" {
 		latchKey = latch
 	}
-	var cmd conn.Reply
-	var acks scripts.Acks
+	var call scripts.Call
 	if s == read {
-		cmd, acks = readAcquireLua{
+		call = readAcquireLua{
 			Lock: rw.args.name, LeaseKeys: rw.timeoutPrefix(ownerID), WriteWaiters: rw.args.waiters, TokenCounter: rw.args.token, Latch: latchKey,
 			LeaseMS: leaseTime.Milliseconds(), Owner: ownerID, WriteOwner: ownerID + ":write", Mode: mode,
 			LatchLife: rw.cfg.LatchArg(rw.cfg.UnlockTimeout),
-		}.call().Synced(ctx, rw.client, sync)
+		}.call()
 	} else {
-		cmd, acks = writeAcquireLua{
+		call = writeAcquireLua{
 			Lock: rw.args.name, WriteWaiters: rw.args.waiters, TokenCounter: rw.args.token, Prefix: rw.args.prefix, Latch: latchKey,
 			LeaseMS: leaseTime.Milliseconds(), WriteOwner: ownerID + ":write", Owner: ownerID, Member: member, Mode: mode,
 			LatchLife: rw.cfg.LatchArg(rw.cfg.UnlockTimeout),
-		}.call().Synced(ctx, rw.client, sync)
+		}.call()
 	}
+	cmd, acks := call.Synced(ctx, rw.client.Client, sync)
 	vals, err := cmd.Int64Slice()
 	switch {
 	case err != nil:

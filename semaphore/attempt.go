@@ -8,7 +8,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/lease"
@@ -39,8 +38,12 @@ type permitTry struct {
 // errUnsent is a try not sent, its caller's wait having ended.
 var errUnsent = errors.New("try not sent: the wait had ended")
 
-// mayHaveRun is conn.MayHaveRun, but for a try not sent at all.
-func mayHaveRun(err error) bool { return !errors.Is(err, errUnsent) && conn.MayHaveRun(err) }
+// mayHaveRun is whether err's try may have run (core.Lost): a try not
+// sent at all did not.
+func mayHaveRun(err error) bool {
+	_, uncertain := core.Lost(err)
+	return uncertain && !errors.Is(err, errUnsent)
+}
 
 // landing is one try's answer, as the try itself saw it.
 type landing struct {
@@ -76,7 +79,7 @@ func (t *permitTry) Try(ctx context.Context, atHead bool) (core.Result, error) {
 		waiterID = permitID // the local head takes its turn in Redis
 	}
 	t.claim.sentAt = t.wd.Now()
-	r, err := core.Bounded(ctx, s.workers, t.cfg.UnlockTimeout, core.CallFunc[tryReply](func(ctx context.Context) (tryReply, error) {
+	r, err := core.Bounded(ctx, s.client, t.cfg.UnlockTimeout, core.CallFunc[tryReply](func(ctx context.Context) (tryReply, error) {
 		if ctx.Err() != nil {
 			t.landed = landing{} // its caller left before a worker took it up
 			return tryReply{}, errUnsent
@@ -87,8 +90,8 @@ func (t *permitTry) Try(ctx context.Context, atHead bool) (core.Result, error) {
 	}))
 	vals, acks, size := r.vals, r.acks, r.size
 	t.uncertain = err != nil && mayHaveRun(err)
-	if l := conn.AfterLate(err); l != nil {
-		t.late = l
+	if late, _ := core.Lost(err); late != nil {
+		t.late = late
 	}
 	if err != nil {
 		t.marked = t.marked || (waiterID != "" && mayHaveRun(err))
@@ -101,7 +104,7 @@ func (t *permitTry) Try(ctx context.Context, atHead bool) (core.Result, error) {
 	case 1:
 		if !t.sync.Enough(acks) {
 			err := t.sync.Refuse(acks, func() error { return s.undo(ctx, permitID) })
-			t.uncertain = conn.MayHaveRun(err)
+			_, t.uncertain = core.Lost(err)
 			return core.Result{}, err
 		}
 		return core.Result{Acquired: true}, nil
@@ -128,7 +131,7 @@ func (t *permitTry) runScript(ctx context.Context, waiterID string) (tryReply, e
 		Semaphore: s.args.name, Permits: s.args.permits, Weights: s.args.weights, Waiters: s.args.waiters, Marks: s.args.marks, Channel: s.args.channel,
 		Size: size, N: t.claim.n, PermitID: t.claim.permitID, LeaseMS: leaseTime.Milliseconds(), Waiter: waiterID,
 		Publish: s.args.publish, MarkLifeMS: min(leaseTime, maxMarkLife).Milliseconds(), SizePolicy: s.sizePolicy(),
-	}.call().Synced(ctx, s.client, t.sync)
+	}.call().Synced(ctx, s.client.Client, t.sync)
 	vals, err := cmd.Int64Slice()
 	return tryReply{vals, acks, size}, err
 }
@@ -186,7 +189,7 @@ func (t *permitTry) afterLate(ctx context.Context) {
 	l := t.landed
 	answered := l.err == nil && len(l.vals) == 2
 	took := answered && l.vals[0] == 1
-	unknown := l.err != nil && conn.MayHaveRun(l.err)
+	_, unknown := core.Lost(l.err)
 	// an earlier try's mark (a grant takes it back), or this try's own
 	if t.marked && !took || l.marked && (unknown || answered && l.vals[0] == 0) {
 		t.s.withdrawMark(ctx, t.claim.permitID)

@@ -33,7 +33,7 @@ func (w *waiter) Granted(g core.Grant) { w.sentAt = g.SentAt }
 // Declines is core.Decliner: a hand-off has no WAIT after it, which this
 // waiter's replica sync may need, whatever the releasing Semaphore's config.
 func (w *waiter) Declines(ctx context.Context) bool {
-	return scripts.SyncNeeded(ctx, w.s.client, w.s.cfg.ReplicaPolicy(), w.s.name)
+	return scripts.SyncNeeded(ctx, w.s.client.Client, w.s.cfg.ReplicaPolicy(), w.s.name)
 }
 
 // Discard gives back permits handed over as the acquire gave up.
@@ -45,7 +45,7 @@ func (w *waiter) Discard(core.Grant) { _ = w.s.undo(w.ctx, w.permitID) }
 func (s *Semaphore) releaseServing(ctx context.Context, permitID string, n int64) (int64, error) {
 	var ws []*core.Waiter
 	// A hand-off has no WAIT after it: where one is needed, waiters try.
-	if n > 0 && !scripts.SyncNeeded(ctx, s.client, s.cfg.ReplicaPolicy(), s.name) {
+	if n > 0 && !scripts.SyncNeeded(ctx, s.client.Client, s.cfg.ReplicaPolicy(), s.name) {
 		ws, _ = s.hub.Reserve(s.channel, core.Pick{Max: int(min(n, maxOffered))}, nil)
 	}
 	sentAt := s.cfg.Watchdog.Now()
@@ -53,7 +53,7 @@ func (s *Semaphore) releaseServing(ctx context.Context, permitID string, n int64
 		Semaphore: s.args.name, Permits: s.args.permits, Weights: s.args.weights, Channel: s.args.channel, Latch: core.RequestKey(s.latchPrefix),
 		Waiters: s.args.waiters, Marks: s.args.marks,
 		PermitID: permitID, Publish: s.args.publish, LatchLife: s.cfg.LatchArg(s.cfg.UnlockTimeout), Offered: ws,
-	}.call().Retrying(ctx, s.client, s.cfg.UnlockTimeout).Int64Slice()
+	}.call().Retrying(ctx, s.client.Client, s.cfg.UnlockTimeout).Int64Slice()
 	if err == nil && len(vals) != 3 {
 		err = fmt.Errorf("unexpected reply %v", vals)
 	}

@@ -2,10 +2,8 @@ package semaphore
 
 import (
 	"context"
-	"errors"
 	"time"
 
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/core"
 )
 
@@ -23,7 +21,7 @@ func (s *Semaphore) TTL(ctx context.Context) (time.Duration, error) {
 	permitID := h.Taken.(permitTaken).id
 	var expiry float64
 	var now time.Time
-	err := conn.Within(ctx, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+	err := s.client.Within(ctx, s.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
 		r := s.client.Pipelined(ctx, []any{"zscore", s.permits, permitID}, []any{"time"})
 		if expiry, err = r[0].Float64(); err != nil {
 			return err
@@ -31,7 +29,7 @@ func (s *Semaphore) TTL(ctx context.Context) (time.Duration, error) {
 		now, err = r[1].Time()
 		return err
 	})
-	if errors.Is(err, conn.Nil) {
+	if core.Absent(err) {
 		return 0, nil
 	}
 	if err != nil {
@@ -49,15 +47,8 @@ func (s *Semaphore) ForceRelease(ctx context.Context) (bool, error) {
 	if err := s.ident().Check("forcerelease", ctx, unmade); err != nil {
 		return false, err
 	}
-	var ok bool
-	err := conn.Within(ctx, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
-		ok, err = core.ForceUnlockAndTell(ctx, s.client, s.cfg.Watchdog, s.hub, core.KindSemaphore, s.name, s.channel, "force-released")
-		return err
-	})
-	if err != nil {
-		return false, s.id.Wrap("forcerelease", err) // ok is the late call's
-	}
-	return ok, nil
+	ok, err := core.ForceUnlockAndTell(ctx, s.client, s.cfg.UnlockTimeout, s.cfg.Watchdog, s.hub, core.KindSemaphore, s.name, s.channel, "force-released")
+	return ok, s.id.Wrap("forcerelease", err)
 }
 
 // Extend makes the fixed lease (WithLeaseTime) of the hold in held end d
@@ -70,7 +61,5 @@ func (s *Semaphore) Extend(held context.Context, d time.Duration) error {
 	if err := s.ident().Check("extend", held, unmade); err != nil {
 		return err
 	}
-	return s.id.Wrap("extend", conn.Within(held, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) error {
-		return core.Extend(ctx, d, s.cfg.UnlockTimeout, s.key())
-	}))
+	return s.id.Wrap("extend", core.Extend(held, s.client, d, s.cfg.UnlockTimeout, s.key()))
 }

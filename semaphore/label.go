@@ -23,7 +23,7 @@ func (s *Semaphore) label(ctx context.Context, cfg *core.Config, spec *lease.Spe
 	if cfg.HolderLabel == "" {
 		return false
 	}
-	core.AddLabel(ctx, s.client, spec, labeledRenewer, s.name, permitID, cfg.HolderLabel, leaseTime)
+	core.AddLabel(ctx, s.client.Client, spec, labeledRenewer, s.name, permitID, cfg.HolderLabel, leaseTime)
 	return true
 }
 
@@ -33,5 +33,5 @@ func (s *Semaphore) heldBy(ctx context.Context, err error) error {
 	if perr != nil {
 		return err
 	}
-	return core.HeldBy(ctx, s.client, s.name, permits, s.cfg.UnlockTimeout, err)
+	return core.HeldBy(ctx, s.client.Client, s.name, permits, s.cfg.UnlockTimeout, err)
 }

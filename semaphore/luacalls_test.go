@@ -30,7 +30,7 @@ func TestEveryScriptWrapperMirrorsItsHeader(t *testing.T) {
 			w.(resizeLua).call().Run(ctx, c)
 		}},
 		"withdraw.lua": {Value: withdrawLua{}, Run: func(w any, c conn.Client) {
-			_ = core.Withdraw(ctx, nil, c, timeout, w.(withdrawLua).call())
+			_ = core.Withdraw(ctx, nil, core.On(c), timeout, w.(withdrawLua).call())
 		}},
 	}
 	// state.lua is a library; renew.lua takes strided batches, laid out

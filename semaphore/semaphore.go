@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relock-go/relock"
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/lease"
 	"github.com/relock-go/relock/internal/scripts"
@@ -96,7 +95,7 @@ const primitive = "semaphore"
 // permits come back when its lease ends.
 type Semaphore struct {
 	holds  core.Live // live holds made here, named when a Release's context has none
-	client conn.Client
+	client core.Client
 	name   string
 	size   atomic.Int64
 	// resizing is read-held by every script that sends the size and held by
@@ -118,10 +117,9 @@ type Semaphore struct {
 	args struct {
 		name, permits, weights, waiters, marks, channel, publish any
 	}
-	hub     *core.Hub
-	workers *conn.Pool // run the calls a caller may stop waiting for
-	inst    telemetry.Instruments
-	hkey    core.Key // its holds in a context
+	hub  *core.Hub
+	inst telemetry.Instruments
+	hkey core.Key // its holds in a context
 }
 
 // MaxSize is the largest size a Semaphore takes: the scripts count permits
@@ -144,11 +142,11 @@ func checkSize(size int64) string {
 // without touching Redis. Bad arguments (nil client, empty name, size <= 0
 // or > MaxSize, a bad option) are reported as ErrInvalidArgument.
 func New(client redis.UniversalClient, name string, size int64, opts ...Option) *Semaphore {
-	c := conn.Of(client)
+	c := core.ClientOf(client)
 	s := &Semaphore{client: c, name: name, cfg: core.Apply(newOptions(opts))}
 	s.hkey = core.NewKey(c, primitive, name, "")
 	s.size.Store(size)
-	s.id = errs.Ident{Primitive: primitive, Name: name, Invalid: s.cfg.Check(c, "semaphore", name)}
+	s.id = errs.Ident{Primitive: primitive, Name: name, Invalid: s.cfg.Check(c.Client, "semaphore", name)}
 	if s.id.Invalid == "" {
 		s.id.Invalid = checkSize(size)
 	}
@@ -163,11 +161,10 @@ func New(client redis.UniversalClient, name string, size int64, opts ...Option) 
 	s.marks = scripts.WaiterExpiry(name)
 	s.channel = scripts.SemaphoreChannel(name)
 	s.latchPrefix = scripts.UnlockLatch(name)
-	s.hub = core.For(c)
+	s.hub = core.For(c.Client)
 	s.args.name, s.args.permits, s.args.weights = name, s.permits, s.weights
 	s.args.waiters, s.args.marks, s.args.channel = s.waiters, s.marks, s.channel
 	s.args.publish = s.hub.PublishCommand()
-	s.workers = conn.PoolFor(c)
 	s.inst = s.cfg.Instruments(primitive, "", name, tracing.SpanReleaseSemaphore)
 	return s
 }
@@ -259,7 +256,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, n int64, once bool, 
 	tr, req := t.request(size, once)
 	if err := core.Acquire(ctx, tr, req); err != nil {
 		if cfg.HolderLabel != "" && errors.Is(err, ErrNotAcquired) {
-			err = core.NameHolders(ctx, s.workers, err, s.heldBy)
+			err = core.NameHolders(ctx, s.client, err, s.heldBy)
 		}
 		return nil, s.id.Wrap(op, err)
 	}
@@ -271,7 +268,7 @@ func (s *Semaphore) newHold(ctx context.Context, t *permitTry, traced bool) (con
 	permitID, leaseTime := t.claim.permitID, t.claim.lease
 	spec := lease.Spec{
 		Renewer: renewer,
-		Targets: []lease.Target{{Client: s.client, Keys: s.leaseKeys, Arg: permitID}},
+		Targets: []lease.Target{{Client: s.client.Client, Keys: s.leaseKeys, Arg: permitID}},
 		Timeout: leaseTime,
 		Renew:   t.cfg.Renewed(),
 		// Registered so that a ForceRelease finds this process's holds.
@@ -303,8 +300,7 @@ func (s *Semaphore) withdrawMark(ctx context.Context, waiterID string) {
 // may have left when its last try's reply was lost, retrying for up to
 // window (core.GiveBack): the lease after a late try a stalled server may run.
 func (s *Semaphore) giveBack(ctx context.Context, permitID string, window time.Duration) {
-	ctx = conn.Detached(ctx) // each try ends with its retries
-	core.GiveBack(nil, max(s.cfg.UnlockTimeout, window), func() error { return s.undo(ctx, permitID) })
+	core.GiveBack(ctx, nil, max(s.cfg.UnlockTimeout, window), func(ctx context.Context) error { return s.undo(ctx, permitID) })
 }
 
 // undo releases the permits one acquisition may have taken, retried for
@@ -340,7 +336,7 @@ func (s *Semaphore) release(ctx context.Context, h *core.Hold) error {
 	taken := h.Taken.(permitTaken)
 	res, err := s.releaseServing(ctx, taken.id, taken.n)
 	if taken.labeled && err == nil && res != -1 {
-		core.DropLabel(ctx, s.client, s.name, taken.id)
+		core.DropLabel(ctx, s.client.Client, s.name, taken.id)
 	}
 	return core.Released(res, err, h.Lease, "the permit had expired in Redis")
 }
@@ -353,14 +349,14 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 	}
 	var vals []int64
 	var size int64
-	err := conn.Within(ctx, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
+	err := s.client.Within(ctx, s.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
 		s.resizing.RLock()
 		defer s.resizing.RUnlock()
 		size = s.size.Load()
 		vals, err = availableLua{
 			Semaphore: s.args.name, Permits: s.args.permits, Weights: s.args.weights, Waiters: s.args.waiters, Marks: s.args.marks,
 			Size: size, SizePolicy: s.sizePolicy(),
-		}.call().Run(ctx, s.client).Int64Slice()
+		}.call().Run(ctx, s.client.Client).Int64Slice()
 		return err
 	})
 	if err != nil {
@@ -390,14 +386,14 @@ func (s *Semaphore) Resize(ctx context.Context, size int64) error {
 		return errs.Invalid("resize", primitive, s.name, reason)
 	}
 	// A resize the caller stopped waiting for still takes effect here.
-	return s.id.Wrap("resize", conn.Within(ctx, s.workers, s.cfg.UnlockTimeout, func(ctx context.Context) error {
+	return s.id.Wrap("resize", s.client.Within(ctx, s.cfg.UnlockTimeout, func(ctx context.Context) error {
 		s.resizing.Lock()
 		defer s.resizing.Unlock()
 		resize := resizeLua{
 			Semaphore: s.args.name, Channel: s.args.channel, Permits: s.args.permits, Weights: s.args.weights, Waiters: s.args.waiters, Marks: s.args.marks,
 			Size: size, Publish: s.args.publish, RecordLifeMS: resizedLife.Milliseconds(),
 		}
-		old, err := resize.call().Run(ctx, s.client).Int64()
+		old, err := resize.call().Run(ctx, s.client.Client).Int64()
 		if err != nil {
 			return err
 		}

@@ -23,14 +23,14 @@ type CallFunc[T any] func(ctx context.Context) (T, error)
 func (f CallFunc[T]) Send(ctx context.Context) (T, error) { return f(ctx) }
 
 // Bounded runs one try so that it returns when ctx ends, whatever go-redis
-// does (it ignores deadlines unless told, and retries): on pool if ctx can
-// end, else inline; a try unanswered then returns a *conn.LateError and
-// goes on (give back what it takes after conn.AfterLate). A try-again
+// does (it ignores deadlines unless told, and retries): on c's workers if
+// ctx can end, else inline; a try unanswered then returns an error Lost
+// reports late, and goes on (give back what it takes after it). A try-again
 // reply (conn.TryAgain: BUSY, LOADING...) is resent after a backoff for up
 // to patience, or to a first try's wait bound (Acquire). A try on its way
 // when the wait bound passes has patience more, so a healthy server's
 // answer is kept rather than given back.
-func Bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration, t Call[T]) (v T, err error) {
+func Bounded[T any](ctx context.Context, c Client, patience time.Duration, t Call[T]) (v T, err error) {
 	var until time.Time
 	var atBound bool // until is a first try's wait bound
 	var bo backoff
@@ -39,7 +39,7 @@ func Bounded[T any](ctx context.Context, pool *conn.Pool, patience time.Duration
 		if ctx.Done() == nil {
 			v, err = t.Send(ctx)
 		} else {
-			v, err = onPool(ctx, pool, patience, t)
+			v, err = onPool(ctx, c.workers, patience, t)
 		}
 		if again != nil && ctx.Err() != nil && isContextErr(err) {
 			// A late try's error stays inside, for conn.AfterLate.

@@ -24,14 +24,14 @@ const WithdrawWait = 50 * time.Millisecond
 // caller waits up to WithdrawWait, the rest runs in the background. after,
 // if not nil, is a try in flight (conn.AfterLate) that may write the mark:
 // the withdrawal waits for it in the background; Withdraw returns at once.
-func Withdraw(ctx context.Context, after <-chan struct{}, c conn.Client, unlockTimeout time.Duration, withdraw scripts.Call) error {
+func Withdraw(ctx context.Context, after <-chan struct{}, c Client, unlockTimeout time.Duration, withdraw scripts.Call) error {
 	bound := min(unlockTimeout, WithdrawBound)
 	ctx = context.WithoutCancel(ctx)
 	var err error
 	call := func() {
 		wctx, cancel := context.WithTimeout(ctx, bound)
 		defer cancel()
-		err = withdraw.Run(wctx, c).Err()
+		err = withdraw.Run(wctx, c.Client).Err()
 	}
 	if after != nil {
 		go func() {
@@ -40,7 +40,7 @@ func Withdraw(ctx context.Context, after <-chan struct{}, c conn.Client, unlockT
 		}()
 		return nil
 	}
-	if late := conn.PoolFor(c).Bound(ctx, min(bound, WithdrawWait), call); late != nil {
+	if late := c.workers.Bound(ctx, min(bound, WithdrawWait), call); late != nil {
 		return late
 	}
 	return err
@@ -50,8 +50,10 @@ func Withdraw(ctx context.Context, after <-chan struct{}, c conn.Client, unlockT
 // that gave up may have taken: after late (a try it stopped waiting for)
 // returns, and again while undo fails transiently for up to window (the
 // lease), since a stalled try may land after a give-back. Retries back off
-// with jitter, lest many acquisitions giving up press in step.
-func GiveBack(late <-chan struct{}, window time.Duration, undo func() error) {
+// with jitter, lest many acquisitions giving up press in step. undo gets
+// ctx Detached: each try ends with its own retries.
+func GiveBack(ctx context.Context, late <-chan struct{}, window time.Duration, undo func(ctx context.Context) error) {
+	ctx = conn.Detached(ctx)
 	go func() {
 		if late != nil {
 			<-late
@@ -59,7 +61,7 @@ func GiveBack(late <-chan struct{}, window time.Duration, undo func() error) {
 		end := time.Now().Add(window)
 		var bo backoff
 		for {
-			err := undo()
+			err := undo(ctx)
 			left := time.Until(end)
 			if err == nil || !conn.Transient(err) || left <= 0 {
 				return

@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"context"
 	"net"
 	"sync/atomic"
 	"syscall"
@@ -19,7 +20,7 @@ func TestGiveBackSpacesItsTries(t *testing.T) {
 	var tries atomic.Int32
 	var last atomic.Int64
 	start := time.Now()
-	core.GiveBack(nil, window, func() error {
+	core.GiveBack(context.Background(), nil, window, func(context.Context) error {
 		tries.Add(1)
 		last.Store(int64(time.Since(start)))
 		return &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}

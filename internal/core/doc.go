@@ -1,7 +1,8 @@
 // Package core is what every primitive shares between its public call and
-// its scripts: the options (Config), the acquisition loop (Acquire), the
-// local queue of a process's waiters (Hub), and the hold an acquisition
-// returns (Hold).
+// its scripts: the client with the workers that bound its calls (Client),
+// the options (Config), the acquisition loop (Acquire), the local queue of
+// a process's waiters (Hub), and the hold an acquisition returns (Hold).
+// A primitive reaches Redis through it alone, never through conn.
 //
 // Acquire runs try -> subscribe -> try again -> wait for the unlock message
 // or the TTL the failed try returned -> retry, bounded by ctx and the wait
@@ -11,7 +12,7 @@
 // Abandon that cleans up after a failed acquisition), a Request (its
 // channel, how many holders it admits, the wait bound, a hand-off claim)
 // and a Trace, the span wrapped around the loop. The first try is always
-// made; once waiting, a transient error (conn.Transient) is retried with a
+// made; once waiting, a transient error (Transient) is retried with a
 // jittered backoff and returned wrapped when ctx ends. The Redlock waits in
 // a loop of its own, since its members have no one channel and no local
 // queue; what it shares lives here too: ErrWaitBound, Record and Member.

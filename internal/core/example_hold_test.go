@@ -19,7 +19,7 @@ func Example_hold() {
 	wd := lease.New(lease.WithClock(clk))
 	lease := wd.Start(lease.Spec{Targets: []lease.Target{{Client: conn.Of(c), Keys: []string{"k"}}}, Timeout: time.Minute}, clk.Now())
 
-	key := core.NewKey(conn.Of(c), "example", "k", "")
+	key := core.NewKey(core.ClientOf(c), "example", "k", "")
 	ctx, _ := core.Start(context.Background(), key, &core.Hold{Token: 42, Lease: lease},
 		func(ctx context.Context, h *core.Hold) error { h.Lease.Stop(); return nil })
 	tok, _ := core.Token(ctx)

@@ -1,5 +1,7 @@
 package core
 
+import "github.com/relock-go/relock/internal/conn"
+
 // Hubs is how many clients have a hub now.
 func Hubs() int { return hubs.Len() }
 
@@ -18,3 +20,6 @@ func (w *Waiter) Claim(owner string, claim Claimant) {
 	defer w.h.mu.Unlock()
 	w.owner, w.claim = owner, claim
 }
+
+// ClientOn is a Client with no Redis whose calls run on p.
+func ClientOn(p *conn.Pool) Client { return Client{workers: p} }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
@@ -26,17 +27,25 @@ func ClientClosed(err error) bool { return errors.Is(err, conn.ErrClosed) }
 // than the caller's (one name serves one kind) and changed nothing.
 var ErrChanged = fmt.Errorf("%w: nothing done", errs.ErrWrongKind)
 
-// ForceUnlockAndTell is ForceUnlock, then declares this process's holders
-// (listed before the script, lest a hold taken just after count) lost with
-// reason and wakes local waiters on channel.
-func ForceUnlockAndTell(ctx context.Context, c conn.Client, wd *lease.Watchdog, hub *Hub, kind, name, channel, reason string) (bool, error) {
-	held := lease.Held(wd, c, kind, name)
-	ok, err := ForceUnlock(ctx, c, kind, name, hub.PublishCommand())
-	if ok {
-		lease.LoseAll(held, reason)
-		hub.Release(channel)
+// ForceUnlockAndTell is ForceUnlock, returning within timeout (c.Within),
+// then declares this process's holders (listed before the script, lest a
+// hold taken just after count) lost with reason and wakes local waiters
+// on channel, even when the caller stopped waiting. ok is false on error.
+func ForceUnlockAndTell(ctx context.Context, c Client, timeout time.Duration, wd *lease.Watchdog, hub *Hub, kind, name, channel, reason string) (bool, error) {
+	var ok bool
+	err := c.Within(ctx, timeout, func(ctx context.Context) (err error) {
+		held := lease.Held(wd, c.Client, kind, name)
+		ok, err = ForceUnlock(ctx, c.Client, kind, name, hub.PublishCommand())
+		if ok {
+			lease.LoseAll(held, reason)
+			hub.Release(channel)
+		}
+		return err
+	})
+	if err != nil {
+		return false, err // ok is a late call's
 	}
-	return ok, err
+	return ok, nil
 }
 
 // ForceUnlock releases the lock name of kind, whoever holds it, in one

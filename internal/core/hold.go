@@ -30,8 +30,8 @@ type keyFields struct {
 }
 
 // NewKey returns the Key of the primitive of kind called name on client.
-func NewKey(client conn.Client, kind, name, id string) Key {
-	return Key{&keyFields{client: client, kind: kind, name: name, id: id}}
+func NewKey(client Client, kind, name, id string) Key {
+	return Key{&keyFields{client: client.Client, kind: kind, name: name, id: id}}
 }
 
 // Is reports whether k and o name the same primitive.
@@ -440,11 +440,16 @@ func Do(ctx context.Context, acquire func(context.Context) (context.Context, err
 }
 
 // Extend makes the fixed lease of ctx's hold under the first of keys end d
-// after now (lease.Extend), each call bounded by timeout. The error is
+// after now (lease.Extend), each call bounded by timeout and the whole
+// returning within it (c.Within). The error is
 // bare: ErrNotHeld, ErrInvalidArgument (d outside [MinLease, MaxLease] or
 // under what is left, a renewed hold), or the loss. A hold found lost as
 // its extension was written is given back, lest nobody hold it for d.
-func Extend(ctx context.Context, d, timeout time.Duration, keys ...Key) error {
+func Extend(ctx context.Context, c Client, d, timeout time.Duration, keys ...Key) error {
+	return c.Within(ctx, timeout, func(ctx context.Context) error { return extend(ctx, d, timeout, keys) })
+}
+
+func extend(ctx context.Context, d, timeout time.Duration, keys []Key) error {
 	var h *Hold
 	for _, k := range keys {
 		if found, ok := From(ctx, k); ok {

@@ -40,7 +40,7 @@ func start(t *testing.T, parent context.Context, key Key, h *Hold, release Relea
 
 func TestEndOnce(t *testing.T) {
 	wd, clk, c := setup(t)
-	key := NewKey(conn.Of(c), "test", "k", "")
+	key := NewKey(ClientOf(c), "test", "k", "")
 	var releases atomic.Int32
 	lease := Lease(wd, spec(c, "a"), false, false, clk.Now())
 	ctx := start(t, context.Background(), key, &Hold{Owner: "o", Token: 7, Lease: lease}, func(ctx context.Context, h *Hold) error {
@@ -62,7 +62,7 @@ func TestEndOnce(t *testing.T) {
 // background.
 func TestScopedParentEndReleasesInBackground(t *testing.T) {
 	wd, clk, c := setup(t)
-	key := NewKey(conn.Of(c), "test", "k", "")
+	key := NewKey(ClientOf(c), "test", "k", "")
 	parent, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	lease := Lease(wd, spec(c, "b"), false, false, clk.Now())
@@ -80,7 +80,7 @@ func TestScopedParentEndReleasesInBackground(t *testing.T) {
 
 func TestLostHold(t *testing.T) {
 	wd, clk, c := setup(t)
-	key := NewKey(conn.Of(c), "test", "k", "")
+	key := NewKey(ClientOf(c), "test", "k", "")
 	lease := Lease(wd, spec(c, "c"), false, false, clk.Now())
 	inner := Lease(wd, spec(c, "c"), true, false, clk.Now())
 	require.Same(t, lease, inner, "a reentrant acquisition shares the lease")
@@ -89,14 +89,14 @@ func TestLostHold(t *testing.T) {
 		t.Error("a lost hold is not released")
 		return nil
 	})
-	nested := start(t, ctx, NewKey(conn.Of(c), "test", "k2", ""), &Hold{Lease: lease}, func(context.Context, *Hold) error {
+	nested := start(t, ctx, NewKey(ClientOf(c), "test", "k2", ""), &Hold{Lease: lease}, func(context.Context, *Hold) error {
 		t.Error("a lost hold is not released")
 		return nil
 	})
 	lease.Lose("test")
 	require.ErrorIs(t, context.Cause(ctx), errs.ErrLockLost)
 	require.ErrorIs(t, End(ctx, key, nil), errs.ErrLockLost)
-	require.ErrorIs(t, End(nested, NewKey(conn.Of(c), "test", "k2", ""), nil), errs.ErrLockLost,
+	require.ErrorIs(t, End(nested, NewKey(ClientOf(c), "test", "k2", ""), nil), errs.ErrLockLost,
 		"a hold whose parent ended because of the loss is lost, not abandoned")
 	fresh := Lease(wd, spec(c, "c"), false, false, clk.Now())
 	require.NotSame(t, lease, fresh)
@@ -108,7 +108,7 @@ func TestLostHold(t *testing.T) {
 // goroutine has not yet run: Err and Done ask the lease.
 func TestResumedHolderSeesLapseAtOnce(t *testing.T) {
 	wd, clk, c := setup(t)
-	key := NewKey(conn.Of(c), "test", "k", "")
+	key := NewKey(ClientOf(c), "test", "k", "")
 	lease := Lease(wd, spec(c, "d"), false, false, clk.Now())
 	ctx := start(t, context.Background(), key, &Hold{Lease: lease}, func(context.Context, *Hold) error {
 		t.Error("a lost hold is not released")
@@ -135,7 +135,7 @@ type valueKey struct{}
 // deadline do not reach the hold, whose context keeps its values.
 func TestParentBoundsWaitOnly(t *testing.T) {
 	wd, clk, c := setup(t)
-	key := NewKey(conn.Of(c), "test", "k", "")
+	key := NewKey(ClientOf(c), "test", "k", "")
 	parent, cancel := context.WithTimeout(context.WithValue(context.Background(), valueKey{}, "v"), time.Hour)
 	var releases atomic.Int32
 	lease := Lease(wd, spec(c, "w"), false, false, clk.Now())
@@ -160,9 +160,9 @@ func TestParentBoundsWaitOnly(t *testing.T) {
 // key (or one it answers for), not to other locks; NewOwner hides holds.
 func TestOwnerPerLock(t *testing.T) {
 	wd, clk, c := setup(t)
-	x := NewKey(conn.Of(c), "test", "x", "")
-	y := NewKey(conn.Of(c), "test", "y", "")
-	member := NewKey(conn.Of(c), "test", "member", "")
+	x := NewKey(ClientOf(c), "test", "x", "")
+	y := NewKey(ClientOf(c), "test", "y", "")
+	member := NewKey(ClientOf(c), "test", "member", "")
 	stop := func(_ context.Context, h *Hold) error { h.Lease.Stop(); return nil }
 	heldY := start(t, context.Background(), y, &Hold{Owner: "owner-y", Lease: Lease(wd, spec(c, "y"), false, false, clk.Now()), Also: []Key{member}}, stop)
 
@@ -206,7 +206,7 @@ func TestOwnerPerLock(t *testing.T) {
 // live for an instant.
 func TestLossSeenBeforeItsCallbacksRun(t *testing.T) {
 	wd, clk, c := setup(t)
-	key := NewKey(conn.Of(c), "test", "k", "")
+	key := NewKey(ClientOf(c), "test", "k", "")
 	h := &Hold{Owner: "o", Lease: Lease(wd, spec(c, "late"), false, false, clk.Now())}
 	ctx := start(t, context.Background(), key, h, func(ctx context.Context, h *Hold) error { return nil })
 	h.Lease.RemoveLost(h.lostID) // as if the goroutine that found the loss had not reached the hold yet
@@ -224,9 +224,9 @@ func TestKeysMadeApartAreOne(t *testing.T) {
 	wd, clk, c := setup(t)
 	other := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { _ = other.Close() })
-	a, b := NewKey(conn.Of(c), "lock", "n", ""), NewKey(conn.Of(c), "lock", "n", "")
+	a, b := NewKey(ClientOf(c), "lock", "n", ""), NewKey(ClientOf(c), "lock", "n", "")
 	require.True(t, a.Is(b))
-	for _, k := range []Key{NewKey(conn.Of(c), "lock", "m", ""), NewKey(conn.Of(c), "rlock", "n", ""), NewKey(conn.Of(other), "lock", "n", ""), NewKey(conn.Of(c), "lock", "n", "x"), {}} {
+	for _, k := range []Key{NewKey(ClientOf(c), "lock", "m", ""), NewKey(ClientOf(c), "rlock", "n", ""), NewKey(ClientOf(other), "lock", "n", ""), NewKey(ClientOf(c), "lock", "n", "x"), {}} {
 		require.False(t, a.Is(k), "%+v", k.f)
 	}
 	require.False(t, Key{}.Is(Key{}), "a key of no primitive names none")
@@ -238,7 +238,7 @@ func TestKeysMadeApartAreOne(t *testing.T) {
 	h, ok := From(ctx, b)
 	require.True(t, ok)
 	require.Equal(t, "o", h.Owner)
-	_, ok = From(ctx, NewKey(conn.Of(c), "lock", "m", ""))
+	_, ok = From(ctx, NewKey(ClientOf(c), "lock", "m", ""))
 	require.False(t, ok)
 	require.Zero(t, testing.AllocsPerRun(100, func() { _, _ = From(ctx, b) }), "allocations of a lookup")
 	require.NoError(t, End(ctx, b, nil))
@@ -250,7 +250,7 @@ func TestEndDuringLossReportsTheLoss(t *testing.T) {
 	for _, op := range []string{"End", "Detach"} {
 		t.Run(op, func(t *testing.T) {
 			wd, clk, c := setup(t)
-			key := NewKey(conn.Of(c), "test", "k", "")
+			key := NewKey(ClientOf(c), "test", "k", "")
 			live := &Live{}
 			h := &Hold{Owner: "o", Live: live, Lease: Lease(wd, spec(c, "loss:"+op), false, false, clk.Now())}
 			ctx := start(t, context.Background(), key, h, func(context.Context, *Hold) error {
@@ -285,7 +285,7 @@ func TestEndDuringLossReportsTheLoss(t *testing.T) {
 // returns ErrLockLost; nothing is left registered.
 func TestStartRefusesALapsedLease(t *testing.T) {
 	wd, clk, c := setup(t)
-	key := NewKey(conn.Of(c), "test", "k", "")
+	key := NewKey(ClientOf(c), "test", "k", "")
 	live := &Live{}
 	l := Lease(wd, spec(c, "lapsed"), false, false, clk.Now())
 	clk.Advance(2 * time.Second) // past the 1 s lease, before the wheel turns
@@ -310,7 +310,7 @@ func TestStartRefusesALapsedLease(t *testing.T) {
 // done, no cause, the caller's values and the hold's own still there.
 func TestReleaseThroughTheHoldsContextIsNotCancelled(t *testing.T) {
 	wd, clk, c := setup(t)
-	key := NewKey(conn.Of(c), "test", "k", "")
+	key := NewKey(ClientOf(c), "test", "k", "")
 	parent := context.WithValue(context.Background(), valueKey{}, "v")
 	var seen context.Context
 	ctx := start(t, parent, key, &Hold{Owner: "o", Lease: Lease(wd, spec(c, "a"), false, false, clk.Now())}, func(ctx context.Context, h *Hold) error {

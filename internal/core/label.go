@@ -113,10 +113,10 @@ func HeldBy(ctx context.Context, c conn.Client, name string, holders []string, t
 const LabelWait = 100 * time.Millisecond
 
 // NameHolders returns heldBy(ctx, err) if it answers within LabelWait, else err.
-func NameHolders(ctx context.Context, pool *conn.Pool, err error, heldBy func(context.Context, error) error) error {
+func NameHolders(ctx context.Context, c Client, err error, heldBy func(context.Context, error) error) error {
 	named := err
 	ctx = context.WithoutCancel(ctx)
-	if late := pool.Bound(ctx, LabelWait, func() { named = heldBy(ctx, err) }); late != nil {
+	if late := c.workers.Bound(ctx, LabelWait, func() { named = heldBy(ctx, err) }); late != nil {
 		return err
 	}
 	return named

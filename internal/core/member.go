@@ -29,8 +29,8 @@ type Member struct {
 	TTL func(ctx context.Context) (time.Duration, error)
 	// Renewal is the watchdog target that renews owner's hold.
 	Renewal func(owner string) lease.Target
-	// Workers run the calls to this member (conn.For its client).
-	Workers *conn.Pool
+	// Client is the member's client, whose workers run the calls to it.
+	Client Client
 	// Key is the member's hold key, which a Redlock's hold answers for;
 	// Reenter, those whose holds lend their owner (its own, the other side).
 	Key     Key

@@ -5,8 +5,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
-
-	"github.com/relock-go/relock/internal/conn"
 )
 
 // The clients are never dialled: SameLock reads their options only.
@@ -27,7 +25,7 @@ func TestSameLock(t *testing.T) {
 		return c
 	}
 	node := func(c redis.UniversalClient, kind, name string) Member {
-		return Member{Name: name, Key: NewKey(conn.Of(c), kind, name, "")}
+		return Member{Name: name, Key: NewKey(ClientOf(c), kind, name, "")}
 	}
 	a := client(&redis.Options{Addr: "127.0.0.1:6390"})
 	a2 := client(&redis.Options{Addr: "127.0.0.1:6390"})

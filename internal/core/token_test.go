@@ -5,14 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relock-go/relock/internal/conn"
 	"github.com/stretchr/testify/require"
 )
 
 // Token and TokenOf answer only for a hold that has not ended.
 func TestTokenOnlyWhileLive(t *testing.T) {
 	wd, clk, c := setup(t)
-	key := NewKey(conn.Of(c), "test", "k", "")
+	key := NewKey(ClientOf(c), "test", "k", "")
 	stop := func(_ context.Context, h *Hold) error { h.Lease.Stop(); return nil }
 	requireToken := func(ctx context.Context, want bool, why string) {
 		t.Helper()

@@ -139,7 +139,7 @@ func TestTransientErrorThenContextEndReturnsBoth(t *testing.T) {
 			f := &flaky{from: 2, err: errDown}
 			// as a primitive's Try sends its script (pool nil: on this goroutine)
 			try := func(ctx context.Context) (core.Result, error) {
-				return core.Bounded(ctx, nil, 50*time.Millisecond, core.CallFunc[core.Result](f.try))
+				return core.Bounded(ctx, core.Client{}, 50*time.Millisecond, core.CallFunc[core.Result](f.try))
 			}
 			req := request(hub, channelOf(t), try)
 			req.Wait = 300 * time.Millisecond
@@ -204,7 +204,7 @@ func TestResendMeetingTheEndOfItsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	calls := 0
-	_, err := core.Bounded(ctx, nil, 5*time.Second, core.CallFunc[int](func(ctx context.Context) (int, error) {
+	_, err := core.Bounded(ctx, core.Client{}, 5*time.Second, core.CallFunc[int](func(ctx context.Context) (int, error) {
 		calls++
 		if calls == 1 {
 			return 0, redisError("BUSY Redis is busy running a script.")
@@ -231,7 +231,7 @@ func TestLateResendMeetingTheEndOfItsContext(t *testing.T) {
 		<-started
 		cancel() // while the resend waits for its reply
 	}()
-	_, err := core.Bounded(ctx, conn.NewPool(0), 5*time.Second, core.CallFunc[int](func(context.Context) (int, error) {
+	_, err := core.Bounded(ctx, core.ClientOn(conn.NewPool(0)), 5*time.Second, core.CallFunc[int](func(context.Context) (int, error) {
 		if calls.Add(1) == 1 {
 			return 0, redisError("BUSY Redis is busy running a script.")
 		}
@@ -267,7 +267,7 @@ func TestFirstTryResentUpToTheWaitBound(t *testing.T) {
 		f := &flaky{from: 1, err: redisError("BUSY Redis is busy running a script.")}
 		// as a primitive's Try sends its script (pool nil: on this goroutine)
 		try := func(ctx context.Context) (core.Result, error) {
-			return core.Bounded(ctx, nil, 50*time.Millisecond, core.CallFunc[core.Result](f.try))
+			return core.Bounded(ctx, core.Client{}, 50*time.Millisecond, core.CallFunc[core.Result](f.try))
 		}
 		req := request(hub, channelOf(t), try)
 		req.Wait = 150 * time.Millisecond
