@@ -334,7 +334,7 @@ func (a *attempt) Granted(g core.Grant) {
 	a.sentAt = a.sentAt.Add(-max(a.lease-g.TTL, 0))
 }
 
-// Declines is core.Decliner: a local hand-over writes no WAIT, which a's
+// Declines is core.Claimant's: a local hand-over writes no WAIT, which a's
 // own replica sync may need whatever the releasing Mutex's config.
 func (a *attempt) Declines(ctx context.Context) bool {
 	return scripts.SyncNeeded(ctx, a.m.client.Client, a.cfg.ReplicaPolicy(), a.m.name)

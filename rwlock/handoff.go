@@ -33,7 +33,7 @@ type readClaim struct {
 
 func (c *readClaim) Granted(g core.Grant) { c.given, c.token, c.sentAt = true, g.Token, g.SentAt }
 
-// Declines is core.Decliner: a hand-off has no WAIT after it, which this
+// Declines is core.Claimant's: a hand-off has no WAIT after it, which this
 // reader's replica sync may need, whatever the releasing RWMutex's config.
 func (c *readClaim) Declines(ctx context.Context) bool {
 	return scripts.SyncNeeded(ctx, c.rw.client.Client, c.rw.cfg.ReplicaPolicy(), c.rw.name)

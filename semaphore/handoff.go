@@ -30,7 +30,7 @@ type waiter struct {
 // Granted takes the permits a release handed over, sent at g.SentAt.
 func (w *waiter) Granted(g core.Grant) { w.sentAt = g.SentAt }
 
-// Declines is core.Decliner: a hand-off has no WAIT after it, which this
+// Declines is core.Claimant's: a hand-off has no WAIT after it, which this
 // waiter's replica sync may need, whatever the releasing Semaphore's config.
 func (w *waiter) Declines(ctx context.Context) bool {
 	return scripts.SyncNeeded(ctx, w.s.client.Client, w.s.cfg.ReplicaPolicy(), w.s.name)

@@ -95,13 +95,6 @@ type Request struct {
 	HandOff Claimant
 }
 
-// Decliner is a claim that may decline every hand-off: one whose replica
-// sync needs a WAIT, which a hold written by a release lacks. It is asked
-// as its waiter joins, after the first try learned of any replicas.
-type Decliner interface {
-	Declines(ctx context.Context) bool
-}
-
 // Acquire runs the loop (first try, local queue, wait) in tr's span, has
 // the attempt keep what it acquired or else clean up, and returns nil,
 // ErrNotAcquired on contention (SingleTry) or when Wait passed, the
@@ -288,7 +281,7 @@ func (r *run) join() (w *Waiter, acquired bool, err error) {
 // joinOnce queues the acquisition, with its claim unless that Declines.
 func (r *run) joinOnce() (*Waiter, error) {
 	req := &r.req
-	if d, ok := req.HandOff.(Decliner); ok && d.Declines(r.ctx) {
+	if req.HandOff != nil && req.HandOff.Declines(r.ctx) {
 		req.HandOff = nil
 	}
 	return req.Hub.JoinClaimant(r.ctx, req.Channel, req.Admits == Readers, req.Owner, req.HandOff)

@@ -81,6 +81,8 @@ type claimant string
 func (claimant) Granted(core.Grant) {}
 func (claimant) Discard(core.Grant) {}
 
+func (claimant) Declines(context.Context) bool { return false }
+
 // joined is what a Join run on its own goroutine returned.
 type joined struct {
 	w   *core.Waiter

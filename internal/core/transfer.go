@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"time"
@@ -60,9 +61,13 @@ func parseGrant(payload string) (Grant, bool) {
 
 // Claimant is a waiter's primitive: Granted takes a lock a local release
 // handed over; Discard gives back one that came as the waiter gave up.
+// Declines, asked as the waiter joins (after the first try learned of any
+// replicas), refuses every hand-off: a claim whose replica sync needs a
+// WAIT, which a hold written by a release lacks.
 type Claimant interface {
 	Granted(Grant)
 	Discard(Grant)
+	Declines(ctx context.Context) bool
 }
 
 // Claimant returns w's claim (JoinClaimant): set before w can be reserved,
