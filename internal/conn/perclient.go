@@ -9,6 +9,60 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// shared is everything conn keeps for one Redis client, made at the first
+// meeting and dropped with the client: the one per-client registry. Its
+// values hold the client only through a Ref.
+type shared struct {
+	pipe *Pipe
+	pool *Pool
+	ps   *PubSub
+	// twin is held weakly: its pool refers to the client (twin.go).
+	twinOnce sync.Once
+	twin     weak.Pointer[twin]
+	twinMade atomic.Bool
+	above    sync.Map // *PerClient[V] -> V: what the layers above keep
+}
+
+var clients Map[*shared]
+
+func sharedOf(c Client) *shared { return clients.Get(c, newShared) }
+
+// newShared makes a client's entry; it starts nothing, so a copy made by
+// a lost race costs only its memory.
+func newShared(c Client) *shared {
+	return &shared{pipe: newPipe(c), pool: newPool(c), ps: newPubSub(c)}
+}
+
+// PerClient is a value per client that a layer above conn keeps (a hub,
+// a replica topology), in the client's one entry. Like every value there,
+// it must hold the client only through a Ref.
+type PerClient[V any] struct{ make func(Client) V }
+
+// NewPerClient returns a PerClient whose values make makes on first use.
+func NewPerClient[V any](make func(Client) V) *PerClient[V] { return &PerClient[V]{make: make} }
+
+// For returns c's value (racing first calls may make two; one is kept).
+func (s *PerClient[V]) For(c Client) V {
+	sh := sharedOf(c)
+	if v, ok := sh.above.Load(s); ok {
+		return v.(V)
+	}
+	v, _ := sh.above.LoadOrStore(s, s.make(c))
+	return v.(V)
+}
+
+// Len is how many live clients have a value of s.
+func (s *PerClient[V]) Len() int {
+	n := 0
+	clients.m.Range(func(_, v any) bool {
+		if _, ok := v.(*shared).above.Load(s); ok {
+			n++
+		}
+		return true
+	})
+	return n
+}
+
 // Map holds one V per live Redis client. Its methods are safe for
 // concurrent use. A V must not refer to its client but through a Ref, or
 // the client would never be collected, nor its entry dropped.

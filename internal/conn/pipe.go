@@ -18,21 +18,16 @@ const (
 	maxBatch = 256
 )
 
-// pipes holds the Pipe of each live client, dropped with the client.
-var pipes Map[*Pipe]
-
 // PipeFor returns client's Pipe, one per client. Only a single-node
 // *redis.Client is batched; other clients get a Pipe that sends directly.
-func PipeFor(client Client) *Pipe {
-	return pipes.Get(client, newPipe)
-}
+func PipeFor(client Client) *Pipe { return sharedOf(client).pipe }
 
 func newPipe(client Client) *Pipe {
 	return NewPipe(client, defaultSenders)
 }
 
 // Pipe sends the commands of one client. Its methods are safe for
-// concurrent use. It holds the client weakly, so pipes does not pin it.
+// concurrent use. It holds the client weakly, so it does not pin it.
 type Pipe struct {
 	client  Ref
 	direct  bool

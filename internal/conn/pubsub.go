@@ -10,12 +10,8 @@ import (
 // channel, so that bursts of contention do not reconnect.
 const PubSubLinger = 100 * time.Millisecond
 
-var pubsubs Map[*PubSub]
-
-// PubSubFor returns the pub/sub transport of client, made on first use.
-func PubSubFor(client Client) *PubSub {
-	return pubsubs.Get(client, newPubSub)
-}
+// PubSubFor returns the pub/sub transport of client.
+func PubSubFor(client Client) *PubSub { return sharedOf(client).ps }
 
 // PubSub is the pub/sub transport of one Redis client (see the package
 // doc). A channel has one Subscription at a time, whose Listener hears it.

@@ -15,10 +15,6 @@ import (
 // calls with a deadline pass the client's hooks to ours, the innermost,
 // which sends them on the twin. The user's own calls are untouched.
 
-// twins holds each client's twin weakly: the twin's shared pool refers
-// to the client, which would pin it. The client keeps it, through its hook.
-var twins Map[weak.Pointer[twin]]
-
 type twin struct {
 	clone *redis.Client // no hooks: go-redis's clone drops them
 	mu    sync.Mutex
@@ -60,8 +56,7 @@ func newTwin(c Client) weak.Pointer[twin] {
 	clone := rdb.WithTimeout(opt.ReadTimeout)
 	clone.Options().WriteTimeout = opt.WriteTimeout
 	clone.Options().ContextTimeoutEnabled = true
-	// Hooked before it is returned: the hook keeps it alive. Of two racing
-	// first calls one twin is kept; the other's hook is a pass-through.
+	// Hooked before it is returned: the hook keeps it alive.
 	t := &twin{clone: clone}
 	t.innermost(rdb)
 	return weak.Make(t)
@@ -90,10 +85,21 @@ func process(ctx context.Context, rdb redis.UniversalClient, cmd *redis.Cmd) err
 	if _, ok := ctx.Deadline(); !ok {
 		return rdb.Process(ctx, cmd)
 	}
-	t := twins.Get(Client{rdb}, newTwin).Value()
+	t := sharedOf(Client{rdb}).twinOf(c)
 	if t == nil {
 		return rdb.Process(ctx, cmd)
 	}
 	t.innermost(c)
 	return rdb.Process(context.WithValue(ctx, timedKey{}, t), cmd)
+}
+
+// twinOf returns rdb's twin, made on first use; nil once collected. The
+// shared entry holds it weakly: its pool refers to the client, which would
+// pin it. The client keeps it, through its hook.
+func (s *shared) twinOf(rdb *redis.Client) *twin {
+	s.twinOnce.Do(func() {
+		s.twin = newTwin(Client{rdb})
+		s.twinMade.Store(true)
+	})
+	return s.twin.Value()
 }

@@ -58,9 +58,6 @@ func (p *Pool) work(f func()) {
 // Started is how many goroutines the pool has started.
 func (p *Pool) Started() uint64 { return p.started.Load() }
 
-// pools holds one Pool per Redis client.
-var pools Map[*Pool]
-
 func newPool(c Client) *Pool {
 	p := NewPool(0)
 	p.deadlines = honoursDeadlines(c.rdb)
@@ -92,4 +89,4 @@ func (p *Pool) Inline(ctx context.Context) bool {
 
 // PoolFor returns client's Pool, shared by every lock on that client, so
 // workers are reused across lock values (often made per request).
-func PoolFor(client Client) *Pool { return pools.Get(client, newPool) }
+func PoolFor(client Client) *Pool { return sharedOf(client).pool }

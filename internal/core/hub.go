@@ -15,12 +15,10 @@ const Linger = conn.PubSubLinger
 
 // hubs holds each live client's hub, dropped with the client so that
 // clients made per tenant or request do not pile up hubs.
-var hubs conn.Map[*Hub]
+var hubs = conn.NewPerClient(newHub)
 
 // For returns the hub of client, creating it on first use.
-func For(client conn.Client) *Hub {
-	return hubs.Get(client, newHub)
-}
+func For(client conn.Client) *Hub { return hubs.For(client) }
 
 // Hub keeps one Redis client's local lines of waiters, hearing unlock
 // messages through its conn.PubSub (which holds the client weakly).

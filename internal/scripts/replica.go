@@ -232,7 +232,7 @@ func infoCmds(ctx context.Context) (repl, mem conn.Cmd) {
 var errUnsupported = errors.New("replica sync: client type not supported")
 
 // servers holds the replica counts of each client's servers.
-var servers conn.Map[*topology]
+var servers = conn.NewPerClient(newTopology)
 
 type topology struct {
 	single server   // a *redis.Client's one server
@@ -262,9 +262,9 @@ func route(ctx context.Context, c conn.Client, key string) (conn.Client, *server
 	case err != nil:
 		return conn.Client{}, nil, err
 	case !c.Cluster():
-		return node, &servers.Get(c, newTopology).single, nil
+		return node, &servers.For(c).single, nil
 	}
-	t := servers.Get(c, newTopology)
+	t := servers.For(c)
 	addr := node.Addr()
 	if v, ok := t.nodes.Load(addr); ok {
 		return node, v.(*server), nil
