@@ -28,7 +28,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (context.Context,
 		return nil, e.id.Refuse("campaign", fmt.Sprintf("value of %d bytes, longer than %d", len(value), MaxValue))
 	}
 	if termOf(ctx, e) != nil {
-		return nil, e.id.Refuse("campaign", errLeading.Error())
+		return nil, e.id.Refuse("campaign", "the context already leads this election")
 	}
 	start := time.Now()
 	ctx, span := e.inst.tracer.Start(ctx, tracing.SpanCampaignElection, trace.WithSpanKind(trace.SpanKindClient),
@@ -60,9 +60,8 @@ func (e *Election) campaign(ctx context.Context, value string) (context.Context,
 		return nil, nil, e.id.Wrap("campaign", fmt.Errorf("%w: the lease lapsed as the leadership was granted", ErrLockLost))
 	}
 	t := &term{e: e, owner: owner, epoch: epoch, held: held}
-	reply := electLua{Lock: e.name, Record: e.record, Channel: e.channel,
-		Owner: owner, Epoch: epoch, Value: value, Publish: e.hub.PublishCommand()}.call().Retrying(held, e.client.Client, e.cfg.unlockTimeout)
-	vals, err := reply.Int64Slice()
+	vals, err := electLua{Lock: e.name, Record: e.record, Channel: e.channel, Owner: owner, Epoch: epoch,
+		Value: value, Publish: e.hub.PublishCommand()}.call().Retrying(held, e.client.Client, e.cfg.UnlockTimeout).Int64Slice()
 	if err != nil {
 		err = fmt.Errorf("writing the leader's record %s: %w", e.record, err)
 	} else if len(vals) != 3 || vals[0] != 1 {
@@ -78,10 +77,10 @@ func (e *Election) campaign(ctx context.Context, value string) (context.Context,
 	e.mu.Lock()
 	e.current = t
 	e.mu.Unlock()
-	e.inst.transition(ctx, elected, 1)
+	e.inst.transition(ctx, tracing.TransitionElected, 1)
 	// A loss is counted when the hold ends. That may run before AfterFunc
 	// returns, so stopAF is set under endMu, as ended reads it.
-	stop := context.AfterFunc(held, func() { e.ended(t, lost) })
+	stop := context.AfterFunc(held, func() { e.ended(t, tracing.TransitionLost) })
 	t.endMu.Lock()
 	t.stopAF = stop
 	t.endMu.Unlock()

@@ -2,7 +2,6 @@ package election
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/lock"
+	"github.com/relock-go/relock/tracing"
 )
 
 const primitive = "election"
@@ -51,7 +51,7 @@ type Election struct {
 	fair    *lock.Mutex // the candidates' line and the leader's hold
 	record  string      // relock_election:{<name>}
 	channel string      // relock_election__channel:{<name>}
-	cfg     config
+	cfg     core.Config // as the fair lock reads its options
 	hub     *core.Hub
 	inst    instruments
 
@@ -76,27 +76,27 @@ type termKey struct{}
 // name (lock.NewFair) and its record at relock_election:{name}. Bad
 // arguments make every call (and Err) fail with ErrInvalidArgument.
 func New(client redis.UniversalClient, name string, opts ...Option) *Election {
-	cfg := newConfig(opts)
+	var lockOpts []lock.Option
+	var coreOpts []core.Option
+	for _, o := range opts {
+		if o != nil {
+			lockOpts, coreOpts = append(lockOpts, o.options().lock), append(coreOpts, o.options().core)
+		}
+	}
 	c := core.ClientOf(client)
-	e := &Election{client: c, name: name, cfg: cfg}
+	e := &Election{client: c, name: name, cfg: core.Apply(coreOpts)}
 	e.id = errs.Ident{Primitive: primitive, Name: name}
-	e.fair = lock.NewFair(client, name, cfg.lock...)
+	e.fair = lock.NewFair(client, name, lockOpts...)
 	if err := e.fair.Err(); err != nil {
-		e.id.Invalid = invalidReason(err)
+		// The lock's reason, without the sentinel it is worded under.
+		e.id.Invalid, _ = strings.CutPrefix(errs.Reason(err).Error(), ErrInvalidArgument.Error()+": ")
 		return e
 	}
 	e.record = scripts.ElectionRecord(name)
 	e.channel = scripts.ElectionChannel(name)
 	e.hub = core.For(c.Client)
-	e.inst = newInstruments(cfg, name)
+	e.inst = newInstruments(&e.cfg, name)
 	return e
-}
-
-// invalidReason is the reason in a constructor's ErrInvalidArgument.
-func invalidReason(err error) string {
-	msg := errs.Reason(err).Error()
-	reason, _ := strings.CutPrefix(msg, ErrInvalidArgument.Error()+": ")
-	return reason
 }
 
 // unmade is the identity of an Election not made by New.
@@ -113,21 +113,15 @@ func (e *Election) ident() *errs.Ident {
 func (e *Election) Err() error { return e.ident().Check("new", context.Background(), unmade) }
 
 // Name is the election's name: the fair lock's.
-func (e *Election) Name() string {
-	if e == nil {
-		return ""
-	}
-	return e.name
-}
+func (e *Election) Name() string { return e.ident().Name }
 
 // Epoch returns the epoch of the leadership leading carries: its hold's
 // fencing token, for a store to refuse a superseded leader's writes.
 func Epoch(leading context.Context) (int64, bool) {
-	t := termOf(leading, nil)
-	if t == nil {
-		return 0, false
+	if t := termOf(leading, nil); t != nil {
+		return t.epoch, true
 	}
-	return t.epoch, true
+	return 0, false
 }
 
 // termOf returns the leadership leading carries, of e (any election if nil).
@@ -143,8 +137,8 @@ func termOf(leading context.Context, e *Election) *term {
 }
 
 func (e *Election) logger() *slog.Logger {
-	if e.cfg.logger != nil {
-		return e.cfg.logger
+	if e.cfg.Logger != nil {
+		return e.cfg.Logger
 	}
 	return slog.Default()
 }
@@ -165,25 +159,19 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	return st.Leader, nil
 }
 
-// read runs lua/leader.lua.
+// read runs lua/leader.lua and reads its reply.
 func (e *Election) read(ctx context.Context) (state, error) {
 	var vals []any
-	err := e.client.Within(ctx, e.cfg.unlockTimeout, func(ctx context.Context) (err error) {
+	err := e.client.Within(ctx, e.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
 		vals, err = leaderLua{Lock: e.name, Record: e.record}.call().Run(ctx, e.client.Client).Slice()
 		return err
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return state{}, err
-	}
-	return parseRecord(vals)
-}
-
-// parseRecord reads lua/leader.lua's reply.
-func parseRecord(vals []any) (state, error) {
-	if len(vals) == 0 {
+	case len(vals) == 0:
 		return state{vacant: true}, nil
-	}
-	if len(vals) != 6 {
+	case len(vals) != 6:
 		return state{}, fmt.Errorf("leader record: %d fields", len(vals))
 	}
 	var n [5]int64
@@ -221,18 +209,15 @@ func (e *Election) Proclaim(leading context.Context, value string) error {
 		return e.id.Wrap("proclaim", fmt.Errorf("%w: the leadership has ended: %w", ErrNotHeld, context.Cause(t.held)))
 	}
 	var rev int64
-	err := e.client.Within(leading, e.cfg.unlockTimeout, func(ctx context.Context) (err error) {
+	err := e.client.Within(leading, e.cfg.UnlockTimeout, func(ctx context.Context) (err error) {
 		rev, err = proclaimLua{Lock: e.name, Record: e.record, Channel: e.channel,
 			Owner: t.owner, Epoch: t.epoch, Value: value, Publish: e.hub.PublishCommand()}.call().Run(ctx, e.client.Client).Int64()
 		return err
 	})
-	switch {
-	case err != nil:
-		return e.id.Wrap("proclaim", err)
-	case rev == 0:
-		return e.id.Wrap("proclaim", fmt.Errorf("%w: epoch %d is not the current leadership", ErrNotHeld, t.epoch))
+	if err == nil && rev == 0 {
+		err = fmt.Errorf("%w: epoch %d is not the current leadership", ErrNotHeld, t.epoch)
 	}
-	return nil
+	return e.id.Wrap("proclaim", err)
 }
 
 // Resign ends the leadership leading carries (leading is done on return):
@@ -247,27 +232,20 @@ func (e *Election) Resign(leading context.Context) error {
 	if t == nil {
 		return e.id.Wrap("resign", fmt.Errorf("%w: the context carries no leadership of this election", ErrNotHeld))
 	}
-	reply := resignLua{Record: e.record, Channel: e.channel, Owner: t.owner, Epoch: t.epoch,
-		Publish: e.hub.PublishCommand()}.call().Retrying(leading, e.client.Client, e.cfg.unlockTimeout)
-	rerr := reply.Err()
-	e.ended(t, resigned) // before the release ends the hold, which would count it lost
+	rerr := resignLua{Record: e.record, Channel: e.channel, Owner: t.owner, Epoch: t.epoch,
+		Publish: e.hub.PublishCommand()}.call().Retrying(leading, e.client.Client, e.cfg.UnlockTimeout).Err()
+	e.ended(t, tracing.TransitionResigned) // before the release ends the hold, which would count it lost
 	uerr := e.fair.Unlock(t.held)
 	if rerr != nil && uerr == nil {
 		// The next leader writes its record; observers only missed the vacancy.
 		e.logger().Warn("relock: election resigned, but its record could not be removed",
 			"election", e.name, "epoch", t.epoch, "err", rerr)
 	}
-	if uerr != nil {
-		return e.id.Wrap("resign", errs.Reason(uerr))
-	}
-	return nil
+	return e.id.Wrap("resign", errs.Reason(uerr))
 }
 
-// errLeading refuses a campaign from a context already leading the election.
-var errLeading = errors.New("the context already leads this election")
-
 // ended records the end of t once: metrics, and the Election forgets it.
-func (e *Election) ended(t *term, how transition) {
+func (e *Election) ended(t *term, how string) {
 	t.endMu.Lock()
 	done, stop := t.ended, t.stopAF
 	t.ended = true
@@ -297,16 +275,13 @@ func (e *Election) Check(ctx context.Context) error {
 	e.mu.Lock()
 	t := e.current
 	e.mu.Unlock()
-	if t == nil {
-		return nil
-	}
-	if t.held.Err() != nil {
+	if t == nil || t.held.Err() != nil {
 		return nil
 	}
 	left, ok := core.Remaining(t.held)
-	if ok && !e.cfg.fixed && left < e.cfg.lease/2 {
+	if ok && e.cfg.Renewed() && left < e.cfg.Lease()/2 {
 		return e.id.Wrap("check", fmt.Errorf("leadership of epoch %d not renewed in time: %v of its %v lease left",
-			t.epoch, left.Round(time.Millisecond), e.cfg.lease))
+			t.epoch, left.Round(time.Millisecond), e.cfg.Lease()))
 	}
 	return nil
 }

@@ -43,13 +43,8 @@ func (s resignLua) call() scripts.Call {
 	return resignScript.With(2, s.Record, s.Channel, s.Owner, s.Epoch, s.Publish)
 }
 
-// proclaimLua lays out a call of lua/proclaim.lua.
-type proclaimLua struct {
-	Lock, Record, Channel string
-	Owner                 string
-	Epoch                 int64
-	Value, Publish        string
-}
+// proclaimLua lays out a call of lua/proclaim.lua: elect.lua's keys and arguments.
+type proclaimLua electLua
 
 func (s proclaimLua) call() scripts.Call {
 	return proclaimScript.With(3, s.Lock, s.Record, s.Channel, s.Owner, s.Epoch, s.Value, s.Publish)

@@ -106,31 +106,6 @@ func (e *Election) Observe(ctx context.Context) <-chan Leader {
 	return out
 }
 
-// feed is what the hub's watcher hands an observer: messages, and misses.
-type feed struct {
-	msgs   chan string
-	missed chan struct{}
-}
-
-func (f *feed) hear(payload string) {
-	if payload == "" {
-		f.signal()
-		return
-	}
-	select {
-	case f.msgs <- payload:
-	default: // full: the next read makes good what did not fit
-		f.signal()
-	}
-}
-
-func (f *feed) signal() {
-	select {
-	case f.missed <- struct{}{}:
-	default:
-	}
-}
-
 // maxPending bounds the reports kept for a slow consumer (oldest dropped).
 const maxPending = 1 << 14
 
@@ -138,11 +113,25 @@ const maxPending = 1 << 14
 // consumer is slow so the hub's buffer never overflows for it.
 func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 	defer close(out)
-	f := &feed{msgs: make(chan string, 1024), missed: make(chan struct{}, 1)}
+	// What the hub's watcher hands over: messages, and misses ("").
+	msgs, missed := make(chan string, 1024), make(chan struct{}, 1)
+	hear := func(payload string) {
+		if payload != "" {
+			select {
+			case msgs <- payload:
+				return
+			default: // full: the next read makes good what did not fit
+			}
+		}
+		select {
+		case missed <- struct{}{}:
+		default:
+		}
+	}
 	var stop func()
 	subscribe := func() {
 		if stop == nil {
-			stop, _ = e.hub.Watch(context.WithoutCancel(ctx), e.channel, f.hear)
+			stop, _ = e.hub.Watch(context.WithoutCancel(ctx), e.channel, hear)
 		}
 	}
 	subscribe() // before the first read, so nothing falls between
@@ -169,16 +158,17 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 		case send <- head:
 			pending = pending[1:]
 			continue
-		case p := <-f.msgs:
+		case p := <-msgs:
 			s, ok = parseMessage(p)
-		case <-f.missed:
+		case <-missed:
 			s, ok = e.readState(ctx)
 		case <-timer.C:
 			subscribe() // again, if it failed
 			s, ok = e.readState(ctx)
 		}
 		if !ok {
-			timer.Reset(e.retryRead()) // a read failed, or a message was garbled
+			// a read failed, or a message was garbled: read again soon
+			timer.Reset(min(max(e.cfg.Lease()/30, 10*time.Millisecond), time.Second))
 			continue
 		}
 		for _, r := range o.next(s) {
@@ -191,11 +181,6 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 	}
 }
 
-// retryRead is how soon a failed read is made again.
-func (e *Election) retryRead() time.Duration {
-	return min(max(e.cfg.lease/30, 10*time.Millisecond), time.Second)
-}
-
 // readState reads the record; a failed read is retried at the next timer.
 func (e *Election) readState(ctx context.Context) (state, bool) {
 	s, err := e.read(ctx)
@@ -205,7 +190,7 @@ func (e *Election) readState(ctx context.Context) (state, bool) {
 // nextRead is when to read the record again after s: a third of the
 // lease, or sooner when the leader's hold would lapse (pttl).
 func (e *Election) nextRead(cur, s state) time.Duration {
-	lease := e.cfg.lease
+	lease := e.cfg.Lease()
 	if !cur.vacant && cur.lease > 0 {
 		lease = cur.lease
 	}
