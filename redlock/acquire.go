@@ -42,30 +42,23 @@ func (l *Lock) acquire(ctx context.Context, op string, once bool, opts []LockOpt
 	if err := l.ident().Check(op, ctx, unmade); err != nil {
 		return nil, err
 	}
-	cfg, bad := l.cfg.PerCall(l.primitive(), lockOptions(opts))
+	cfg, bad := l.cfg.PerCall(l.id.Primitive, core.Options(opts, LockOption.lockOption))
 	if bad != "" {
 		return nil, l.id.Refuse(op, bad)
 	}
+	a := &acquisition{l: l, op: op, once: once, cfg: cfg, ctx: ctx, lease: cfg.Lease()}
 	// A re-entry acquires as the owner ctx carries; others mint an id per round.
-	ownerID, reentry := core.OwnerOf(ctx, l.reenter...)
-	if !reentry {
-		ownerID = core.Mint()
+	if a.ownerID, a.reentry = core.OwnerOf(ctx, l.reenter...); !a.reentry {
+		a.ownerID = core.Mint()
 	}
-	leaseTime := cfg.Lease()
-	tr := core.Trace{Tracer: l.inst.Tracer, Name: tracing.SpanAcquireRedlock, Start: l.inst.SpanStart, Lease: leaseTime, Metrics: l.inst.Metrics}
-	sctx, rec := tr.Begin(ctx, ownerID, once, cfg.WaitTimeout)
-	defer rec.Span.End()
-	start := time.Now()
-	wctx := sctx
+	tr := core.Trace{Tracer: l.inst.Tracer, Name: tracing.SpanAcquireRedlock, Start: l.inst.SpanStart, Lease: a.lease, Metrics: l.inst.Metrics}
+	a.sctx, a.rec = tr.Begin(ctx, a.ownerID, once, cfg.WaitTimeout)
+	defer a.rec.Span.End()
+	a.start, a.wctx = time.Now(), a.sctx
 	if cfg.WaitTimeout > 0 && !once {
 		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeoutCause(sctx, cfg.WaitTimeout, core.ErrWaitBound)
+		a.wctx, cancel = context.WithTimeoutCause(a.sctx, cfg.WaitTimeout, core.ErrWaitBound)
 		defer cancel()
-	}
-	a := &acquisition{
-		l: l, op: op, once: once, cfg: cfg,
-		ctx: ctx, sctx: sctx, wctx: wctx, rec: rec,
-		ownerID: ownerID, reentry: reentry, lease: leaseTime, start: start,
 	}
 	return a.rounds()
 }
@@ -81,7 +74,12 @@ func (a *acquisition) rounds() (context.Context, error) {
 				return nil, a.ended()
 			}
 		}
-		if held, ok := a.try(a.newRound()); ok {
+		// The re-entry's owner id, the first round's, or a fresh one.
+		r := &round{id: a.ownerID, reentry: a.reentry}
+		if !a.reentry && a.attempts > 1 {
+			r.id = core.Mint()
+		}
+		if held, ok := a.try(r); ok {
 			return held, nil
 		}
 		if a.once {
@@ -92,15 +90,6 @@ func (a *acquisition) rounds() (context.Context, error) {
 			return nil, a.ended()
 		}
 	}
-}
-
-// newRound is the next round: the re-entry's owner id, the first round's, or a fresh one.
-func (a *acquisition) newRound() *round {
-	r := &round{id: a.ownerID, reentry: a.reentry}
-	if !a.reentry && a.attempts > 1 {
-		r.id = core.Mint()
-	}
-	return r
 }
 
 // try makes round r: the hold's context when it holds the lock, else
@@ -136,12 +125,16 @@ func (a *acquisition) try(r *round) (context.Context, bool) {
 		return nil, false
 	}
 	a.giveBack(r, outs)
-	extra := ""
+	msg := fmt.Sprintf("won %d of %d members, quorum %d", won, len(l.nodes), l.quorum)
 	if won >= l.quorum {
-		extra = fmt.Sprintf("validity time used up: took %v of a %v lease", elapsed, a.lease)
+		msg += fmt.Sprintf(", validity time used up: took %v of a %v lease", elapsed, a.lease)
 	}
-	a.lastErr = l.notAcquired(won, failed, extra)
 	a.lastMembers = failed
+	if len(failed) == 0 {
+		a.lastErr = fmt.Errorf("%w: %s", ErrNotAcquired, msg)
+	} else {
+		a.lastErr = fmt.Errorf("%w: %s: %w", ErrNotAcquired, msg, failed)
+	}
 	return nil, false
 }
 
@@ -169,12 +162,8 @@ func (a *acquisition) count(r *round, outs []outcome) (won int, token int64, fai
 // or returns ErrLockLost when its lease lapsed before it began.
 func (a *acquisition) startHold(r *round, outs []outcome, won int, token int64, sentAt time.Time) (context.Context, error) {
 	l := a.l
-	if !a.reentry {
-		// A member whose reply was lost may hold an uncounted grant of this round.
-		if which := mayHold(outs); which != nil {
-			l.giveBack(a.ctx, r, which)
-		}
-	}
+	// A member whose reply was lost may hold an uncounted grant of this round.
+	l.giveBack(a.ctx, r, r.mayHold(outs))
 	targets := make([]lease.Target, 0, won)
 	for i, o := range outs {
 		if o.acquired {
@@ -188,15 +177,20 @@ func (a *acquisition) startHold(r *round, outs []outcome, won int, token int64, 
 		Timeout:   a.lease,
 		Renew:     a.cfg.Renewed(),
 		Name:      l.id.Name,
-		Primitive: l.primitive(),
+		Primitive: l.id.Primitive,
 	}, sentAt)
 	// A round refused by Start is given back by l.release, as an Unlock.
 	held, err := core.Start(a.ctx, l.key(), &core.Hold{Owner: r.id, Token: token, Lease: wl, Taken: r, Telemetry: l.inst.Release, Traced: a.rec.Recording, Scoped: a.cfg.ScopedHold, Also: l.memberKeys, Live: &l.holds}, l.release)
 	if err != nil {
 		return nil, err
 	}
-	// A lost hold gives back what survives of it at once.
-	wl.OnLost(lease.LostFunc(func(error) { l.releaseLost(r) }))
+	// A lost hold gives back what survives of it at once, in the background:
+	// this runs on the goroutine that found the loss.
+	wl.OnLost(lease.LostFunc(func(error) {
+		if r.ended.CompareAndSwap(false, true) {
+			l.giveBack(context.Background(), r, r.won)
+		}
+	}))
 	if a.rec.Recording {
 		a.rec.Span.SetAttributes(tracing.FencingToken.Int64(token))
 	}
@@ -208,13 +202,14 @@ func (a *acquisition) startHold(r *round, outs []outcome, won int, token int64, 
 // timeout for the members won so that another process's try of them does
 // not fail for nothing. A re-entry gives back only what it counted on.
 func (a *acquisition) giveBack(r *round, outs []outcome) {
-	if !a.reentry {
-		if which := mayHold(outs); which != nil {
-			a.l.giveBack(a.ctx, r, which)
-		}
-	}
+	a.l.giveBack(a.ctx, r, r.mayHold(outs))
 	a.pending = a.l.giveBack(a.ctx, r, r.won)
-	waitUpTo(a.pending, a.l.nodeTimeout(a.lease))
+	t := time.NewTimer(a.l.nodeTimeout(a.lease))
+	select {
+	case <-a.pending:
+	case <-t.C:
+	}
+	t.Stop()
 	if !a.reentry {
 		a.pending = nil // a fresh round's id is its own: nothing to wait for
 	}

@@ -17,23 +17,21 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	ttls := make(chan time.Duration, len(l.nodes))
-	for _, n := range l.nodes {
-		n.Client.Go(func() {
-			nctx, cancel := context.WithTimeout(ctx, l.cfg.NodeTimeout)
-			defer cancel()
-			d, err := n.TTL(nctx)
-			if err != nil || d < 0 {
-				d = 0 // no answer, or a key without expiry: not a hold of ours
-			}
-			ttls <- d
-		})
-	}
+	l.each(nil, func(_ int, n core.Member) {
+		nctx, cancel := context.WithTimeout(ctx, l.nodeTimeout(l.cfg.Lease()))
+		defer cancel()
+		d, err := n.TTL(nctx)
+		if err != nil || d < 0 {
+			d = 0 // no answer, or a key without expiry: not a hold of ours
+		}
+		ttls <- d
+	})
 	got := make([]time.Duration, 0, len(l.nodes))
 	for range l.nodes {
 		got = append(got, <-ttls)
 	}
 	slices.SortFunc(got, func(a, b time.Duration) int { return int(b - a) })
-	return max(got[l.quorum-1]-l.cfg.Drift, 0), nil
+	return max(got[l.quorum-1]-l.drift(l.cfg.Lease()), 0), nil
 }
 
 // Extend makes the fixed lease (WithLeaseTime) of the hold held carries
@@ -46,5 +44,5 @@ func (l *Lock) Extend(held context.Context, d time.Duration) error {
 	if err := l.ident().Check("extend", held, unmade); err != nil {
 		return err
 	}
-	return l.id.Wrap("extend", core.Extend(held, l.nodes[0].Client, d, l.cfg.NodeTimeout, l.key()))
+	return l.id.Wrap("extend", core.Extend(held, l.nodes[0].Client, d, l.nodeTimeout(l.cfg.Lease()), l.key()))
 }

@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 )
@@ -14,38 +13,30 @@ import (
 type memberErrors []*NodeError
 
 func (m memberErrors) Error() string {
-	type group struct {
-		idx  []string
-		text string
-	}
-	var groups []*group
-	byText := map[string]*group{}
+	var texts []string // in order of first appearance
+	ids := map[string][]string{}
 	for _, e := range m {
 		text := e.Outcome
 		if e.Err != nil {
 			text += ": " + e.Err.Error()
 		}
-		g := byText[text]
-		if g == nil {
-			g = &group{text: text}
-			byText[text] = g
-			groups = append(groups, g)
+		if ids[text] == nil {
+			texts = append(texts, text)
 		}
 		id := strconv.Itoa(e.Index)
 		if e.Err != nil && !errors.Is(e.Err, context.Canceled) { // the caller's end needs no address
 			id += " (" + e.Node + ")"
 		}
-		g.idx = append(g.idx, id)
+		ids[text] = append(ids[text], id)
 	}
-	parts := make([]string, len(groups))
-	for i, g := range groups {
+	for i, text := range texts {
 		noun := "member "
-		if len(g.idx) > 1 {
+		if len(ids[text]) > 1 {
 			noun = "members "
 		}
-		parts[i] = noun + strings.Join(g.idx, ",") + ": " + g.text
+		texts[i] = noun + strings.Join(ids[text], ",") + ": " + text
 	}
-	return strings.Join(parts, "; ")
+	return strings.Join(texts, "; ")
 }
 
 // Unwrap returns each member's error.
@@ -71,16 +62,4 @@ func (m memberErrors) endedBy(ctx context.Context) bool {
 		}
 	}
 	return true
-}
-
-// notAcquired is the error of a round that did not win the quorum.
-func (l *Lock) notAcquired(won int, failed memberErrors, extra string) error {
-	msg := fmt.Sprintf("won %d of %d members, quorum %d", won, len(l.nodes), l.quorum)
-	if extra != "" {
-		msg += ", " + extra
-	}
-	if len(failed) == 0 {
-		return fmt.Errorf("%w: %s", ErrNotAcquired, msg)
-	}
-	return fmt.Errorf("%w: %s: %w", ErrNotAcquired, msg, failed)
 }

@@ -27,9 +27,3 @@ type common core.Option
 
 func (o common) newOption() core.Option  { return core.Option(o) }
 func (o common) lockOption() core.Option { return core.Option(o) }
-
-func newOptions(opts []Option) []core.Option { return core.Options(opts, Option.newOption) }
-
-func lockOptions(opts []LockOption) []core.Option {
-	return core.Options(opts, LockOption.lockOption)
-}

@@ -128,13 +128,11 @@ type Lock struct {
 	holds  core.Live
 	nodes  []core.Member
 	quorum int
-	multi  bool
-	// nodeTimeoutGiven, driftGiven: set by options, else derived per call from the lease.
-	nodeTimeoutGiven, driftGiven bool
-	cfg                          core.Config
-	id                           errs.Ident // its name (the members' names joined) and why New refused its members
-	inst                         telemetry.Instruments
-	bg                           background // what runs on after a call returned (Drain)
+	// cfg.NodeTimeout and cfg.Drift are as given (0, < 0: derived per call from the lease).
+	cfg  core.Config
+	id   errs.Ident // its primitive, its name (the members' names joined) and why New refused its members
+	inst telemetry.Instruments
+	bg   background // what runs on after a call returned (Drain)
 	// memberKeys: a hold of this Lock is a hold of each member too. reenter:
 	// the holds an acquisition re-enters through (this Lock's, a member's, its other side).
 	memberKeys, reenter []core.Key
@@ -151,8 +149,11 @@ func New(members []Member, opts ...Option) *Lock { return newLock(members, false
 func NewMulti(members []Member, opts ...Option) *Lock { return newLock(members, true, opts) }
 
 func newLock(members []Member, multi bool, opts []Option) *Lock {
-	l := &Lock{multi: multi, cfg: core.Apply(newOptions(opts))}
-	l.id.Primitive = l.primitive()
+	l := &Lock{cfg: core.Apply(core.Options(opts, Option.newOption))}
+	l.id.Primitive = "redlock"
+	if multi {
+		l.id.Primitive = "multilock"
+	}
 	names := make([]string, 0, len(members))
 	// Every member is looked at, so that the name is the whole lock's.
 	for i, m := range members {
@@ -176,29 +177,25 @@ func newLock(members []Member, multi bool, opts []Option) *Lock {
 		}
 		l.nodes = append(l.nodes, n)
 		l.memberKeys = append(l.memberKeys, n.Key)
+		l.reenter = append(l.reenter, n.Reenter...) // each member's Reenter holds its own key
 	}
 	l.id.Name = nameOf(names)
-	l.hkey = core.NewKey(core.Client{}, l.primitive(), l.id.Name, fmt.Sprintf("%p", l))
-	l.reenter = []core.Key{l.hkey}
-	for _, n := range l.nodes { // each member's Reenter holds its own key
-		l.reenter = append(l.reenter, n.Reenter...)
-	}
+	l.hkey = core.NewKey(core.Client{}, l.id.Primitive, l.id.Name, fmt.Sprintf("%p", l))
+	l.reenter = slices.Insert(l.reenter, 0, l.hkey)
 	switch {
 	case l.id.Invalid != "":
 	case len(members) == 0:
 		l.id.Invalid = "no members"
 	case l.cfg.Invalid != "":
 		l.id.Invalid = l.cfg.Invalid
-	case l.cfg.Unsupported(l.primitive()) != "":
-		l.id.Invalid = l.cfg.Unsupported(l.primitive())
+	default:
+		l.id.Invalid = l.cfg.Unsupported(l.id.Primitive)
 	}
 	l.quorum = len(l.nodes)/2 + 1
 	if multi {
 		l.quorum = len(l.nodes)
 	}
-	l.nodeTimeoutGiven, l.driftGiven = l.cfg.NodeTimeout > 0, l.cfg.Drift >= 0
-	l.cfg.NodeTimeout, l.cfg.Drift = l.nodeTimeout(l.cfg.Lease()), l.drift(l.cfg.Lease())
-	l.inst = l.cfg.Instruments(l.primitive(), "", l.id.Name, tracing.SpanReleaseRedlock,
+	l.inst = l.cfg.Instruments(l.id.Primitive, "", l.id.Name, tracing.SpanReleaseRedlock,
 		tracing.Nodes.Int(len(l.nodes)), tracing.Quorum.Int(l.quorum))
 	return l
 }
@@ -220,7 +217,7 @@ func nameOf(names []string) string {
 // nodeTimeout is the node timeout for lease: the one given, else
 // min(DefaultNodeTimeout, lease/10), so a short lease keeps room for its validity.
 func (l *Lock) nodeTimeout(lease time.Duration) time.Duration {
-	if l.nodeTimeoutGiven {
+	if l.cfg.NodeTimeout > 0 {
 		return l.cfg.NodeTimeout
 	}
 	return max(min(DefaultNodeTimeout, lease/10), time.Millisecond)
@@ -228,7 +225,7 @@ func (l *Lock) nodeTimeout(lease time.Duration) time.Duration {
 
 // drift is the drift allowance for lease: the one given, else lease/100 + 2 ms.
 func (l *Lock) drift(lease time.Duration) time.Duration {
-	if l.driftGiven {
+	if l.cfg.Drift >= 0 {
 		return l.cfg.Drift
 	}
 	return lease/100 + 2*time.Millisecond
@@ -239,13 +236,6 @@ func (l *Lock) refuse(format string, args ...any) {
 	if l.id.Invalid == "" {
 		l.id.Invalid = fmt.Sprintf(format, args...)
 	}
-}
-
-func (l *Lock) primitive() string {
-	if l.multi {
-		return "multilock"
-	}
-	return "redlock"
 }
 
 // Name is the members' names, each once, and their count: "job (5
@@ -297,8 +287,7 @@ func (l *Lock) TryLock(ctx context.Context, opts ...LockOption) (context.Context
 type outcome struct {
 	acquired bool
 	token    int64
-	ttl      time.Duration
-	err      *NodeError
+	err      *NodeError // nil when acquired
 	// behind: the round did not wait for it; the attempt gives back what it takes.
 	behind bool
 }
@@ -326,19 +315,4 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return err
 	}
 	return l.id.Wrap("unlock", core.End(ctx, l.key(), &l.holds))
-}
-
-// waitUpTo waits until done is closed or d has passed.
-func waitUpTo(done <-chan struct{}, d time.Duration) {
-	select {
-	case <-done:
-		return
-	default:
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
 }

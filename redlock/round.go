@@ -31,31 +31,27 @@ type background struct {
 	idle chan struct{} // closed when n drops to 0
 }
 
+// add counts n more running (n < 0: fewer).
 func (b *background) add(n int) {
 	b.mu.Lock()
 	if b.n == 0 {
 		b.idle = make(chan struct{})
 	}
-	b.n += n
-	b.mu.Unlock()
-}
-
-func (b *background) done() {
-	b.mu.Lock()
-	if b.n--; b.n == 0 {
+	if b.n += n; b.n == 0 {
 		close(b.idle)
 	}
 	b.mu.Unlock()
 }
 
+func (b *background) done() { b.add(-1) }
+
 func (b *background) wait(ctx context.Context) error {
 	b.mu.Lock()
-	if b.n == 0 {
-		b.mu.Unlock()
+	n, idle := b.n, b.idle
+	b.mu.Unlock()
+	if n == 0 {
 		return nil
 	}
-	idle := b.idle
-	b.mu.Unlock()
 	select {
 	case <-idle:
 		return nil
@@ -72,10 +68,26 @@ func (l *Lock) Drain(ctx context.Context) error {
 	if err := l.ident().Check("drain", ctx, unmade); err != nil {
 		return err
 	}
-	if err := l.bg.wait(ctx); err != nil {
-		return l.id.Wrap("drain", err)
+	return l.id.Wrap("drain", l.bg.wait(ctx))
+}
+
+// each runs f on the worker of every member which marks (nil: every member).
+func (l *Lock) each(which []bool, f func(i int, n core.Member)) {
+	for i, n := range l.nodes {
+		if which == nil || which[i] {
+			n.Client.Go(func() { f(i, n) })
+		}
 	}
-	return nil
+}
+
+// marked counts the members which marks.
+func marked(which []bool) (n int) {
+	for _, w := range which {
+		if w {
+			n++
+		}
+	}
+	return n
 }
 
 // graceSlack is added to the grace after a decision: scheduling noise.
@@ -85,17 +97,27 @@ const graceSlack = 10 * time.Millisecond
 // and the others answered or are past their grace (late answers join).
 func (l *Lock) tryAll(ctx context.Context, r *round, lease time.Duration) []outcome {
 	// Not cancelled on decision: an attempt left behind must learn whether to give back.
-	nctx, cancel := context.WithTimeout(ctx, l.nodeTimeout(lease))
+	nctx, stop := context.WithTimeout(ctx, l.nodeTimeout(lease))
 	n := len(l.nodes)
-	t := &tally{
-		nodes:    l.nodes,
-		nctx:     nctx,
-		outs:     make([]outcome, n),
-		claimed:  make([]atomic.Bool, n),
-		results:  make(chan answer, n),
-		answered: make([]bool, n),
-	}
-	l.startAttempts(ctx, r, lease, t, cancel)
+	claimed, results := make([]atomic.Bool, n), make(chan answer, n)
+	t := &tally{nodes: l.nodes, nctx: nctx, outs: make([]outcome, n), claimed: claimed, results: results}
+	var running atomic.Int32
+	running.Store(int32(n))
+	l.bg.add(1)
+	giveBackCtx := core.Detached(ctx)
+	// An attempt the round no longer counts gives back what it may have taken.
+	l.each(nil, func(i int, node core.Member) {
+		ok, token, _, err := node.Try(nctx, r.id, lease)
+		if claimed[i].CompareAndSwap(false, true) {
+			results <- answer{i: i, ok: ok, token: token, err: err}
+		} else if ok || (!r.reentry && mayHaveRun(err)) {
+			_, _ = node.Release(giveBackCtx, r.id, l.cfg.UnlockTimeout)
+		}
+		if running.Add(-1) == 0 {
+			stop()
+			l.bg.done()
+		}
+	})
 	t.collect(l.quorum)
 	t.leaveBehind()
 	return t.outs
@@ -106,7 +128,6 @@ type answer struct {
 	i     int
 	ok    bool
 	token int64
-	ttl   time.Duration
 	err   error
 }
 
@@ -118,38 +139,12 @@ type tally struct {
 	// claimed[i]: an attempt's result counts only if it claims before the decision.
 	claimed     []atomic.Bool
 	results     chan answer
-	answered    []bool
 	won, failed int
-}
-
-// startAttempts starts round r's attempt on every member's worker; one
-// the round no longer counts gives back what it may have taken.
-func (l *Lock) startAttempts(ctx context.Context, r *round, lease time.Duration, t *tally, stop context.CancelFunc) {
-	nctx, claimed, results := t.nctx, t.claimed, t.results
-	var running atomic.Int32
-	running.Store(int32(len(l.nodes)))
-	l.bg.add(1)
-	giveBackCtx := core.Detached(ctx)
-	for i, node := range l.nodes {
-		node.Client.Go(func() {
-			ok, token, ttl, err := node.Try(nctx, r.id, lease)
-			if claimed[i].CompareAndSwap(false, true) {
-				results <- answer{i, ok, token, ttl, err}
-			} else if ok || (!r.reentry && mayHaveRun(err)) {
-				_, _ = node.Release(giveBackCtx, r.id, l.cfg.UnlockTimeout)
-			}
-			if running.Add(-1) == 0 {
-				stop()
-				l.bg.done()
-			}
-		})
-	}
 }
 
 // record counts a member's answer; pending: the round was decided before it.
 func (t *tally) record(res answer, pending bool) {
-	t.answered[res.i] = true
-	ne := &NodeError{Index: res.i, Node: t.nodes[res.i].Addr + " " + t.nodes[res.i].Name}
+	ne := &NodeError{Index: res.i, Node: t.nodes[res.i].Addr + " " + t.nodes[res.i].Name, Outcome: OutcomeError, Err: res.err}
 	switch {
 	case res.err == nil && res.ok:
 		t.outs[res.i] = outcome{acquired: true, token: res.token}
@@ -160,12 +155,10 @@ func (t *tally) record(res answer, pending bool) {
 	case res.err == nil:
 		ne.Outcome = OutcomeHeld
 	case core.TimedOut(res.err) || t.nctx.Err() != nil:
-		ne.Outcome, ne.Err = OutcomeTimeout, res.err
-	default:
-		ne.Outcome, ne.Err = OutcomeError, res.err
+		ne.Outcome = OutcomeTimeout
 	}
 	t.failed++
-	t.outs[res.i] = outcome{ttl: res.ttl, err: ne}
+	t.outs[res.i] = outcome{err: ne}
 }
 
 // collect counts answers until all came, the node timeout passed, or the grace ended.
@@ -195,17 +188,13 @@ func (t *tally) collect(quorum int) {
 // leaveBehind leaves behind the members that have not answered, but for
 // answers on their way.
 func (t *tally) leaveBehind() {
-	timedOut := t.nctx.Err() != nil
+	timedOut := t.nctx.Err() // nil: decided in time, so the rest are pending
 	inFlight := 0
 	for i := range t.nodes {
 		switch {
-		case t.answered[i]:
+		case t.outs[i] != (outcome{}): // answered
 		case t.claimed[i].CompareAndSwap(false, true):
-			if timedOut {
-				t.record(answer{i: i, err: t.nctx.Err()}, false)
-			} else {
-				t.record(answer{i: i}, true)
-			}
+			t.record(answer{i: i, err: timedOut}, timedOut == nil)
 			t.outs[i].behind = true
 		default:
 			inFlight++
@@ -222,47 +211,33 @@ func (l *Lock) giveBack(ctx context.Context, r *round, which []bool) <-chan stru
 	ctx = core.Detached(ctx)
 	done := make(chan struct{})
 	var left atomic.Int32
-	for _, w := range which {
-		if w {
-			left.Add(1)
-		}
-	}
+	left.Store(int32(marked(which)))
 	if left.Load() == 0 {
 		close(done)
 		return done
 	}
 	l.bg.add(int(left.Load()))
-	for i, n := range l.nodes {
-		if !which[i] {
-			continue
+	l.each(which, func(_ int, n core.Member) {
+		defer l.bg.done()
+		_, _ = n.Release(ctx, r.id, l.cfg.UnlockTimeout)
+		if left.Add(-1) == 0 {
+			close(done)
 		}
-		n.Client.Go(func() {
-			defer l.bg.done()
-			_, _ = n.Release(ctx, r.id, l.cfg.UnlockTimeout)
-			if left.Add(-1) == 0 {
-				close(done)
-			}
-		})
-	}
+	})
 	return done
 }
 
 // mayHold marks the members whose error came after their script may have
-// run, so may hold an uncounted grant (those left behind give back their
-// own); nil when none.
-func mayHold(outs []outcome) []bool {
-	var which []bool
+// run, so may hold an uncounted grant of round r (those left behind give
+// back their own); nil for a re-entry, which gives back only what it counted on.
+func (r *round) mayHold(outs []outcome) []bool {
+	if r.reentry {
+		return nil
+	}
+	which := make([]bool, len(outs))
 	for i, o := range outs {
-		if o.acquired || o.behind || o.err == nil || o.err.Outcome == OutcomeHeld {
-			continue
-		}
-		if o.err.Err != nil && !mayHaveRun(o.err.Err) {
-			continue
-		}
-		if which == nil {
-			which = make([]bool, len(outs))
-		}
-		which[i] = true
+		e := o.err
+		which[i] = !o.behind && e != nil && e.Outcome != OutcomeHeld && (e.Err == nil || mayHaveRun(e.Err))
 	}
 	return which
 }
@@ -275,30 +250,16 @@ func (l *Lock) release(ctx context.Context, h *core.Hold) error {
 	if !r.ended.CompareAndSwap(false, true) {
 		return nil
 	}
-	total := 0
-	for _, w := range r.won {
-		if w {
-			total++
-		}
-	}
+	total := marked(r.won)
 	need := min(l.quorum, total)
-	type result struct {
-		i   int
-		err error
-	}
-	results := make(chan result, total)
+	results := make(chan answer, total)
 	l.bg.add(total)
 	bgCtx := core.Detached(ctx) // the releases outlive the call, and Drain waits for them
-	for i, n := range l.nodes {
-		if !r.won[i] {
-			continue
-		}
-		n.Client.Go(func() {
-			defer l.bg.done()
-			_, err := n.Release(bgCtx, r.id, l.cfg.UnlockTimeout)
-			results <- result{i, err}
-		})
-	}
+	l.each(r.won, func(i int, n core.Member) {
+		defer l.bg.done()
+		_, err := n.Release(bgCtx, r.id, l.cfg.UnlockTimeout)
+		results <- answer{i: i, err: err}
+	})
 	// Wait up to the node timeout, as a round does; the rest go on in the background.
 	bound := l.nodeTimeout(h.Lease.Timeout())
 	timer := time.NewTimer(bound)
@@ -306,27 +267,22 @@ func (l *Lock) release(ctx context.Context, h *core.Hold) error {
 	answered := make([]bool, len(l.nodes))
 	released := 0
 	var failed memberErrors
-collect:
-	for got := 0; got < total && released < need && len(failed) <= total-need; got++ {
-		var res result
+	for released < need && len(failed) <= total-need {
 		select {
-		case res = <-results:
-		case <-timer.C:
-			break collect
-		}
-		answered[res.i] = true
-		if res.err == nil {
-			released++
-			continue
-		}
-		n := l.nodes[res.i]
-		failed = append(failed, &NodeError{Index: res.i, Node: n.Addr + " " + n.Name, Outcome: OutcomeError, Err: res.err})
-	}
-	if released < need && len(failed) <= total-need {
-		for i, n := range l.nodes {
-			if r.won[i] && !answered[i] {
-				failed = append(failed, &NodeError{Index: i, Node: n.Addr + " " + n.Name, Outcome: OutcomeTimeout,
-					Err: fmt.Errorf("no reply within the node timeout %v (the release goes on in the background)", bound)})
+		case res := <-results:
+			answered[res.i] = true
+			if res.err == nil {
+				released++
+			} else {
+				n := l.nodes[res.i]
+				failed = append(failed, &NodeError{Index: res.i, Node: n.Addr + " " + n.Name, Outcome: OutcomeError, Err: res.err})
+			}
+		case <-timer.C: // the unanswered fail, which ends the loop
+			for i, n := range l.nodes {
+				if r.won[i] && !answered[i] {
+					failed = append(failed, &NodeError{Index: i, Node: n.Addr + " " + n.Name, Outcome: OutcomeTimeout,
+						Err: fmt.Errorf("no reply within the node timeout %v (the release goes on in the background)", bound)})
+				}
 			}
 		}
 	}
@@ -338,14 +294,6 @@ collect:
 		return nil
 	}
 	return fmt.Errorf("released %d of %d members, quorum %d: %w", released, len(l.nodes), l.quorum, failed)
-}
-
-// releaseLost gives back what survives of a lost hold in the background:
-// it runs on the goroutine that found the loss.
-func (l *Lock) releaseLost(r *round) {
-	if r.ended.CompareAndSwap(false, true) {
-		l.giveBack(context.Background(), r, r.won)
-	}
 }
 
 // mayHaveRun reports an error after which a member's script may have run.
