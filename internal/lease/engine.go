@@ -71,16 +71,10 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(w *Watchdog) { w.tp = tp }
 }
 
-var (
-	defaultOnce sync.Once
-	defaultWD   *Watchdog
-)
+var defaultWD = sync.OnceValue(func() *Watchdog { return New() })
 
 // Default returns the process-wide Watchdog primitives use unless given another.
-func Default() *Watchdog {
-	defaultOnce.Do(func() { defaultWD = New() })
-	return defaultWD
-}
+func Default() *Watchdog { return defaultWD() }
 
 // Watchdog renews leases; see the package documentation.
 type Watchdog struct {
@@ -92,7 +86,7 @@ type Watchdog struct {
 
 	mu    sync.Mutex
 	slots [wheelSlots]map[*Lease]struct{}
-	// By when the wheel must turn for slots[i] (see dueOf), offsets from base,
+	// By when the wheel must turn for slots[i] (see noteDueLocked), offsets from base,
 	// noDue if none; never late. lossDue[i]: leases placed at their loss time,
 	// reset when lossN[i], their count, hits 0. renewDue[i]: leases placed at a
 	// renewal; a moved one's entry stays until the wheel passes the slot, but
@@ -117,11 +111,10 @@ type Watchdog struct {
 	// asideQueues holds renewals sent aside (other Redlock masters), a goroutine per client.
 	asideQueues map[conn.Client]*asideQueue
 
-	mp        metric.MeterProvider
-	tp        trace.TracerProvider
-	metrics   *telemetry.Watchdog
-	tracer    trace.Tracer
-	spanStart []trace.SpanStartOption
+	mp      metric.MeterProvider
+	tp      trace.TracerProvider
+	metrics *telemetry.Watchdog
+	tracer  trace.Tracer
 
 	stats struct {
 		renewed, roundTrips, scripts, lost, errors atomic.Int64
@@ -138,7 +131,7 @@ type regKey struct {
 // New returns a Watchdog; most programs use Default.
 func New(opts ...Option) *Watchdog {
 	w := &Watchdog{clock: clock.Real, tick: defaultTick, batch: defaultBatchSize, pipeLeases: pipelineLeases,
-		kick: make(chan struct{}, 1), registry: map[regKey]*Lease{}}
+		kick: make(chan struct{}, 1), registry: map[regKey]*Lease{}, asideQueues: map[conn.Client]*asideQueue{}}
 	for _, o := range opts {
 		o(w)
 	}
@@ -147,10 +140,8 @@ func New(opts ...Option) *Watchdog {
 		w.lossDue[i], w.renewDue[i] = noDue, noDue
 	}
 	w.base = w.clock.Now()
-	w.cursor = 0
 	w.metrics = telemetry.NewWatchdog(w.mp)
 	w.tracer = tracing.Tracer(w.tp)
-	w.spanStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
 	return w
 }
 

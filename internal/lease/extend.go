@@ -46,19 +46,14 @@ func (l *Lease) Extend(ctx context.Context, d, timeout time.Duration) (written b
 		return false, fmt.Errorf("%w: %v is shorter than the %v left", ErrShorter, d, left.Round(time.Millisecond))
 	}
 	sentAt := w.clock.Now()
-	type answer struct {
-		held bool
-		err  error
-	}
 	n := len(l.spec.Targets)
-	answers := make(chan answer, n) // room for every target: none blocks once decided
+	answers := make(chan error, n) // room for every target: none blocks once decided
 	for i := range l.spec.Targets {
 		t := &l.spec.Targets[i]
 		extend := func() {
 			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 			defer cancel()
-			held, err := l.extendTarget(tctx, t, d)
-			answers <- answer{held, err}
+			answers <- l.extendTarget(tctx, t, d)
 		}
 		if n == 1 {
 			extend()
@@ -69,14 +64,13 @@ func (l *Lease) Extend(ctx context.Context, d, timeout time.Duration) (written b
 	held, gone := 0, 0
 	var failures []error
 	for got := 0; got < n && held < l.spec.Quorum && n-gone-len(failures) >= l.spec.Quorum; got++ {
-		a := <-answers
-		switch {
-		case a.err != nil:
-			failures = append(failures, a.err)
-		case a.held:
+		switch err := <-answers; err {
+		case nil:
 			held++
-		default:
+		case errGone:
 			gone++
+		default:
+			failures = append(failures, err)
 		}
 	}
 	if held < l.spec.Quorum {
@@ -95,21 +89,17 @@ func (l *Lease) Extend(ctx context.Context, d, timeout time.Duration) (written b
 		return true, ErrEnded
 	}
 	l.spec.Timeout = d
-	if !sentAt.Before(l.lastOK) {
-		l.setOKLocked(sentAt)
-	}
+	l.setOKLocked(sentAt)
 	w.scheduleLocked(l)
 	return true, nil
 }
 
-// extendTarget runs t's renew script for this lease alone, lease time d; held: the key was its.
-func (l *Lease) extendTarget(ctx context.Context, t *Target, d time.Duration) (held bool, err error) {
-	rs := t.Renewer
+// extendTarget runs t's renew script for this lease alone, lease time d: nil
+// if the key was its, errGone if not.
+func (l *Lease) extendTarget(ctx context.Context, t *Target, d time.Duration) error {
+	rs := l.renewer(t)
 	if rs == nil {
-		rs = l.spec.Renewer
-	}
-	if rs == nil {
-		return false, fmt.Errorf("%w: no renew script for the lease", errs.ErrInvalidArgument)
+		return fmt.Errorf("%w: no renew script for the lease", errs.ErrInvalidArgument)
 	}
 	argv := make([]any, 0, len(t.Keys)+2)
 	for _, k := range t.Keys {
@@ -117,8 +107,8 @@ func (l *Lease) extendTarget(ctx context.Context, t *Target, d time.Duration) (h
 	}
 	argv = append(argv, d.Milliseconds(), t.Arg)
 	res, err := rs.Lua.With(len(t.Keys), argv...).Run(ctx, t.Client).Int64Slice()
-	if err != nil {
-		return false, err
+	if err == nil && (len(res) != 1 || res[0] != 1) {
+		return errGone
 	}
-	return len(res) == 1 && res[0] == 1, nil
+	return err
 }

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -79,7 +80,6 @@ type Lease struct {
 	pending   int // targets of the round not answered yet
 	okN       int
 	goneN     int
-	errN      int
 	stopped   bool
 	lost      bool
 	refs      int
@@ -114,21 +114,23 @@ func (w *Watchdog) Find(client conn.Client, id ID) *Lease {
 	return w.registry[regKey{client, id}]
 }
 
-func (l *Lease) setOKLocked(sentAt time.Time) {
+// setOKLocked counts the lease from sentAt, its acquire's or renewal's send;
+// false if a later send already counted.
+func (l *Lease) setOKLocked(sentAt time.Time) bool {
+	if sentAt.Before(l.lastOK) {
+		return false
+	}
 	l.lastOK = sentAt
 	l.lossAt = sentAt.Add(l.spec.Timeout - l.w.margin(l.spec.Timeout))
 	l.lossNs.Store(int64(l.lossAt.Sub(l.w.base)))
 	l.renewAt = sentAt.Add(l.spec.Timeout / 3)
+	return true
 }
 
 // margin is how much before the server could let a lease lapse the holder
 // is told: a tick of wheel lateness, 1% clock drift and 1 ms of scheduling.
 func (w *Watchdog) margin(timeout time.Duration) time.Duration {
 	return w.tick + timeout/100 + time.Millisecond
-}
-
-func (w *Watchdog) retryDelay(timeout time.Duration) time.Duration {
-	return min(max(timeout/30, w.tick), time.Second)
 }
 
 // RetainAt adds a reference for an acquisition of the same hold sent at sentAt
@@ -142,11 +144,8 @@ func (l *Lease) RetainAt(sentAt time.Time, token int64) bool {
 	}
 	l.refs++
 	l.token = max(l.token, token)
-	if !sentAt.Before(l.lastOK) {
-		l.setOKLocked(sentAt)
-		if !l.open {
-			w.scheduleLocked(l)
-		}
+	if l.setOKLocked(sentAt) && !l.open {
+		w.scheduleLocked(l)
 	}
 	return true
 }
@@ -188,6 +187,14 @@ func (l *Lease) Timeout() time.Duration {
 	return l.spec.Timeout
 }
 
+// renewer is t's renew script: its own, else the lease's.
+func (l *Lease) renewer(t *Target) *RenewScript {
+	if t.Renewer != nil {
+		return t.Renewer
+	}
+	return l.spec.Renewer
+}
+
 // Renewer is the lease's renew script (as Spec.Renewer). It never changes.
 func (l *Lease) Renewer() *RenewScript { return l.spec.Renewer }
 
@@ -219,16 +226,13 @@ func (l *Lease) Check() error {
 		return nil
 	}
 	w.mu.Lock()
-	if l.lost || l.stopped || w.clock.Now().Before(l.lossAt) {
-		err := l.lostErr
-		w.mu.Unlock()
-		return err
+	n := lossNotice{err: l.lostErr}
+	if !l.lost && !l.stopped && !w.clock.Now().Before(l.lossAt) {
+		n = w.loseLocked(l, lossReason(l))
 	}
-	cbs := w.loseLocked(l, lossReason(l))
-	err := l.lostErr
 	w.mu.Unlock()
-	runLost(cbs, err)
-	return err
+	n.tell()
+	return n.err
 }
 
 func lossReason(l *Lease) string {
@@ -277,12 +281,7 @@ func (l *Lease) RemoveLost(id int) {
 	}
 	l.w.mu.Lock()
 	defer l.w.mu.Unlock()
-	for i, cb := range l.onLost {
-		if cb.id == id {
-			l.onLost = append(l.onLost[:i], l.onLost[i+1:]...)
-			return
-		}
-	}
+	l.onLost = slices.DeleteFunc(l.onLost, func(cb lostHook) bool { return cb.id == id })
 }
 
 type lostHook struct {
@@ -293,10 +292,9 @@ type lostHook struct {
 // Lose declares the lease lost now (its holder found the key gone) and tells the holders.
 func (l *Lease) Lose(reason string) {
 	l.w.mu.Lock()
-	cbs := l.w.loseLocked(l, reason)
-	err := l.lostErr
+	n := l.w.loseLocked(l, reason)
 	l.w.mu.Unlock()
-	runLost(cbs, err)
+	n.tell()
 }
 
 // Stop ends tracking without blocking on the network (OnLost listeners may
@@ -313,41 +311,46 @@ func (w *Watchdog) stopLocked(l *Lease) {
 		return
 	}
 	l.stopped = true
-	w.unscheduleLocked(l)
-	w.unregisterLocked(l)
+	w.dropLocked(l)
 }
 
-func (w *Watchdog) unregisterLocked(l *Lease) {
+// dropLocked takes l out of the wheel and the registry.
+func (w *Watchdog) dropLocked(l *Lease) {
+	w.unscheduleLocked(l)
 	if l.spec.ID == (ID{}) {
 		return
 	}
-	k := regKey{l.spec.Targets[0].Client, l.spec.ID}
-	if w.registry[k] == l {
+	if k := (regKey{l.spec.Targets[0].Client, l.spec.ID}); w.registry[k] == l {
 		delete(w.registry, k)
 	}
 }
 
-// loseLocked marks l lost and returns the callbacks to run.
-func (w *Watchdog) loseLocked(l *Lease, reason string) []Listener {
+// lossNotice is a loss to tell once w.mu is released: the listeners and the error.
+type lossNotice struct {
+	cbs []Listener
+	err error
+}
+
+func (n lossNotice) tell() {
+	for _, ln := range n.cbs {
+		ln.Lost(n.err)
+	}
+}
+
+// loseLocked marks l lost and returns whom to tell (no one if it was lost or stopped).
+func (w *Watchdog) loseLocked(l *Lease, reason string) lossNotice {
 	if l.lost || l.stopped {
-		return nil
+		return lossNotice{err: l.lostErr}
 	}
 	l.lost = true
 	l.lostErr = errs.New("renew", l.spec.Primitive, l.spec.Name, fmt.Errorf("%w: %s", errs.ErrLockLost, reason))
-	w.unscheduleLocked(l)
-	w.unregisterLocked(l)
+	w.dropLocked(l)
 	w.stats.lost.Add(1)
 	w.metrics.Lost(l.spec.Primitive)
-	cbs := make([]Listener, 0, len(l.onLost))
+	n := lossNotice{make([]Listener, 0, len(l.onLost)), l.lostErr}
 	for _, cb := range l.onLost {
-		cbs = append(cbs, cb.ln)
+		n.cbs = append(n.cbs, cb.ln)
 	}
 	l.onLost = nil
-	return cbs
-}
-
-func runLost(cbs []Listener, err error) {
-	for _, ln := range cbs {
-		ln.Lost(err)
-	}
+	return n
 }

@@ -10,22 +10,14 @@ func (w *Watchdog) run(gen uint64) {
 	timer := w.clock.NewTimer(time.Hour)
 	timer.Stop() // armed below, at each turn
 	defer timer.Stop()
-	var idle *time.Timer // real time: a fake clock must not see it; made once
-	defer func() {
-		if idle != nil {
-			idle.Stop()
-		}
-	}()
+	idle := time.NewTimer(idleLinger) // real time: a fake clock must not see it
+	idle.Stop()                       // armed and stopped around each idle wait
 	for {
 		w.mu.Lock()
 		if w.count == 0 {
 			w.wakeAt = w.clock.Now().Add(idleLinger)
 			w.mu.Unlock()
-			if idle == nil {
-				idle = time.NewTimer(idleLinger)
-			} else {
-				idle.Reset(idleLinger)
-			}
+			idle.Reset(idleLinger)
 			select {
 			case <-idle.C:
 			case <-w.kick:
@@ -51,8 +43,8 @@ func (w *Watchdog) run(gen uint64) {
 		}
 		w.mu.Unlock()
 
-		for _, lc := range lost {
-			runLost(lc.cbs, lc.err)
+		for _, n := range lost {
+			n.tell()
 		}
 		if len(batch) > 0 {
 			w.send(batch, now)

@@ -45,7 +45,6 @@ func (w *Watchdog) completeLocked(r renewal, res error, sentAt, now time.Time) (
 	case errors.Is(res, errGone):
 		l.goneN++
 	default:
-		l.errN++
 		w.stats.errors.Add(1)
 	}
 	l.pending--
@@ -53,31 +52,26 @@ func (w *Watchdog) completeLocked(r renewal, res error, sentAt, now time.Time) (
 		l.open = false
 		return lossNotice{}, false
 	}
-	n := len(l.spec.Targets)
 	switch {
 	case l.okN >= l.spec.Quorum:
 		l.open = false
 		w.stats.renewed.Add(1)
 		w.metrics.Renewed(l.spec.Primitive, 1)
-		if !sentAt.Before(l.lastOK) { // else a RetainAt sent later already moved it
-			due := l.renewAt
-			l.setOKLocked(sentAt)
+		if due := l.renewAt; l.setOKLocked(sentAt) { // else a RetainAt sent later already moved it
 			l.renewAt = nextRenewal(due, sentAt, l.spec.Timeout/3)
 		}
 		w.scheduleLocked(l)
-	case l.goneN > n-l.spec.Quorum:
+	case l.goneN > len(l.spec.Targets)-l.spec.Quorum:
 		l.open = false
-		cbs := w.loseLocked(l, "key gone")
+		notice := w.loseLocked(l, "key gone")
 		if l.spec.Gone != nil {
-			cbs = append(cbs, l.spec.Gone)
+			notice.cbs = append(notice.cbs, l.spec.Gone)
 		}
-		return lossNotice{cbs, l.lostErr}, true
+		return notice, true
 	case l.pending == 0:
 		l.open = false
-		retry := now.Add(w.retryDelay(l.spec.Timeout))
-		if retry.Before(l.lossAt) {
-			l.renewAt = retry
-		} else {
+		// Retried after a thirtieth of the lease (a tick to a second), by the loss time.
+		if l.renewAt = now.Add(min(max(l.spec.Timeout/30, w.tick), time.Second)); !l.renewAt.Before(l.lossAt) {
 			l.renewAt = l.lossAt
 		}
 		w.scheduleLocked(l)

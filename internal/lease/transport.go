@@ -1,8 +1,10 @@
 package lease
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,6 +20,8 @@ import (
 
 var errGone = errors.New("lease key gone")
 
+var renewSpanStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+
 func (r renewal) targetOf() *Target { return &r.l.spec.Targets[r.target] }
 
 // send renews a round's batch on the wheel's goroutine. Over several clients
@@ -25,22 +29,11 @@ func (r renewal) targetOf() *Target { return &r.l.spec.Targets[r.target] }
 // each client's asideQueue goroutine, so a stalled master holds back no one.
 func (w *Watchdog) send(batch []renewal, sentAt time.Time) {
 	c0 := batch[0].targetOf().Client
-	one := true
-	for _, r := range batch[1:] {
-		if r.targetOf().Client != c0 {
-			one = false
-			break
-		}
-	}
-	if one {
+	if !slices.ContainsFunc(batch[1:], func(r renewal) bool { return r.targetOf().Client != c0 }) {
 		w.flush(c0, batch, sentAt)
 		return
 	}
-	byClient := map[conn.Client][]renewal{}
-	for _, r := range batch {
-		c := r.targetOf().Client
-		byClient[c] = append(byClient[c], r)
-	}
+	_, byClient := groupBy(batch, func(r renewal) conn.Client { return r.targetOf().Client })
 	var inline conn.Client
 	for c, rs := range byClient {
 		if inline == (conn.Client{}) || len(rs) > len(byClient[inline]) {
@@ -71,9 +64,6 @@ func (w *Watchdog) sendAside(c conn.Client, rs []renewal, sentAt time.Time) {
 		q.rs = append(q.rs, rs...)
 		w.mu.Unlock()
 		return
-	}
-	if w.asideQueues == nil {
-		w.asideQueues = map[conn.Client]*asideQueue{}
 	}
 	w.asideQueues[c] = &asideQueue{}
 	w.mu.Unlock()
@@ -114,32 +104,19 @@ type renewScriptCall struct {
 // honours it only with ContextTimeoutEnabled; else its read timeout does).
 func (w *Watchdog) flush(c conn.Client, rs []renewal, sentAt time.Time) {
 	cluster := c.Cluster()
-	var groups [][]renewal
-	var kinds []*RenewScript
-	index := map[scriptGroup]int{}
-	for _, r := range rs {
+	keys, groups := groupBy(rs, func(r renewal) scriptGroup {
 		t := r.targetOf()
-		g := scriptGroup{kind: r.l.spec.Renewer}
-		if t.Renewer != nil {
-			g.kind = t.Renewer
-		}
+		g := scriptGroup{kind: r.l.renewer(t)}
 		if cluster {
 			g.slot = conn.Slot(t.Keys[0])
 		}
-		i, ok := index[g]
-		if !ok {
-			i = len(groups)
-			index[g] = i
-			groups = append(groups, nil)
-			kinds = append(kinds, g.kind)
-		}
-		groups[i] = append(groups[i], r)
-	}
+		return g
+	})
 	var calls []renewScriptCall
-	for i, grs := range groups {
-		for len(grs) > 0 {
+	for _, g := range keys {
+		for grs := groups[g]; len(grs) > 0; {
 			n := min(len(grs), w.batch)
-			calls = append(calls, renewScriptCall{kind: kinds[i], rs: grs[:n:n]})
+			calls = append(calls, renewScriptCall{kind: g.kind, rs: grs[:n:n]})
 			grs = grs[n:]
 		}
 	}
@@ -150,6 +127,20 @@ func (w *Watchdog) flush(c conn.Client, rs []renewal, sentAt time.Time) {
 	w.execAll(c, calls, sentAt)
 }
 
+// groupBy splits xs by key, the keys in the order they first come.
+func groupBy[K comparable, T any](xs []T, key func(T) K) ([]K, map[K][]T) {
+	var keys []K
+	groups := map[K][]T{}
+	for _, x := range xs {
+		k := key(x)
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], x)
+	}
+	return keys, groups
+}
+
 // execAll sends calls in pipelines of at most w.pipeLeases leases, in turn.
 func (w *Watchdog) execAll(c conn.Client, calls []renewScriptCall, sentAt time.Time) {
 	for len(calls) > 0 {
@@ -158,7 +149,10 @@ func (w *Watchdog) execAll(c conn.Client, calls []renewScriptCall, sentAt time.T
 			leases += len(calls[n].rs)
 			n++
 		}
-		w.exec(c, calls[:n], sentAt)
+		if span, synced := w.sendPipeline(c, calls[:n]); span != nil { // nil: nothing left to renew
+			w.record(span, calls[:n], sentAt, synced)
+			span.End()
+		}
 		calls = calls[n:]
 	}
 }
@@ -167,18 +161,12 @@ func (w *Watchdog) execAll(c conn.Client, calls []renewScriptCall, sentAt time.T
 // cluster pipeline, a context ending while go-redis retries a dead master fails
 // every command, the live masters' renewals too, losing every lease.
 func (w *Watchdog) flushNodes(c conn.Client, calls []renewScriptCall, sentAt time.Time) {
-	var addrs []string
-	byNode := map[string][]renewScriptCall{}
-	for _, p := range calls {
-		addr := "" // unknown master: sent on its own, and fails on its own
+	addrs, byNode := groupBy(calls, func(p renewScriptCall) string {
 		if n, err := c.Node(context.Background(), p.rs[0].targetOf().Keys[0]); err == nil {
-			addr = n.Addr()
+			return n.Addr()
 		}
-		if _, ok := byNode[addr]; !ok {
-			addrs = append(addrs, addr)
-		}
-		byNode[addr] = append(byNode[addr], p)
-	}
+		return "" // unknown master: sent on its own, and fails on its own
+	})
 	if len(addrs) == 1 {
 		w.execAll(c, calls, sentAt)
 		return
@@ -193,15 +181,6 @@ func (w *Watchdog) flushNodes(c conn.Client, calls []renewScriptCall, sentAt tim
 	}
 	w.execAll(c, byNode[addrs[0]], sentAt)
 	wg.Wait()
-}
-
-func (w *Watchdog) exec(c conn.Client, calls []renewScriptCall, sentAt time.Time) {
-	span, synced := w.sendPipeline(c, calls)
-	if span == nil {
-		return // nothing left to renew
-	}
-	defer span.End()
-	w.record(span, calls, sentAt, synced)
 }
 
 // pipelineSync is the WAIT of a pipeline that renews synced leases.
@@ -268,7 +247,7 @@ func (w *Watchdog) sendPipeline(c conn.Client, calls []renewScriptCall) (trace.S
 			}
 		}
 		if span == nil {
-			spanCtx, span = w.tracer.Start(context.Background(), tracing.SpanWatchdogRenew, w.spanStart...)
+			spanCtx, span = w.tracer.Start(context.Background(), tracing.SpanWatchdogRenew, renewSpanStart...)
 		}
 		ctx, cancel := context.WithTimeout(spanCtx, timeout)
 		w.stats.roundTrips.Add(1)
@@ -299,7 +278,7 @@ func reloadMissing(calls []renewScriptCall) bool {
 func (w *Watchdog) record(span trace.Span, calls []renewScriptCall, sentAt time.Time, synced *pipelineSync) {
 	now := w.clock.Now()
 	var lost []lossNotice
-	var leases, renewed, gone, failed int
+	var renewed, gone, failed int
 	var firstErr error
 	w.mu.Lock()
 	for _, p := range calls {
@@ -315,7 +294,6 @@ func (w *Watchdog) record(span trace.Span, calls []renewScriptCall, sentAt time.
 			case i < len(vals) && vals[i] == int64(1):
 				res = synced.err(r.l.spec.Sync) // renewed, and acknowledged as its hold asks
 			}
-			leases++
 			switch {
 			case res == nil:
 				renewed++
@@ -324,9 +302,7 @@ func (w *Watchdog) record(span trace.Span, calls []renewScriptCall, sentAt time.
 				w.metrics.Failed(r.l.spec.Primitive, telemetry.Gone, 1)
 			default:
 				failed++
-				if firstErr == nil {
-					firstErr = res
-				}
+				firstErr = cmp.Or(firstErr, res)
 				w.metrics.Failed(r.l.spec.Primitive, failureReason(res), 1)
 			}
 			if lc, ok := w.completeLocked(r, res, sentAt, now); ok {
@@ -336,15 +312,15 @@ func (w *Watchdog) record(span trace.Span, calls []renewScriptCall, sentAt time.
 	}
 	w.mu.Unlock()
 	if span.IsRecording() {
-		span.SetAttributes(tracing.WatchdogLeases.Int(leases), tracing.WatchdogRenewed.Int(renewed),
+		span.SetAttributes(tracing.WatchdogLeases.Int(renewed+gone+failed), tracing.WatchdogRenewed.Int(renewed),
 			tracing.WatchdogGone.Int(gone), tracing.WatchdogFailed.Int(failed))
 		if firstErr != nil {
 			span.RecordError(firstErr)
 			span.SetStatus(codes.Error, firstErr.Error())
 		}
 	}
-	for _, lc := range lost {
-		runLost(lc.cbs, lc.err)
+	for _, n := range lost {
+		n.tell()
 	}
 }
 

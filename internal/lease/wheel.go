@@ -33,17 +33,15 @@ func (w *Watchdog) placeLocked(l *Lease, at time.Time) {
 		// Moved, not removed: the goroutine need not hear (a re-entry must not wake it).
 		w.removeLocked(l)
 	}
-	t := w.tickOf(at)
-	if t <= w.cursor {
-		t = w.cursor + 1
-	}
-	l.slot = int(t % wheelSlots)
+	l.slot = int(max(w.tickOf(at), w.cursor+1) % wheelSlots)
 	w.slots[l.slot][l] = struct{}{}
 	l.inWheel = true
 	l.eventAt = at
 	w.count++
-	due := w.dueOf(l, at)
-	w.noteDueLocked(l, due)
+	if l.atLoss = !at.Before(l.lossAt); l.atLoss {
+		w.lossN[l.slot]++
+	}
+	due := w.noteDueLocked(l)
 	if !w.running {
 		w.running = true
 		w.gen++
@@ -62,26 +60,21 @@ func (w *Watchdog) placeLocked(l *Lease, at time.Time) {
 	}
 }
 
-// dueOf is when (offset from base) the wheel must turn for l placed at at:
-// at itself at the loss time, else halfway from the renewal to the loss,
-// leaving the renewal half its slack for its round trip. Never past the loss.
-func (w *Watchdog) dueOf(l *Lease, at time.Time) time.Duration {
-	d := at.Sub(w.base)
-	if slack := l.lossAt.Sub(at); slack > 0 {
-		d += slack / 2
+// noteDueLocked records in l's slot, and returns, when (offset from base) the
+// wheel must turn for l: at its event at the loss time, else halfway from the
+// renewal to the loss, leaving the renewal half its slack for its round trip.
+// Never past the loss.
+func (w *Watchdog) noteDueLocked(l *Lease) time.Duration {
+	due := l.eventAt.Sub(w.base)
+	if slack := l.lossAt.Sub(l.eventAt); slack > 0 {
+		due += slack / 2
 	}
-	return d
-}
-
-// noteDueLocked records in l's slot its due, as dueOf returned.
-func (w *Watchdog) noteDueLocked(l *Lease, due time.Duration) {
-	l.atLoss = !l.eventAt.Before(l.lossAt)
 	if l.atLoss {
-		w.lossN[l.slot]++
 		w.lossDue[l.slot] = min(w.lossDue[l.slot], due)
 	} else {
 		w.renewDue[l.slot] = min(w.renewDue[l.slot], due)
 	}
+	return due
 }
 
 func (w *Watchdog) removeLocked(l *Lease) {
@@ -122,11 +115,6 @@ func (w *Watchdog) unscheduleLocked(l *Lease) {
 	}
 }
 
-type lossNotice struct {
-	cbs []Listener
-	err error
-}
-
 // renewal is one target of one lease to renew in this round.
 type renewal struct {
 	l      *Lease
@@ -139,13 +127,8 @@ func (w *Watchdog) advanceLocked(now time.Time) ([]renewal, []lossNotice) {
 	var batch []renewal
 	var lost []lossNotice
 	end := w.tickOf(now)
-	start := w.cursor + 1
-	if end-start >= wheelSlots {
-		start = end - wheelSlots + 1
-	}
-	if end > w.cursor {
-		w.cursor = end // placements below land after the ticks processed here
-	}
+	start := max(w.cursor+1, end-wheelSlots+1)
+	w.cursor = max(w.cursor, end) // placements below land after the ticks processed here
 	for t := start; t <= end; t++ {
 		s := t % wheelSlots
 		slot := w.slots[s]
@@ -154,11 +137,7 @@ func (w *Watchdog) advanceLocked(now time.Time) ([]renewal, []lossNotice) {
 		w.lossDue[s] = noDue
 		for l := range slot {
 			if w.tickOf(l.eventAt) > end {
-				if due := w.dueOf(l, l.eventAt); l.atLoss {
-					w.lossDue[s] = min(w.lossDue[s], due)
-				} else {
-					w.renewDue[s] = min(w.renewDue[s], due)
-				}
+				w.noteDueLocked(l)
 				continue // a later turn of the wheel
 			}
 			// A renewal due later in this tick joins this round (less than a tick
@@ -172,14 +151,12 @@ func (w *Watchdog) advanceLocked(now time.Time) ([]renewal, []lossNotice) {
 			w.unscheduleLocked(l)
 			switch {
 			case !now.Before(l.lossAt):
-				if cbs := w.loseLocked(l, lossReason(l)); cbs != nil {
-					lost = append(lost, lossNotice{cbs, l.lostErr})
-				}
+				lost = append(lost, w.loseLocked(l, lossReason(l)))
 			case renew:
 				l.round++
 				l.open = true
 				l.pending = len(l.spec.Targets)
-				l.okN, l.goneN, l.errN = 0, 0, 0
+				l.okN, l.goneN = 0, 0
 				for i := range l.spec.Targets {
 					batch = append(batch, renewal{l, i, l.round})
 				}
