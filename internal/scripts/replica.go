@@ -1,6 +1,7 @@
 package scripts
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,12 +50,8 @@ func (p ReplicaPolicy) Err(a Acks) error {
 	if a.Err != nil {
 		return a.Err
 	}
-	timeout := a.Timeout
-	if timeout == 0 {
-		timeout = p.Timeout
-	}
 	return fmt.Errorf("%w: %d of %d replicas acknowledged within %v, %d required",
-		errs.ErrNotReplicated, a.Got, a.Want, timeout, p.Min)
+		errs.ErrNotReplicated, a.Got, a.Want, cmp.Or(a.Timeout, p.Timeout), p.Min)
 }
 
 // Refuse gives back an under-acknowledged acquisition (undo) and returns
@@ -81,9 +78,8 @@ const movedRetries = 3
 // is a Sentinel client): then nothing runs (ErrNotReplicated). Counts are
 // read again every 10 s, after a failover-like error and a short WAIT.
 func (call Call) Synced(ctx context.Context, c conn.Client, p ReplicaPolicy) (conn.Reply, Acks) {
-	s, nkeys := call.s, call.nkeys
 	if p.Timeout <= 0 {
-		return s.send(ctx, c, nkeys, call.a), Acks{}
+		return call.Run(ctx, c), Acks{}
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		// A WAIT cut by the deadline would leave the acquisition unknown.
@@ -96,7 +92,7 @@ func (call Call) Synced(ctx context.Context, c conn.Client, p ReplicaPolicy) (co
 	for retry := 0; ; retry++ {
 		node, srv, err := route(ctx, c, key)
 		if errors.Is(err, errUnsupported) {
-			return s.send(ctx, c, nkeys, call.a), Acks{}
+			return call.Run(ctx, c), Acks{}
 		}
 		if err != nil {
 			return conn.Failed(ctx, err), Acks{}
@@ -110,7 +106,7 @@ func (call Call) Synced(ctx context.Context, c conn.Client, p ReplicaPolicy) (co
 			return conn.Failed(ctx, srv.refuse(node, p)), Acks{}
 		}
 		if n == 0 && !refresh {
-			cmd := s.send(ctx, c, nkeys, call.a)
+			cmd := call.Run(ctx, c)
 			if cmd.Err() != nil && conn.Transient(cmd.Err()) {
 				srv.stale()
 			}
@@ -121,10 +117,9 @@ func (call Call) Synced(ctx context.Context, c conn.Client, p ReplicaPolicy) (co
 			Unreachable(ctx, c, err)
 			if redirected(err) && retry < movedRetries {
 				c.Refresh(ctx)
-				if !clock.Sleep(ctx, time.Duration(retry+1)*20*time.Millisecond) {
-					return cmd, acks
+				if clock.Sleep(ctx, time.Duration(retry+1)*20*time.Millisecond) {
+					continue
 				}
-				continue
 			}
 			return cmd, acks
 		}
@@ -154,13 +149,12 @@ func SyncNeeded(ctx context.Context, c conn.Client, p ReplicaPolicy, key string)
 // send runs the script and, for n > 0 replicas, WAIT for min(n, p.Min) on
 // one pipeline of node; refresh adds INFO to read the count anew.
 func (srv *server) send(ctx context.Context, node conn.Client, p ReplicaPolicy, call Call, n int, refresh bool) (conn.Reply, Acks) {
-	s := call.s
 	n = min(n, max(p.Min, 1))
 	cmd := call.Cmd(ctx)
 	wait, info := pipeline(ctx, node, cmd, p, n, refresh)
 	if IsNoScript(cmd.Reply().Err()) {
 		// Not cached (a restart, a failover): EVAL loads it, WAIT follows.
-		cmd = s.Reload(ctx, cmd)
+		cmd = call.s.Reload(ctx, cmd)
 		wait, info = pipeline(ctx, node, cmd, p, n, refresh)
 	}
 	if refresh {
@@ -172,7 +166,7 @@ func (srv *server) send(ctx context.Context, node conn.Client, p ReplicaPolicy, 
 		}
 	}
 	if err := cmd.Reply().Err(); err != nil {
-		if named := s.named(err, cmd.Args()); named != nil {
+		if named := call.s.named(err, cmd.Args()); named != nil {
 			cmd.SetErr(named)
 			err = named
 		}
@@ -191,13 +185,8 @@ func (srv *server) acks(wait conn.Cmd, want int, timeout time.Duration) Acks {
 	if wait.Zero() {
 		return a
 	}
-	got, err := wait.Reply().Int64()
-	if err != nil {
-		srv.stale()
-		a.Err = waitErr(err)
-		return a
-	}
-	if a.Got = int(got); a.Got < want {
+	got, err := wait.Reply().Int64() // 0 on an error
+	if a.Got, a.Err = int(got), waitErr(err); err != nil || a.Got < want {
 		srv.stale()
 	}
 	return a
@@ -327,18 +316,16 @@ type replicas struct {
 // error, so that the sync is never quietly off.
 func ask(ctx context.Context, node conn.Client, log *slog.Logger, cluster bool) (replicas, error) {
 	repl, mem := infoCmds(ctx)
-	var nodes conn.Cmd
+	cmds := []conn.Cmd{repl, mem}
 	if cluster {
-		nodes = conn.NewCmd(ctx, 0, "cluster", "nodes")
-		node.Exec(ctx, repl, mem, nodes)
-	} else {
-		node.Exec(ctx, repl, mem)
+		cmds = append(cmds, conn.NewCmd(ctx, 0, "cluster", "nodes"))
 	}
+	node.Exec(ctx, cmds...)
 	r, err := repl.Reply().Text()
 	if err == nil {
 		checkMemory(node.Addr(), mem.Reply(), log)
 		c := parseReplicas(r)
-		c.listed = cluster && listsReplica(nodes.Reply())
+		c.listed = cluster && listsReplica(cmds[2].Reply())
 		return c, nil
 	}
 	if !conn.IsReply(err) {

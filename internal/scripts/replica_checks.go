@@ -63,12 +63,11 @@ func warn(log *slog.Logger, addr, reason, msg string, attrs ...any) {
 	if _, dup := warned.LoadOrStore(addr+"\x00"+reason, true); dup {
 		return
 	}
-	ctx := context.Background()
 	if log == nil {
 		log = slog.Default()
 	}
 	log.Warn(msg, append([]any{slog.String("server", addr), slog.String("reason", reason)}, attrs...)...)
-	telemetry.ServerWarning(ctx, nil, addr, reason)
+	telemetry.ServerWarning(context.Background(), nil, addr, reason)
 }
 
 // checkMemory warns when an INFO memory reply shows maxmemory with an
@@ -80,17 +79,12 @@ func checkMemory(addr string, info conn.Reply, log *slog.Logger) {
 		return // refused or unknown: nothing said either way
 	}
 	max, policy := parseMemory(r)
-	if max > 0 && evicts(policy) {
+	if max > 0 && (strings.HasPrefix(policy, "allkeys-") || strings.HasPrefix(policy, "volatile-")) {
 		warn(log, addr, tracing.WarningEviction,
 			"relock: this Redis server may evict lock keys under memory pressure, and an evicted lock goes to a second owner "+
 				"while its holder still works; set maxmemory-policy noeviction, or keep locks on an instance of their own",
 			slog.Int64("maxmemory", max), slog.String("maxmemory_policy", policy))
 	}
-}
-
-// evicts reports whether a maxmemory-policy may evict a key with a TTL.
-func evicts(policy string) bool {
-	return strings.HasPrefix(policy, "allkeys-") || strings.HasPrefix(policy, "volatile-")
 }
 
 // parseMemory reads maxmemory and maxmemory_policy from INFO memory.

@@ -93,27 +93,19 @@ func ReadTimeout(name, owner string, i int64) string {
 // ParseReadTimeout splits a reader's lease key into its rwlock's Tag, its
 // owner (<uuid>:<n>) and its count; ok is false for any other key.
 func ParseReadTimeout(key string) (tag, owner string, i int64, ok bool) {
-	rest, count, found := cutLast(key)
-	if !found {
-		return "", "", 0, false
-	}
+	// A missing ':' leaves a part empty, which the checks below refuse.
+	rest, count, _ := cutLast(key)
 	i, err := strconv.ParseInt(count, 10, 64)
-	if err != nil || i < 0 {
-		return "", "", 0, false
-	}
 	rest, ok = strings.CutSuffix(rest, ":"+readTimeoutSuffix)
-	if !ok {
+	if err != nil || i < 0 || !ok {
 		return "", "", 0, false
 	}
-	rest, thread, found := cutLast(rest)
-	if !found {
+	rest, thread, _ := cutLast(rest)
+	tag, id, _ := cutLast(rest)
+	if owner = id + ":" + thread; !IsOwner(owner) {
 		return "", "", 0, false
 	}
-	tag, id, found := cutLast(rest)
-	if !found || !IsOwner(id+":"+thread) {
-		return "", "", 0, false
-	}
-	return tag, id + ":" + thread, i, true
+	return tag, owner, i, true
 }
 
 // IsOwner reports whether s looks like an owner id, <uuid>:<n>.

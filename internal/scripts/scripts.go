@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/relock-go/relock/internal/clock"
 	"github.com/relock-go/relock/internal/conn"
 )
 
@@ -54,13 +55,11 @@ const FenceTTL = time.Hour
 // Load returns the Script of file from fsys (an embed.FS), after libs. A
 // missing file panics, at package init.
 func Load(fsys fs.FS, file string, libs ...Lib) *Script {
-	var b strings.Builder
+	var src string
 	for _, l := range libs {
-		b.WriteString(l.src)
-		b.WriteString("\n")
+		src += l.src + "\n"
 	}
-	b.WriteString(mustRead(fsys, file))
-	src := b.String()
+	src += mustRead(fsys, file)
 	sum := sha1.Sum([]byte(src))
 	return &Script{name: file, hash: hex.EncodeToString(sum[:]), src: src}
 }
@@ -99,37 +98,28 @@ func (s *Script) With(nkeys int, argv ...any) Call {
 // Run runs the call with EVALSHA through the client's conn.Pipe, falling
 // back to EVAL on NOSCRIPT.
 func (call Call) Run(ctx context.Context, c conn.Client) conn.Reply {
-	return call.s.send(ctx, c, call.nkeys, call.a)
-}
-
-// evalArgs is argv behind room for the command, the script and nkeys.
-func evalArgs(argv []any) []any { return append(make([]any, 3, 3+len(argv)), argv...) }
-
-// send runs the script whose keys and arguments are a[3:].
-func (s *Script) send(ctx context.Context, c conn.Client, nkeys int, a []any) conn.Reply {
-	a[0], a[1], a[2] = "evalsha", s.hash, nkeys
-	cmd := newCmd(ctx, nkeys, a)
+	cmd := call.Cmd(ctx)
 	if IsNoScript(conn.PipeFor(c).Process(ctx, cmd)) {
-		cmd = s.Reload(ctx, cmd)
+		cmd = call.s.Reload(ctx, cmd)
 		c.Process(ctx, cmd)
 	}
-	if named := s.named(cmd.Reply().Err(), a); named != nil {
+	if named := call.s.named(cmd.Reply().Err(), call.a); named != nil {
 		cmd.SetErr(named)
 	}
 	Unreachable(ctx, c, cmd.Reply().Err())
 	return cmd.Reply()
 }
 
+// evalArgs is argv behind room for the command, the script and nkeys.
+func evalArgs(argv []any) []any { return append(make([]any, 3, 3+len(argv)), argv...) }
+
 // Unreachable has a cluster client reload its slot map when err may mean
 // a node failed over (see conn.Client.Refresh).
 func Unreachable(ctx context.Context, c conn.Client, err error) {
-	if err == nil {
-		return // before rerr, which escapes: no allocation on success
+	// err first (before IsReply's rerr, which escapes): no allocation on success
+	if err != nil && !conn.IsReply(err) && conn.Transient(err) {
+		c.Refresh(ctx)
 	}
-	if conn.IsReply(err) || !conn.Transient(err) {
-		return
-	}
-	c.Refresh(ctx)
 }
 
 // Cmd is the call's EVALSHA for a caller's own pipeline (every script goes
@@ -177,60 +167,41 @@ type Reply struct {
 // can tell) may run this way.
 func (call Call) Retrying(ctx context.Context, c conn.Client, timeout time.Duration) Reply {
 	rc := retryCalls.Get().(*retryCall)
-	rc.s, rc.c, rc.nkeys, rc.timeout, rc.a = call.s, c, call.nkeys, timeout, call.a
+	rc.call, rc.c, rc.window = call, c, 2*timeout // how long the retries go on
 	stop, wait := conn.CallerWait(ctx, timeout)
 	rc.ctx = stop
 	if stop.Done() != nil { // else stop keeps ctx's values and never ends already
 		rc.ctx = context.WithoutCancel(ctx)
 	}
-	rc.window = 2 * timeout
 	pool := conn.PoolFor(c)
 	if conn.IsDetached(ctx) {
 		wait = rc.window // work nobody else waits for ends with its retries
 	} else if pool.Inline(stop) {
-		if reply, done := rc.inline(wait); done {
-			return reply
+		// The first attempt on the caller's goroutine under a deadline wait
+		// away (conn.Pool.Inline); the retries go on as from a worker.
+		sent := time.Now()
+		ictx, cancel := context.WithTimeout(rc.ctx, wait)
+		cmd := call.Run(ictx, c)
+		cancel()
+		if err := cmd.Err(); err == nil || !(conn.Resend(err) || errors.Is(err, context.DeadlineExceeded)) {
+			return rc.done(Reply{Reply: cmd})
 		}
-		wait = max(wait-time.Since(rc.sent), time.Nanosecond)
+		rc.retried = true // the attempt may have run
+		wait = max(wait-time.Since(sent), time.Nanosecond)
 	}
 	if err := pool.Bound(stop, wait, rc.run); err != nil {
 		return Reply{Reply: conn.Failed(ctx, err), Retried: true} // rc is the late call's now
 	}
-	reply := Reply{Reply: rc.cmd, Retried: rc.retried}
-	*rc = retryCall{run: rc.run}
-	retryCalls.Put(rc)
-	return reply
-}
-
-// inline makes the first attempt on the caller's goroutine under a
-// deadline wait away (conn.Pool.Inline). done reports a reply to return;
-// otherwise the retries go on as from a worker.
-func (rc *retryCall) inline(wait time.Duration) (r Reply, done bool) {
-	rc.sent = time.Now()
-	ictx, cancel := context.WithTimeout(rc.ctx, wait)
-	cmd := rc.s.send(ictx, rc.c, rc.nkeys, rc.a)
-	cancel()
-	if err := cmd.Err(); err == nil || !(conn.Resend(err) || errors.Is(err, context.DeadlineExceeded)) {
-		reply := Reply{Reply: cmd}
-		*rc = retryCall{run: rc.run}
-		retryCalls.Put(rc)
-		return reply, true
-	}
-	rc.retried = true // the attempt may have run
-	return Reply{}, false
+	return rc.done(Reply{Reply: rc.cmd, Retried: rc.retried})
 }
 
 // retryCall is one Call.Retrying, reused through retryCalls unless late.
 type retryCall struct {
-	sent    time.Time // of an inline first attempt
-	s       *Script
+	call    Call
 	c       conn.Client
 	ctx     context.Context
-	timeout time.Duration
-	nkeys   int
-	a       []any
-	run     func()        // rc.exec, taken once
-	window  time.Duration // how long the retries go on
+	run     func() // rc.exec, taken once
+	window  time.Duration
 	cmd     conn.Reply
 	retried bool
 }
@@ -241,29 +212,29 @@ var retryCalls = sync.Pool{New: func() any {
 	return rc
 }}
 
+// done puts rc back for reuse and returns r.
+func (rc *retryCall) done(r Reply) Reply {
+	*rc = retryCall{run: rc.run}
+	retryCalls.Put(rc)
+	return r
+}
+
 // exec runs the script until it answers or rc.window passes. The first
 // attempt has no deadline of its own (the client's timeouts bound it),
 // which spares the common call a timer.
 func (rc *retryCall) exec() {
-	rc.cmd = rc.s.send(rc.ctx, rc.c, rc.nkeys, rc.a)
+	rc.cmd = rc.call.Run(rc.ctx, rc.c)
 	if err := rc.cmd.Err(); err == nil || !conn.Resend(err) {
 		return
 	}
 	rc.retried = true
 	ctx, cancel := context.WithTimeout(rc.ctx, rc.window)
 	defer cancel()
-	backoff := 5 * time.Millisecond
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		rc.cmd = rc.s.send(ctx, rc.c, rc.nkeys, rc.a)
+	for backoff := 5 * time.Millisecond; clock.Sleep(ctx, backoff); backoff = min(2*backoff, 200*time.Millisecond) {
+		rc.cmd = rc.call.Run(ctx, rc.c)
 		if err := rc.cmd.Err(); err == nil || !conn.Resend(err) {
 			return
 		}
-		backoff = min(2*backoff, 200*time.Millisecond)
 	}
 }
 

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"reflect"
 	"sync"
@@ -86,41 +87,27 @@ func newInstruments(mp metric.MeterProvider) *instruments {
 	m := tracing.Meter(mp)
 	in := &instruments{}
 	// On error (a conflicting registration) the API still returns a working no-op instrument.
-	var err error
-	report := func(e error) {
-		if e != nil && err == nil {
-			err = e
-		}
-	}
-	var e error
-	in.acquireDur, e = m.Float64Histogram(tracing.MetricAcquireDuration, metric.WithUnit("s"),
+	var errs [8]error
+	in.acquireDur, errs[0] = m.Float64Histogram(tracing.MetricAcquireDuration, metric.WithUnit("s"),
 		metric.WithDescription("How long acquires took, waiting included."),
 		metric.WithExplicitBucketBoundaries(waitBuckets...))
-	report(e)
-	in.acquisitions, e = m.Int64Counter(tracing.MetricAcquisitions, metric.WithUnit("{acquisition}"),
+	in.acquisitions, errs[1] = m.Int64Counter(tracing.MetricAcquisitions, metric.WithUnit("{acquisition}"),
 		metric.WithDescription("Acquires, by outcome."))
-	report(e)
-	in.holdDur, e = m.Float64Histogram(tracing.MetricHoldDuration, metric.WithUnit("s"),
+	in.holdDur, errs[2] = m.Float64Histogram(tracing.MetricHoldDuration, metric.WithUnit("s"),
 		metric.WithDescription("How long holds lasted, by how they ended."),
 		metric.WithExplicitBucketBoundaries(holdBuckets...))
-	report(e)
-	in.held, e = m.Int64UpDownCounter(tracing.MetricHeld, metric.WithUnit("{hold}"),
+	in.held, errs[3] = m.Int64UpDownCounter(tracing.MetricHeld, metric.WithUnit("{hold}"),
 		metric.WithDescription("Holds currently held by this process (a re-entry counts)."))
-	report(e)
-	in.nodesWon, e = m.Int64Histogram(tracing.MetricRedlockNodesWon, metric.WithUnit("{node}"),
+	in.nodesWon, errs[4] = m.Int64Histogram(tracing.MetricRedlockNodesWon, metric.WithUnit("{node}"),
 		metric.WithDescription("Members won by each round of a Redlock acquire."),
 		metric.WithExplicitBucketBoundaries(nodeBuckets...))
-	report(e)
-	in.renewals, e = m.Int64Counter(tracing.MetricWatchdogRenewals, metric.WithUnit("{renewal}"),
+	in.renewals, errs[5] = m.Int64Counter(tracing.MetricWatchdogRenewals, metric.WithUnit("{renewal}"),
 		metric.WithDescription("Leases renewed by the watchdog."))
-	report(e)
-	in.failures, e = m.Int64Counter(tracing.MetricWatchdogRenewalFailures, metric.WithUnit("{failure}"),
+	in.failures, errs[6] = m.Int64Counter(tracing.MetricWatchdogRenewalFailures, metric.WithUnit("{failure}"),
 		metric.WithDescription("Renewals of a lease on one Redis that failed, by reason."))
-	report(e)
-	in.leasesLost, e = m.Int64Counter(tracing.MetricWatchdogLeasesLost, metric.WithUnit("{lease}"),
+	in.leasesLost, errs[7] = m.Int64Counter(tracing.MetricWatchdogLeasesLost, metric.WithUnit("{lease}"),
 		metric.WithDescription("Leases declared lost."))
-	report(e)
-	if err != nil {
+	if err := cmp.Or(errs[:]...); err != nil { // the first
 		otel.Handle(err)
 	}
 	return in
