@@ -109,7 +109,7 @@ func Acquire(ctx context.Context, tr Trace, req Request) (err error) {
 	defer r.end(ctx, &err)
 	// An ended ctx gets no try; else the first try is made whatever the
 	// bound (as Redisson's tryLock): a free lock or re-entry never waits.
-	// Resending it on BUSY or LOADING is waiting, though (resendUntil).
+	// Resending it on BUSY or LOADING is waiting, though (Bounded).
 	if ctx.Err() != nil {
 		return ended(ctx)
 	}

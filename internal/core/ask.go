@@ -95,10 +95,7 @@ type fresh struct{ context.Context }
 
 func (f fresh) Value(k any) any {
 	switch k.(type) {
-	case Key, also, holdProbe, tokenKey:
-		return nil
-	}
-	if isOwnerKey(k) {
+	case Key, also, holdProbe, tokenKey, ownerKey:
 		return nil
 	}
 	return f.Context.Value(k)

@@ -41,16 +41,19 @@ func Bounded[T any](ctx context.Context, c Client, patience time.Duration, t Cal
 		} else {
 			v, err = onPool(ctx, c.workers, patience, t)
 		}
-		if again != nil && ctx.Err() != nil && isContextErr(err) {
-			// A late try's error stays inside, for conn.AfterLate.
+		if again != nil && ctx.Err() != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+			// Failed by the end of ctx, late or not: a late try's error
+			// stays inside, for conn.AfterLate.
 			return v, &resent{err: err, answer: again}
 		}
 		if !conn.TryAgain(err) {
 			return v, err
 		}
 		again = err
-		if until.IsZero() {
-			until, atBound = resendUntil(ctx, time.Now().Add(patience))
+		if until.IsZero() { // patience, or a first try's wait bound, sooner or later
+			if until, atBound = ctx.Value(resendKey{}).(time.Time); !atBound {
+				until = time.Now().Add(patience)
+			}
 		}
 		d := bo.next()
 		if rest := time.Until(until); rest < d {
@@ -80,20 +83,6 @@ func (e *resent) Unwrap() error { return e.err }
 // runs under the caller's context alone: Bounded resends it until then.
 type resendKey struct{}
 
-// resendUntil is when Bounded stops resending: patience, or a first try's
-// wait bound (atBound), sooner or later.
-func resendUntil(ctx context.Context, patience time.Time) (until time.Time, atBound bool) {
-	if b, ok := ctx.Value(resendKey{}).(time.Time); ok {
-		return b, true
-	}
-	return patience, false
-}
-
-// isContextErr reports a call failed by the end of its context, late or not.
-func isContextErr(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
-}
-
 // onPool runs one try of Bounded on pool.
 func onPool[T any](ctx context.Context, pool *conn.Pool, patience time.Duration, t Call[T]) (T, error) {
 	var out struct {
@@ -104,22 +93,17 @@ func onPool[T any](ctx context.Context, pool *conn.Pool, patience time.Duration,
 	if late == nil {
 		return out.v, out.err
 	}
-	// The wait bound limits waiting, not a try on its way (see Bounded).
-	if errors.Is(late, ErrWaitBound) && waitUpTo(conn.AfterLate(late), patience) {
-		return out.v, out.err // written before the try returned
+	// The wait bound limits waiting, not a try on its way (see Bounded):
+	// it has patience more.
+	if errors.Is(late, ErrWaitBound) {
+		t := time.NewTimer(patience)
+		defer t.Stop()
+		select {
+		case <-conn.AfterLate(late):
+			return out.v, out.err // written before the try returned
+		case <-t.C:
+		}
 	}
 	var zero T
 	return zero, late
-}
-
-// waitUpTo reports whether done closed within d.
-func waitUpTo(done <-chan struct{}, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-done:
-		return true
-	case <-t.C:
-		return false
-	}
 }

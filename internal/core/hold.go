@@ -80,8 +80,7 @@ type Hold struct {
 	key   Key
 	since time.Time
 
-	metered   bool      // the start was recorded: record the end
-	started   time.Time // when the hold began, if metered
+	metered   bool // the start was recorded: record the end
 	release   ReleaseFunc
 	parent    context.Context
 	cancel    context.CancelCauseFunc
@@ -132,13 +131,11 @@ func Start(parent context.Context, key Key, h *Hold, release ReleaseFunc) (conte
 		h.Live.add(h)
 	}
 	// Before anything below can end the hold.
-	if t := h.Telemetry; t != nil && t.Metrics.HoldStart(parent) {
-		h.metered, h.started = true, h.since
-	}
+	h.metered = h.Telemetry != nil && h.Telemetry.Metrics.HoldStart(parent)
 	// Not a child of parent even when Scoped: parentDone ends it, with a cause.
 	cctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	h.cancel = cancel
-	h.ctx = holdCtx{Context: cctx, key: key, h: h}
+	h.ctx = holdCtx{Context: cctx, h: h}
 	// Only End reads stopAfter and lostID, and only h.ctx's holder can call
 	// End: setting them after arming is safe.
 	h.stopAfter = noStop
@@ -166,8 +163,7 @@ func giveBack(parent context.Context, h *Hold, release ReleaseFunc) {
 // holdCtx carries a hold, its token and its owner in one context.
 type holdCtx struct {
 	context.Context
-	key Key
-	h   *Hold
+	h *Hold
 }
 
 // Err and Done first ask the lease whether it lapsed: after a pause (SIGSTOP,
@@ -218,7 +214,7 @@ func (h *Hold) checkLease() {
 func (c *holdCtx) Value(k any) any {
 	switch k := k.(type) {
 	case Key:
-		if k.Is(c.key) {
+		if k.Is(c.h.key) {
 			return c.h
 		}
 	case also:
@@ -343,7 +339,7 @@ func (h *Hold) ended(e telemetry.End) {
 		h.Live.remove(h)
 	}
 	if h.metered {
-		h.Telemetry.Metrics.HoldEnd(context.Background(), e, time.Since(h.started))
+		h.Telemetry.Metrics.HoldEnd(context.Background(), e, time.Since(h.since))
 	}
 }
 
@@ -358,23 +354,10 @@ func From(ctx context.Context, key Key) (*Hold, bool) {
 // hold, the loss (matching ErrLockLost), nil when released already because
 // its context ended; else the release's.
 func End(ctx context.Context, key Key, holds *Live) error {
-	h, ok := From(ctx, key)
-	if !ok {
-		return holds.notHeld(key)
+	h, err := endLive(ctx, key, holds, true)
+	if h == nil {
+		return err
 	}
-	if !h.state.CompareAndSwap(live, released) {
-		if h.state.CompareAndSwap(abandoned, released) {
-			<-h.bgDone // as after any Unlock: released, no renewal after return
-			return nil
-		}
-		if h.state.Load() == lost {
-			return errs.Reason(*h.lostErr.Load())
-		}
-		return fmt.Errorf("%w: already released", errs.ErrNotHeld)
-	}
-	h.ended(telemetry.Released)
-	h.stopAfter()
-	h.Lease.RemoveLost(h.lostID)
 	return h.run(ctx)
 }
 
@@ -382,20 +365,32 @@ func End(ctx context.Context, key Key, holds *Live) error {
 // release, which the caller does itself (a downgrade turns it into another
 // hold in one script) before Close. parent is the acquiring context.
 func Detach(ctx context.Context, key Key, holds *Live) (h *Hold, parent context.Context, err error) {
-	h, ok := From(ctx, key)
-	if !ok {
-		return nil, nil, holds.notHeld(key)
+	if h, err = endLive(ctx, key, holds, false); h == nil {
+		return nil, nil, err
 	}
-	if !h.state.CompareAndSwap(live, released) {
-		if h.state.Load() == lost {
-			return nil, nil, errs.Reason(*h.lostErr.Load())
-		}
-		return nil, nil, fmt.Errorf("%w: already released", errs.ErrNotHeld)
-	}
-	h.ended(telemetry.Released)
-	h.stopAfter()
-	h.Lease.RemoveLost(h.lostID)
 	return h, h.parent, nil
+}
+
+// endLive ends ctx's live hold under key for End and Detach, returning it
+// to be released; else nil with End's error. Only End (waitAbandoned) takes
+// over an abandoned hold, once its background release has returned.
+func endLive(ctx context.Context, key Key, holds *Live, waitAbandoned bool) (*Hold, error) {
+	h, ok := From(ctx, key)
+	switch {
+	case !ok:
+		return nil, holds.notHeld(key)
+	case h.state.CompareAndSwap(live, released):
+		h.ended(telemetry.Released)
+		h.stopAfter()
+		h.Lease.RemoveLost(h.lostID)
+		return h, nil
+	case waitAbandoned && h.state.CompareAndSwap(abandoned, released):
+		<-h.bgDone // as after any Unlock: released, no renewal after return
+		return nil, nil
+	case h.state.Load() == lost:
+		return nil, errs.Reason(*h.lostErr.Load())
+	}
+	return nil, fmt.Errorf("%w: already released", errs.ErrNotHeld)
 }
 
 // Close ends a detached hold's context (cause context.Canceled).
@@ -446,41 +441,39 @@ func Do(ctx context.Context, acquire func(context.Context) (context.Context, err
 // under what is left, a renewed hold), or the loss. A hold found lost as
 // its extension was written is given back, lest nobody hold it for d.
 func Extend(ctx context.Context, c Client, d, timeout time.Duration, keys ...Key) error {
-	return c.Within(ctx, timeout, func(ctx context.Context) error { return extend(ctx, d, timeout, keys) })
-}
-
-func extend(ctx context.Context, d, timeout time.Duration, keys []Key) error {
-	var h *Hold
-	for _, k := range keys {
-		if found, ok := From(ctx, k); ok {
-			h = found
-			break
+	return c.Within(ctx, timeout, func(ctx context.Context) error {
+		var h *Hold
+		for _, k := range keys {
+			if found, ok := From(ctx, k); ok {
+				h = found
+				break
+			}
 		}
-	}
-	switch {
-	case h == nil:
-		return fmt.Errorf("%w: the context carries no hold of this lock", errs.ErrNotHeld)
-	case d < lease.MinLease:
-		return fmt.Errorf("%w: lease %v is under %v", errs.ErrInvalidArgument, d, lease.MinLease)
-	case d > MaxLease:
-		return fmt.Errorf("%w: lease %v is over %v: a crashed holder's keys would outlast the keyspace bound", errs.ErrInvalidArgument, d, MaxLease)
-	}
-	if h.state.Load() != live {
-		if err := h.Lease.Lost(); err != nil {
-			return errs.Reason(err)
+		switch {
+		case h == nil:
+			return fmt.Errorf("%w: the context carries no hold of this lock", errs.ErrNotHeld)
+		case d < lease.MinLease:
+			return fmt.Errorf("%w: lease %v is under %v", errs.ErrInvalidArgument, d, lease.MinLease)
+		case d > MaxLease:
+			return fmt.Errorf("%w: lease %v is over %v: a crashed holder's keys would outlast the keyspace bound", errs.ErrInvalidArgument, d, MaxLease)
 		}
-		return fmt.Errorf("%w: the hold has ended", errs.ErrNotHeld)
-	}
-	written, err := h.Lease.Extend(ctx, d, timeout)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, lease.ErrRenewed), errors.Is(err, lease.ErrShorter):
-		return fmt.Errorf("%w: %w", errs.ErrInvalidArgument, err)
-	case errors.Is(err, lease.ErrEnded):
-		return fmt.Errorf("%w: %w", errs.ErrNotHeld, err)
-	case written && errors.Is(err, errs.ErrLockLost):
-		_ = h.Release(context.WithoutCancel(ctx))
-	}
-	return errs.Reason(err)
+		if h.state.Load() != live {
+			if err := h.Lease.Lost(); err != nil {
+				return errs.Reason(err)
+			}
+			return fmt.Errorf("%w: the hold has ended", errs.ErrNotHeld)
+		}
+		written, err := h.Lease.Extend(ctx, d, timeout)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, lease.ErrRenewed), errors.Is(err, lease.ErrShorter):
+			return fmt.Errorf("%w: %w", errs.ErrInvalidArgument, err)
+		case errors.Is(err, lease.ErrEnded):
+			return fmt.Errorf("%w: %w", errs.ErrNotHeld, err)
+		case written && errors.Is(err, errs.ErrLockLost):
+			_ = h.Release(context.WithoutCancel(ctx))
+		}
+		return errs.Reason(err)
+	})
 }

@@ -58,12 +58,7 @@ func (h *Hub) Freed(channel string, timeout time.Duration) {
 }
 
 // Waiting reports whether local goroutines wait for channel's lock.
-func (h *Hub) Waiting(channel string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	q := h.queues[channel]
-	return q != nil && len(q.waiters) > 0
-}
+func (h *Hub) Waiting(channel string) bool { return h.Queued(channel) > 0 }
 
 // Queued is how many goroutines of this process wait for channel's lock.
 func (h *Hub) Queued(channel string) int {
@@ -177,10 +172,7 @@ func (h *Hub) JoinClaimant(ctx context.Context, channel string, shared bool, own
 			return nil, err
 		}
 		h.mu.Lock()
-		w.joining = false
-		if claim != nil {
-			w.owner, w.claim = owner, claim
-		}
+		w.joining, w.owner, w.claim = false, owner, claim // owner counts only with a claim
 		h.mu.Unlock()
 		return w, nil
 	case <-ctx.Done():
@@ -215,11 +207,8 @@ func (h *Hub) removeLocked(w *Waiter, acquired bool, hold time.Duration) {
 		return
 	}
 	wasHead := q.isHead(w)
-	for i, o := range q.waiters {
-		if o == w {
-			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
-			break
-		}
+	if i := slices.Index(q.waiters, w); i >= 0 {
+		q.waiters = slices.Delete(q.waiters, i, i+1)
 	}
 	if h.dropIfIdleLocked(w.channel, q) {
 		if !acquired {
@@ -268,27 +257,14 @@ type line struct {
 
 // heads returns the front waiters that go together: the first, or a shared run.
 func (q *line) heads() []*Waiter {
-	if len(q.waiters) == 0 {
-		return nil
-	}
-	if !q.waiters[0].shared {
-		return q.waiters[:1]
-	}
-	n := 1
-	for n < len(q.waiters) && q.waiters[n].shared {
+	n := 0
+	for n < len(q.waiters) && (n == 0 || q.waiters[0].shared && q.waiters[n].shared) {
 		n++
 	}
 	return q.waiters[:n]
 }
 
-func (q *line) isHead(w *Waiter) bool {
-	for _, h := range q.heads() {
-		if h == w {
-			return true
-		}
-	}
-	return false
-}
+func (q *line) isHead(w *Waiter) bool { return slices.Contains(q.heads(), w) }
 
 func (q *line) wakeHead() {
 	for _, w := range q.heads() {
@@ -304,30 +280,16 @@ func (h *Hub) subscribeLocked(ctx context.Context, channel string) (*conn.Subscr
 // listener is the hub as the transport calls it, on a receiving goroutine.
 type listener Hub
 
-// Message handles an unlock message on channel.
-func (l *listener) Message(channel, payload string) { (*Hub)(l).deliver(channel, payload) }
-
-// Missed wakes heads and watchers: a message may be lost (resubscribed, slot moved).
-func (l *listener) Missed(channel string) {
-	h := (*Hub)(l)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if q := h.queues[channel]; q != nil {
-		q.heard("")
-	}
-}
+// Missed wakes heads and watchers, as a message with no grant: one may be
+// lost (resubscribed, slot moved).
+func (l *listener) Missed(channel string) { l.Message(channel, "") }
 
 // Broken wakes channel's heads: its connection failed, maybe losing an unlock.
-func (l *listener) Broken(channel string) {
-	h := (*Hub)(l)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if q := h.queues[channel]; q != nil {
-		q.wakeHead()
-	}
-}
+func (l *listener) Broken(channel string) { (*Hub)(l).Release(channel) }
 
-func (h *Hub) deliver(channel, payload string) {
+// Message handles an unlock message on channel.
+func (l *listener) Message(channel, payload string) {
+	h := (*Hub)(l)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	q := h.queues[channel]
@@ -374,11 +336,14 @@ func (h *Hub) Watch(ctx context.Context, channel string, f func(payload string))
 		}
 		q.sub = sub
 	}
-	stopped := make(chan struct{})
-	if ready := q.sub.Ready(); !isClosed(ready) {
+	stopped, ready := make(chan struct{}), q.sub.Ready()
+	select {
+	case <-ready:
+		if q.sub.Err() == nil {
+			f("")
+		}
+	default:
 		go h.confirmed(q, q.sub, ready, fp, stopped)
-	} else if q.sub.Err() == nil {
-		f("")
 	}
 	var once sync.Once
 	return func() {
@@ -409,21 +374,9 @@ func (h *Hub) confirmed(q *line, sub *conn.Subscription, ready <-chan struct{}, 
 	}
 }
 
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
 func (h *Hub) unwatchLocked(channel string, q *line, fp *func(payload string)) {
-	for i, o := range q.watchers {
-		if o == fp {
-			q.watchers = append(q.watchers[:i], q.watchers[i+1:]...)
-			break
-		}
+	if i := slices.Index(q.watchers, fp); i >= 0 {
+		q.watchers = slices.Delete(q.watchers, i, i+1)
 	}
 	if h.queues[channel] == q {
 		h.dropIfIdleLocked(channel, q)

@@ -18,15 +18,7 @@ import (
 // with the hold, deleted with its release. It only informs (relock ls, a
 // contention error): its failures are not the acquisition's.
 
-// WriteLabel records label as holder's, since now, for lease, waiting at
-// most LabelWait (or ctx's sooner deadline) so that a stalled server does
-// not hold the acquisition; a write unanswered then may land later.
-func WriteLabel(ctx context.Context, c conn.Client, name, holder, label string, lease time.Duration) {
-	v := label + "\t" + strconv.FormatInt(time.Now().UnixMilli(), 10)
-	labelCall(ctx, c, "set", scripts.HolderLabel(name, holder), v, "px", max(lease.Milliseconds(), 1))
-}
-
-// DropLabel deletes holder's label, waiting as WriteLabel; a missed one expires.
+// DropLabel deletes holder's label, waiting as AddLabel; a missed one expires.
 func DropLabel(ctx context.Context, c conn.Client, name, holder string) {
 	labelCall(ctx, c, "del", scripts.HolderLabel(name, holder))
 }
@@ -44,19 +36,6 @@ type Label struct {
 	Since time.Time
 }
 
-// ParseLabel reads a label key's value.
-func ParseLabel(v string) (Label, bool) {
-	label, ms, ok := strings.Cut(v, "\t")
-	if !ok {
-		return Label{}, false
-	}
-	n, err := strconv.ParseInt(ms, 10, 64)
-	if err != nil {
-		return Label{}, false
-	}
-	return Label{Label: label, Since: time.UnixMilli(n)}, true
-}
-
 // Labels reads name's holders' labels in one round trip, within timeout.
 func Labels(ctx context.Context, c conn.Client, name string, holders []string, timeout time.Duration) map[string]Label {
 	if len(holders) == 0 {
@@ -70,10 +49,10 @@ func Labels(ctx context.Context, c conn.Client, name string, holders []string, t
 	}
 	out := map[string]Label{}
 	for i, r := range c.Pipelined(ctx, gets...) {
-		if v, err := r.Text(); err == nil {
-			if l, ok := ParseLabel(v); ok {
-				out[holders[i]] = l
-			}
+		v, err := r.Text() // "<label>\t<since, unix ms>"
+		label, ms, ok := strings.Cut(v, "\t")
+		if since, perr := strconv.ParseInt(ms, 10, 64); err == nil && ok && perr == nil {
+			out[holders[i]] = Label{Label: label, Since: time.UnixMilli(since)}
 		}
 	}
 	return out
@@ -82,13 +61,17 @@ func Labels(ctx context.Context, c conn.Client, name string, holders []string, t
 // MaxHeldBy bounds the holders HeldBy looks up and names.
 const MaxHeldBy = 10
 
-// AddLabel records label as holder's, for lease, and has spec renew it with
-// the hold: its key follows the target's, renewed by the labeled script.
+// AddLabel records label as holder's, since now, for lease, and has spec
+// renew it with the hold: its key follows the target's, renewed by the
+// labeled script. It waits at most LabelWait (or ctx's sooner deadline) so
+// that a stalled server does not hold the acquisition; a write unanswered
+// then may land later.
 func AddLabel(ctx context.Context, c conn.Client, spec *lease.Spec, labeled *lease.RenewScript, name, holder, label string, leaseTime time.Duration) {
 	t := &spec.Targets[0]
 	t.Keys = append(slices.Clone(t.Keys), scripts.HolderLabel(name, holder))
 	spec.Renewer = labeled
-	WriteLabel(ctx, c, name, holder, label, leaseTime)
+	v := label + "\t" + strconv.FormatInt(time.Now().UnixMilli(), 10)
+	labelCall(ctx, c, "set", scripts.HolderLabel(name, holder), v, "px", max(leaseTime.Milliseconds(), 1))
 }
 
 // HeldBy adds to err, a contention error, who holds name when its holders

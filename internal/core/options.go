@@ -131,25 +131,23 @@ func (c *Config) Adopt(m Shared) string {
 			return fmt.Sprintf("%s differs from the %s given to the Redlock or an earlier member", leaseOf(m), leaseOf(*g))
 		}
 	}
-	if m.UnlockTimeout > 0 {
-		switch g.UnlockTimeout {
-		case 0:
-			g.UnlockTimeout, c.UnlockTimeout = m.UnlockTimeout, m.UnlockTimeout
-		case m.UnlockTimeout:
-		default:
-			return fmt.Sprintf("unlock timeout %v differs from the %v given to the Redlock or an earlier member", m.UnlockTimeout, g.UnlockTimeout)
-		}
+	if m.UnlockTimeout > 0 && !adopt(&g.UnlockTimeout, &c.UnlockTimeout, m.UnlockTimeout) {
+		return fmt.Sprintf("unlock timeout %v differs from the %v given to the Redlock or an earlier member", m.UnlockTimeout, g.UnlockTimeout)
 	}
-	if m.Watchdog != nil {
-		switch g.Watchdog {
-		case nil:
-			g.Watchdog, c.Watchdog = m.Watchdog, m.Watchdog
-		case m.Watchdog:
-		default:
-			return "its watchdog differs from the one given to the Redlock or an earlier member"
-		}
+	if m.Watchdog != nil && !adopt(&g.Watchdog, &c.Watchdog, m.Watchdog) {
+		return "its watchdog differs from the one given to the Redlock or an earlier member"
 	}
 	return ""
+}
+
+// adopt sets *given and *set to m when nothing was given, and reports
+// whether what is given is m.
+func adopt[T comparable](given, set *T, m T) bool {
+	var zero T
+	if *given == zero {
+		*given, *set = m, m
+	}
+	return *given == m
 }
 
 // Option configures a primitive.
@@ -230,33 +228,40 @@ func (c *Config) Check(client conn.Client, noun, name string) string {
 // thrice timeout, outliving the retries (twice: scripts.Call.Retrying).
 func LatchLife(timeout time.Duration) int64 { return 3 * timeout.Milliseconds() }
 
+// inRange reports whether d, the option what, is accepted, else records
+// why not: a lease within [MinLease, MaxLease]; with latch (whose latch
+// lives thrice d), a timeout within [MinUnlockTimeout, MaxUnlockTimeout].
+func (c *Config) inRange(what string, d time.Duration, latch string) bool {
+	lo, hi := MinLease, MaxLease
+	if latch != "" {
+		lo, hi = MinUnlockTimeout, MaxUnlockTimeout
+	}
+	switch {
+	case d < lo:
+		c.invalid("%s %v must be at least %v", what, d, lo)
+	case d > hi && latch == "":
+		c.invalid("%s %v must be at most %v (keys outlive a crashed holder by its lease)", what, d, hi)
+	case d > hi:
+		c.invalid("%s %v must be at most %v (%s lives three times as long, within %v)", what, d, hi, latch, MaxLease)
+	}
+	return lo <= d && d <= hi
+}
+
 // WithLeaseTime: see lock.WithLeaseTime.
 func WithLeaseTime(d time.Duration) Option {
 	return func(c *Config) {
-		if d < MinLease {
-			c.invalid("lease time %v must be at least %v", d, MinLease)
-			return
+		if c.inRange("lease time", d, "") {
+			c.LeaseTime, c.Given.LeaseTime = d, d
 		}
-		if d > MaxLease {
-			c.invalid("lease time %v must be at most %v (keys outlive a crashed holder by its lease)", d, MaxLease)
-			return
-		}
-		c.LeaseTime, c.Given.LeaseTime = d, d
 	}
 }
 
 // WithWatchdogTimeout: see lock.WithWatchdogTimeout.
 func WithWatchdogTimeout(d time.Duration) Option {
 	return func(c *Config) {
-		if d < MinLease {
-			c.invalid("watchdog timeout %v must be at least %v", d, MinLease)
-			return
+		if c.inRange("watchdog timeout", d, "") {
+			c.WatchdogTimeout, c.Given.WatchdogTimeout = d, d
 		}
-		if d > MaxLease {
-			c.invalid("watchdog timeout %v must be at most %v (keys outlive a crashed holder by its lease)", d, MaxLease)
-			return
-		}
-		c.WatchdogTimeout, c.Given.WatchdogTimeout = d, d
 	}
 }
 
@@ -279,16 +284,10 @@ const MinUnlockTimeout = time.Millisecond
 // WithUnlockTimeout: see lock.WithUnlockTimeout.
 func WithUnlockTimeout(d time.Duration) Option {
 	return func(c *Config) {
-		if d < MinUnlockTimeout {
-			c.invalid("unlock timeout %v must be at least %v", d, MinUnlockTimeout)
-			return
+		if c.inRange("unlock timeout", d, "its latch") {
+			c.onlyNew("WithUnlockTimeout")
+			c.UnlockTimeout, c.Given.UnlockTimeout = d, d
 		}
-		if d > MaxUnlockTimeout {
-			c.invalid("unlock timeout %v must be at most %v (its latch lives three times as long, within %v)", d, MaxUnlockTimeout, MaxLease)
-			return
-		}
-		c.onlyNew("WithUnlockTimeout")
-		c.UnlockTimeout, c.Given.UnlockTimeout = d, d
 	}
 }
 
@@ -372,21 +371,15 @@ func WithMinReplicas(n int) Option {
 // c.ReplicaSync short ("" when it would not). A default ReplicaSync is
 // halved below the read timeout instead, unless the caller set it.
 func (c *Config) checkReadTimeout(client conn.Client) string {
-	if c.ReplicaSync <= 0 {
-		return ""
-	}
 	rt, ok := client.ReadTimeout()
-	if !ok {
+	switch {
+	case c.ReplicaSync <= 0 || !ok || rt <= 0 || rt > c.ReplicaSync:
 		return ""
-	}
-	if rt > 0 && rt <= c.ReplicaSync && !c.syncGiven {
+	case !c.syncGiven:
 		c.ReplicaSync = max(rt/2, time.Millisecond).Truncate(time.Millisecond)
 		return ""
 	}
-	if rt > 0 && rt <= c.ReplicaSync {
-		return fmt.Sprintf("replica sync timeout %v must be below the client's read timeout %v, which would cut the WAIT short", c.ReplicaSync, rt)
-	}
-	return ""
+	return fmt.Sprintf("replica sync timeout %v must be below the client's read timeout %v, which would cut the WAIT short", c.ReplicaSync, rt)
 }
 
 // WithForceUnlockNotice: see lock.WithForceUnlockNotice.
@@ -427,16 +420,10 @@ func WithWatchdog(w *lease.Watchdog) Option {
 func WithNodeTimeout(d time.Duration) Option {
 	return func(c *Config) {
 		// A failed round gives members back with it as unlock timeout.
-		if d < MinUnlockTimeout {
-			c.invalid("node timeout %v must be at least %v", d, MinUnlockTimeout)
-			return
+		if c.inRange("node timeout", d, "a give-back's latch") {
+			c.NodeTimeout = d
+			c.onlyNew("WithNodeTimeout")
 		}
-		if d > MaxUnlockTimeout {
-			c.invalid("node timeout %v must be at most %v (a give-back's latch lives three times as long, within %v)", d, MaxUnlockTimeout, MaxLease)
-			return
-		}
-		c.NodeTimeout = d
-		c.onlyNew("WithNodeTimeout")
 	}
 }
 
@@ -465,9 +452,6 @@ func (c *Config) Instruments(primitive, side, name, releaseSpan string, attrs ..
 // Options unwraps a package's typed options with get, skipping nil ones (the
 // types make the compiler refuse another package's or a New-only option).
 func Options[T any](opts []T, get func(T) Option) []Option {
-	if len(opts) == 0 {
-		return nil
-	}
 	out := make([]Option, 0, len(opts))
 	for _, o := range opts {
 		if any(o) != nil {

@@ -37,12 +37,6 @@ func RequestKey(prefix string) string {
 // RequestID names one unlock request, unique across processes, cheaper than a uuid.
 func RequestID() string { return RequestKey("") }
 
-// isOwnerKey reports whether k is the pinned owner's context key.
-func isOwnerKey(k any) bool {
-	_, ok := k.(ownerKey)
-	return ok
-}
-
 // pinnedOwner returns the owner pinned in ctx with WithOwner.
 func pinnedOwner(ctx context.Context) (string, bool) {
 	id, ok := ctx.Value(ownerKey{}).(string)

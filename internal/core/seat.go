@@ -12,7 +12,7 @@ import (
 // SUBSCRIBE and UNSUBSCRIBE per wait, a seat (a waiter id of this hub) is
 // reused by the lock's next waiter, still subscribed, until free for
 // Linger. One waiter holds it at a time; a grant meant for its last waiter
-// names that owner, so the next does not take it (see deliver).
+// names that owner, so the next does not take it (see listener.Message).
 
 // seats are a lock's seats: the free ones, oldest first, and the taken
 // ones (Pick.Seats).
@@ -87,12 +87,9 @@ func (h *Hub) dropStaleSeats(prefix string, p *seats) {
 	}
 	now := time.Now()
 	n := 0
-	for n < len(p.free) && now.Sub(p.free[n].returned) >= Linger {
-		n++
-	}
-	stale := make([]string, n)
-	for i, f := range p.free[:n] {
-		stale[i] = f.id
+	var stale []string
+	for ; n < len(p.free) && now.Sub(p.free[n].returned) >= Linger; n++ {
+		stale = append(stale, p.free[n].id)
 	}
 	p.free = slices.Delete(p.free, 0, n)
 	h.dropSeatsLocked(prefix, stale)

@@ -121,8 +121,17 @@ func (h *Hub) Reserve(channel string, pick Pick, ws []*Waiter) (_ []*Waiter, yie
 	defer h.mu.Unlock()
 	ws = ws[:0]
 	switch {
-	case pick.Head:
-		return h.reserveHeadLocked(channel, ws)
+	case pick.Head: // reserving nobody ends the chain
+		q := h.queues[channel]
+		if q == nil || len(q.waiters) == 0 || !q.waiters[0].idleLocked() {
+			delete(h.handOffs, channel)
+			return ws, false
+		}
+		if c := h.handOffs[channel]; c.n >= MaxHandOffs || (c.n > 0 && time.Since(c.since) >= MaxHandOffTime) {
+			delete(h.handOffs, channel)
+			return ws, true
+		}
+		return append(ws, q.waiters[0].reserveLocked(true)), false
 	case pick.Seats:
 		if p := h.seats[channel]; p != nil {
 			for _, id := range p.taken {
@@ -144,20 +153,6 @@ func (h *Hub) Reserve(channel string, pick Pick, ws []*Waiter) (_ []*Waiter, yie
 		}
 	}
 	return ws, false
-}
-
-// reserveHeadLocked is Reserve's Head. Reserving nobody ends the chain.
-func (h *Hub) reserveHeadLocked(channel string, ws []*Waiter) ([]*Waiter, bool) {
-	q := h.queues[channel]
-	if q == nil || len(q.waiters) == 0 || !q.waiters[0].idleLocked() {
-		delete(h.handOffs, channel)
-		return ws, false
-	}
-	if c := h.handOffs[channel]; c.n >= MaxHandOffs || (c.n > 0 && time.Since(c.since) >= MaxHandOffTime) {
-		delete(h.handOffs, channel)
-		return ws, true
-	}
-	return append(ws, q.waiters[0].reserveLocked(true)), false
 }
 
 // reserveLocked reserves w; chained: it counts towards the chain bound.
@@ -220,10 +215,8 @@ func (w *Waiter) End(o Outcome, g Grant) {
 			}
 			w.h.handOffs[w.channel] = c
 		}
-		if w.missed {
-			// A release came during the hand-off: the next may find room.
-			g.NoneLeft = false
-		}
+		// A release came during the hand-off (missed): the next may find room.
+		g.NoneLeft = g.NoneLeft && !w.missed
 		w.grant, w.granted = g, true
 	case o == Passed && !w.missed:
 		return
