@@ -115,10 +115,10 @@ func houseViolations(t *testing.T, path string) []string {
 // they stand, so that the house only shrinks; lower one as a package sheds
 // weight. fence is kept apart from the core, within its own 800.
 var lineBudgets = map[string]int{
-	".": 100, "election": 1050, "fence": 800, "internal/core": 3450, "internal/clock": 200,
-	"internal/conn": 2280, "internal/errs": 150, "internal/lease": 1700, "internal/core/optionstest": 100,
-	"internal/scripts": 1650, "internal/telemetry": 450, "internal/telemetry/telemetrytest": 150,
-	"lock": 1800, "redlock": 1300, "rwlock": 1550, "semaphore": 1100, "tracing": 250, "watchdog": 150,
+	".": 100, "election": 900, "fence": 800, "internal/core": 3150, "internal/clock": 200,
+	"internal/conn": 2200, "internal/errs": 150, "internal/lease": 1500, "internal/core/optionstest": 100,
+	"internal/scripts": 1200, "internal/telemetry": 400, "internal/telemetry/telemetrytest": 150,
+	"lock": 1550, "redlock": 1100, "rwlock": 1400, "semaphore": 1000, "tracing": 250, "watchdog": 150,
 }
 
 // TestHouseLineBudgets holds every library file to 600 lines and every
