@@ -202,12 +202,17 @@ func (h *Hold) live() bool {
 
 // checkLease declares a lapsed lease lost, cancelling the context.
 func (h *Hold) checkLease() {
-	if h.state.Load() == live {
+	switch h.state.Load() {
+	case live:
 		// The watchdog may have found the loss first without running the
 		// callbacks yet: end the hold here too (markLost runs once).
 		if err := h.Lease.Check(); err != nil {
 			h.markLost(err)
 		}
+	case lost:
+		// Another goroutine's markLost records the end, then cancels: wait
+		// the moment for it, so that a lost hold never reads as live.
+		<-h.ctx.Context.Done()
 	}
 }
 
