@@ -110,7 +110,7 @@ func (l *Lock) tryAll(ctx context.Context, r *round, lease time.Duration) []outc
 		ok, token, _, err := node.Try(nctx, r.id, lease)
 		if claimed[i].CompareAndSwap(false, true) {
 			results <- answer{i: i, ok: ok, token: token, err: err}
-		} else if ok || (!r.reentry && mayHaveRun(err)) {
+		} else if ok || (!r.reentry && core.MayHaveRun(err)) {
 			_, _ = node.Release(giveBackCtx, r.id, l.cfg.UnlockTimeout)
 		}
 		if running.Add(-1) == 0 {
@@ -237,7 +237,7 @@ func (r *round) mayHold(outs []outcome) []bool {
 	which := make([]bool, len(outs))
 	for i, o := range outs {
 		e := o.err
-		which[i] = !o.behind && e != nil && e.Outcome != OutcomeHeld && (e.Err == nil || mayHaveRun(e.Err))
+		which[i] = !o.behind && e != nil && e.Outcome != OutcomeHeld && (e.Err == nil || core.MayHaveRun(e.Err))
 	}
 	return which
 }
@@ -294,10 +294,4 @@ func (l *Lock) release(ctx context.Context, h *core.Hold) error {
 		return nil
 	}
 	return fmt.Errorf("released %d of %d members, quorum %d: %w", released, len(l.nodes), l.quorum, failed)
-}
-
-// mayHaveRun reports an error after which a member's script may have run.
-func mayHaveRun(err error) bool {
-	_, uncertain := core.Lost(err)
-	return uncertain
 }

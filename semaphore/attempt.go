@@ -38,12 +38,8 @@ type permitTry struct {
 // errUnsent is a try not sent, its caller's wait having ended.
 var errUnsent = errors.New("try not sent: the wait had ended")
 
-// mayHaveRun is whether err's try may have run (core.Lost): a try not
-// sent at all did not.
-func mayHaveRun(err error) bool {
-	_, uncertain := core.Lost(err)
-	return uncertain && !errors.Is(err, errUnsent)
-}
+// mayHaveRun is core.MayHaveRun, but false for a try never sent.
+func mayHaveRun(err error) bool { return core.MayHaveRun(err) && !errors.Is(err, errUnsent) }
 
 // landing is one try's answer, as the try itself saw it.
 type landing struct {
@@ -89,7 +85,7 @@ func (t *permitTry) Try(ctx context.Context, atHead bool) (core.Result, error) {
 		return r, err
 	}))
 	vals, acks, size := r.vals, r.acks, r.size
-	t.uncertain = err != nil && mayHaveRun(err)
+	t.uncertain = mayHaveRun(err)
 	if late, _ := core.Lost(err); late != nil {
 		t.late = late
 	}
@@ -104,7 +100,7 @@ func (t *permitTry) Try(ctx context.Context, atHead bool) (core.Result, error) {
 	case 1:
 		if !t.sync.Enough(acks) {
 			err := t.sync.Refuse(acks, func() error { return s.undo(ctx, permitID) })
-			_, t.uncertain = core.Lost(err)
+			t.uncertain = core.MayHaveRun(err)
 			return core.Result{}, err
 		}
 		return core.Result{Acquired: true}, nil
@@ -189,7 +185,7 @@ func (t *permitTry) afterLate(ctx context.Context) {
 	l := t.landed
 	answered := l.err == nil && len(l.vals) == 2
 	took := answered && l.vals[0] == 1
-	_, unknown := core.Lost(l.err)
+	unknown := core.MayHaveRun(l.err)
 	// an earlier try's mark (a grant takes it back), or this try's own
 	if t.marked && !took || l.marked && (unknown || answered && l.vals[0] == 0) {
 		t.s.withdrawMark(ctx, t.claim.permitID)

@@ -51,19 +51,20 @@ func (c Client) Query(ctx context.Context, timeout time.Duration, args ...any) c
 		r = c.Do(ctx, args...)
 		return r.Err()
 	}); err != nil && conn.AfterLate(err) != nil {
-		cmd := conn.NewCmd(ctx, 0, args...)
-		cmd.SetErr(err)
-		return cmd.Reply()
+		return conn.Failed(ctx, err)
 	}
 	return r
 }
 
 // Lost says what a failed call may have left behind: late closes when a
 // call its caller stopped waiting for returns (nil if it returned), and
-// uncertain is whether its script may have run (a lost reply).
+// uncertain is whether its script may have run (MayHaveRun).
 func Lost(err error) (late <-chan struct{}, uncertain bool) {
-	return conn.AfterLate(err), err != nil && conn.MayHaveRun(err)
+	return conn.AfterLate(err), MayHaveRun(err)
 }
+
+// MayHaveRun reports a failed call whose script may have run (a lost reply).
+func MayHaveRun(err error) bool { return err != nil && conn.MayHaveRun(err) }
 
 // Detached returns ctx's values without its cancellation, for work nobody
 // else waits for (a give-back, a Redlock member's release): a call on its
