@@ -10,12 +10,23 @@ import (
 )
 
 // Client is the Redis client a primitive was made on, as every other
-// package holds it. The zero Client has none (Invalid). Clients wrapping
-// the same client are equal, so a Client may key a map.
-type Client struct{ rdb redis.UniversalClient }
+// package holds it. The zero Client has none (Invalid). Clients Of the
+// same client are equal, so a Client may key a map.
+type Client struct {
+	rdb redis.UniversalClient
+	// sh is rdb's entry in the registry, found once by Of so that a call
+	// reaches its pipe and workers without a lookup; nil: found on use.
+	sh *shared
+}
 
-// Of wraps rdb.
-func Of(rdb redis.UniversalClient) Client { return Client{rdb: rdb} }
+// Of wraps rdb, with its entry in the registry (made at the first meeting).
+func Of(rdb redis.UniversalClient) Client {
+	c := Client{rdb: rdb}
+	if c.Invalid() == "" {
+		c.sh = sharedOf(c)
+	}
+	return c
+}
 
 // Invalid returns why c cannot carry a relock primitive, or "".
 func (c Client) Invalid() string {

@@ -34,7 +34,10 @@ func (c Cmd) SetErr(err error) { c.c.SetErr(err) }
 
 // Process sends cmd on its own and returns its reply.
 func (c Client) Process(ctx context.Context, cmd Cmd) Reply {
-	_ = process(ctx, c.rdb, cmd.c)
+	if _, ok := untimed(ctx, c.rdb); ok {
+		ctx = sharedOf(c).pipe.timed(ctx, c.rdb)
+	}
+	_ = c.rdb.Process(ctx, cmd.c)
 	return cmd.Reply()
 }
 
@@ -63,7 +66,7 @@ func (c Client) Node(ctx context.Context, key string) (Client, error) {
 		if err != nil {
 			return Client{}, err
 		}
-		return Client{node}, nil
+		return Client{rdb: node}, nil
 	}
 	return Client{}, ErrNoNode
 }

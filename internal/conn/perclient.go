@@ -13,19 +13,21 @@ import (
 // meeting and dropped with the client: the one per-client registry. Its
 // values hold the client only through a Ref.
 type shared struct {
-	pipe *Pipe
-	pool *Pool
-	ps   *PubSub
-	// twin is held weakly: its pool refers to the client (twin.go).
-	twinOnce sync.Once
-	twin     weak.Pointer[twin]
-	twinMade atomic.Bool
-	above    sync.Map // *PerClient[V] -> V: what the layers above keep
+	pipe  *Pipe
+	pool  *Pool
+	ps    *PubSub
+	above sync.Map // *PerClient[V] -> V: what the layers above keep
 }
 
 var clients Map[*shared]
 
-func sharedOf(c Client) *shared { return clients.Get(c, newShared) }
+// sharedOf returns c's entry: the one Of found, else looked up.
+func sharedOf(c Client) *shared {
+	if c.sh != nil {
+		return c.sh
+	}
+	return clients.Get(c, newShared)
+}
 
 // newShared makes a client's entry; it starts nothing, so a copy made by
 // a lost race costs only its memory.
@@ -90,7 +92,7 @@ func (m *Map[V]) Get(client Client, newV func(Client) V) V {
 		recent = *p
 	}
 	for _, e := range recent {
-		if e.ref.Client() == client {
+		if e.ref.get() == client.rdb {
 			return e.v
 		}
 	}
@@ -150,7 +152,12 @@ func weakRef[T any, P interface {
 }
 
 // Client returns the client, or the zero Client once it was collected.
-func (r Ref) Client() Client { return Client{rdb: r.get()} }
+func (r Ref) Client() Client {
+	if rdb := r.get(); rdb != nil {
+		return Of(rdb)
+	}
+	return Client{}
+}
 
 // keyOf is a comparable key for client that does not keep it alive: a
 // weak.Pointer keeps its identity after collection, so a new client at

@@ -3,6 +3,8 @@ package conn
 import (
 	"context"
 	"sync"
+	"sync/atomic"
+	"weak"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -38,6 +40,11 @@ type Pipe struct {
 	mu     sync.Mutex
 	flying int // senders in flight
 	queue  []*call
+
+	// twin is held weakly: its pool refers to the client (twin.go).
+	twinOnce sync.Once
+	twin     weak.Pointer[twin]
+	twinMade atomic.Bool
 }
 
 // NewPipe returns a Pipe on client with up to senders (at least 1) in flight.
@@ -76,11 +83,11 @@ func (p *Pipe) Process(ctx context.Context, command Cmd) error {
 		p.flying++
 		p.mu.Unlock()
 		defer p.handOver() // even if a hook panics: the turn must pass on
-		return process(ctx, client, cmd)
+		return client.Process(p.timed(ctx, client), cmd)
 	}
 	if _, bounded := ctx.Deadline(); bounded && p.deadlines {
 		p.mu.Unlock()
-		return process(ctx, client, cmd)
+		return client.Process(p.timed(ctx, client), cmd)
 	}
 	c := calls.Get().(*call)
 	c.ctx, c.cmd = ctx, cmd

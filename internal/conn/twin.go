@@ -76,30 +76,40 @@ func (t *twin) innermost(rdb *redis.Client) {
 	}
 }
 
-// process sends cmd on rdb, through the twin if rdb ignores ctx's deadline.
-func process(ctx context.Context, rdb redis.UniversalClient, cmd *redis.Cmd) error {
-	c, ok := rdb.(*redis.Client)
-	if !ok || c.Options().ContextTimeoutEnabled {
-		return rdb.Process(ctx, cmd)
+// timed is ctx marked to be sent on rdb's twin when rdb ignores ctx's
+// deadline; else ctx.
+func (p *Pipe) timed(ctx context.Context, rdb redis.UniversalClient) context.Context {
+	c, ok := untimed(ctx, rdb)
+	if !ok {
+		return ctx
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		return rdb.Process(ctx, cmd)
-	}
-	t := sharedOf(Client{rdb}).twinOf(c)
+	t := p.twinOf(c)
 	if t == nil {
-		return rdb.Process(ctx, cmd)
+		return ctx
 	}
 	t.innermost(c)
-	return rdb.Process(context.WithValue(ctx, timedKey{}, t), cmd)
+	return context.WithValue(ctx, timedKey{}, t)
+}
+
+// untimed returns rdb as a *redis.Client if ctx has a deadline that rdb
+// ignores: go-redis sets deadlines from the context only with
+// ContextTimeoutEnabled.
+func untimed(ctx context.Context, rdb redis.UniversalClient) (*redis.Client, bool) {
+	c, ok := rdb.(*redis.Client)
+	if !ok || c.Options().ContextTimeoutEnabled {
+		return nil, false
+	}
+	_, ok = ctx.Deadline()
+	return c, ok
 }
 
 // twinOf returns rdb's twin, made on first use; nil once collected. The
-// shared entry holds it weakly: its pool refers to the client, which would
-// pin it. The client keeps it, through its hook.
-func (s *shared) twinOf(rdb *redis.Client) *twin {
-	s.twinOnce.Do(func() {
-		s.twin = newTwin(Client{rdb})
-		s.twinMade.Store(true)
+// pipe holds it weakly: its pool refers to the client, which would pin
+// it. The client keeps it, through its hook.
+func (p *Pipe) twinOf(rdb *redis.Client) *twin {
+	p.twinOnce.Do(func() {
+		p.twin = newTwin(Client{rdb: rdb})
+		p.twinMade.Store(true)
 	})
-	return s.twin.Value()
+	return p.twin.Value()
 }
