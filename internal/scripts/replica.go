@@ -70,17 +70,45 @@ var refreshEvery = 10 * time.Second
 // movedRetries bounds resends after MOVED or ASK (the script did not run).
 const movedRetries = 3
 
-// Synced runs the call as Run does, its first key in the slot it writes.
-// When p is on and that slot's server has replicas online, WAIT
-// <min(replicas, p.Min)> <p.Timeout> follows in the same round trip (ending
-// before ctx's deadline), and Acks says what it answered. A server with no
-// replica gets the script alone, unless the client has seen a replica (or
-// is a Sentinel client): then nothing runs (ErrNotReplicated). Counts are
-// read again every 10 s, after a failover-like error and a short WAIT.
+// Synced sends the call (Run is Synced with no policy), its first key in
+// the slot it writes. When p is on and that slot's server has replicas
+// online, WAIT <min(replicas, p.Min)> <p.Timeout> follows in the same round
+// trip (ending before ctx's deadline), and Acks says what it answered. A
+// server with no replica gets the script alone, unless the client has seen
+// a replica (or is a Sentinel client): then nothing runs
+// (ErrNotReplicated). Counts are read again every 10 s, after a
+// failover-like error and a short WAIT. The script alone is sent here, not
+// by a callee, so that the common call is no deeper than it must be.
 func (call Call) Synced(ctx context.Context, c conn.Client, p ReplicaPolicy) (conn.Reply, Acks) {
-	if p.Timeout <= 0 {
-		return call.Run(ctx, c), Acks{}
+	var srv *server // the server whose count let the script go alone
+	if p.Timeout > 0 {
+		var cmd conn.Reply
+		var acks Acks
+		var sent bool
+		if cmd, acks, sent, srv = call.replicated(ctx, c, p); sent {
+			return cmd, acks
+		}
 	}
+	cmd := call.Cmd(ctx)
+	if IsNoScript(conn.PipeFor(c).Process(ctx, cmd)) {
+		cmd = call.s.Reload(ctx, cmd)
+		c.Process(ctx, cmd)
+	}
+	if named := call.s.named(cmd.Reply().Err(), call.a); named != nil {
+		cmd.SetErr(named)
+	}
+	err := cmd.Reply().Err()
+	Unreachable(ctx, c, err)
+	if srv != nil && err != nil && conn.Transient(err) {
+		srv.stale()
+	}
+	return cmd.Reply(), Acks{}
+}
+
+// replicated sends the call with a WAIT when p needs one, and says so
+// (sent); else the script goes alone, on the word of the server returned
+// (nil: of none).
+func (call Call) replicated(ctx context.Context, c conn.Client, p ReplicaPolicy) (conn.Reply, Acks, bool, *server) {
 	if dl, ok := ctx.Deadline(); ok {
 		// A WAIT cut by the deadline would leave the acquisition unknown.
 		p.Timeout = max(min(p.Timeout, time.Until(dl)*3/4), time.Millisecond).Truncate(time.Millisecond)
@@ -92,25 +120,21 @@ func (call Call) Synced(ctx context.Context, c conn.Client, p ReplicaPolicy) (co
 	for retry := 0; ; retry++ {
 		node, srv, err := route(ctx, c, key)
 		if errors.Is(err, errUnsupported) {
-			return call.Run(ctx, c), Acks{}
+			return conn.Reply{}, Acks{}, false, nil
 		}
 		if err != nil {
-			return conn.Failed(ctx, err), Acks{}
+			return conn.Failed(ctx, err), Acks{}, true, nil
 		}
 		n, refresh, err := srv.count(ctx, node, p.Logger)
 		if err != nil {
 			Unreachable(ctx, c, err)
-			return conn.Failed(ctx, err), Acks{}
+			return conn.Failed(ctx, err), Acks{}, true, nil
 		}
 		if n == 0 && srv.replicated.Load() {
-			return conn.Failed(ctx, srv.refuse(node, p)), Acks{}
+			return conn.Failed(ctx, srv.refuse(node, p)), Acks{}, true, nil
 		}
 		if n == 0 && !refresh {
-			cmd := call.Run(ctx, c)
-			if cmd.Err() != nil && conn.Transient(cmd.Err()) {
-				srv.stale()
-			}
-			return cmd, Acks{}
+			return conn.Reply{}, Acks{}, false, srv
 		}
 		cmd, acks := srv.send(ctx, node, p, call, n, refresh)
 		if err := cmd.Err(); err != nil {
@@ -121,14 +145,14 @@ func (call Call) Synced(ctx context.Context, c conn.Client, p ReplicaPolicy) (co
 					continue
 				}
 			}
-			return cmd, acks
+			return cmd, acks, true, nil
 		}
 		if acks.Want > 0 {
 			if span := trace.SpanFromContext(ctx); span.IsRecording() {
 				span.SetAttributes(tracing.ReplicasAcked.Int(acks.Got))
 			}
 		}
-		return cmd, acks
+		return cmd, acks, true, nil
 	}
 }
 

@@ -96,18 +96,10 @@ func (s *Script) With(nkeys int, argv ...any) Call {
 }
 
 // Run runs the call with EVALSHA through the client's conn.Pipe, falling
-// back to EVAL on NOSCRIPT.
+// back to EVAL on NOSCRIPT: Synced with no replica policy.
 func (call Call) Run(ctx context.Context, c conn.Client) conn.Reply {
-	cmd := call.Cmd(ctx)
-	if IsNoScript(conn.PipeFor(c).Process(ctx, cmd)) {
-		cmd = call.s.Reload(ctx, cmd)
-		c.Process(ctx, cmd)
-	}
-	if named := call.s.named(cmd.Reply().Err(), call.a); named != nil {
-		cmd.SetErr(named)
-	}
-	Unreachable(ctx, c, cmd.Reply().Err())
-	return cmd.Reply()
+	cmd, _ := call.Synced(ctx, c, ReplicaPolicy{})
+	return cmd
 }
 
 // evalArgs is argv behind room for the command, the script and nkeys.
@@ -181,7 +173,7 @@ func (call Call) Retrying(ctx context.Context, c conn.Client, timeout time.Durat
 		// away (conn.Pool.Inline); the retries go on as from a worker.
 		sent := time.Now()
 		ictx, cancel := context.WithTimeout(rc.ctx, wait)
-		cmd := call.Run(ictx, c)
+		cmd, _ := call.Synced(ictx, c, ReplicaPolicy{}) // Run, one frame shallower
 		cancel()
 		if err := cmd.Err(); err == nil || !(conn.Resend(err) || errors.Is(err, context.DeadlineExceeded)) {
 			return rc.done(Reply{Reply: cmd})
@@ -223,7 +215,7 @@ func (rc *retryCall) done(r Reply) Reply {
 // attempt has no deadline of its own (the client's timeouts bound it),
 // which spares the common call a timer.
 func (rc *retryCall) exec() {
-	rc.cmd = rc.call.Run(rc.ctx, rc.c)
+	rc.cmd, _ = rc.call.Synced(rc.ctx, rc.c, ReplicaPolicy{})
 	if err := rc.cmd.Err(); err == nil || !conn.Resend(err) {
 		return
 	}
@@ -231,7 +223,7 @@ func (rc *retryCall) exec() {
 	ctx, cancel := context.WithTimeout(rc.ctx, rc.window)
 	defer cancel()
 	for backoff := 5 * time.Millisecond; clock.Sleep(ctx, backoff); backoff = min(2*backoff, 200*time.Millisecond) {
-		rc.cmd = rc.call.Run(ctx, rc.c)
+		rc.cmd, _ = rc.call.Synced(ctx, rc.c, ReplicaPolicy{})
 		if err := rc.cmd.Err(); err == nil || !conn.Resend(err) {
 			return
 		}
