@@ -203,6 +203,9 @@ func (m *Mutex) prepare(ctx context.Context, op string, once bool, opts []LockOp
 		Fallback: a.lease,
 		Owner:    ownerID,
 		Attempt:  a,
+		Client:   m.client,
+		Patience: cfg.UnlockTimeout,
+		Watchdog: wd,
 	}
 	switch {
 	case once:
@@ -274,16 +277,15 @@ type attempt struct {
 	late         <-chan struct{} // closed when a try the caller left returns
 }
 
-// Try makes one try (core.Attempt). A fair waiter marks its place even
-// off the head of the local queue: each waits on a channel of its own.
-func (a *attempt) Try(ctx context.Context, _ bool) (core.Result, error) {
-	a.sentAt = a.wd.Now()
-	r, err := core.Bounded(ctx, a.m.client, a.cfg.UnlockTimeout, a)
+// Took reads a try's reply (core.Attempt): whether it left a place in
+// line or a grant to give back, and the hold's count and token.
+func (a *attempt) Took(ctx context.Context, r core.Reply, err error, _ bool) (core.Result, error) {
+	a.sentAt = r.SentAt
 	late, mayHaveRun := core.Lost(err)
 	if late != nil {
 		a.late = late // what it may take is given back after it
 	}
-	c, tok, ttl := r.count, r.token, r.ttl
+	c, tok, ttl := r.Count, r.Token, r.TTL
 	// In line: waiting, requeued for want of replicas, or maybe, after a
 	// lost reply (a withdrawal is safe either way).
 	a.queued = a.queued || (a.mark > 0 && ((err == nil && c == 0) || errors.Is(err, ErrNotReplicated) || mayHaveRun))
@@ -529,8 +531,8 @@ func (m *Mutex) redlockNode() (core.Member, error) {
 		TTL:     m.TTL,
 		Try: func(ctx context.Context, ownerID string, lease time.Duration) (bool, int64, time.Duration, error) {
 			a := &attempt{m: m, cfg: &m.cfg, owner: ownerID, ownerArg: ownerID, seat: ownerID, lease: lease, mode: scripts.ModeNone}
-			r, err := a.Send(ctx)
-			return r.count > 0, r.token, r.ttl, err
+			r, err := a.Send(ctx, false)
+			return r.Count > 0, r.Token, r.TTL, err
 		},
 		Release: func(ctx context.Context, ownerID string, timeout time.Duration) (bool, error) {
 			// releaseLast tells a last count from a re-entered owner's.

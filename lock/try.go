@@ -5,21 +5,17 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/errs"
 )
 
-// tryReply is one acquire script's reply: the hold count after it (0 when
-// another owner holds the lock, for ttl) and the token.
-type tryReply struct {
-	count, token int64
-	ttl          time.Duration
-}
-
-// Send runs the acquire script once for a.owner in a.mode (core.Bounded
-// calls it). An acquisition too few replicas acknowledged is given back as
-// ErrNotReplicated. A fair waiter takes or keeps its place in the list
-// when a.mark is its mark life; with 0 it takes none.
-func (a *attempt) Send(ctx context.Context) (tryReply, error) {
+// Send runs the acquire script once for a.owner in a.mode (core.Attempt):
+// the hold count after it (0 when another owner holds the lock, for TTL)
+// and the token. An acquisition too few replicas acknowledged is given back
+// as ErrNotReplicated. A fair waiter takes or keeps its place in the list
+// when a.mark is its mark life (with 0 it takes none), even off the head
+// of the local queue: each waits on a channel of its own.
+func (a *attempt) Send(ctx context.Context, _ bool) (core.Reply, error) {
 	m, sync := a.m, a.cfg.ReplicaPolicy()
 	var latchArg any = m.nameArg // a key of the slot, unused without a latch
 	if a.latch != "" {
@@ -31,36 +27,36 @@ func (a *attempt) Send(ctx context.Context) (tryReply, error) {
 	}
 	cmd, acks := m.scripts.acquire(m, args).Synced(ctx, m.client.Client, sync)
 	if err := cmd.Err(); err != nil {
-		return tryReply{}, err
+		return core.Reply{}, err
 	}
 	r, err := parseAcquire(cmd.Val())
-	if err != nil || r.count == 0 || sync.Enough(acks) {
+	if err != nil || r.Count == 0 || sync.Enough(acks) {
 		return r, err
 	}
 	undo := func() error { return m.undo(ctx, a.owner, a.latch, a.lease) }
-	if a.mark > 0 && r.count == 1 && a.latch == "" { // a fair lock's waiter
+	if a.mark > 0 && r.Count == 1 && a.latch == "" { // a fair lock's waiter
 		undo = func() error { return m.requeue(ctx, a.owner, a.seat, a.mark, a.lease) } // keeps its place
 	}
-	return tryReply{}, sync.Refuse(acks, undo)
+	return core.Reply{}, sync.Refuse(acks, undo)
 }
 
-func parseAcquire(reply any) (tryReply, error) {
+func parseAcquire(reply any) (core.Reply, error) {
 	switch v := reply.(type) {
 	case int64: // the lock was free: its token
-		return tryReply{count: 1, token: v}, nil
+		return core.Reply{Count: 1, Token: v}, nil
 	case []any:
 		if len(v) == 2 {
 			c, ok1 := v[0].(int64)
 			n, ok2 := v[1].(int64)
 			switch {
 			case ok1 && ok2 && c == -2:
-				return tryReply{}, errs.WrongKind(n)
+				return core.Reply{}, errs.WrongKind(n)
 			case ok1 && ok2 && c == 0:
-				return tryReply{ttl: time.Duration(n) * time.Millisecond}, nil
+				return core.Reply{TTL: time.Duration(n) * time.Millisecond}, nil
 			case ok1 && ok2:
-				return tryReply{count: c, token: n}, nil
+				return core.Reply{Count: c, Token: n}, nil
 			}
 		}
 	}
-	return tryReply{}, fmt.Errorf("unexpected reply %v", reply)
+	return core.Reply{}, fmt.Errorf("unexpected reply %v", reply)
 }

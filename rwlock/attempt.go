@@ -52,18 +52,26 @@ func (a *attempt) Keep(ctx context.Context, traced bool) error {
 	return err
 }
 
-// Try makes one try of the acquisition (core.Attempt).
-func (a *attempt) Try(ctx context.Context, atHead bool) (core.Result, error) {
-	a.sentAt = a.wd.Now()
-	member := ""
+// Send makes one try of the acquisition (core.Attempt): only a writer at
+// the head of the local queue marks itself waiting.
+func (a *attempt) Send(ctx context.Context, atHead bool) (core.Reply, error) {
+	c, tok, ttl, err := a.rw.runAcquire(ctx, a.cfg.ReplicaPolicy(), a.side, a.owner, a.lease, a.member(atHead), a.mode, a.latch)
+	return core.Reply{Count: c, Token: tok, TTL: ttl}, err
+}
+
+// member is the writer's mark a try atHead sends ("" for none).
+func (a *attempt) member(atHead bool) string {
 	if a.side == write && atHead {
-		member = a.owner // only the head of the local queue marks
+		return a.owner
 	}
-	r, err := core.Bounded(ctx, a.rw.client, a.cfg.UnlockTimeout, core.CallFunc[tryReply](func(ctx context.Context) (tryReply, error) {
-		c, tok, ttl, err := a.rw.runAcquire(ctx, a.cfg.ReplicaPolicy(), a.side, a.owner, a.lease, member, a.mode, a.latch)
-		return tryReply{c, tok, ttl}, err
-	}))
-	c, tok, ttl := r.count, r.token, r.ttl
+	return ""
+}
+
+// Took reads a try's reply (core.Attempt).
+func (a *attempt) Took(ctx context.Context, r core.Reply, err error, atHead bool) (core.Result, error) {
+	a.sentAt = r.SentAt
+	member := a.member(atHead)
+	c, tok, ttl := r.Count, r.Token, r.TTL
 	late, uncertain := core.Lost(err)
 	a.uncertain = uncertain
 	if late != nil {
@@ -86,7 +94,8 @@ func (a *attempt) Try(ctx context.Context, atHead bool) (core.Result, error) {
 func (a *attempt) request(once, direct bool) (core.Trace, core.Request) {
 	rw, s := a.rw, a.side
 	tr := core.Trace{Tracer: rw.inst[read].Tracer, Name: tracing.SpanAcquireReadLock, Start: rw.inst[s].SpanStart, Lease: a.lease, Metrics: rw.inst[s].Metrics}
-	req := core.Request{Hub: rw.hub, Channel: rw.channel, Wait: a.cfg.WaitTimeout, Fallback: a.lease, Owner: a.owner, Attempt: a}
+	req := core.Request{Hub: rw.hub, Channel: rw.channel, Wait: a.cfg.WaitTimeout, Fallback: a.lease, Owner: a.owner, Attempt: a,
+		Client: rw.client, Patience: a.cfg.UnlockTimeout, Watchdog: a.wd}
 	if s == write {
 		tr.Name = tracing.SpanAcquireWriteLock
 	} else {

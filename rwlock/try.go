@@ -9,12 +9,6 @@ import (
 	"github.com/relock-go/relock/internal/scripts"
 )
 
-// tryReply is what one try read of an acquire script's reply.
-type tryReply struct {
-	count, token int64
-	ttl          time.Duration
-}
-
 // runAcquire runs side s's acquire script once: the count after it (0:
 // wait, for ttl) and the token. member marks a waiting writer ("" for
 // none); mode and latch make a rerun return the first run's grant. With

@@ -55,81 +55,89 @@ func (t *permitTry) Keep(ctx context.Context, traced bool) error {
 	return err
 }
 
-// tryReply is what one try read of the acquire script's reply.
-type tryReply struct {
-	vals []int64
-	acks scripts.Acks
-	size int64 // the size the try was made with
-}
+// answered is an error the acquire script answered with: the try ran,
+// and took and marked nothing.
+type answered struct{ error }
 
-// Try makes one try of the acquisition (core.Attempt).
-func (t *permitTry) Try(ctx context.Context, atHead bool) (core.Result, error) {
-	s, permitID, n := t.s, t.claim.permitID, t.claim.n
+func (e answered) Unwrap() error { return e.error }
+
+// Send makes one try of the acquisition (core.Attempt); the local head
+// takes its turn in Redis. It writes landed, which the clean-up after a
+// late try reads.
+func (t *permitTry) Send(ctx context.Context, atHead bool) (core.Reply, error) {
 	if ctx.Err() != nil {
-		// The caller gave up before this try left (promoted as its wait
-		// ended): sent now, it would take permits or mark for nobody.
-		return core.Result{}, context.Cause(ctx)
+		t.landed = landing{} // its caller left before a worker took it up
+		return core.Reply{}, errUnsent
 	}
 	waiterID := ""
 	if atHead {
-		waiterID = permitID // the local head takes its turn in Redis
+		waiterID = t.claim.permitID
 	}
-	t.claim.sentAt = t.wd.Now()
-	r, err := core.Bounded(ctx, s.client, t.cfg.UnlockTimeout, core.CallFunc[tryReply](func(ctx context.Context) (tryReply, error) {
-		if ctx.Err() != nil {
-			t.landed = landing{} // its caller left before a worker took it up
-			return tryReply{}, errUnsent
-		}
-		r, err := t.runScript(ctx, waiterID)
-		t.landed = landing{r.vals, err, waiterID != ""}
-		return r, err
-	}))
-	vals, acks, size := r.vals, r.acks, r.size
+	vals, acks, size, err := t.runScript(ctx, waiterID)
+	t.landed = landing{vals, err, waiterID != ""}
+	if err != nil {
+		return core.Reply{}, err
+	}
+	if len(vals) != 2 {
+		return core.Reply{}, answered{fmt.Errorf("unexpected reply %v", vals)}
+	}
+	switch vals[0] {
+	case 1:
+		return core.Reply{Count: 1, Acks: acks}, nil
+	case 0:
+		return core.Reply{TTL: time.Duration(vals[1]) * time.Millisecond}, nil
+	case -2:
+		return core.Reply{}, answered{t.s.mismatch(vals[1], size)}
+	case -3: // resized below n during the wait
+		return core.Reply{}, answered{fmt.Errorf("%w: n %d exceeds size %d", ErrInvalidArgument, t.claim.n, vals[1])}
+	case -4:
+		return core.Reply{}, answered{errs.WrongKind(vals[1])}
+	}
+	return core.Reply{}, answered{fmt.Errorf("unexpected reply %v", vals)}
+}
+
+// Took reads a try's reply (core.Attempt): what it may have left in
+// Redis, and permits too few replicas acknowledged, given back.
+func (t *permitTry) Took(ctx context.Context, r core.Reply, err error, atHead bool) (core.Result, error) {
+	var ans answered
+	if errors.As(err, &ans) {
+		t.uncertain = false
+		return core.Result{}, ans.error
+	}
 	t.uncertain = mayHaveRun(err)
 	if late, _ := core.Lost(err); late != nil {
 		t.late = late
 	}
-	if err != nil {
-		t.marked = t.marked || (waiterID != "" && mayHaveRun(err))
+	switch {
+	case err != nil:
+		t.marked = t.marked || (atHead && mayHaveRun(err))
+		return core.Result{}, err
+	case r.Count == 0:
+		t.marked = atHead
+		return core.Result{TTL: r.TTL}, nil
+	case !t.sync.Enough(r.Acks):
+		err := t.sync.Refuse(r.Acks, func() error { return t.s.undo(ctx, t.claim.permitID) })
+		t.uncertain = core.MayHaveRun(err)
 		return core.Result{}, err
 	}
-	if len(vals) != 2 {
-		return core.Result{}, fmt.Errorf("unexpected reply %v", vals)
-	}
-	switch vals[0] {
-	case 1:
-		if !t.sync.Enough(acks) {
-			err := t.sync.Refuse(acks, func() error { return s.undo(ctx, permitID) })
-			t.uncertain = core.MayHaveRun(err)
-			return core.Result{}, err
-		}
-		return core.Result{Acquired: true}, nil
-	case 0:
-		t.marked = waiterID != ""
-		return core.Result{TTL: time.Duration(vals[1]) * time.Millisecond}, nil
-	case -2:
-		return core.Result{}, s.mismatch(vals[1], size)
-	case -3: // resized below n during the wait
-		return core.Result{}, fmt.Errorf("%w: n %d exceeds size %d", ErrInvalidArgument, n, vals[1])
-	case -4:
-		return core.Result{}, errs.WrongKind(vals[1])
-	}
-	return core.Result{}, fmt.Errorf("unexpected reply %v", vals)
+	t.claim.sentAt = r.SentAt
+	return core.Result{Acquired: true}, nil
 }
 
-// runScript runs the acquire script once, waiterID marking the head ("" for none).
-func (t *permitTry) runScript(ctx context.Context, waiterID string) (tryReply, error) {
+// runScript runs the acquire script once, waiterID marking the head ("" for
+// none): its reply, the WAIT's acks and the size the try was made with.
+func (t *permitTry) runScript(ctx context.Context, waiterID string) (vals []int64, acks scripts.Acks, size int64, err error) {
 	s, leaseTime := t.s, t.claim.lease
 	s.resizing.RLock()
 	defer s.resizing.RUnlock()
-	size := s.size.Load() // a Resize of this Semaphore during the wait counts
+	size = s.size.Load() // a Resize of this Semaphore during the wait counts
 	cmd, acks := acquireLua{
 		Semaphore: s.args.name, Permits: s.args.permits, Weights: s.args.weights, Waiters: s.args.waiters, Marks: s.args.marks, Channel: s.args.channel,
 		Size: size, N: t.claim.n, PermitID: t.claim.permitID, LeaseMS: leaseTime.Milliseconds(), Waiter: waiterID,
 		Publish: s.args.publish, MarkLifeMS: min(leaseTime, maxMarkLife).Milliseconds(), SizePolicy: s.sizePolicy(),
 	}.call().Synced(ctx, s.client.Client, t.sync)
-	vals, err := cmd.Int64Slice()
-	return tryReply{vals, acks, size}, err
+	vals, err = cmd.Int64Slice()
+	return vals, acks, size, err
 }
 
 // request is the attempt's core.Request and trace: a TryAcquire when once.
@@ -153,6 +161,9 @@ func (t *permitTry) request(size int64, once bool) (core.Trace, core.Request) {
 		Fallback: min(leaseTime, maxMarkLife/3),
 		Owner:    t.owner,
 		Attempt:  t,
+		Client:   s.client,
+		Patience: t.cfg.UnlockTimeout,
+		Watchdog: t.wd,
 	}
 	if once {
 		req.Entry = core.SingleTry

@@ -10,6 +10,8 @@ import (
 	"github.com/relock-go/relock/internal/clock"
 	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
+	"github.com/relock-go/relock/internal/lease"
+	"github.com/relock-go/relock/internal/scripts"
 )
 
 // Result is what one try returned.
@@ -20,13 +22,33 @@ type Result struct {
 	TTL time.Duration
 }
 
+// Reply is what one try's round trip found (Attempt.Send).
+type Reply struct {
+	Count int64 // the hold's count once the try took or re-entered it; 0: not
+	Token int64 // the hold's fencing token, when Count > 0
+	// TTL is the holder's PTTL when the try did not take (negative: unknown).
+	TTL time.Duration
+	// Acks is what a WAIT after the script answered, for Took to read.
+	Acks scripts.Acks
+	// SentAt is when the try was sent, on Request.Watchdog's clock: set by
+	// the loop on every reply, a failed or late try's too.
+	SentAt time.Time
+}
+
 // Attempt is one acquisition of a primitive: the loop's only way into it.
+// The loop bounds each try (run.try): Send may run on a worker and go on
+// after the caller stopped waiting, so it changes nothing the caller's
+// goroutine reads but through what it returns; Took reads that, on the
+// caller's goroutine.
 type Attempt interface {
-	// Try makes one try. Only a try atHead (of the local queue) may mark
-	// its waiter in Redis (a writer holding back readers, a semaphore's
-	// turn): one marked before queueing could land behind another local
-	// waiter, and the two would wait for each other.
-	Try(ctx context.Context, atHead bool) (Result, error)
+	// Send makes one try's round trip. Only a try atHead (of the local
+	// queue) may mark its waiter in Redis (a writer holding back readers, a
+	// semaphore's turn): one marked before queueing could land behind
+	// another local waiter, and the two would wait for each other.
+	Send(ctx context.Context, atHead bool) (Reply, error)
+	// Took reads a try's reply, or its error (Lost tells a late try, or one
+	// that may have run): what it leaves to give back, and its Result.
+	Took(ctx context.Context, r Reply, err error, atHead bool) (Result, error)
 	// Keep makes the hold before the outcome is recorded, so that a grant
 	// refused then (lease lapsed: Start) is the caller's failure; Keep, not
 	// Abandon, gives back what it left. traced: trace the release too.
@@ -40,8 +62,19 @@ type Attempt interface {
 // TryFunc is a one-try function as an Attempt that marks and keeps nothing.
 type TryFunc func(ctx context.Context) (Result, error)
 
-// Try calls f.
-func (f TryFunc) Try(ctx context.Context, _ bool) (Result, error) { return f(ctx) }
+// Send calls f; a try that acquired is Count 1.
+func (f TryFunc) Send(ctx context.Context, _ bool) (Reply, error) {
+	res, err := f(ctx)
+	if res.Acquired {
+		return Reply{Count: 1}, err
+	}
+	return Reply{TTL: res.TTL}, err
+}
+
+// Took reads Send's reply back.
+func (TryFunc) Took(_ context.Context, r Reply, err error, _ bool) (Result, error) {
+	return Result{Acquired: err == nil && r.Count > 0, TTL: r.TTL}, err
+}
 
 // Keep does nothing.
 func (TryFunc) Keep(context.Context, bool) error { return nil }
@@ -93,6 +126,12 @@ type Request struct {
 	Attempt Attempt
 	// HandOff, when set, lets a local release hand this waiter the lock.
 	HandOff Claimant
+	// Client's workers run a try whose ctx can end; a try-again reply is
+	// resent for Patience (run.try).
+	Client   Client
+	Patience time.Duration
+	// Watchdog's clock stamps each try's SentAt (nil: time.Now).
+	Watchdog *lease.Watchdog
 }
 
 // Acquire runs the loop (first try, local queue, wait) in tr's span, has
@@ -109,7 +148,7 @@ func Acquire(ctx context.Context, tr Trace, req Request) (err error) {
 	defer r.end(ctx, &err)
 	// An ended ctx gets no try; else the first try is made whatever the
 	// bound (as Redisson's tryLock): a free lock or re-entry never waits.
-	// Resending it on BUSY or LOADING is waiting, though (Bounded).
+	// Resending it on BUSY or LOADING is waiting, though (run.try).
 	if ctx.Err() != nil {
 		return ended(ctx)
 	}
@@ -123,7 +162,7 @@ func Acquire(ctx context.Context, tr Trace, req Request) (err error) {
 		if !deadline.IsZero() {
 			tctx = context.WithValue(tctx, resendKey{}, deadline)
 		}
-		res, terr := req.Attempt.Try(tctx, false)
+		res, terr := r.try(tctx, false)
 		if over, err := r.first(res, terr); over {
 			return err
 		}
@@ -258,7 +297,7 @@ func (r *run) join() (w *Waiter, acquired bool, err error) {
 		// Try unless local waiters queued meanwhile: a try would pass them.
 		if req.Entry == Reenter || !req.Hub.Waiting(req.Channel) {
 			r.attempts++
-			res, terr := req.Attempt.Try(r.ctx, false)
+			res, terr := r.try(r.ctx, false)
 			r.res = res // the fallback after joining is this try's
 			switch {
 			case terr == nil && res.Acquired:
@@ -358,7 +397,7 @@ func (r *run) wait(w *Waiter) (acquired, passOn bool, err error) {
 // (nil: acquired); else fallback is when to try again unless woken.
 func (r *run) tryAtHead(w *Waiter) (over bool, fallback time.Duration, err error) {
 	r.attempts++
-	res, err := r.req.Attempt.Try(r.ctx, true)
+	res, err := r.try(r.ctx, true)
 	if r.req.HandOff != nil {
 		w.EndTry()
 	}

@@ -10,44 +10,44 @@ import (
 	"github.com/relock-go/relock/internal/conn"
 )
 
-// Call is one try of a primitive: its script and what follows on the same
-// server (a WAIT, a give-back for want of replicas).
-type Call[T any] interface {
-	Send(ctx context.Context) (T, error)
-}
-
-// CallFunc is a function that makes one try, as a Call.
-type CallFunc[T any] func(ctx context.Context) (T, error)
-
-// Send calls f.
-func (f CallFunc[T]) Send(ctx context.Context) (T, error) { return f(ctx) }
-
-// Bounded runs one try so that it returns when ctx ends, whatever go-redis
-// does (it ignores deadlines unless told, and retries): on c's workers if
-// ctx can end, else inline; a try unanswered then returns an error Lost
-// reports late, and goes on (give back what it takes after it). A try-again
-// reply (conn.TryAgain: BUSY, LOADING...) is resent after a backoff for up
-// to patience, or to a first try's wait bound (Acquire). A try on its way
-// when the wait bound passes has patience more, so a healthy server's
-// answer is kept rather than given back.
-func Bounded[T any](ctx context.Context, c Client, patience time.Duration, t Call[T]) (v T, err error) {
+// try makes one try of the attempt and has it read the reply (Took). The
+// try returns when ctx ends, whatever go-redis does (it ignores deadlines
+// unless told, and retries): on the client's workers if ctx can end, else
+// inline; a try unanswered then is an error Lost reports late, and goes on
+// (the attempt gives back what it takes after it). A try-again reply
+// (conn.TryAgain: BUSY, LOADING...) is resent after a backoff for up to
+// Patience, or to a first try's wait bound (Acquire). A try on its way
+// when the wait bound passes has Patience more, so a healthy server's
+// answer is kept rather than given back. Send is called here, not in a
+// helper, so that the common try is no deeper than it must be.
+func (r *run) try(ctx context.Context, atHead bool) (Result, error) {
+	a, patience := r.req.Attempt, r.req.Patience
+	if ctx.Err() != nil {
+		// The caller left before this try was sent (its wait ended as it
+		// was woken): sent now, it would take or mark for nobody.
+		return Result{}, context.Cause(ctx)
+	}
+	sent := r.now()
+	var rep Reply
+	var err error
 	var until time.Time
 	var atBound bool // until is a first try's wait bound
 	var bo backoff
 	var again error // the last answer that said to try again
 	for {
 		if ctx.Done() == nil {
-			v, err = t.Send(ctx)
+			rep, err = a.Send(ctx, atHead)
 		} else {
-			v, err = onPool(ctx, c.workers, patience, t)
+			rep, err = onPool(ctx, r.req.Client.workers, patience, a, atHead)
 		}
 		if again != nil && ctx.Err() != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
 			// Failed by the end of ctx, late or not: a late try's error
 			// stays inside, for conn.AfterLate.
-			return v, &resent{err: err, answer: again}
+			err = &resent{err: err, answer: again}
+			break
 		}
 		if !conn.TryAgain(err) {
-			return v, err
+			break
 		}
 		again = err
 		if until.IsZero() { // patience, or a first try's wait bound, sooner or later
@@ -60,12 +60,22 @@ func Bounded[T any](ctx context.Context, c Client, patience time.Duration, t Cal
 			if atBound {
 				clock.Sleep(ctx, rest) // the caller was promised the bound, not less
 			}
-			return v, err
+			break
 		}
 		if !clock.Sleep(ctx, d) {
-			return v, err
+			break
 		}
 	}
+	rep.SentAt = sent
+	return a.Took(ctx, rep, err, atHead)
+}
+
+// now is the time on the attempt's clock (Request.Watchdog).
+func (r *run) now() time.Time {
+	if w := r.req.Watchdog; w != nil {
+		return w.Now()
+	}
+	return time.Now()
 }
 
 // resent is a resend ended by its context, with the server's last answer,
@@ -80,20 +90,20 @@ func (e *resent) Error() string {
 func (e *resent) Unwrap() error { return e.err }
 
 // resendKey carries the wait bound of an acquisition's first try, which
-// runs under the caller's context alone: Bounded resends it until then.
+// runs under the caller's context alone: run.try resends it until then.
 type resendKey struct{}
 
-// onPool runs one try of Bounded on pool.
-func onPool[T any](ctx context.Context, pool *conn.Pool, patience time.Duration, t Call[T]) (T, error) {
+// onPool runs one Send of run.try on pool.
+func onPool(ctx context.Context, pool *conn.Pool, patience time.Duration, a Attempt, atHead bool) (Reply, error) {
 	var out struct {
-		v   T
+		v   Reply
 		err error
 	}
-	late := pool.Bound(ctx, 0, func() { out.v, out.err = t.Send(ctx) })
+	late := pool.Bound(ctx, 0, func() { out.v, out.err = a.Send(ctx, atHead) })
 	if late == nil {
 		return out.v, out.err
 	}
-	// The wait bound limits waiting, not a try on its way (see Bounded):
+	// The wait bound limits waiting, not a try on its way (see run.try):
 	// it has patience more.
 	if errors.Is(late, ErrWaitBound) {
 		t := time.NewTimer(patience)
@@ -104,6 +114,5 @@ func onPool[T any](ctx context.Context, pool *conn.Pool, patience time.Duration,
 		case <-t.C:
 		}
 	}
-	var zero T
-	return zero, late
+	return Reply{}, late
 }

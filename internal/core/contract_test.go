@@ -25,11 +25,15 @@ type recorded struct {
 	abandoned []error
 }
 
-func (r *recorded) Try(ctx context.Context, atHead bool) (core.Result, error) {
+func (r *recorded) Send(ctx context.Context, atHead bool) (core.Reply, error) {
 	r.mu.Lock()
 	r.atHead = append(r.atHead, atHead)
 	r.mu.Unlock()
-	return r.try(ctx)
+	return core.TryFunc(r.try).Send(ctx, atHead)
+}
+
+func (r *recorded) Took(ctx context.Context, rep core.Reply, err error, atHead bool) (core.Result, error) {
+	return core.TryFunc(r.try).Took(ctx, rep, err, atHead)
 }
 
 func (r *recorded) Keep(context.Context, bool) error { return nil }

@@ -1,6 +1,11 @@
 package core
 
-import "github.com/relock-go/relock/internal/conn"
+import (
+	"context"
+	"time"
+
+	"github.com/relock-go/relock/internal/conn"
+)
 
 // Hubs is how many clients have a hub now.
 func Hubs() int { return hubs.Len() }
@@ -23,3 +28,10 @@ func (w *Waiter) Claim(owner string, claim Claimant) {
 
 // ClientOn is a Client with no Redis whose calls run on p.
 func ClientOn(p *conn.Pool) Client { return Client{workers: p} }
+
+// TryOnce makes one bounded try of send, as the loop makes each try of
+// an attempt (run.try), on c's workers when ctx can end.
+func TryOnce(ctx context.Context, c Client, patience time.Duration, send func(context.Context) (Result, error)) (Result, error) {
+	r := run{req: Request{Attempt: TryFunc(send), Client: c, Patience: patience}}
+	return r.try(ctx, false)
+}

@@ -137,11 +137,8 @@ func TestTransientErrorThenContextEndReturnsBoth(t *testing.T) {
 
 		t.Run("wait bound", func(t *testing.T) {
 			f := &flaky{from: 2, err: errDown}
-			// as a primitive's Try sends its script (pool nil: on this goroutine)
-			try := func(ctx context.Context) (core.Result, error) {
-				return core.Bounded(ctx, core.Client{}, 50*time.Millisecond, core.CallFunc[core.Result](f.try))
-			}
-			req := request(hub, channelOf(t), try)
+			req := request(hub, channelOf(t), f.try)
+			req.Patience = 50 * time.Millisecond // pool nil: tries on this goroutine
 			req.Wait = 300 * time.Millisecond
 			err := await(t, start(testContext(t), req), "acquire")
 			require.ErrorIs(t, err, errs.ErrNotAcquired)
@@ -204,14 +201,14 @@ func TestResendMeetingTheEndOfItsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	calls := 0
-	_, err := core.Bounded(ctx, core.Client{}, 5*time.Second, core.CallFunc[int](func(ctx context.Context) (int, error) {
+	_, err := core.TryOnce(ctx, core.Client{}, 5*time.Second, func(ctx context.Context) (core.Result, error) {
 		calls++
 		if calls == 1 {
-			return 0, redisError("BUSY Redis is busy running a script.")
+			return core.Result{}, redisError("BUSY Redis is busy running a script.")
 		}
 		cancel() // as go-redis meets the end of ctx after sending
-		return 0, ctx.Err()
-	}))
+		return core.Result{}, ctx.Err()
+	})
 	require.Equal(t, 2, calls)
 	require.ErrorIs(t, err, context.Canceled)
 	require.True(t, conn.MayHaveRun(err), "a resend that may have run is given back")
@@ -231,14 +228,14 @@ func TestLateResendMeetingTheEndOfItsContext(t *testing.T) {
 		<-started
 		cancel() // while the resend waits for its reply
 	}()
-	_, err := core.Bounded(ctx, core.ClientOn(conn.NewPool(0)), 5*time.Second, core.CallFunc[int](func(context.Context) (int, error) {
+	_, err := core.TryOnce(ctx, core.ClientOn(conn.NewPool(0)), 5*time.Second, func(context.Context) (core.Result, error) {
 		if calls.Add(1) == 1 {
-			return 0, redisError("BUSY Redis is busy running a script.")
+			return core.Result{}, redisError("BUSY Redis is busy running a script.")
 		}
 		close(started)
 		<-release // a server that has not answered yet
-		return 1, nil
-	}))
+		return core.Result{Acquired: true}, nil
+	})
 	require.Equal(t, int32(2), calls.Load())
 	require.ErrorIs(t, err, context.Canceled)
 	require.True(t, conn.MayHaveRun(err))
@@ -265,11 +262,8 @@ func TestFirstTryResentUpToTheWaitBound(t *testing.T) {
 	redistest.ForBackends(t, func(t *testing.T, env *redistest.Env) {
 		hub := core.For(conn.Of(env.Client))
 		f := &flaky{from: 1, err: redisError("BUSY Redis is busy running a script.")}
-		// as a primitive's Try sends its script (pool nil: on this goroutine)
-		try := func(ctx context.Context) (core.Result, error) {
-			return core.Bounded(ctx, core.Client{}, 50*time.Millisecond, core.CallFunc[core.Result](f.try))
-		}
-		req := request(hub, channelOf(t), try)
+		req := request(hub, channelOf(t), f.try)
+		req.Patience = 50 * time.Millisecond // pool nil: tries on this goroutine
 		req.Wait = 150 * time.Millisecond
 		began := time.Now()
 		err := do(testContext(t), req)

@@ -1,21 +1,16 @@
 -- Force-unlock a lock, rwlock or semaphore whoever holds it, and wake its
--- waiters on the channel Redisson uses. Run by Mutex.ForceUnlock,
--- RWMutex.ForceUnlock, Semaphore.ForceRelease and `relock unlock --force`.
---
+-- waiters on Redisson's channel (ForceUnlock, ForceRelease, relock unlock).
 -- KEYS[1]  the hash, the lock's name
 -- KEYS[2]  the channel: redisson_lock__channel:{<name>} (lock),
 --          redisson_rwlock:{<name>} (rwlock), redisson_sc:{<name>} (semaphore)
 -- KEYS[3]  rwlock: readers' lease key prefix, {<name>} (keys
---          {<name>}:<owner>:rwlock_timeout:<i>, i = 1..read count);
---          semaphore: the permits zset {<name>}:permits; lock: the record
---          of the owners a force unlock ended,
---          redisson_unlock_latch:{<name>}:forced (owner -> 1), kept as long
---          as their lease would have lived, so that their own release
---          tells this loss from a release whose reply was lost
+--          {<name>}:<owner>:rwlock_timeout:<i>); semaphore: the permits zset
+--          {<name>}:permits; lock: the owners a force unlock ended,
+--          redisson_unlock_latch:{<name>}:forced (owner -> 1), kept for their
+--          lease, so that their release tells this loss from a lost reply
 -- KEYS[4]  semaphore: the permit weights hash {<name>}:weights; else unused
 -- ARGV[1]  the kind the caller saw: lock, rwlock or semaphore
 -- ARGV[2]  publish command: publish, or spublish on a cluster
---
 -- Returns 1 when something was released (message published), 0 when the
 -- hash is gone, -1 when it is no longer of kind ARGV[1] (nothing changed).
 local kind = ARGV[1]
@@ -28,8 +23,7 @@ if (kind == 'rwlock') ~= isRW or (kind == 'semaphore') ~= isSem then
   return -1
 end
 if kind == 'semaphore' then
-  -- the size record stays (it is the semaphore's configuration); every
-  -- permit goes
+  -- the size record stays (the semaphore's configuration); every permit goes
   redis.call('del', KEYS[3], KEYS[4])
   redis.call('hset', KEYS[1], 'used', 0)
   redis.call(ARGV[2], KEYS[2], 0)
