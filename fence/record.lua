@@ -1,6 +1,5 @@
 -- The check every fenced write makes, shared by write.lua and the
 -- user's scripts (Redis.Script): assembled in front of them at load time.
---
 -- KEYS[1]  the key written (it may not exist)
 -- KEYS[2]  its record: the highest token the key has accepted, in KEYS[1]'s slot
 -- ARGV[1]  the writer's fencing token

@@ -1,10 +1,8 @@
 -- A write to one key, made only when the writer's fencing token is not
 -- below the highest one the key has accepted (record.lua comes first).
---
 -- KEYS[1], KEYS[2], ARGV[1], ARGV[2]  as in record.lua
 -- ARGV[3]  the command: set, hset, del, pexpire, or admit (no write)
 -- ARGV[4..]  its arguments after the key: value [PX ms]; field value ...; ms
---
 -- Reply: the command's reply ("admit": 1), or the error "STALE <highest>"
 -- with nothing written.
 local refused = stale()

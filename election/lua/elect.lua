@@ -1,9 +1,6 @@
 -- Record a new leader: the candidate whose fair-lock hold was just granted
--- writes the election's record and tells the observers. Safe to run twice
--- for one leadership (a retry after a lost reply): the second run writes
--- the same record and publishes the same message again, which observers
--- take once.
---
+-- writes the record, living as long as the hold, and tells the observers.
+-- Safe to run twice: the same record and message, which observers take once.
 -- KEYS[1]  the fair lock's hash (the election's name); field <owner>
 -- KEYS[2]  the leader's record, relock_election:{<name>}
 -- KEYS[3]  the change channel, relock_election__channel:{<name>}
@@ -11,14 +8,8 @@
 -- ARGV[2]  its epoch: the hold's fencing token
 -- ARGV[3]  the value it campaigned with
 -- ARGV[4]  publish command: publish, or spublish on a cluster
---
--- The record lives as long as the hold: it gets the hash's TTL here, and
--- the lock's renewal resets both (the record is kept with the hold).
--- A command this user may not run is refused before anything is written
--- (may, from internal/scripts' lua/acl.lua), with an error reply naming it.
---
--- Returns {1, since ms, lease ms}, or {0} when the owner no longer holds
--- the lock (its lease lapsed before the record could be written).
+-- Returns {1, since ms, lease ms}, {0} when the owner no longer holds the
+-- lock (its lease lapsed first), or may's NOPERM error.
 local no = may({{'hexists', KEYS[1]}, {'hset', KEYS[2]}, {'pexpire', KEYS[2]}, {ARGV[4], KEYS[3]}})
 if no then
   return no

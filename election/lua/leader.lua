@@ -1,10 +1,8 @@
 -- Read the current leader: the record, only while its owner's hold is in
 -- the fair lock's hash, so that a leadership whose lease lapsed on the
 -- server (or that a crash left half-written) is never reported.
---
 -- KEYS[1]  the fair lock's hash (the election's name)
 -- KEYS[2]  the leader's record, relock_election:{<name>}
---
 -- Returns {epoch, rev, since ms, lease ms, pttl ms, value}, or {} when the
 -- election is vacant.
 local rec = redis.call('hmget', KEYS[2], 'owner', 'epoch', 'rev', 'since', 'lease', 'value')

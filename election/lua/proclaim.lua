@@ -1,7 +1,6 @@
 -- Change the leader's value, only while the leadership asking is the
 -- current one: its hold still in the fair lock's hash, and the record its
 -- own (same owner, same epoch). Anything else writes nothing.
---
 -- KEYS[1]  the fair lock's hash (the election's name)
 -- KEYS[2]  the leader's record, relock_election:{<name>}
 -- KEYS[3]  the change channel, relock_election__channel:{<name>}
@@ -9,12 +8,8 @@
 -- ARGV[2]  its epoch
 -- ARGV[3]  the new value
 -- ARGV[4]  publish command: publish, or spublish on a cluster
---
--- A command this user may not run is refused before anything is written
--- (may, from internal/scripts' lua/acl.lua), with an error reply naming it.
---
--- Returns the record's new revision, or 0 when the leadership is not the
--- current one.
+-- Returns the record's new revision, 0 when the leadership is not the
+-- current one, or may's NOPERM error.
 local no = may({{'hexists', KEYS[1]}, {'hset', KEYS[2]}, {ARGV[4], KEYS[3]}})
 if no then
   return no

@@ -1,9 +1,6 @@
--- Give back a fair lock that its first waiter just took, and put the
--- waiter back at the head of the line: its acquisition was refused after
--- the fact (too few replicas acknowledged it), and it must not lose its
--- place for that. Nobody is woken: the waiter is first and tries again.
--- (lua/wake.lua is loaded before this source, for now.)
---
+-- Give back a fair lock its first waiter just took, and put the waiter back
+-- at the head of the line: too few replicas acknowledged its acquisition,
+-- which must not cost it its place. Nobody is woken: it tries again.
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the waiter list, redisson_lock_queue:{<name>}
 -- KEYS[3]  the waiters' deadlines, redisson_lock_timeout:{<name>}
@@ -12,13 +9,8 @@
 -- ARGV[2]  the mark life in milliseconds
 -- ARGV[3]  the waiter's lease in milliseconds
 -- ARGV[4]  the waiter's id in the list
---
--- A command this user may not run is refused before anything is written
--- (may, from internal/scripts' lua/fence.lua, loaded before this
--- source), with an error reply naming it.
---
 -- Returns 1 when given back and queued again, -1 when the owner did not
--- hold the lock (nothing done).
+-- hold the lock (nothing done), or may's NOPERM error.
 local no = may({{'hget', KEYS[1]}, {'del', KEYS[1]}, {'time'}, {'zadd', KEYS[3]}, {'lpush', KEYS[2]}, {'hset', KEYS[4]},
   {'pexpire', KEYS[2]}, {'pexpire', KEYS[3]}, {'pexpire', KEYS[4]}})
 if no then

@@ -1,11 +1,6 @@
--- Release the last count of a fair lock and, when the first live waiter
--- in line is one of this process's (a candidate), hand the lock straight
--- to it in the same script: the hold is written for it and it leaves the
--- line, with no message and no try of its own. Otherwise the lock is
--- served as unlock_last.lua serves it (lua/wake.lua). (lua/wake.lua and internal/scripts' lua/fence.lua are loaded
--- before this source.) Safe to retry without a latch: a candidate found
--- holding the lock with the releaser gone was handed it by an earlier run.
---
+-- Release a fair lock's last count; when the first live waiter is one of
+-- this process's (a candidate), hand it the lock here, else serve it as
+-- unlock_last.lua does. Safe to retry: a candidate holding it was handed it.
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the fencing token counter, redisson_lock_token:{<name>}
 -- KEYS[3]  the waiter list, redisson_lock_queue:{<name>}
@@ -15,21 +10,13 @@
 -- ARGV[1]  owner id releasing
 -- ARGV[2]  the unlock message (Redisson's UNLOCK_MESSAGE, 0)
 -- ARGV[3]  publish command: publish, or spublish on a cluster
--- ARGV[4]  '1' when the hold of a first waiter of another process may be
---          written too (lua/wake.lua)
+-- ARGV[4]  '1' when the hold of another process's first waiter may be written
 -- ARGV[5], ARGV[6], ARGV[7], ...  the candidates: waiter id, owner id and
 --          lease in ms, for each waiter of this process
---
--- A command this user may not run is refused before anything is written
--- (may, from internal/scripts' lua/fence.lua), with an error reply naming
--- it.
---
--- Returns {1, token, waiter id} when handed to that waiter, {0, 0, ''}
--- when freed (the first waiter, if any, served elsewhere), {-1, 0, ''}
--- when the releaser does not hold the lock, {-2, 0, ''} when it holds
--- more than one count (nothing changed: unlock.lua decrements), {2, 0,
--- ''} when freed but the first waiter could not be told (a server too old
--- to refuse the publish beforehand).
+-- Returns {1, token, waiter id} when handed to that waiter, {0, 0, ''} when
+-- freed, {2, 0, ''} when freed but the first waiter not told (Redis 6),
+-- {-1, 0, ''} when the releaser does not hold the lock, {-2, 0, ''} when it
+-- holds more than one count (unchanged), or may's NOPERM error.
 local no = may({{'hget', KEYS[1]}, {'hexists', KEYS[1]}, {'del', KEYS[1]}}, woken(ARGV[3], KEYS[5], KEYS[1], KEYS[3], KEYS[4], KEYS[2], KEYS[6]))
 if no then
   return no

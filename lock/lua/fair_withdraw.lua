@@ -1,8 +1,6 @@
--- Take a fair lock's waiter out of the list (it gave up: its wait bound,
--- its context, an error) and, when the lock is free and it was first,
--- serve the next waiter (lua/wake.lua, loaded before this source). A hold
--- a release wrote for it meanwhile is given back the same way.
---
+-- Take a fair lock's waiter out of the list (it gave up) and, when the lock
+-- is free and it was first, serve the next waiter. A hold a release wrote
+-- for it meanwhile is given back the same way.
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the unlock channel, redisson_lock__channel:{<name>}
 -- KEYS[3]  the waiter list, redisson_lock_queue:{<name>}
@@ -14,25 +12,18 @@
 -- ARGV[3]  publish command: publish, or spublish on a cluster
 -- ARGV[4]  '1' when a release may write the first waiter's hold
 -- ARGV[5]  the waiter's owner id
---
--- A command this user may not run is refused before anything is written
--- (may, from internal/scripts' lua/fence.lua), with an error reply naming
--- it.
---
--- Returns 1 when the waiter was in the list, 0 when it was not. A waiter
--- the server could not tell (a publish refused after the writes, on a
--- server too old to refuse it beforehand) tries again by its deadline.
+-- Returns 1 when the waiter was in the list, 0 when not, or may's NOPERM
+-- error. A waiter left untold (Redis 6) tries again by its deadline.
 local no = may({{'hexists', KEYS[1]}, {'exists', KEYS[1]}, {'lrem', KEYS[3]}, {'del', KEYS[1]}}, woken(ARGV[3], KEYS[2], KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6]))
 if no then
   return no
 end
-local first = head(KEYS[3], KEYS[4], now(), KEYS[6]) -- the first live waiter
+local first = head(KEYS[3], KEYS[4], now(), KEYS[6])
 local removed = redis.call('lrem', KEYS[3], 0, ARGV[1])
 redis.call('zrem', KEYS[4], ARGV[1])
 redis.call('hdel', KEYS[6], ARGV[1])
 if redis.call('hexists', KEYS[1], ARGV[5]) == 1 then
-  -- A release wrote this waiter's hold as it gave up (its grant came too
-  -- late): the hold goes back, to the next in line.
+  -- a release wrote its hold as it gave up (too late): on to the next in line
   redis.call('del', KEYS[1])
   wake(ARGV[3], KEYS[2], ARGV[2], KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[4])
   return 1

@@ -1,15 +1,12 @@
--- Renew a batch of lock leases that share one cluster slot (the watchdog).
--- A hold may have keys renewed with it after its hash: its holder label
--- (WithHolderLabel), then a key kept with it (an election's record); a
--- batch's holds all have the same number of keys (its stride).
---
+-- Renew a batch of lock leases of one cluster slot (the watchdog), with the
+-- keys kept with each hold (its holder label, an election's record); every
+-- hold of a batch has as many keys (the stride s).
 -- KEYS[s*i-s+1]  the lock hash of lease i (s = #KEYS / leases: 1 to 3)
 -- KEYS[s*i-s+j]  for j = 2..s: the keys renewed with lease i
 -- ARGV[2i-1]     lease i in milliseconds
 -- ARGV[2i]       owner id of lease i
---
--- Returns an array: 1 where the owner still holds the lock and its TTL
--- (and its other keys') was reset, 0 where the key or the owner's field is gone.
+-- Returns an array: 1 where the owner still holds the lock (TTLs reset), 0
+-- where the key or the owner's field is gone.
 local n = #ARGV / 2
 local s = #KEYS / n
 local out = {}

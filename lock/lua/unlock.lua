@@ -1,12 +1,11 @@
--- Release one count of a reentrant lock (Redisson's RLock unlock), safe to
--- retry: the first run leaves its answer in a short-lived latch key, and a
--- retry whose first reply was lost reads it instead of decrementing again.
---
+-- Release one count of a reentrant lock (Redisson RLock's unlock). Safe to
+-- retry: the first run leaves its answer in a short-lived latch, which a
+-- retry whose first reply was lost returns instead of decrementing again.
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the unlock channel, redisson_lock__channel:{<name>}
 -- KEYS[3]  the unlock latch, redisson_unlock_latch:{<name>}:<request id>
 -- KEYS[4]  a fair lock's waiter list, redisson_lock_queue:{<name>}
---          (KEYS[4] to KEYS[7] are absent for a lock; see lua/wake.lua)
+--          (KEYS[4] to KEYS[7] are absent for a lock)
 -- KEYS[5]  a fair lock's deadlines, redisson_lock_timeout:{<name>}
 -- KEYS[6]  a fair lock's fencing counter, redisson_lock_token:{<name>}
 -- KEYS[7]  a fair lock's waiters hash, relock_fair_waiter:{<name>}
@@ -15,17 +14,10 @@
 -- ARGV[3]  owner id
 -- ARGV[4]  publish command: publish, or spublish on a cluster
 -- ARGV[5]  latch lifetime in milliseconds
--- ARGV[6]  a fair lock's: '1' when a release may write the first waiter's
---          hold (lua/wake.lua)
---
--- A command this user may not run is refused before anything is written
--- (may), with an error reply naming it.
---
--- Returns 1 when released (key deleted, message published), 2 when
--- released but the message could not be published (a server too old to
--- refuse it beforehand: the waiters were not told), 0 when a count
--- remains, -1 when the owner does not hold the lock.
--- may and tell come from internal/scripts' lua/acl.lua (scripts.Checks).
+-- ARGV[6]  fair lock: '1' when a release may write the first waiter's hold
+-- Returns 1 when released (key deleted, message published), 2 when released
+-- but the waiters not told (Redis 6), 0 when a count remains, -1 when the
+-- owner does not hold the lock, or may's NOPERM error.
 local fair = KEYS[4] ~= nil
 local no = may({{'get', KEYS[3]}, {'hexists', KEYS[1]}, {'hincrby', KEYS[1]}, {'pexpire', KEYS[1]}, {'set', KEYS[3]}, {'del', KEYS[1]}},
   fair and woken(ARGV[4], KEYS[2], KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7]) or {{ARGV[4], KEYS[2]}})
@@ -50,7 +42,7 @@ local told
 if fair then
   told = wake(ARGV[4], KEYS[2], ARGV[1], KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[6])
 else
-  told = tell(ARGV[4], KEYS[2], ARGV[1]) -- a lock: loaded without the libraries
+  told = tell(ARGV[4], KEYS[2], ARGV[1]) -- a lock's script has no wake.lua
 end
 local res = told and 1 or 2
 redis.call('set', KEYS[3], res, 'px', ARGV[5])

@@ -1,26 +1,10 @@
--- Waking a lock's waiters, shared by the scripts that free a lock (a
--- library: Load puts it after internal/scripts' lua/fence.lua and before a
--- script's source).
---
--- A lock wakes its waiters with one message on its channel. A fair lock
--- (lock.NewFair, Redisson RFairLock's layout) keeps its waiters in a list,
--- redisson_lock_queue:{<name>}, each with a deadline in a zset,
--- redisson_lock_timeout:{<name>} (server time in ms), and serves only the
--- first of them, on its own channel <channel>:<waiter id>. A waiter whose
--- deadline passed (it stopped renewing it: it died, or gave up without a
--- word) is dropped when it reaches the head of the list.
---
--- relock's own waiters are also listed in relock_fair_waiter:{<name>},
--- waiter id -> "<lease ms>:<owner id>" (a waiter's id is a seat of its
--- process, reused by its later waiters, so not its owner; lease 0: an
--- owner not minted for the acquisition, lent by an earlier hold of the
--- lock in its context, to be woken, not handed the lock): the release
--- writes the hold for such a first waiter's owner itself and sends it the
--- token ("relock:grant:<token>:<ttl ms>:<owner>"), so that it need not
--- try; the hold's TTL is provisional (the waiter's deadline, at least
--- 1 s) until the waiter's watchdog renews it at once, so a waiter that
--- died holds the line no longer than it would have in the list. A
--- Redisson thread is not listed there and gets the unlock message, to try.
+-- Waking a lock's waiters (a library, after internal/scripts' lua/fence.lua).
+-- A fair lock (RFairLock's layout) lists its waiters in
+-- redisson_lock_queue:{<name>}, their deadlines (server ms) in
+-- redisson_lock_timeout:{<name>}, and serves only the first live one, on
+-- <channel>:<waiter id>. relock's waiters are also in
+-- relock_fair_waiter:{<name>}, waiter id -> "<lease ms>:<owner id>" (lease 0:
+-- wake it, do not hand it the lock); a Redisson thread gets the unlock message.
 
 -- now is the server's time in milliseconds.
 local function now()
@@ -48,8 +32,7 @@ local function head(queue, timeouts, at, grants)
   end
 end
 
--- woken(publish, channel, lock, queue, timeouts, token, grants) is what
--- wake runs, as may (lua/fence.lua) checks it.
+-- woken(...) is what wake runs, as may checks it.
 local function woken(publish, channel, lock, queue, timeouts, token, grants)
   if queue == nil then
     return {{publish, channel}}
@@ -62,11 +45,9 @@ local function woken(publish, channel, lock, queue, timeouts, token, grants)
   return c
 end
 
--- serve gives the free lock to first, the first live waiter: writes its
--- hold when it is a relock waiter and grant is '1', else sends it the
--- unlock message (a hold written here has no WAIT after it: where replica
--- sync asks for one, the caller passes '0' and the waiter tries). It
--- returns whether the waiter was told (tell, lua/fence.lua).
+-- serve gives the free lock to first, the first live waiter: writes its hold
+-- when it is relock's and grant is '1' ('0': its replica sync needs a WAIT,
+-- so it tries itself), else sends it message. Returns whether it was told.
 local function serve(lock, token, queue, timeouts, grants, publish, channel, message, first, at, grant)
   local entry = grant == '1' and redis.call('hget', grants, first)
   local lease, owner
@@ -76,6 +57,7 @@ local function serve(lock, token, queue, timeouts, grants, publish, channel, mes
   if not owner or lease == '0' then
     return tell(publish, channel .. ':' .. first, message)
   end
+  -- provisional (its deadline, at least 1 s): its watchdog renews it at once
   local ttl = tonumber(redis.call('zscore', timeouts, first)) - at
   ttl = math.min(math.max(ttl, 1000), tonumber(lease))
   redis.call('lpop', queue)
@@ -88,9 +70,8 @@ local function serve(lock, token, queue, timeouts, grants, publish, channel, mes
   return tell(publish, channel .. ':' .. first, grant)
 end
 
--- wake tells the waiters that lock is free: the message on channel, or
--- for a fair lock (queue given) serves its first live waiter; it returns
--- whether they were told (tell).
+-- wake tells the waiters that lock is free: message on channel, or for a fair
+-- lock (queue given) serves its first live waiter. Returns whether told.
 local function wake(publish, channel, message, lock, queue, timeouts, token, grants, grant)
   if queue == nil then
     return tell(publish, channel, message)

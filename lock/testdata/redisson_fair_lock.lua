@@ -1,15 +1,12 @@
--- What a Redisson client's RFairLock.tryLock(wait) does on the server, as
--- read in Redisson's RedissonFairLock (written anew for this test; not
--- Redisson's text). Client time, a queue of lock names and a zset of
--- deadlines that form a chain, each threadWaitTime past the one before.
---
+-- Test fixture: what Redisson's RFairLock.tryLock(wait) does on the server,
+-- written anew from a reading of RedissonFairLock: client time, and deadlines
+-- that form a chain, each threadWaitTime past the one before.
 -- KEYS[1] the lock hash; KEYS[2] redisson_lock_queue:{name};
 -- KEYS[3] redisson_lock_timeout:{name}
 -- ARGV[1] lease ms; ARGV[2] the thread's lock name (<client uuid>:<thread>);
 -- ARGV[3] threadWaitTime ms; ARGV[4] the client's time in ms
---
--- Returns nil when the thread took (or re-entered) the lock, else the
--- time in ms it should wait before trying again.
+-- Returns nil when the thread took (or re-entered) the lock, else the time in
+-- ms it should wait before trying again.
 local now = tonumber(ARGV[4])
 local wait = tonumber(ARGV[3])
 -- drop the waiters at the head whose deadline has passed

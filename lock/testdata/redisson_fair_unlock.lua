@@ -1,12 +1,10 @@
--- What a Redisson client's RFairLock.unlock() does on the server, as read
--- in Redisson's RedissonFairLock (written anew for this test): the unlock
--- message goes to the first waiter's own channel only.
---
+-- Test fixture: what Redisson's RFairLock.unlock() does on the server, written
+-- anew from a reading of RedissonFairLock: the unlock message goes to the
+-- first waiter's own channel only.
 -- KEYS[1] the lock hash; KEYS[2] redisson_lock_queue:{name};
 -- KEYS[3] redisson_lock_timeout:{name}; KEYS[4] redisson_lock__channel:{name}
 -- ARGV[1] the unlock message (0); ARGV[2] lease ms; ARGV[3] the thread's
 -- lock name; ARGV[4] the client's time in ms; ARGV[5] publish or spublish
---
 -- Returns 1 when the lock is free after it, 0 when counts remain, nil when
 -- the thread did not hold it.
 local now = tonumber(ARGV[4])

@@ -1,14 +1,10 @@
--- Test fixture, not part of relock: behaves on the wire as a Redisson (Java)
--- RFencedLock does when it takes the lock and draws a fencing token
--- (RedissonFencedLock.tryLockInnerAsync), so lock/redisson_interop_test.go
--- can check that relock and Redisson draw tokens from one counter. Written
+-- Test fixture: what a Redisson RFencedLock does on the wire when it takes
+-- the lock and draws a token (RedissonFencedLock.tryLockInnerAsync), written
 -- from a reading of Redisson's protocol, not copied.
---
 -- KEYS[1]  the lock: a hash named after the lock
 -- KEYS[2]  the fencing token counter, redisson_lock_token:{<name>}
 -- ARGV[1]  lease in milliseconds, set on the hash with PEXPIRE
 -- ARGV[2]  the holder, "<Redisson client uuid>:<thread id>"
---
 -- Returns {-1, token} when the lock was taken or re-entered (every entry
 -- draws a new token), otherwise {pttl, -1}.
 local holder = ARGV[2]

@@ -1,19 +1,15 @@
--- Test fixture, not part of relock: behaves on the wire as a Redisson (Java)
--- client does when it releases an RLock (RedissonLock.unlockInnerAsync), so
--- lock/redisson_interop_test.go can check that relock waiters wake on a
--- Redisson unlock. Written from a reading of Redisson's protocol, not copied.
---
+-- Test fixture: what a Redisson client does on the wire when it releases an
+-- RLock (RedissonLock.unlockInnerAsync), written from a reading of
+-- Redisson's protocol, not copied.
 -- KEYS[1]  the lock: a hash named after the lock
 -- KEYS[2]  the unlock channel, redisson_lock__channel:{<name>}
 -- KEYS[3]  the unlock latch, redisson_unlock_latch:{<name>}:<request id>,
---          which remembers the answer so that a retried unlock does not
---          release twice
+--          which keeps the answer so that a retried unlock does not release twice
 -- ARGV[1]  the unlock message, 0 (Redisson's LockPubSub.UNLOCK_MESSAGE)
 -- ARGV[2]  lease in milliseconds, set again while entries remain
 -- ARGV[3]  the holder, "<Redisson client uuid>:<thread id>"
 -- ARGV[4]  the publish command: publish (spublish on a sharded cluster)
 -- ARGV[5]  how long the latch lives, in milliseconds
---
 -- Returns 1 when the last entry was released (lock deleted, message
 -- published), 0 when entries remain, nil when the holder does not hold the
 -- lock (Redisson then throws IllegalMonitorStateException).

@@ -1,30 +1,18 @@
--- Turn one write acquisition into a read acquisition atomically: the owner
--- takes a read lock (allowed to a writer) and gives back one write count;
--- at zero writes the lock turns to read mode and waiting readers are woken.
--- Safe to send again: the first run leaves its answer in a short-lived
--- latch key, and a second run (a resend after a lost reply) returns it
--- instead of converting a second write count.
---
+-- Turn one write acquisition into a read one atomically: take a read count
+-- and give back a write count; at zero writes the lock turns to read mode and
+-- readers are woken. Safe to resend: a second run returns the latched answer.
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the channel, redisson_rwlock:{<name>}
 -- KEYS[3]  this owner's lease keys prefix, {<name>}:<owner>:rwlock_timeout
--- KEYS[4]  fencing token counter, redisson_lock_token:{<name>} (fence:
---          internal/scripts' lua/fence.lua, loaded before this source)
+-- KEYS[4]  fencing token counter, redisson_lock_token:{<name>}
 -- KEYS[5]  the latch, redisson_unlock_latch:{<name>}:<request id>
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner id
 -- ARGV[3]  owner id .. ':write'
 -- ARGV[4]  publish command
 -- ARGV[5]  latch lifetime in milliseconds
---
--- A command this user may not run is refused before anything is written
--- (may, from internal/scripts' lua/fence.lua), with an error reply naming
--- it.
---
--- Returns {read count, token}, or {-1, 0} when the owner holds no write
--- lock. Readers the server could not tell (a publish refused after the
--- writes, on a server too old to refuse it beforehand) try again by
--- their lock's TTL.
+-- Returns {read count, token}, {-1, 0} when the owner holds no write lock,
+-- or may's NOPERM error. Readers left untold (Redis 6) try by the lock's TTL.
 local no = may({{'get', KEYS[5]}, {'hget', KEYS[1]}, {'hincrby', KEYS[1]}, {'set', KEYS[3] .. ':1'}, {'pttl', KEYS[3] .. ':1'},
   {'pexpire', KEYS[3] .. ':1'}, {'pttl', KEYS[1]}, {'pexpire', KEYS[1]}, {'hdel', KEYS[1]}, {'hset', KEYS[1]},
   {ARGV[4], KEYS[2]}, {'set', KEYS[5]}}, fenced(KEYS[4]))

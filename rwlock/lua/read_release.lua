@@ -1,9 +1,6 @@
--- Release one read acquisition (Redisson's RReadWriteLock read unlock),
--- safe to retry through the latch. Crashed readers (all lease keys
--- expired) are purged first. Deletes the lock and publishes when no
--- holder is left; otherwise keeps the hash alive as long as the longest
--- remaining reader lease.
---
+-- Release one read acquisition (RReadWriteLock's read unlock), safe to retry
+-- through the latch. Crashed readers are purged; with no holder left the lock
+-- goes and waiters are told, else it lives as long as the longest reader lease.
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the channel, redisson_rwlock:{<name>}
 -- KEYS[3]  this owner's lease keys prefix, {<name>}:<owner>:rwlock_timeout
@@ -11,23 +8,13 @@
 -- KEYS[5]  the latch, redisson_unlock_latch:{<name>}:<request id>
 -- KEYS[6]  a give-back's latch (absent for a release): an acquisition's,
 --          relock_acquire_latch:{<name>}:<request id>, or a downgrade's,
---          KEYS[5]'s form; the count is given back only when the run whose
---          reply was lost counted (its latch is there), and the latch goes
---          in the same run, so that the count goes back once however often
---          the give-back is sent
+--          KEYS[5]'s form; the count goes back only if that run counted
 -- ARGV[1]  owner id
 -- ARGV[2]  publish command: publish, or spublish on a cluster
 -- ARGV[3]  latch lifetime in milliseconds
---
--- A command this user may not run is refused before anything is written
--- (may), with an error reply naming it.
---
--- Returns 1 when the lock was freed (message published), 2 when freed but
--- the message could not be published (a server too old to refuse it
--- beforehand: the waiters were not told), 0 when holders remain, -1 when
--- the owner holds no read lock, -2 when a give-back's acquisition had not
--- counted (nothing done).
--- may and tell come from internal/scripts' lua/acl.lua (scripts.Checks).
+-- Returns 1 when the lock was freed (message published), 2 when freed with the
+-- waiters not told (Redis 6), 0 when holders remain, -1 when the owner holds no
+-- read lock, -2 when a give-back's run had not counted, or may's NOPERM error.
 local lease1 = KEYS[3] .. ':1'
 local no = may({{'get', KEYS[5]}, {'del', lease1}, {'pttl', lease1}, {'hincrby', KEYS[1]}, {'hdel', KEYS[1]}, {'hget', KEYS[1]},
   {'hgetall', KEYS[1]}, {'hlen', KEYS[1]}, {'pexpire', KEYS[1]}, {'del', KEYS[1]},
@@ -57,9 +44,8 @@ else
   redis.call('hdel', KEYS[1], ARGV[1])
 end
 if redis.call('hget', KEYS[1], 'mode') == 'read' then
-  -- purge readers whose lease keys have all expired (crashed), as the
-  -- acquire scripts do, so they do not outlive the last live reader; keep
-  -- the hash alive as long as the longest remaining reader lease
+  -- purge crashed readers (every lease key expired), as the acquire scripts
+  -- do; keep the hash as long as the longest remaining reader lease
   local longest = 0
   local fields = redis.call('hgetall', KEYS[1])
   for i = 1, #fields, 2 do

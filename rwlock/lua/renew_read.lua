@@ -1,16 +1,11 @@
 -- Renew a batch of read holds of one cluster slot (the watchdog): only the
--- owner's own lease keys, so a crashed reader's hold still ends with its
--- lease while others renew theirs (unlike Redisson, which renews all). A
--- labeled hold (WithHolderLabel) has its label key after its prefix, and
--- it is renewed with it; a batch is all labeled or none (its stride).
---
--- KEYS[s*i-s+1]  the lock hash of hold i (s = #KEYS / holds: 2, or 3 with
---                a label)
+-- owner's own lease keys, so that a crashed reader's hold still ends with its
+-- lease (Redisson renews all). A labeled batch has a label key per hold.
+-- KEYS[s*i-s+1]  the lock hash of hold i (s = #KEYS / holds: 2, or 3 labeled)
 -- KEYS[s*i-s+2]  the owner's lease keys prefix, {<name>}:<owner>:rwlock_timeout
 -- KEYS[s*i]      with s = 3: the holder label key of hold i
 -- ARGV[2i-1]     lease i in milliseconds
 -- ARGV[2i]       owner id of hold i
---
 -- Returns an array: 1 where renewed, 0 where the hold is gone.
 local n = #ARGV / 2
 local s = #KEYS / n

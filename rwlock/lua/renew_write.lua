@@ -1,13 +1,9 @@
--- Renew a batch of write holds of one cluster slot (the watchdog). A
--- labeled hold (WithHolderLabel) has its label key after its hash, and it
--- is renewed with it; a batch is all labeled or none (its stride).
---
--- KEYS[s*i-s+1]  the lock hash of hold i (s = #KEYS / holds: 1, or 2 with
---                a label)
+-- Renew a batch of write holds of one cluster slot (the watchdog); a labeled
+-- batch (WithHolderLabel) has a label key after each hash.
+-- KEYS[s*i-s+1]  the lock hash of hold i (s = #KEYS / holds: 1, or 2 labeled)
 -- KEYS[s*i]      with s = 2: the holder label key of hold i
 -- ARGV[2i-1]     lease i in milliseconds
 -- ARGV[2i]       owner id .. ':write' of hold i
---
 -- Returns an array: 1 where renewed, 0 where the hold is gone.
 local n = #ARGV / 2
 local s = #KEYS / n

@@ -1,16 +1,6 @@
--- Release one write acquisition (Redisson's RReadWriteLock write unlock),
--- safe to retry through the latch. At zero the lock is deleted, or, when
--- the writer still holds read locks (it downgraded), turns to read mode;
--- either way waiters are woken. Readers of the caller's process waiting
--- at the front of its local queue may be given (ARGV[4], ...): at zero,
--- unless a writer waits (a waiting writer holds back new readers, as in
--- read_acquire.lua), the read lock is taken for each of them in this
--- script (a hand-off: they need no try of their own). A second run
--- returns the latched {1} alone, and those readers then find, each with
--- its own try, the read lock the first run took for them (their owners
--- were minted for these acquisitions). (internal/scripts' lua/fence.lua
--- is loaded before this source.)
---
+-- Release one write acquisition (RReadWriteLock's write unlock), safe to
+-- retry through the latch. At zero the lock goes, or turns to read mode (the
+-- writer's own reads; readers of this process handed it unless a writer waits).
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the channel, redisson_rwlock:{<name>}
 -- KEYS[3]  the latch, redisson_unlock_latch:{<name>}:<request id>
@@ -18,27 +8,17 @@
 -- KEYS[5]  fencing token counter, redisson_lock_token:{<name>}
 -- KEYS[6]  key prefix of the lock, {<name>}
 -- KEYS[7]  a give-back's acquire latch, relock_acquire_latch:{<name>}:<request id>
---          (absent for a release): the count is given back only when the
---          acquisition whose reply was lost counted (its latch is there),
---          and the latch goes in the same run, so that the count goes back
---          once however often the give-back is sent
+--          (absent for a release): the count goes back only if that run counted
 -- ARGV[1]  owner id .. ':write'
 -- ARGV[2]  publish command: publish, or spublish on a cluster
 -- ARGV[3]  latch lifetime in milliseconds
 -- ARGV[4], ARGV[5], ...  the readers to hand the lock to: owner id, then
 --          lease in ms, each (none: a plain release)
---
--- A command this user may not run is refused before anything is written
--- (may, from internal/scripts' lua/fence.lua), with an error reply naming
--- it.
---
--- Returns {1, token, ...} when the write lock ended (message published),
--- with one token per reader handed the read lock, in order (none when a
--- writer waits), {2, token, ...} the same when the message could not be
--- published (a server too old to refuse it beforehand: the waiters were
--- not told); {0} when write counts remain; {-1} when the owner holds no
--- write lock; {-2} when a give-back's acquisition had not counted (nothing
--- done).
+-- Returns {1, token, ...} when the write lock ended (a token per reader handed
+-- the read lock), {2, token, ...} with the waiters not told (Redis 6), {0} when
+-- write counts remain, {-1} when the owner holds no write lock, {-2} when a
+-- give-back's run had not counted, or may's NOPERM error; a second run returns
+-- the first one's code alone (docs/edges.md).
 local lease1 = KEYS[6] .. ':' .. ARGV[1] .. ':rwlock_timeout:1' -- a reader's lease key
 local no = may({{'get', KEYS[3]}, {'hget', KEYS[1]}, {'set', KEYS[3]}, {'hincrby', KEYS[1]}, {'hdel', KEYS[1]}, {'hlen', KEYS[1]}, {'pttl', KEYS[1]},
   {'pexpire', KEYS[1]}, {'hset', KEYS[1]}, {'del', KEYS[1]}, {'time'}, {'zremrangebyscore', KEYS[4]},

@@ -1,46 +1,24 @@
--- Take n permits of a weighted semaphore whose permits are leases.
--- Expired permits (their holder crashed or lost them) are reclaimed first,
--- by Redis server time. Waiters are served first come first served across
--- processes: a waiter that could not be served marks itself, and while
--- an older mark exists no one else takes permits, so a large request is
--- not starved by a stream of small ones (golang.org/x/sync/semaphore's
--- manner). A mark is a lease too: it lapses if its waiter dies. Every key
--- expires with the last permit or mark (purge, settle: state.lua, put
--- before this source).
---
+-- Take n permits of a weighted semaphore whose permits are leases, first come
+-- first served across processes: while an older waiter's mark lives nobody
+-- else takes permits (x/sync/semaphore's manner). state.lua comes first.
 -- KEYS[1]  the semaphore hash: size, used, kept (state.lua)
--- KEYS[2]  live permits, zset {<name>}:permits (member permit id, score
---          its expiry in server ms)
+-- KEYS[2]  live permits, zset {<name>}:permits (permit id, score: its expiry)
 -- KEYS[3]  permit weights, hash {<name>}:weights (permit id -> n)
 -- KEYS[4]  waiters, zset {<name>}:waiters (member waiter id, score arrival)
 -- KEYS[5]  waiter marks' expiry, hash {<name>}:waiter_expiry
 -- KEYS[6]  the channel, redisson_sc:{<name>}
 -- ARGV[1]  size as this client knows it
 -- ARGV[2]  n
--- ARGV[3]  permit id (one per acquisition: a second run of the same
---          acquisition finds its permit and returns it)
+-- ARGV[3]  permit id (one per acquisition: a second run finds its permit)
 -- ARGV[4]  lease in milliseconds
--- ARGV[5]  waiter id, or "" for an attempt that must not mark (a single
---          attempt, or one made before the waiter queued locally)
+-- ARGV[5]  waiter id, or "" not to mark (a single attempt, or not queued locally)
 -- ARGV[6]  publish command: publish, or spublish on a cluster
--- ARGV[7]  life of a waiter's mark in milliseconds (at most the lease): a
---          mark left by a waiter that gave up and could not take it back
---          (Redis unreachable then) holds the others back this long at most
--- ARGV[8]  "recorded": use the size Redis records when it differs
---          (WithRecordedSize); "" refuses it
---
--- A command this user may not run is refused before anything is written
--- (may, kept: state.lua), with an error reply naming it.
---
--- On a full server (maxmemory reached) the first write is one Redis
--- refuses there (the size's HSET, the guard's HSETNX, the permit's ZADD,
--- the mark's ZADD or HSET), so the try fails whole with OOM.
---
--- Returns {1, available} when acquired; {0, ttl} when it must wait (ttl:
--- when to try at the latest: the earliest permit expiry, at most a third
--- of the mark's life so the mark stays fresh); {-2, size} when Redis records
--- another size; {-3, size} when n exceeds the recorded size; {-4, kind}
--- when another kind holds the name (other_kind), with nothing written.
+-- ARGV[7]  life of a waiter's mark in milliseconds (at most the lease)
+-- ARGV[8]  "recorded": take the size Redis records (WithRecordedSize); "" refuses
+-- Returns {1, available} when acquired; {0, ttl} when it must wait (ms: the
+-- earliest permit expiry, at most a third of the mark's life); {-2, size} when
+-- Redis records another size, {-3, size} when n exceeds it, {-4, kind} when
+-- another kind holds the name (nothing written); or may's NOPERM error.
 local S = {hash = KEYS[1], permits = KEYS[2], weights = KEYS[3], waiters = KEYS[4], marks = KEYS[5]}
 local no = may(kept(S), {{'zscore', KEYS[2]}, {'zadd', KEYS[2]}, {'hset', KEYS[3]}, {'zscore', KEYS[4]},
   {'zadd', KEYS[4]}, {'zcard', KEYS[4]}, {'hset', KEYS[5]}, ARGV[5] ~= '' and {ARGV[6], KEYS[6]}})
@@ -70,10 +48,8 @@ end
 S.cap = size
 
 local used = purge(S, now)
--- an earlier run of this acquisition (its reply lost) took the permits:
--- their lease runs from this run, as the caller measures it from this
--- run's send; left at the earlier run's, it would end before the caller
--- is told, and another could take the permits while it still holds them
+-- an earlier run (its reply lost) took the permits: their lease runs from
+-- this run, as the caller measures it, lest another take them (docs/edges.md)
 if redis.call('zscore', KEYS[2], ARGV[3]) ~= false then
   redis.call('zadd', KEYS[2], now + lease, ARGV[3])
   settle(S, now, used) -- what purge dropped counts

@@ -1,22 +1,14 @@
--- Permits free now, after reclaiming lapsed permits and marks (purge,
--- settle: state.lua, put before this source).
---
+-- Permits free now, after reclaiming lapsed permits and marks (state.lua).
 -- KEYS[1]  the semaphore hash
 -- KEYS[2]  live permits zset
 -- KEYS[3]  permit weights hash
 -- KEYS[4]  waiters zset
 -- KEYS[5]  waiter marks' expiry hash
 -- ARGV[1]  size as this client knows it
--- ARGV[2]  "recorded": use the size Redis records when it differs
---          (WithRecordedSize); "" refuses it
---
--- A command this user may not run is refused before anything is written
--- (may, kept: state.lua), with an error reply naming it.
---
--- Returns {1, available}; {-2, size} when Redis records another size;
--- {-4, kind} when another kind holds the name (other_kind); a
--- semaphore with nothing recorded has all of ARGV[1] free (nothing is
--- written).
+-- ARGV[2]  "recorded": take the size Redis records (WithRecordedSize); "" refuses
+-- Returns {1, available} (all of ARGV[1], nothing written, when no size is
+-- recorded); {-2, size} when Redis records another size; {-4, kind} when
+-- another kind holds the name; or may's NOPERM error.
 local S = {hash = KEYS[1], permits = KEYS[2], weights = KEYS[3], waiters = KEYS[4], marks = KEYS[5]}
 load(S)
 local size = S.size

@@ -1,15 +1,6 @@
--- Give back the permits of one acquisition, hand what fits to the local
--- waiters the release offers, and wake the others; safe to retry through
--- the latch. Lapsed permits and marks are purged on the way (purge,
--- settle: state.lua, put before this source), the released permit's own
--- weight too when its lease had lapsed, so that a release that finds its
--- permit gone still leaves nothing without a TTL.
---
--- The offered waiters are the front of the releasing process's local
--- queue, in order. Each is served as an acquire would serve it: when it
--- is first in line in Redis (no mark, or its own first) and its n fits in
--- what is free; the first that is not stops the hand-off.
---
+-- Give back one acquisition's permits, hand what fits to the local waiters
+-- offered (the front of this process's queue, each served as an acquire would,
+-- until one is not), and wake the others; safe to retry through the latch.
 -- KEYS[1]  the semaphore hash
 -- KEYS[2]  live permits zset
 -- KEYS[3]  permit weights hash
@@ -22,18 +13,9 @@
 -- ARGV[3]  latch lifetime in milliseconds
 -- ARGV[4+3i], ARGV[5+3i], ARGV[6+3i]  offered waiter i (from 0): its
 --          permit id (also its waiter id), n, lease in milliseconds
---
--- A command this user may not run is refused before anything is written
--- (may, kept: state.lua), with an error reply naming it.
---
--- A hash at KEYS[1] of another kind (other_kind) is left untouched.
---
--- Returns {1, served, free} when released: served is how many offered
--- waiters now hold permits, free how many permits are left free (-1 when
--- a retry cannot tell); {2, served, free} the same when the message could
--- not be published (a server too old to refuse it beforehand: the
--- waiters were not told); {-1, 0, -1} when the permit is not held (it
--- expired and was reclaimed, or was never taken).
+-- Returns {1, served, free} when released (served: offered waiters now holding
+-- permits; free: permits left, -1 unknown), {2, served, free} with the waiters
+-- not told (Redis 6), {-1, 0, -1} when not held, or may's NOPERM error.
 local S = {hash = KEYS[1], permits = KEYS[2], weights = KEYS[3], waiters = KEYS[6], marks = KEYS[7]}
 local no = may(kept(S), {{'get', KEYS[5]}, {'zscore', KEYS[2]}, {'zadd', KEYS[2]}, {'hset', KEYS[3]}, {'zcard', KEYS[6]},
   {ARGV[2], KEYS[4]}, {'set', KEYS[5]}})
@@ -42,8 +24,7 @@ if no then
 end
 local done = redis.call('get', KEYS[5])
 if done ~= false then
-  -- an earlier run released it; it served the offered waiters that hold
-  -- their permits now
+  -- an earlier run released it, and served the offered waiters holding permits
   local served = 0
   for i = 4, #ARGV, 3 do
     if redis.call('zscore', KEYS[2], ARGV[i]) == false then
@@ -69,10 +50,8 @@ if redis.call('zscore', KEYS[2], ARGV[1]) == false then
   return {-1, 0, -1}
 end
 local n = tonumber(redis.call('hget', KEYS[3], ARGV[1])) or 0
--- its weight goes first: a write that a full server (maxmemory) lets
--- through, after which Redis lets the rest of the release through too,
--- the hand-off's ZADD and HSET included (they take the place of what is
--- given back)
+-- its weight goes first: a full server lets that write through, and then the
+-- rest, the hand-off's ZADD and HSET included (docs/edges.md)
 redis.call('hdel', KEYS[3], ARGV[1])
 used = used - n
 if used < 0 then used = 0 end
@@ -82,10 +61,8 @@ local served = 0
 local head = S.head
 for i = 4, #ARGV, 3 do
   local id, want = ARGV[i], tonumber(ARGV[i + 1])
-  -- A waiter that took its permit with a try of its own before this run
-  -- (a release that came late) is served, and counted already; its
-  -- lease runs from this run, which its holder measures from, as a try
-  -- run twice renews it (acquire.lua).
+  -- a waiter that took this permit with its own try (this release came late)
+  -- is counted already; its lease runs from this run (docs/edges.md)
   if redis.call('zscore', KEYS[2], id) ~= false then
     redis.call('zadd', KEYS[2], now + tonumber(ARGV[i + 2]), id)
   else
@@ -104,9 +81,8 @@ for i = 4, #ARGV, 3 do
   end
   served = served + 1
 end
--- removed after the hand-off, so that the permits key never empties in
--- between: the ones served keep the keys' TTL (see settle, which gives
--- the weights a TTL again if the hand-off made them anew)
+-- removed after the hand-off, so that the permits key never empties between
+-- (settle gives the weights a TTL again if the hand-off made them anew)
 redis.call('zrem', KEYS[2], ARGV[1])
 settle(S, now, used)
 local free = math.max(size - used, 0)

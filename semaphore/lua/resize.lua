@@ -1,8 +1,6 @@
--- Change the recorded size deliberately, and wake waiters (a larger size
--- may let them in). Permits held beyond a smaller size stay until
--- released. The record lives while a permit or a mark does, and at least
--- ARGV[3] ms (purge, settle: state.lua, put before this source).
---
+-- Change the recorded size and wake waiters (a larger size may let them in).
+-- Permits held beyond a smaller size stay until released. The record lives
+-- while a permit or a mark does, and at least ARGV[3] ms (state.lua).
 -- KEYS[1]  the semaphore hash
 -- KEYS[2]  the channel
 -- KEYS[3]  live permits zset
@@ -11,16 +9,10 @@
 -- KEYS[6]  waiter marks' expiry hash
 -- ARGV[1]  new size
 -- ARGV[2]  publish command
--- ARGV[3]  how long the record lives at least, in milliseconds (field
---          kept of the hash: until when, server ms)
---
--- A command this user may not run is refused before anything is written
--- (may, kept: state.lua), with an error reply naming it.
---
--- Returns the previous size, or 0 when none was recorded; -kind when
--- another kind holds the name (other_kind), with nothing written. Waiters the
--- server could not tell (a publish refused after the writes, on a server
--- too old to refuse it beforehand) try again by their marks' third.
+-- ARGV[3]  the record's least life in ms (the hash's field kept: until when)
+-- Returns the previous size (0 when none was recorded), -kind when another
+-- kind holds the name (nothing written), or may's NOPERM error. Waiters left
+-- untold (Redis 6) try again by their marks' third.
 local S = {hash = KEYS[1], permits = KEYS[3], weights = KEYS[4], waiters = KEYS[5], marks = KEYS[6]}
 local no = may(kept(S), {{ARGV[2], KEYS[2]}})
 if no then

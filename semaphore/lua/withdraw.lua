@@ -1,7 +1,5 @@
 -- A waiter gives up: remove its mark and wake the waiters behind it; the
--- keys then expire with what is left (purge, settle: state.lua, put before
--- this source).
---
+-- keys then expire with what is left (state.lua).
 -- KEYS[1]  waiters zset
 -- KEYS[2]  waiter marks' expiry hash
 -- KEYS[3]  the channel
@@ -10,15 +8,8 @@
 -- KEYS[6]  permit weights hash
 -- ARGV[1]  waiter id
 -- ARGV[2]  publish command
---
--- A command this user may not run is refused before anything is written
--- (may, kept: state.lua), with an error reply naming it.
---
--- A hash at KEYS[4] of another kind (other_kind) is left untouched.
---
--- Returns 1 when a mark was removed. Waiters the server could not tell (a
--- publish refused after the writes, on a server too old to refuse it
--- beforehand) try again by their marks' third.
+-- Returns 1 when a mark was removed, 0 when none was, or may's NOPERM error.
+-- Waiters left untold (Redis 6) try again by their marks' third.
 local S = {hash = KEYS[4], permits = KEYS[5], weights = KEYS[6], waiters = KEYS[1], marks = KEYS[2]}
 local no = may(kept(S), {{ARGV[2], KEYS[3]}})
 if no then
