@@ -3,7 +3,6 @@ package conn
 import (
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"weak"
 
 	"github.com/redis/go-redis/v9"
@@ -70,32 +69,13 @@ func (s *PerClient[V]) Len() int {
 // the client would never be collected, nor its entry dropped.
 type Map[V any] struct {
 	m sync.Map // key (see keyOf) -> V
-	// recent are the entries found last, newest first: a process has few
-	// clients, and this skips building a key (which allocates and locks).
-	recent atomic.Pointer[[]entry[V]]
-}
-
-// recentMax bounds Map.recent (a Redlock of up to this many masters).
-const recentMax = 8
-
-type entry[V any] struct {
-	ref Ref
-	v   V
 }
 
 // Get returns client's V, made by newV(client) on first use (racing
-// goroutines may run newV more than once; one result is kept). newV takes
-// the client, not a closure, so that a hit allocates nothing.
+// goroutines may run newV more than once; one result is kept). A Client
+// made by Of carries its entry, so calls look clients up only at the
+// first meeting and at the edges.
 func (m *Map[V]) Get(client Client, newV func(Client) V) V {
-	var recent []entry[V]
-	if p := m.recent.Load(); p != nil {
-		recent = *p
-	}
-	for _, e := range recent {
-		if e.ref.get() == client.rdb {
-			return e.v
-		}
-	}
 	k := keyOf(client)
 	v, ok := m.m.Load(k)
 	if !ok {
@@ -105,11 +85,6 @@ func (m *Map[V]) Get(client Client, newV func(Client) V) V {
 			onCollect(client, func() { m.m.CompareAndDelete(k, v) })
 		}
 	}
-	// A lost race between two misses drops one entry: it is only a cache.
-	next := make([]entry[V], 0, recentMax)
-	next = append(next, entry[V]{ref: NewRef(client), v: v.(V)})
-	next = append(next, recent[:min(len(recent), recentMax-1)]...)
-	m.recent.Store(&next)
 	return v.(V)
 }
 
