@@ -4,13 +4,14 @@
 // from it means (Transient, MayHaveRun, Resend, TryAgain, IsReply), and
 // what is kept per client.
 //
-// One registry keeps everything per client: its Pipe (with the twin),
-// Pool and PubSub, and what a layer above keeps (PerClient: a hub, a
-// topology). It is keyed by a weak pointer and an entry goes when its
-// client is collected, so a service that makes clients per tenant or
-// request does not grow; Ref leads back to the client without pinning it.
-// Clients of other types are held strongly. Of finds the entry once, and
-// the Client carries it, so a call pays no lookup.
+// One registry keeps everything per client: its Pipe, Pool, PubSub and
+// twin, and what a layer above keeps (PerClient: a hub, a topology). It is
+// keyed by a weak pointer and an entry goes when its client is collected,
+// so a service that makes clients per tenant or request does not grow;
+// Ref leads back to the client without pinning it. Clients of other types
+// are held strongly. Of finds the entry once and the Client carries it, so
+// a primitive's calls pay no lookup (a Client found again through a Ref,
+// or a cluster node's, looks it up).
 //
 // Pipe coalesces the commands of many goroutines: a few go to Redis at
 // once; later ones queue, and the first sender to finish hands the queue,

@@ -7,7 +7,7 @@ func Pipes() int { return clients.Len() }
 func Twins() int {
 	n := 0
 	clients.m.Range(func(_, v any) bool {
-		if v.(*shared).pipe.twinMade.Load() {
+		if v.(*shared).twinMade.Load() {
 			n++
 		}
 		return true

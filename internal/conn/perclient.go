@@ -3,6 +3,7 @@ package conn
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"weak"
 
 	"github.com/redis/go-redis/v9"
@@ -12,10 +13,14 @@ import (
 // meeting and dropped with the client: the one per-client registry. Its
 // values hold the client only through a Ref.
 type shared struct {
-	pipe  *Pipe
-	pool  *Pool
-	ps    *PubSub
-	above sync.Map // *PerClient[V] -> V: what the layers above keep
+	pipe *Pipe
+	pool *Pool
+	ps   *PubSub
+	// twin is held weakly: its pool refers to the client (twin.go).
+	twinOnce sync.Once
+	twin     weak.Pointer[twin]
+	twinMade atomic.Bool
+	above    sync.Map // *PerClient[V] -> V: what the layers above keep
 }
 
 var clients Map[*shared]
@@ -31,7 +36,9 @@ func sharedOf(c Client) *shared {
 // newShared makes a client's entry; it starts nothing, so a copy made by
 // a lost race costs only its memory.
 func newShared(c Client) *shared {
-	return &shared{pipe: newPipe(c), pool: newPool(c), ps: newPubSub(c)}
+	s := &shared{pipe: newPipe(c), pool: newPool(c), ps: newPubSub(c)}
+	s.pipe.sh = s
+	return s
 }
 
 // PerClient is a value per client that a layer above conn keeps (a hub,

@@ -3,8 +3,6 @@ package conn
 import (
 	"context"
 	"sync"
-	"sync/atomic"
-	"weak"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -41,10 +39,9 @@ type Pipe struct {
 	flying int // senders in flight
 	queue  []*call
 
-	// twin is held weakly: its pool refers to the client (twin.go).
-	twinOnce sync.Once
-	twin     weak.Pointer[twin]
-	twinMade atomic.Bool
+	// sh is the registry entry whose pipe this is (nil for one made by
+	// NewPipe): it holds the client's twin.
+	sh *shared
 }
 
 // NewPipe returns a Pipe on client with up to senders (at least 1) in flight.

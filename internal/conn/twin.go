@@ -83,7 +83,11 @@ func (p *Pipe) timed(ctx context.Context, rdb redis.UniversalClient) context.Con
 	if !ok {
 		return ctx
 	}
-	t := p.twinOf(c)
+	sh := p.sh
+	if sh == nil {
+		sh = sharedOf(Client{rdb: rdb}) // a Pipe made apart shares its client's twin
+	}
+	t := sh.twinOf(c)
 	if t == nil {
 		return ctx
 	}
@@ -104,12 +108,12 @@ func untimed(ctx context.Context, rdb redis.UniversalClient) (*redis.Client, boo
 }
 
 // twinOf returns rdb's twin, made on first use; nil once collected. The
-// pipe holds it weakly: its pool refers to the client, which would pin
+// entry holds it weakly: its pool refers to the client, which would pin
 // it. The client keeps it, through its hook.
-func (p *Pipe) twinOf(rdb *redis.Client) *twin {
-	p.twinOnce.Do(func() {
-		p.twin = newTwin(Client{rdb: rdb})
-		p.twinMade.Store(true)
+func (s *shared) twinOf(rdb *redis.Client) *twin {
+	s.twinOnce.Do(func() {
+		s.twin = newTwin(Client{rdb: rdb})
+		s.twinMade.Store(true)
 	})
-	return p.twin.Value()
+	return s.twin.Value()
 }
