@@ -34,10 +34,7 @@ func (c Cmd) SetErr(err error) { c.c.SetErr(err) }
 
 // Process sends cmd on its own and returns its reply.
 func (c Client) Process(ctx context.Context, cmd Cmd) Reply {
-	if _, ok := untimed(ctx, c.rdb); ok {
-		ctx = sharedOf(c).pipe.timed(ctx, c.rdb)
-	}
-	_ = c.rdb.Process(ctx, cmd.c)
+	_ = c.rdb.Process(timed(ctx, c.rdb, c.sh), cmd.c)
 	return cmd.Reply()
 }
 

@@ -80,11 +80,11 @@ func (p *Pipe) Process(ctx context.Context, command Cmd) error {
 		p.flying++
 		p.mu.Unlock()
 		defer p.handOver() // even if a hook panics: the turn must pass on
-		return client.Process(p.timed(ctx, client), cmd)
+		return client.Process(timed(ctx, client, p.sh), cmd)
 	}
 	if _, bounded := ctx.Deadline(); bounded && p.deadlines {
 		p.mu.Unlock()
-		return client.Process(p.timed(ctx, client), cmd)
+		return client.Process(timed(ctx, client, p.sh), cmd)
 	}
 	c := calls.Get().(*call)
 	c.ctx, c.cmd = ctx, cmd

@@ -76,16 +76,19 @@ func (t *twin) innermost(rdb *redis.Client) {
 	}
 }
 
-// timed is ctx marked to be sent on rdb's twin when rdb ignores ctx's
-// deadline; else ctx.
-func (p *Pipe) timed(ctx context.Context, rdb redis.UniversalClient) context.Context {
-	c, ok := untimed(ctx, rdb)
-	if !ok {
+// timed is ctx marked to be sent on rdb's twin when ctx has a deadline
+// that rdb ignores (go-redis sets deadlines from the context only with
+// ContextTimeoutEnabled); else ctx. sh is rdb's entry, nil to look it up.
+func timed(ctx context.Context, rdb redis.UniversalClient, sh *shared) context.Context {
+	c, ok := rdb.(*redis.Client)
+	if !ok || c.Options().ContextTimeoutEnabled {
 		return ctx
 	}
-	sh := p.sh
+	if _, ok := ctx.Deadline(); !ok {
+		return ctx
+	}
 	if sh == nil {
-		sh = sharedOf(Client{rdb: rdb}) // a Pipe made apart shares its client's twin
+		sh = sharedOf(Client{rdb: rdb})
 	}
 	t := sh.twinOf(c)
 	if t == nil {
@@ -93,18 +96,6 @@ func (p *Pipe) timed(ctx context.Context, rdb redis.UniversalClient) context.Con
 	}
 	t.innermost(c)
 	return context.WithValue(ctx, timedKey{}, t)
-}
-
-// untimed returns rdb as a *redis.Client if ctx has a deadline that rdb
-// ignores: go-redis sets deadlines from the context only with
-// ContextTimeoutEnabled.
-func untimed(ctx context.Context, rdb redis.UniversalClient) (*redis.Client, bool) {
-	c, ok := rdb.(*redis.Client)
-	if !ok || c.Options().ContextTimeoutEnabled {
-		return nil, false
-	}
-	_, ok = ctx.Deadline()
-	return c, ok
 }
 
 // twinOf returns rdb's twin, made on first use; nil once collected. The
