@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,6 +69,11 @@ func TestOneNameOneKind(t *testing.T) {
 		ctx := context.Background()
 		ks := kinds()
 		holders := []int{0, 1, 2, 3, 4, 5} // lock, fair, election, write, read, semaphore
+		type refused struct {
+			i, h    int
+			scripts *scriptCount
+		}
+		var tries []refused
 		for _, h := range holders {
 			for i, k := range ks {
 				if ks[h].name == k.name {
@@ -75,6 +81,8 @@ func TestOneNameOneKind(t *testing.T) {
 				}
 				name := "kind:" + string(rune('a'+h)) + string(rune('a'+i))
 				first, second := env.NewClient(t), env.NewClient(t)
+				scripts := &scriptCount{}
+				second.AddHook(scripts)
 				if err := ks[h].take(ctx, first, name); err != nil {
 					t.Fatalf("holder %d of %q: %v", h, name, err)
 				}
@@ -101,9 +109,40 @@ func TestOneNameOneKind(t *testing.T) {
 				if before != after {
 					t.Errorf("%d on %d's name: the hash changed:\nbefore %s\nafter  %s", i, h, before, after)
 				}
+				if i != 2 { // a Campaign also withdraws what it waits on
+					tries = append(tries, refused{i, h, scripts})
+				}
+			}
+		}
+		// One script ran, and it answered: a refused try has nothing to
+		// give back, now or in the background.
+		time.Sleep(200 * time.Millisecond)
+		for _, r := range tries {
+			if n := r.scripts.ran.Load(); n != 1 {
+				t.Errorf("%d on %d's name: %d scripts ran, want the one try", r.i, r.h, n)
 			}
 		}
 	})
+}
+
+// scriptCount counts the scripts a client ran (NOSCRIPT replies aside,
+// which the EVAL after them replaces).
+type scriptCount struct{ ran atomic.Int32 }
+
+func (*scriptCount) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (*scriptCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (s *scriptCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if n := cmd.Name(); (n == "evalsha" || n == "eval") && (err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT")) {
+			s.ran.Add(1)
+		}
+		return err
+	}
 }
 
 // dump is the name's hash and the names of its other keys, sorted, for

@@ -82,6 +82,7 @@ func MayHaveRun(err error) bool {
 	switch {
 	case err == nil, errors.As(err, &rerr), errors.Is(err, redis.Nil),
 		errors.Is(err, errs.ErrNotReplicated), // undone by the try that found it
+		errors.Is(err, errs.ErrWrongKind),     // the script's answer: it wrote nothing
 		errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout),
 		errors.Is(err, redis.ErrPoolExhausted):
 		return false

@@ -81,6 +81,8 @@ func TestMayHaveRunResendTimeout(t *testing.T) {
 		assert.Equal(t, c.resend, conn.Resend(c.err), "Resend(%v)", c.err)
 		assert.Equal(t, c.timedOut, conn.Timeout(c.err), "Timeout(%v)", c.err)
 	}
+	// Read from a script's reply, not from a send: the script answered.
+	assert.False(t, conn.MayHaveRun(errs.WrongKind(errs.KindSemaphore)))
 }
 
 func refused() error {
