@@ -157,7 +157,6 @@ func Acquire(ctx context.Context, tr Trace, req Request) (err error) {
 	}
 	deadline := r.deadline
 	if req.Entry != QueueFirst && (req.Entry != TryThenQueue || !req.Hub.Waiting(req.Channel)) {
-		r.attempts++
 		tctx := r.ctx
 		if !deadline.IsZero() {
 			tctx = context.WithValue(tctx, resendKey{}, deadline)
@@ -296,7 +295,6 @@ func (r *run) join() (w *Waiter, acquired bool, err error) {
 		}
 		// Try unless local waiters queued meanwhile: a try would pass them.
 		if req.Entry == Reenter || !req.Hub.Waiting(req.Channel) {
-			r.attempts++
 			res, terr := r.try(r.ctx, false)
 			r.res = res // the fallback after joining is this try's
 			switch {
@@ -396,7 +394,6 @@ func (r *run) wait(w *Waiter) (acquired, passOn bool, err error) {
 // tryAtHead makes the head's try. over: the acquisition ends with err
 // (nil: acquired); else fallback is when to try again unless woken.
 func (r *run) tryAtHead(w *Waiter) (over bool, fallback time.Duration, err error) {
-	r.attempts++
 	res, err := r.try(r.ctx, true)
 	if r.req.HandOff != nil {
 		w.EndTry()

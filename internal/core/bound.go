@@ -27,6 +27,7 @@ func (r *run) try(ctx context.Context, atHead bool) (Result, error) {
 		// was woken): sent now, it would take or mark for nobody.
 		return Result{}, context.Cause(ctx)
 	}
+	r.attempts++ // a try sent, as the span and metrics count them
 	sent := r.now()
 	var rep Reply
 	var err error
