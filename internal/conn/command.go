@@ -41,6 +41,7 @@ func (c Client) Process(ctx context.Context, cmd Cmd) Reply {
 // Exec sends cmds as one pipeline (on a cluster client, one per node
 // they route to); each holds its reply after.
 func (c Client) Exec(ctx context.Context, cmds ...Cmd) {
+	ctx = timed(ctx, c.rdb, c.sh)
 	_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, cmd := range cmds {
 			_ = p.Process(ctx, cmd.c)

@@ -1,5 +1,11 @@
 package conn
 
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+)
+
 // Pipes is how many clients have a Pipe now: an entry in the registry.
 func Pipes() int { return clients.Len() }
 
@@ -14,3 +20,6 @@ func Twins() int {
 	})
 	return n
 }
+
+// Timed is ctx marked for rdb's twin, as the package's own calls mark it.
+var Timed = func(ctx context.Context, rdb redis.UniversalClient) context.Context { return timed(ctx, rdb, nil) }

@@ -13,7 +13,8 @@ import (
 // deadline while it waits for a reply, so it gets a twin: a clone sharing
 // its pool (redis.Client.WithTimeout) with ContextTimeoutEnabled. Our
 // calls with a deadline pass the client's hooks to ours, the innermost,
-// which sends them on the twin. The user's own calls are untouched.
+// which sends them (pipelines too) on the twin. The user's own calls
+// are untouched.
 
 type twin struct {
 	clone *redis.Client // no hooks: go-redis's clone drops them
@@ -34,8 +35,23 @@ type twinHook struct {
 
 func (*twinHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (*twinHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+// ProcessPipelineHook sends a marked pipeline on the twin. A transaction
+// (MULTI first) goes on: the twin's plain pipeline would misread its replies.
+func (h *twinHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	if h.builds.Load() > 1 { // rebuilt with ProcessHook: a hook was added inside
+		return next
+	}
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if ctx.Value(timedKey{}) != h.t || len(cmds) == 0 || cmds[0].Name() == "multi" {
+			return next(ctx, cmds)
+		}
+		p := h.t.clone.Pipeline()
+		for _, cmd := range cmds {
+			_ = p.Process(ctx, cmd)
+		}
+		_, err := p.Exec(ctx)
+		return err
+	}
 }
 
 func (h *twinHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {

@@ -39,6 +39,41 @@ func TestDefaultClientCallEndsAtItsDeadline(t *testing.T) {
 	require.False(t, rdb.Options().ContextTimeoutEnabled, "the user's client is unchanged")
 }
 
+// A pipeline with a deadline on a default client ends at its deadline too,
+// and a transaction keeps its replies.
+func TestDefaultClientPipelineEndsAtItsDeadline(t *testing.T) {
+	s := redistest.StartServer(t)
+	rdb := s.Client(t)
+	c := conn.Of(rdb)
+	ctx := context.Background()
+	// A transaction marked for the twin goes on as one.
+	tctx, tcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer tcancel()
+	tctx = conn.Timed(tctx, rdb)
+	tx, err := rdb.TxPipelined(tctx, func(p redis.Pipeliner) error {
+		p.Set(tctx, "k", "v", 0)
+		p.Get(tctx, "k")
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, "v", tx[1].(*redis.StringCmd).Val())
+	require.NoError(t, rdb.Do(ctx, "client", "pause", 1500, "all").Err())
+
+	dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	replies := c.Pipelined(dctx, []any{"get", "k"}, []any{"get", "j"})
+	waited := time.Since(start)
+	require.True(t, conn.Timeout(replies[0].Err()), "%v", replies[0].Err())
+	require.Less(t, waited, time.Second, "the pipeline ended at its deadline, not at the pause's end")
+
+	replies = c.Pipelined(ctx, []any{"get", "k"}, []any{"get", "j"})
+	v, err := replies[0].Text()
+	require.NoError(t, err)
+	require.Equal(t, "v", v)
+	require.ErrorIs(t, replies[1].Err(), redis.Nil)
+}
+
 type countHook struct{ n atomic.Int32 }
 
 func (*countHook) DialHook(next redis.DialHook) redis.DialHook { return next }

@@ -79,12 +79,16 @@ func honoursDeadlines(c redis.UniversalClient) bool {
 	return false
 }
 
-// Inline reports whether a call bounded only by its own timeout (ctx's
-// Done is nil) may run on the caller's goroutine under a deadline the
-// client honours; a ctx that can end goes through Bound (go-redis
-// watches deadlines, not cancellation).
+// Inline reports whether a call under ctx may run on the caller's
+// goroutine, bounded by a deadline the client honours: ctx's, or a timeout
+// of its own when ctx cannot end. go-redis watches deadlines, not
+// cancellation: a ctx that can end without a deadline goes through Bound.
 func (p *Pool) Inline(ctx context.Context) bool {
-	return p != nil && p.deadlines && ctx.Done() == nil
+	if p == nil || !p.deadlines {
+		return false
+	}
+	_, dl := ctx.Deadline()
+	return dl || ctx.Done() == nil
 }
 
 // PoolFor returns client's Pool, shared by every lock on that client, so
