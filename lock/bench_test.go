@@ -42,8 +42,19 @@ func BenchmarkRawFloor(b *testing.B) {
 }
 
 func BenchmarkUncontendedLockUnlock(b *testing.B) {
+	benchLockUnlock(context.Background(), b)
+}
+
+// BenchmarkUncontendedLockUnlockUnderDeadline is the pair under a context
+// with a deadline, as a request's is.
+func BenchmarkUncontendedLockUnlockUnderDeadline(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	benchLockUnlock(ctx, b)
+}
+
+func benchLockUnlock(ctx context.Context, b *testing.B) {
 	rdb := benchClient(b)
-	ctx := context.Background()
 	mu := lock.New(rdb, "bench")
 	b.ReportAllocs()
 	for b.Loop() {

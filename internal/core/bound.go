@@ -11,10 +11,11 @@ import (
 )
 
 // try makes one try of the attempt and has it read the reply (Took). The
-// try returns when ctx ends, whatever go-redis does (it ignores deadlines
-// unless told, and retries): on the client's workers if ctx can end, else
-// inline; a try unanswered then is an error Lost reports late, and goes on
-// (the attempt gives back what it takes after it). A try-again reply
+// try returns by ctx's deadline, whatever go-redis does (it ignores
+// deadlines unless told, and retries): inline when ctx cannot end or the
+// client ends calls at their deadline (run.inline), else on the client's
+// workers, where a try unanswered when ctx ends is an error Lost reports
+// late, and goes on (the attempt gives back what it takes after it). A try-again reply
 // (conn.TryAgain: BUSY, LOADING...) is resent after a backoff for up to
 // Patience, or to a first try's wait bound (Acquire). A try on its way
 // when the wait bound passes has Patience more, so a healthy server's
@@ -38,10 +39,13 @@ func (r *run) try(ctx context.Context, atHead bool) (Result, error) {
 	for {
 		if ctx.Done() == nil {
 			rep, err = a.Send(ctx, atHead)
+		} else if sctx, cancel := r.inline(ctx, patience); sctx != nil {
+			rep, err = a.Send(sctx, atHead)
+			cancel()
 		} else {
 			rep, err = onPool(ctx, r.req.Client.workers, patience, a, atHead)
 		}
-		if again != nil && ctx.Err() != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		if again != nil && ctx.Err() != nil && (conn.Timeout(err) || errors.Is(err, context.Canceled)) {
 			// Failed by the end of ctx, late or not: a late try's error
 			// stays inside, for conn.AfterLate.
 			err = &resent{err: err, answer: again}
@@ -69,6 +73,25 @@ func (r *run) try(ctx context.Context, atHead bool) (Result, error) {
 	}
 	rep.SentAt = sent
 	return a.Took(ctx, rep, err, atHead)
+}
+
+// inline returns the context a try of run.try is sent under on the
+// caller's goroutine, or nil to send it on the workers. A client that ends
+// a call at its context's deadline (conn.Pool.Inline) needs no worker for
+// a ctx with one: it ends there, or Patience after the wait bound (see
+// run.try); a cancellation before then is seen once the reply comes.
+func (r *run) inline(ctx context.Context, patience time.Duration) (context.Context, context.CancelFunc) {
+	if !r.req.Client.workers.Inline(ctx) {
+		return nil, nil
+	}
+	if dl, _ := ctx.Deadline(); r.deadline.IsZero() || !dl.Equal(r.deadline) {
+		return ctx, func() {}
+	}
+	limit := r.deadline.Add(patience)
+	if dl, ok := r.sctx.Deadline(); ok && dl.Before(limit) {
+		limit = dl
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), limit)
 }
 
 // now is the time on the attempt's clock (Request.Watchdog).
