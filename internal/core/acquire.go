@@ -59,29 +59,6 @@ type Attempt interface {
 	Abandon(ctx context.Context, err error)
 }
 
-// TryFunc is a one-try function as an Attempt that marks and keeps nothing.
-type TryFunc func(ctx context.Context) (Result, error)
-
-// Send calls f; a try that acquired is Count 1.
-func (f TryFunc) Send(ctx context.Context, _ bool) (Reply, error) {
-	res, err := f(ctx)
-	if res.Acquired {
-		return Reply{Count: 1}, err
-	}
-	return Reply{TTL: res.TTL}, err
-}
-
-// Took reads Send's reply back.
-func (TryFunc) Took(_ context.Context, r Reply, err error, _ bool) (Result, error) {
-	return Result{Acquired: err == nil && r.Count > 0, TTL: r.TTL}, err
-}
-
-// Keep does nothing.
-func (TryFunc) Keep(context.Context, bool) error { return nil }
-
-// Abandon does nothing.
-func (TryFunc) Abandon(context.Context, error) {}
-
 // Admission is how many holders a primitive admits at once.
 type Admission uint8
 

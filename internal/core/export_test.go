@@ -35,3 +35,26 @@ func TryOnce(ctx context.Context, c Client, patience time.Duration, send func(co
 	r := run{req: Request{Attempt: TryFunc(send), Client: c, Patience: patience}}
 	return r.try(ctx, false)
 }
+
+// TryFunc is a one-try function as an Attempt that marks and keeps nothing.
+type TryFunc func(ctx context.Context) (Result, error)
+
+// Send calls f; a try that acquired is Count 1.
+func (f TryFunc) Send(ctx context.Context, _ bool) (Reply, error) {
+	res, err := f(ctx)
+	if res.Acquired {
+		return Reply{Count: 1}, err
+	}
+	return Reply{TTL: res.TTL}, err
+}
+
+// Took reads Send's reply back.
+func (TryFunc) Took(_ context.Context, r Reply, err error, _ bool) (Result, error) {
+	return Result{Acquired: err == nil && r.Count > 0, TTL: r.TTL}, err
+}
+
+// Keep does nothing.
+func (TryFunc) Keep(context.Context, bool) error { return nil }
+
+// Abandon does nothing.
+func (TryFunc) Abandon(context.Context, error) {}

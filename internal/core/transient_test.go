@@ -277,3 +277,63 @@ func TestFirstTryResentUpToTheWaitBound(t *testing.T) {
 		require.Greater(t, f.calls, 1, "resent meanwhile")
 	})
 }
+
+// A try under a deadline the client honours (a *redis.Client, through its
+// twin) runs on the caller's goroutine, under that deadline; one whose
+// context can end without a deadline goes to a worker.
+func TestTryUnderADeadlineRunsInline(t *testing.T) {
+	_, rdb := redistest.Miniredis(t)
+	c := core.ClientOf(rdb)
+	workers := conn.PoolFor(conn.Of(rdb))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	want, _ := ctx.Deadline()
+	var got time.Time
+	res, err := core.TryOnce(ctx, c, time.Second, func(ctx context.Context) (core.Result, error) {
+		got, _ = ctx.Deadline()
+		return core.Result{Acquired: true}, nil
+	})
+	require.NoError(t, err)
+	require.True(t, res.Acquired)
+	require.Equal(t, want, got, "sent under the caller's deadline")
+	require.Zero(t, workers.Started(), "no worker for a try under a deadline")
+
+	cctx, ccancel := context.WithCancel(context.Background())
+	defer ccancel()
+	_, err = core.TryOnce(cctx, c, time.Second, func(context.Context) (core.Result, error) { return core.Result{}, nil })
+	require.NoError(t, err)
+	require.EqualValues(t, 1, workers.Started(), "a cancellation alone needs a worker")
+}
+
+// A try inline under the wait bound may run past it by its patience (a
+// healthy server's late answer is kept, as on a worker), but not past the
+// caller's own deadline.
+func TestInlineTryKeepsItsPatiencePastTheWaitBound(t *testing.T) {
+	_, rdb := redistest.Miniredis(t)
+	hub := core.For(conn.Of(rdb))
+	for _, callerDeadline := range []time.Duration{0, 5500 * time.Millisecond} {
+		var tries int
+		var got time.Time
+		req := request(hub, channelOf(t), func(ctx context.Context) (core.Result, error) {
+			if tries++; tries == 1 {
+				return core.Result{TTL: time.Millisecond}, nil // held, free soon
+			}
+			got, _ = ctx.Deadline()
+			return core.Result{Acquired: true}, nil
+		})
+		req.Client, req.Patience, req.Wait = core.ClientOf(rdb), time.Second, 5*time.Second
+		ctx := testContext(t)
+		if callerDeadline > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, callerDeadline)
+			defer cancel()
+		}
+		began := time.Now()
+		require.NoError(t, do(ctx, req))
+		want := began.Add(req.Wait + req.Patience)
+		if callerDeadline > 0 {
+			want, _ = ctx.Deadline()
+		}
+		require.WithinDuration(t, want, got, 100*time.Millisecond, "caller's deadline %v", callerDeadline)
+	}
+}
