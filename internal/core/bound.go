@@ -79,9 +79,11 @@ func (r *run) try(ctx context.Context, atHead bool) (Result, error) {
 // caller's goroutine, or nil to send it on the workers. A client that ends
 // a call at its context's deadline (conn.Pool.Inline) needs no worker for
 // a ctx with one: it ends there, or Patience after the wait bound (see
-// run.try); a cancellation before then is seen once the reply comes.
+// run.try); a cancellation before then is seen once the reply comes. A
+// caller who may cancel without a deadline of its own gets a worker: the
+// wait bound's deadline is no bound on its cancellation.
 func (r *run) inline(ctx context.Context, patience time.Duration) (context.Context, context.CancelFunc) {
-	if !r.req.Client.workers.Inline(ctx) {
+	if _, ok := r.sctx.Deadline(); (!ok && r.sctx.Done() != nil) || !r.req.Client.workers.Inline(ctx) {
 		return nil, nil
 	}
 	if dl, _ := ctx.Deadline(); r.deadline.IsZero() || !dl.Equal(r.deadline) {
@@ -103,8 +105,9 @@ func (r *run) now() time.Time {
 }
 
 // resent is a resend ended by its context, with the server's last answer,
-// which says why it waited. It unwraps to the context's error alone, or to
-// a late resend's *conn.LateError (it may have run: conn.MayHaveRun).
+// which says why it waited. It unwraps to the resend's error: the
+// context's, a network timeout at its deadline, or a late resend's
+// *conn.LateError (it may have run: conn.MayHaveRun).
 type resent struct{ err, answer error }
 
 func (e *resent) Error() string {

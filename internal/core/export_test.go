@@ -32,7 +32,7 @@ func ClientOn(p *conn.Pool) Client { return Client{workers: p} }
 // TryOnce makes one bounded try of send, as the loop makes each try of
 // an attempt (run.try), on c's workers when ctx can end.
 func TryOnce(ctx context.Context, c Client, patience time.Duration, send func(context.Context) (Result, error)) (Result, error) {
-	r := run{req: Request{Attempt: TryFunc(send), Client: c, Patience: patience}}
+	r := run{sctx: ctx, req: Request{Attempt: TryFunc(send), Client: c, Patience: patience}}
 	return r.try(ctx, false)
 }
 

@@ -337,3 +337,28 @@ func TestInlineTryKeepsItsPatiencePastTheWaitBound(t *testing.T) {
 		require.WithinDuration(t, want, got, 100*time.Millisecond, "caller's deadline %v", callerDeadline)
 	}
 }
+
+// A caller that may cancel but set no deadline gets its tries sent on a
+// worker, even under the wait bound's deadline: the bound is relock's, not
+// a bound on when the caller's cancellation is seen.
+func TestTryOfACallerWithoutADeadlineGoesToAWorker(t *testing.T) {
+	_, rdb := redistest.Miniredis(t)
+	hub := core.For(conn.Of(rdb))
+	workers := conn.PoolFor(conn.Of(rdb))
+	var tries int
+	var got time.Time
+	req := request(hub, channelOf(t), func(ctx context.Context) (core.Result, error) {
+		if tries++; tries == 1 {
+			return core.Result{TTL: time.Millisecond}, nil // held, free soon
+		}
+		got, _ = ctx.Deadline()
+		return core.Result{Acquired: true}, nil
+	})
+	req.Client, req.Patience, req.Wait = core.ClientOf(rdb), time.Second, 5*time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	began := time.Now()
+	require.NoError(t, do(ctx, req))
+	require.WithinDuration(t, began.Add(req.Wait), got, 100*time.Millisecond, "under the wait bound alone")
+	require.Positive(t, workers.Started(), "sent on a worker")
+}
