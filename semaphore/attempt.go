@@ -65,8 +65,8 @@ func (e answered) Unwrap() error { return e.error }
 // takes its turn in Redis. It writes landed, which the clean-up after a
 // late try reads.
 func (t *permitTry) Send(ctx context.Context, atHead bool) (core.Reply, error) {
-	if ctx.Err() != nil {
-		t.landed = landing{} // its caller left before a worker took it up
+	if ctx.Err() != nil || !t.s.readResizing(ctx) {
+		t.landed = landing{} // its caller left before it could be sent
 		return core.Reply{}, errUnsent
 	}
 	waiterID := ""
@@ -124,11 +124,35 @@ func (t *permitTry) Took(ctx context.Context, r core.Reply, err error, atHead bo
 	return core.Result{Acquired: true}, nil
 }
 
+// readResizing read-locks s.resizing, waiting no longer than ctx: a Resize
+// holds it through its script, which a stalled server may hold up past a
+// try's bound. false: ctx ended first (the lock is let go once had).
+func (s *Semaphore) readResizing(ctx context.Context) bool {
+	if s.resizing.TryRLock() {
+		return true
+	}
+	got := make(chan struct{})
+	go func() {
+		s.resizing.RLock()
+		close(got)
+	}()
+	select {
+	case <-got:
+		return true
+	case <-ctx.Done():
+		go func() {
+			<-got
+			s.resizing.RUnlock()
+		}()
+		return false
+	}
+}
+
 // runScript runs the acquire script once, waiterID marking the head ("" for
 // none): its reply, the WAIT's acks and the size the try was made with.
+// It lets go of s.resizing, which its caller read-locked (readResizing).
 func (t *permitTry) runScript(ctx context.Context, waiterID string) (vals []int64, acks scripts.Acks, size int64, err error) {
 	s, leaseTime := t.s, t.claim.lease
-	s.resizing.RLock()
 	defer s.resizing.RUnlock()
 	size = s.size.Load() // a Resize of this Semaphore during the wait counts
 	cmd, acks := acquireLua{
