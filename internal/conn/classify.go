@@ -80,7 +80,11 @@ func MayHaveRun(err error) bool {
 	var rerr redis.Error
 	var oerr *net.OpError
 	switch {
-	case err == nil, errors.As(err, &rerr), errors.Is(err, redis.Nil),
+	case err == nil:
+		return false
+	case AfterLate(err) != nil:
+		return true // it goes on, whatever cause ended its caller's wait
+	case errors.As(err, &rerr), errors.Is(err, redis.Nil),
 		errors.Is(err, errs.ErrNotReplicated), // undone by the try that found it
 		errors.Is(err, errs.ErrWrongKind),     // the script's answer: it wrote nothing
 		errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout),

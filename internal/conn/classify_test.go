@@ -13,6 +13,7 @@ import (
 	"github.com/relock-go/relock/internal/conn"
 	"github.com/relock-go/relock/internal/errs"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestTransient(t *testing.T) {
@@ -83,6 +84,15 @@ func TestMayHaveRunResendTimeout(t *testing.T) {
 	}
 	// Read from a script's reply, not from a send: the script answered.
 	assert.False(t, conn.MayHaveRun(errs.WrongKind(errs.KindSemaphore)))
+
+	// A late call goes on, whatever cause ended its caller's wait.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errs.WrongKind(errs.KindLock))
+	release := make(chan struct{})
+	defer close(release)
+	late := conn.NewPool(0).Bound(ctx, 0, func() { <-release })
+	require.NotNil(t, conn.AfterLate(late))
+	assert.True(t, conn.MayHaveRun(late))
 }
 
 func refused() error {

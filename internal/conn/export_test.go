@@ -9,17 +9,8 @@ import (
 // Pipes is how many clients have a Pipe now: an entry in the registry.
 func Pipes() int { return clients.Len() }
 
-// Twins is how many clients have a twin now.
-func Twins() int {
-	n := 0
-	clients.m.Range(func(_, v any) bool {
-		if v.(*shared).twinMade.Load() {
-			n++
-		}
-		return true
-	})
-	return n
-}
+// HasTwin reports whether rdb has a twin.
+func HasTwin(rdb redis.UniversalClient) bool { return sharedOf(Client{rdb: rdb}).twinMade.Load() }
 
 // Timed is ctx marked for rdb's twin, as the package's own calls mark it.
 var Timed = func(ctx context.Context, rdb redis.UniversalClient) context.Context { return timed(ctx, rdb, nil) }
