@@ -2,6 +2,7 @@ package conn
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"weak"
@@ -28,17 +29,24 @@ type timedKey struct{}
 
 // twinHook sends marked calls on its twin while it is innermost. Once a
 // later hook is added it steps aside, and the next marked call adds anew.
+// go-redis also builds chains with it for a Conn of the client and for an
+// autopipelined command; those add no hook inside it.
 type twinHook struct {
 	t      *twin
-	builds atomic.Int32
+	base   atomic.Uintptr // the code of the client's own process, next at the first build
+	dialed atomic.Bool    // DialHook ran: go-redis rebuilds a chain hook by hook, dial first
+	stale  atomic.Bool    // a hook was added inside this one
 }
 
-func (*twinHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *twinHook) DialHook(next redis.DialHook) redis.DialHook {
+	h.dialed.Store(true)
+	return next
+}
 
 // ProcessPipelineHook sends a marked pipeline on the twin. A transaction
 // (MULTI first) goes on: the twin's plain pipeline would misread its replies.
 func (h *twinHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	if h.builds.Load() > 1 { // rebuilt with ProcessHook: a hook was added inside
+	if h.stale.Load() { // rebuilt with ProcessHook: a hook was added inside
 		return next
 	}
 	return func(ctx context.Context, cmds []redis.Cmder) error {
@@ -55,8 +63,16 @@ func (h *twinHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 }
 
 func (h *twinHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	if h.builds.Add(1) > 1 {
-		return next // a hook was added inside this one
+	at := reflect.ValueOf(next).Pointer()
+	h.base.CompareAndSwap(0, at)
+	rebuilt := h.dialed.Swap(false)
+	if at != h.base.Load() {
+		// Another hook inside: added later, if go-redis rebuilds the chain
+		// (else it is an autopipelined command's own, which adds none).
+		if rebuilt {
+			h.stale.Store(true)
+		}
+		return next
 	}
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if ctx.Value(timedKey{}) == h.t {
@@ -80,12 +96,12 @@ func newTwin(c Client) weak.Pointer[twin] {
 
 // innermost makes sure a hook of t is rdb's innermost.
 func (t *twin) innermost(rdb *redis.Client) {
-	if h := t.hook.Load(); h != nil && h.builds.Load() == 1 {
+	if h := t.hook.Load(); h != nil && !h.stale.Load() {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if h := t.hook.Load(); h == nil || h.builds.Load() > 1 {
+	if h := t.hook.Load(); h == nil || h.stale.Load() {
 		h = &twinHook{t: t}
 		rdb.AddHook(h)
 		t.hook.Store(h)

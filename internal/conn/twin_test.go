@@ -113,6 +113,32 @@ func TestTwinCallsGoThroughTheClientsHooks(t *testing.T) {
 	}
 }
 
+// The twin's hook stays the client's one while go-redis builds chains with
+// it that add no hook inside (a Conn of the client, an autopipelined
+// command), and is added anew only after a hook is added to the client.
+func TestTwinHookIsAddedOnlyAfterAnotherHook(t *testing.T) {
+	s := redistest.StartServer(t)
+	rdb := s.Client(t)
+	c := conn.Of(rdb)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, c.Do(ctx, "ping").Err())
+	hook := conn.TwinHook(rdb)
+	require.NotNil(t, hook)
+	for range 20 {
+		cn := rdb.Conn()
+		require.NoError(t, cn.Ping(ctx).Err())
+		require.NoError(t, cn.Close())
+		require.NoError(t, c.Do(ctx, "ping").Err())
+	}
+	require.Same(t, hook, conn.TwinHook(rdb), "a Conn of the client added a hook")
+	after := &countHook{}
+	rdb.AddHook(after)
+	require.NoError(t, c.Do(ctx, "ping").Err())
+	require.NotSame(t, hook, conn.TwinHook(rdb), "a hook added later sees our calls")
+	require.EqualValues(t, 1, after.n.Load())
+}
+
 // A twin does not keep its client alive.
 func TestTwinGoesWithItsClient(t *testing.T) {
 	s := redistest.StartServer(t)
