@@ -11,14 +11,14 @@ import (
 )
 
 // try makes one try of the attempt and has it read the reply (Took). The
-// try returns by ctx's deadline, whatever go-redis does (it ignores
-// deadlines unless told, and retries): inline when ctx cannot end or the
-// client ends calls at their deadline (run.inline), else on the client's
-// workers, where a try unanswered when ctx ends is an error Lost reports
-// late, and goes on (the attempt gives back what it takes after it). A try-again reply
-// (conn.TryAgain: BUSY, LOADING...) is resent after a backoff for up to
-// Patience, or to a first try's wait bound (Acquire). A try on its way
-// when the wait bound passes has Patience more, so a healthy server's
+// try returns when ctx ends, whatever go-redis does (it ignores deadlines
+// unless told, and retries): inline when ctx cannot end or the connection
+// ends it at ctx's deadline (run.inline), else on the client's workers,
+// where a try unanswered when ctx ends is an error Lost reports late and
+// goes on (the attempt gives back what it takes after it). A try-again
+// reply (conn.TryAgain: BUSY, LOADING...) is resent after a backoff for
+// up to Patience, or to a first try's wait bound (Acquire). A try on its
+// way when the wait bound passes has Patience more, so a healthy server's
 // answer is kept rather than given back. Send is called here, not in a
 // helper, so that the common try is no deeper than it must be.
 func (r *run) try(ctx context.Context, atHead bool) (Result, error) {
@@ -28,7 +28,7 @@ func (r *run) try(ctx context.Context, atHead bool) (Result, error) {
 		// was woken): sent now, it would take or mark for nobody.
 		return Result{}, context.Cause(ctx)
 	}
-	r.attempts++ // a try sent, as the span and metrics count them
+	r.attempts++ // a try sent, as the span counts them
 	sent := r.now()
 	var rep Reply
 	var err error
