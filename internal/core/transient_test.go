@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -305,49 +306,12 @@ func TestTryUnderADeadlineRunsInline(t *testing.T) {
 	require.EqualValues(t, 1, workers.Started(), "a cancellation alone needs a worker")
 }
 
-// A try inline under the wait bound may run past it by its patience (a
-// healthy server's late answer is kept, as on a worker), but not past the
-// caller's own deadline.
-func TestInlineTryKeepsItsPatiencePastTheWaitBound(t *testing.T) {
-	_, rdb := redistest.Miniredis(t)
-	hub := core.For(conn.Of(rdb))
-	for _, callerDeadline := range []time.Duration{0, 5500 * time.Millisecond} {
-		var tries int
-		var got time.Time
-		req := request(hub, channelOf(t), func(ctx context.Context) (core.Result, error) {
-			if tries++; tries == 1 {
-				return core.Result{TTL: time.Millisecond}, nil // held, free soon
-			}
-			got, _ = ctx.Deadline()
-			return core.Result{Acquired: true}, nil
-		})
-		req.Client, req.Patience, req.Wait = core.ClientOf(rdb), time.Second, 5*time.Second
-		ctx := testContext(t)
-		if callerDeadline > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, callerDeadline)
-			defer cancel()
-		}
-		began := time.Now()
-		require.NoError(t, do(ctx, req))
-		want := began.Add(req.Wait + req.Patience)
-		if callerDeadline > 0 {
-			want, _ = ctx.Deadline()
-		}
-		require.WithinDuration(t, want, got, 100*time.Millisecond, "caller's deadline %v", callerDeadline)
-	}
-}
-
-// A caller that may cancel but set no deadline gets its tries sent on a
-// worker, even under the wait bound's deadline: the bound is relock's, not
-// a bound on when the caller's cancellation is seen.
-func TestTryOfACallerWithoutADeadlineGoesToAWorker(t *testing.T) {
-	_, rdb := redistest.Miniredis(t)
-	hub := core.For(conn.Of(rdb))
-	workers := conn.PoolFor(conn.Of(rdb))
+// secondTryDeadline runs an acquisition under ctx whose first try finds
+// the lock held and whose second takes it, with a wait bound of 5 s and a
+// patience of 1 s, and returns the deadline the second try was sent under.
+func secondTryDeadline(ctx context.Context, t *testing.T, rdb redis.UniversalClient) (got time.Time, began time.Time) {
 	var tries int
-	var got time.Time
-	req := request(hub, channelOf(t), func(ctx context.Context) (core.Result, error) {
+	req := request(core.For(conn.Of(rdb)), channelOf(t), func(ctx context.Context) (core.Result, error) {
 		if tries++; tries == 1 {
 			return core.Result{TTL: time.Millisecond}, nil // held, free soon
 		}
@@ -355,10 +319,34 @@ func TestTryOfACallerWithoutADeadlineGoesToAWorker(t *testing.T) {
 		return core.Result{Acquired: true}, nil
 	})
 	req.Client, req.Patience, req.Wait = core.ClientOf(rdb), time.Second, 5*time.Second
+	began = time.Now()
+	require.NoError(t, do(ctx, req))
+	return got, began
+}
+
+// A try inline under the wait bound may run past it by its patience (a
+// healthy server's late answer is kept, as on a worker), but not past the
+// caller's own deadline.
+func TestInlineTryKeepsItsPatiencePastTheWaitBound(t *testing.T) {
+	_, rdb := redistest.Miniredis(t)
+	got, began := secondTryDeadline(testContext(t), t, rdb)
+	require.WithinDuration(t, began.Add(6*time.Second), got, 100*time.Millisecond, "the bound and the patience")
+
+	ctx, cancel := context.WithTimeout(testContext(t), 5500*time.Millisecond)
+	defer cancel()
+	got, _ = secondTryDeadline(ctx, t, rdb)
+	want, _ := ctx.Deadline()
+	require.WithinDuration(t, want, got, 100*time.Millisecond, "the caller's deadline")
+}
+
+// A caller that may cancel but set no deadline gets its tries sent on a
+// worker, even under the wait bound's deadline: the bound is relock's, not
+// a bound on when the caller's cancellation is seen.
+func TestTryOfACallerWithoutADeadlineGoesToAWorker(t *testing.T) {
+	_, rdb := redistest.Miniredis(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	began := time.Now()
-	require.NoError(t, do(ctx, req))
-	require.WithinDuration(t, began.Add(req.Wait), got, 100*time.Millisecond, "under the wait bound alone")
-	require.Positive(t, workers.Started(), "sent on a worker")
+	got, began := secondTryDeadline(ctx, t, rdb)
+	require.WithinDuration(t, began.Add(5*time.Second), got, 100*time.Millisecond, "under the wait bound alone")
+	require.Positive(t, conn.PoolFor(conn.Of(rdb)).Started(), "sent on a worker")
 }
