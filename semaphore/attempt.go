@@ -140,12 +140,12 @@ func (s *Semaphore) readResizing(ctx context.Context) bool {
 	case <-got:
 		return true
 	case <-ctx.Done():
-		go func() {
-			<-got
-			s.resizing.RUnlock()
-		}()
-		return false
 	}
+	go func() {
+		<-got
+		s.resizing.RUnlock()
+	}()
+	return false
 }
 
 // runScript runs the acquire script once, waiterID marking the head ("" for

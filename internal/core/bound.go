@@ -75,23 +75,21 @@ func (r *run) try(ctx context.Context, atHead bool) (Result, error) {
 	return a.Took(ctx, rep, err, atHead)
 }
 
-// inline returns the context a try of run.try is sent under on the
-// caller's goroutine, or nil to send it on the workers. A client that ends
-// a call at its context's deadline (conn.Pool.Inline) needs no worker for
-// a ctx with one: it ends there, or Patience after the wait bound (see
-// run.try); a cancellation before then is seen once the reply comes. A
-// caller who may cancel without a deadline of its own gets a worker: the
-// wait bound's deadline is no bound on its cancellation.
+// inline is the context a try is sent under on the caller's goroutine
+// (nil: on the workers), where the connection ends it at ctx's deadline,
+// or at the wait bound's plus patience (see run.try). A caller that may
+// cancel without a deadline of its own keeps a worker.
 func (r *run) inline(ctx context.Context, patience time.Duration) (context.Context, context.CancelFunc) {
-	if _, ok := r.sctx.Deadline(); (!ok && r.sctx.Done() != nil) || !r.req.Client.workers.Inline(ctx) {
+	own, ok := r.sctx.Deadline()
+	if (!ok && r.sctx.Done() != nil) || !r.req.Client.workers.Inline(ctx) {
 		return nil, nil
 	}
 	if dl, _ := ctx.Deadline(); r.deadline.IsZero() || !dl.Equal(r.deadline) {
 		return ctx, func() {}
 	}
 	limit := r.deadline.Add(patience)
-	if dl, ok := r.sctx.Deadline(); ok && dl.Before(limit) {
-		limit = dl
+	if ok && own.Before(limit) {
+		limit = own
 	}
 	return context.WithDeadline(context.WithoutCancel(ctx), limit)
 }
