@@ -6,7 +6,8 @@
 //
 // -lib relock sends relock's lock.Mutex (relock-fair: lock.NewFair's;
 // relock-read, relock-write: an rwlock.RWMutex's RLock and RUnlock, or
-// its Lock and Unlock);
+// its Lock and Unlock; relock-sem: a semaphore.Semaphore of 3 permits'
+// Acquire and Release of one);
 // -lib redisson sends Redisson
 // RLock's own scripts (RedissonLock.tryLockInnerAsync and
 // unlockInnerAsync, as of its main branch) and the DEL of its unlock
@@ -23,6 +24,7 @@ import (
 
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/rwlock"
+	"github.com/relock-go/relock/semaphore"
 )
 
 var (
@@ -52,7 +54,7 @@ var (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:6399", "the server")
 	n := flag.Int("n", 2000, "pairs")
-	lib := flag.String("lib", "relock", "relock, relock-fair, relock-read, relock-write or redisson")
+	lib := flag.String("lib", "relock", "relock, relock-fair, relock-read, relock-write, relock-sem or redisson")
 	flag.Parse()
 	ctx := context.Background()
 	c := redis.NewClient(&redis.Options{Addr: *addr})
@@ -81,6 +83,8 @@ func relockPair(lib string) func(ctx context.Context, c *redis.Client, name stri
 			return rwlock.New(c, name).RDo(ctx, nothing)
 		case "relock-write":
 			return rwlock.New(c, name).Do(ctx, nothing)
+		case "relock-sem":
+			return semaphore.New(c, name, 3).Do(ctx, 1, nothing)
 		}
 		return lock.New(c, name).Do(ctx, nothing)
 	}

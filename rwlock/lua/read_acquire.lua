@@ -19,15 +19,16 @@ local latch = ARGV[4] == 'latch' and KEYS[5]
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lease = tonumber(ARGV[1])
-local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false and redis.call('exists', KEYS[1]) == 1 then
+local rec = redis.call('hmget', KEYS[1], 'mode', ARGV[2])
+local mode, held = rec[1], rec[2]
+local pttl = redis.call('pttl', KEYS[1]) -- -2: no hash
+if mode == false and pttl ~= -2 then
   -- one name, one kind: a lock's or a semaphore's hash is refused
   return {-2, redis.call('hexists', KEYS[1], 'size') == 1 and 3 or 1}
 end
 -- an own entry whose lease keys all expired (a lost hold) is dropped: counted
 -- on, a new read would be a re-entry and pass a waiting writer. Lapsed writer
 -- marks are left to writers: a full server refuses only a script's first write.
-local held = redis.call('hget', KEYS[1], ARGV[2])
 if held ~= false and mode == 'read' then
   local alive = false
   for j = 1, tonumber(held) do
@@ -41,7 +42,7 @@ if held ~= false and mode == 'read' then
     held = false
     if redis.call('hlen', KEYS[1]) <= 1 then
       redis.call('del', KEYS[1])
-      mode = false
+      mode, pttl = false, -2
     end
   end
 end
@@ -56,7 +57,7 @@ local function stale(count)
       keys[#keys + 1] = KEYS[2] .. ':' .. j
     end
   end
-  if redis.call('pttl', KEYS[1]) < lease then
+  if pttl < lease then
     keys[#keys + 1] = KEYS[1]
   end
   return keys
@@ -81,7 +82,7 @@ if done then
   return {held, done}
 end
 if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
-  return {0, redis.call('pttl', KEYS[1])}
+  return {0, pttl}
 end
 if not held and mode ~= 'write' then
   -- the first live mark: lapsed ones (rare) are read past, not purged, as
@@ -94,7 +95,6 @@ if not held and mode ~= 'write' then
   if #first > 0 then
     -- a writer waits: new readers queue behind it
     local ttl = tonumber(first[2]) - now
-    local pttl = redis.call('pttl', KEYS[1])
     if pttl > 0 and pttl < ttl then ttl = pttl end
     return {0, ttl}
   end
@@ -103,7 +103,7 @@ end
 -- the grant: a re-entry renews the owner's earlier lease keys too
 local ind = (held or 0) + 1
 local keys = stale(ind - 1)
-local token = keep(KEYS[4], draw(KEYS[4]), latch, ARGV[5])
+local token = keep(KEYS[4], draw(KEYS[4], t), latch, ARGV[5])
 if mode == false then
   redis.call('hset', KEYS[1], 'mode', 'read', ARGV[2], '1') -- stale listed it: no TTL
 else

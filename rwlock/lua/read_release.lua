@@ -12,66 +12,98 @@
 -- ARGV[1]  owner id
 -- ARGV[2]  publish command: publish, or spublish on a cluster
 -- ARGV[3]  latch lifetime in milliseconds
--- Returns 1 when the lock was freed (message published), 2 when freed with the
--- waiters not told (Redis 6), 0 when holders remain, -1 when the owner holds no
--- read lock, -2 when a give-back's run had not counted, or may's NOPERM error.
-local lease1 = KEYS[3] .. ':1'
-local no = may({{'get', KEYS[5]}, {'del', lease1}, {'pttl', lease1}, {'hincrby', KEYS[1]}, {'hdel', KEYS[1]}, {'hget', KEYS[1]},
-  {'hgetall', KEYS[1]}, {'hlen', KEYS[1]}, {'pexpire', KEYS[1]}, {'del', KEYS[1]},
-  {ARGV[2], KEYS[2]}, {'set', KEYS[5]}}, KEYS[6] and {{'del', KEYS[6]}} or {})
-if no then
-  return no
-end
+-- It reads what the release leaves before its first write, and asks the ACL
+-- (may) only about the writes after that one (docs/edges.md).
+-- Returns 1 when the lock was freed (message published), 0 when holders
+-- remain, -1 when the owner holds no read lock, -2 when a give-back's run had
+-- not counted; a second run returns the first one's answer.
 local done = redis.call('get', KEYS[5])
 if done ~= false then
   return tonumber(done)
 end
-if KEYS[6] and redis.call('del', KEYS[6]) == 0 then
+if KEYS[6] and redis.call('exists', KEYS[6]) == 0 then
   return -2
 end
-local c = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
+-- The hash, read once: this owner's count, the mode, and what the release
+-- leaves. Crashed readers (every lease key expired) go, as the acquire
+-- scripts purge them; the hash lives as long as the longest reader lease
+-- left. This owner keeps its leases 1..c-1.
+local fields = redis.call('hgetall', KEYS[1])
+local c, mode
+for i = 1, #fields, 2 do
+  if fields[i] == ARGV[1] then
+    c = tonumber(fields[i + 1])
+  elseif fields[i] == 'mode' then
+    mode = fields[i + 1]
+  end
+end
 if c == nil then
   if KEYS[6] then
-    -- its latch went above: a resend must not read that as "did not count"
+    -- its latch goes: a resend must not read that as "did not count"
+    local no = may({{'set', KEYS[5]}})
+    if no then
+      return no
+    end
+    redis.call('del', KEYS[6])
     redis.call('set', KEYS[5], -1, 'px', ARGV[3])
   end
   return -1
 end
-redis.call('del', KEYS[3] .. ':' .. c)
-if c > 1 then
-  redis.call('hincrby', KEYS[1], ARGV[1], -1)
-else
-  redis.call('hdel', KEYS[1], ARGV[1])
-end
-if redis.call('hget', KEYS[1], 'mode') == 'read' then
-  -- purge crashed readers (every lease key expired), as the acquire scripts
-  -- do; keep the hash as long as the longest remaining reader lease
-  local longest = 0
-  local fields = redis.call('hgetall', KEYS[1])
+local left = #fields / 2 - (c == 1 and 1 or 0)
+local gone, longest = {}, 0
+if mode == 'read' then
   for i = 1, #fields, 2 do
     local f, n = fields[i], tonumber(fields[i + 1])
-    if f ~= 'mode' and n ~= nil then
+    if f == ARGV[1] then
+      n = c - 1
+    end
+    if f ~= 'mode' and n ~= nil and n > 0 then
       local last = -2
       for j = 1, n do
         local p = redis.call('pttl', KEYS[4] .. ':' .. f .. ':rwlock_timeout:' .. j)
         if p > last then last = p end
       end
       if last == -2 then
-        redis.call('hdel', KEYS[1], f)
+        gone[#gone + 1] = f
       elseif last > longest then
         longest = last
       end
     end
   end
+end
+local freed = left - #gone <= 1
+
+-- Only what runs after the first write is asked (may): a refusal before it
+-- changes nothing. The notice goes first, the latch last.
+local lease = KEYS[3] .. ':' .. c
+local no = may({{'set', KEYS[5]}, KEYS[6] and {'del', KEYS[6]} or false}, freed and {} or {{'del', lease},
+  longest > 0 and {'pexpire', KEYS[1]}, #gone > 0 and c > 1 and {'hdel', KEYS[1]}})
+if no then
+  return no
+end
+if freed then
+  if ARGV[2] == 'spublish' then
+    redis.call('spublish', KEYS[2], 0)
+  else
+    redis.call('publish', KEYS[2], 0)
+  end
+  redis.call('del', KEYS[1], KEYS[3] .. ':' .. c)
+else
+  if c > 1 then
+    redis.call('hincrby', KEYS[1], ARGV[1], -1)
+  else
+    redis.call('hdel', KEYS[1], ARGV[1])
+  end
+  if #gone > 0 then
+    redis.call('hdel', KEYS[1], unpack(gone))
+  end
   if longest > 0 then
     redis.call('pexpire', KEYS[1], longest)
   end
+  redis.call('del', lease)
 end
-if redis.call('hlen', KEYS[1]) <= 1 then
-  redis.call('del', KEYS[1])
-  local res = tell(ARGV[2], KEYS[2], 0) and 1 or 2
-  redis.call('set', KEYS[5], res, 'px', ARGV[3])
-  return res
+if KEYS[6] then
+  redis.call('del', KEYS[6])
 end
-redis.call('set', KEYS[5], 0, 'px', ARGV[3])
-return 0
+redis.call('set', KEYS[5], freed and 1 or 0, 'px', ARGV[3])
+return freed and 1 or 0

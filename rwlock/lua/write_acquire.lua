@@ -55,7 +55,7 @@ end
 -- lapsed marks go after the first write that may grow memory (a full server
 -- refuses only that one: a new acquisition fails whole) and before the hold
 if mode == false then
-  local token = keep(KEYS[3], draw(KEYS[3]), latch, ARGV[6])
+  local token = keep(KEYS[3], draw(KEYS[3], t), latch, ARGV[6])
   redis.call('zremrangebyscore', KEYS[2], '-inf', now)
   redis.call('zrem', KEYS[2], ARGV[4])
   redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], '1')
@@ -79,7 +79,7 @@ if mode == 'write' and held ~= false then
   if done then
     return {tonumber(held), done}
   end
-  local token = keep(KEYS[3], draw(KEYS[3]), latch, ARGV[6])
+  local token = keep(KEYS[3], draw(KEYS[3], t), latch, ARGV[6])
   return {redis.call('hincrby', KEYS[1], ARGV[2], 1), token}
 end
 if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then

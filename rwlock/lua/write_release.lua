@@ -14,65 +14,105 @@
 -- ARGV[3]  latch lifetime in milliseconds
 -- ARGV[4], ARGV[5], ...  the readers to hand the lock to: owner id, then
 --          lease in ms, each (none: a plain release)
+-- As read_release.lua, it reads before its first write and asks the ACL
+-- (may) only about the writes after that one (docs/edges.md).
 -- Returns {1, token, ...} when the write lock ended (a token per reader handed
--- the read lock), {2, token, ...} with the waiters not told (Redis 6), {0} when
--- write counts remain, {-1} when the owner holds no write lock, {-2} when a
--- give-back's run had not counted, or may's NOPERM error; a second run returns
--- the first one's code alone (docs/edges.md).
-local lease1 = KEYS[6] .. ':' .. ARGV[1] .. ':rwlock_timeout:1' -- a reader's lease key
-local no = may({{'get', KEYS[3]}, {'hget', KEYS[1]}, {'set', KEYS[3]}, {'hincrby', KEYS[1]}, {'hdel', KEYS[1]}, {'hlen', KEYS[1]}, {'pttl', KEYS[1]},
-  {'pexpire', KEYS[1]}, {'hset', KEYS[1]}, {'del', KEYS[1]}, {'time'}, {'zremrangebyscore', KEYS[4]},
-  {'zcard', KEYS[4]}, {'set', lease1}, {ARGV[2], KEYS[2]}}, #ARGV >= 4 and fenced(KEYS[5]) or {},
-  KEYS[7] and {{'del', KEYS[7]}} or {})
-if no then
-  return no
-end
+-- the read lock), {0} when write counts remain, {-1} when the owner holds no
+-- write lock, {-2} when a give-back's run had not counted; a second run
+-- returns the first one's code alone (docs/edges.md).
 local done = redis.call('get', KEYS[3])
 if done ~= false then
   return {tonumber(done)}
 end
-if KEYS[7] and redis.call('del', KEYS[7]) == 0 then
+if KEYS[7] and redis.call('exists', KEYS[7]) == 0 then
   return {-2}
 end
-local c = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
+local fields = redis.call('hgetall', KEYS[1]) -- a write hold's hash is small
+local c
+for i = 1, #fields, 2 do
+  if fields[i] == ARGV[1] then
+    c = tonumber(fields[i + 1])
+  end
+end
 if c == nil then
   if KEYS[7] then
-    -- its latch went above: a resend must not read that as "did not count"
+    -- its latch goes: a resend must not read that as "did not count"
+    local no = may({{'set', KEYS[3]}})
+    if no then
+      return no
+    end
+    redis.call('del', KEYS[7])
     redis.call('set', KEYS[3], -1, 'px', ARGV[3])
   end
   return {-1}
 end
 if c > 1 then
+  local no = may({{'set', KEYS[3]}, KEYS[7] and {'del', KEYS[7]} or false})
+  if no then
+    return no
+  end
   redis.call('hincrby', KEYS[1], ARGV[1], -1)
+  if KEYS[7] then
+    redis.call('del', KEYS[7])
+  end
   redis.call('set', KEYS[3], 0, 'px', ARGV[3])
   return {0}
 end
-redis.call('hdel', KEYS[1], ARGV[1])
-local kept = redis.call('hlen', KEYS[1]) > 1 -- the writer's own reads
-local out = {1}
+-- What the release leaves, read before any write: the writer's own reads,
+-- and this process's readers to hand the read lock to unless a writer waits
+-- (lapsed writer marks are left to writers).
+local kept = #fields > 4 -- mode, this write, and more
+local readers = {}
 if #ARGV >= 4 then
   local t = redis.call('time')
-  redis.call('zremrangebyscore', KEYS[4], '-inf', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-  if redis.call('zcard', KEYS[4]) == 0 then
-    local longest = kept and redis.call('pttl', KEYS[1]) or 0
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if redis.call('zcount', KEYS[4], '(' .. now, '+inf') == 0 then
+    local counts = {}
     for i = 4, #ARGV, 2 do
-      local lease = tonumber(ARGV[i + 1])
-      local ind = redis.call('hincrby', KEYS[1], ARGV[i], 1)
-      redis.call('set', KEYS[6] .. ':' .. ARGV[i] .. ':rwlock_timeout:' .. ind, 1, 'px', lease)
-      longest = math.max(longest, lease)
-      out[#out + 1] = fence(KEYS[5])
+      local owner = ARGV[i]
+      counts[owner] = (counts[owner] or tonumber(redis.call('hget', KEYS[1], owner)) or 0) + 1
+      readers[#readers + 1] = {owner, tonumber(ARGV[i + 1]), counts[owner]}
     end
-    kept = true
-    redis.call('pexpire', KEYS[1], longest)
   end
 end
-if kept then
-  redis.call('hset', KEYS[1], 'mode', 'read')
+local longest = #readers > 0 and kept and redis.call('pttl', KEYS[1]) or 0
+
+-- Only what runs after the first write is asked (may): the counter's SET
+-- for a hand-off, else the hash's HDEL or DEL. The notice goes first.
+local handing = #readers > 0 and {{'set', KEYS[6] .. ':' .. readers[1][1] .. ':rwlock_timeout:' .. readers[1][3]},
+  {'hdel', KEYS[1]}, {'hincrby', KEYS[1]}, {'pexpire', KEYS[1]}}
+local no = may({{'set', KEYS[3]}, KEYS[7] and {'del', KEYS[7]} or false}, handing or {},
+  (handing or kept) and {{'hset', KEYS[1]}} or {})
+if no then
+  return no
+end
+if ARGV[2] == 'spublish' then
+  redis.call('spublish', KEYS[2], 1)
 else
+  redis.call('publish', KEYS[2], 1)
+end
+local out = {1}
+for _ = 1, #readers do
+  out[#out + 1] = fence(KEYS[5])
+end
+for _, r in ipairs(readers) do
+  redis.call('set', KEYS[6] .. ':' .. r[1] .. ':rwlock_timeout:' .. r[3], 1, 'px', r[2])
+  longest = math.max(longest, r[2])
+end
+if #readers == 0 and not kept then
   redis.call('del', KEYS[1])
+else
+  redis.call('hdel', KEYS[1], ARGV[1])
+  for _, r in ipairs(readers) do
+    redis.call('hincrby', KEYS[1], r[1], 1)
+  end
+  if #readers > 0 then
+    redis.call('pexpire', KEYS[1], longest)
+  end
+  redis.call('hset', KEYS[1], 'mode', 'read')
 end
-if not tell(ARGV[2], KEYS[2], 1) then
-  out[1] = 2
+if KEYS[7] then
+  redis.call('del', KEYS[7])
 end
-redis.call('set', KEYS[3], out[1], 'px', ARGV[3])
+redis.call('set', KEYS[3], 1, 'px', ARGV[3])
 return out

@@ -6,10 +6,11 @@ local function fenced(key)
   return {{'time'}, {'get', key}, {'set', key}}
 end
 
--- draw(key) is counter key's next token, read but not written: drawn before
--- a script's first write, so that only keep's SET runs after that write.
-local function draw(key)
-  local t = redis.call('time')
+-- draw(key, t) is counter key's next token, read but not written: drawn
+-- before a script's first write, so that only keep's SET runs after that
+-- write. t is the script's TIME reply, when it has one.
+local function draw(key, t)
+  t = t or redis.call('time')
   local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
   local token = (tonumber(redis.call('get', key)) or 0) + 1
   if token < now then token = now end

@@ -82,6 +82,7 @@ func commandArgs(command string, p minacl.Primitive, name string) []any {
 		"set": {ks[1], 1}, "lindex": {list, 0}, "lpush": {list, "x"}, "rpush": {list, "x"},
 		"lrem": {list, 0, "x"}, "zadd": {zset, 1, "x"}, "zrem": {zset, "x"}, "zscore": {zset, "x"},
 		"zrange": {zset, 0, -1}, "zremrangebyscore": {zset, 0, 1}, "zrangebyscore": {zset, 0, 1},
+		"zcount": {zset, 0, 1},
 	}
 	a, ok := args[command]
 	if !ok {

@@ -103,7 +103,7 @@ var (
 	rwCommands   = []string{
 		"exists", "hset", "hget", "hmget", "hexists", "hincrby", "hdel", "hlen", "hgetall",
 		"pexpire", "pttl", "get", "set", "del", "time", "type",
-		"zadd", "zrem", "zrange", "zcard", "zremrangebyscore",
+		"zadd", "zrem", "zrange", "zcount", "zremrangebyscore",
 	}
 	semCommands = []string{
 		"hset", "hget", "hmget", "hexists", "hdel", "hvals", "pexpire", "pttl",
