@@ -7,7 +7,8 @@
 // -lib relock sends relock's lock.Mutex (relock-fair: lock.NewFair's;
 // relock-read, relock-write: an rwlock.RWMutex's RLock and RUnlock, or
 // its Lock and Unlock; relock-sem: a semaphore.Semaphore of 3 permits'
-// Acquire and Release of one);
+// Acquire and Release of one; relock-reentrant: a lock.Mutex's Do with a
+// re-entry inside, two pairs);
 // -lib redisson sends Redisson
 // RLock's own scripts (RedissonLock.tryLockInnerAsync and
 // unlockInnerAsync, as of its main branch) and the DEL of its unlock
@@ -54,7 +55,7 @@ var (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:6399", "the server")
 	n := flag.Int("n", 2000, "pairs")
-	lib := flag.String("lib", "relock", "relock, relock-fair, relock-read, relock-write, relock-sem or redisson")
+	lib := flag.String("lib", "relock", "relock, relock-fair, relock-read, relock-write, relock-sem, relock-reentrant or redisson")
 	flag.Parse()
 	ctx := context.Background()
 	c := redis.NewClient(&redis.Options{Addr: *addr})
@@ -83,6 +84,9 @@ func relockPair(lib string) func(ctx context.Context, c *redis.Client, name stri
 			return rwlock.New(c, name).RDo(ctx, nothing)
 		case "relock-write":
 			return rwlock.New(c, name).Do(ctx, nothing)
+		case "relock-reentrant":
+			mu := lock.New(c, name)
+			return mu.Do(ctx, func(held context.Context) error { return mu.Do(held, nothing) })
 		case "relock-sem":
 			return semaphore.New(c, name, 3).Do(ctx, 1, nothing)
 		}

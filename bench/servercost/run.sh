@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Server instructions per uncontended pair: redis-server under callgrind,
 # 200 then 2,200 pairs, (Ir(2200) - Ir(200)) / 2000. Needs valgrind.
-# usage: bash run.sh [relock|relock-fair|relock-read|relock-write|relock-sem|redisson]
+# usage: bash run.sh [relock|relock-fair|relock-read|relock-write|relock-sem|relock-reentrant|redisson]
 set -euo pipefail
 lib=${1:-relock}
 cd "$(dirname "$0")"

@@ -15,35 +15,51 @@
 -- ARGV[4]  publish command: publish, or spublish on a cluster
 -- ARGV[5]  latch lifetime in milliseconds
 -- ARGV[6]  fair lock: '1' when a release may write the first waiter's hold
--- Returns 1 when released (key deleted, message published), 2 when released
--- but the waiters not told (Redis 6), 0 when a count remains, -1 when the
--- owner does not hold the lock, or may's NOPERM error.
+-- Returns 1 when released (key deleted, message published), 2 when a fair
+-- lock's waiters were not told (Redis 6), 0 when a count remains, -1 when the
+-- owner does not hold the lock, or may's NOPERM error. A lock's release reads
+-- first and asks may only about the writes after its first (docs/edges.md).
 local fair = KEYS[4] ~= nil
-local no = may({{'get', KEYS[3]}, {'hexists', KEYS[1]}, {'hincrby', KEYS[1]}, {'pexpire', KEYS[1]}, {'set', KEYS[3]}, {'del', KEYS[1]}},
-  fair and woken(ARGV[4], KEYS[2], KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7]) or {{ARGV[4], KEYS[2]}})
-if no then
-  return no
+if fair then
+  local no = may({{'get', KEYS[3]}, {'hget', KEYS[1]}, {'hincrby', KEYS[1]}, {'pexpire', KEYS[1]}, {'set', KEYS[3]},
+    {'del', KEYS[1]}}, woken(ARGV[4], KEYS[2], KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7]))
+  if no then
+    return no
+  end
 end
 local done = redis.call('get', KEYS[3])
 if done ~= false then
   return tonumber(done)
 end
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+local count = tonumber(redis.call('hget', KEYS[1], ARGV[3]))
+if count == nil then
   return -1
 end
-local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)
-if counter > 0 then
+if count > 1 then
+  local no = not fair and may({{'pexpire', KEYS[1]}, {'set', KEYS[3]}})
+  if no then
+    return no
+  end
+  redis.call('hincrby', KEYS[1], ARGV[3], -1)
   redis.call('pexpire', KEYS[1], ARGV[2])
   redis.call('set', KEYS[3], 0, 'px', ARGV[5])
   return 0
 end
-redis.call('del', KEYS[1])
-local told
 if fair then
-  told = wake(ARGV[4], KEYS[2], ARGV[1], KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[6])
-else
-  told = tell(ARGV[4], KEYS[2], ARGV[1]) -- a lock's script has no wake.lua
+  redis.call('del', KEYS[1])
+  local res = wake(ARGV[4], KEYS[2], ARGV[1], KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[6]) and 1 or 2
+  redis.call('set', KEYS[3], res, 'px', ARGV[5])
+  return res
 end
-local res = told and 1 or 2
-redis.call('set', KEYS[3], res, 'px', ARGV[5])
-return res
+local no = may({{'set', KEYS[3]}})
+if no then
+  return no
+end
+if ARGV[4] == 'spublish' then
+  redis.call('spublish', KEYS[2], ARGV[1])
+else
+  redis.call('publish', KEYS[2], ARGV[1])
+end
+redis.call('del', KEYS[1])
+redis.call('set', KEYS[3], 1, 'px', ARGV[5])
+return 1
