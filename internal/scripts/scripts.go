@@ -39,8 +39,8 @@ var Checks = Lib{src: mustRead(libFS, "lua/acl.lua")}
 
 // Tokens defines fence(counter key), drawing a lock's next token,
 // max(counter + 1, server µs), kept FenceTTL (draw then keep, for a script
-// that reads first); and, for an acquisition that may run twice, grant,
-// granted and last (the token kept in its latch, an earlier run's, the
+// that reads first); and, for an acquisition that may run twice, granted
+// and last (the token kept in its latch, an earlier run's, the
 // last drawn).
 var Tokens = Lib{src: mustRead(libFS, "lua/fence.lua")}
 

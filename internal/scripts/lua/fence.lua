@@ -32,13 +32,6 @@ local function fence(key)
   return keep(key, draw(key), false)
 end
 
--- grant(counter, latch, ms) draws the next token, kept for ms in latch, the
--- acquisition's relock_acquire_latch:{<name>}:<request id> (or false): its
--- second run (a retry after a lost reply) returns it instead of counting again.
-local function grant(counter, latch, ms)
-  return keep(counter, draw(counter), latch, ms)
-end
-
 -- granted(latch) is the token an earlier run kept in latch, or nil.
 local function granted(latch)
   if latch then
