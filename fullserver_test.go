@@ -67,7 +67,7 @@ func takers(c redis.UniversalClient) map[string]func(ctx context.Context, name s
 
 // TestFullServer: a server at maxmemory with noeviction refuses what
 // would grow its memory. Holds taken before it filled are renewed through
-// 3 leases and released; every new acquisition of every kind fails with
+// 3 leases and released, re-entered ones one count at a time; every new acquisition of every kind fails with
 // Redis's OOM reply, and writes nothing, on a fresh name and, for a read
 // lock, a semaphore and a re-entry, on one already held.
 func TestFullServer(t *testing.T) {
@@ -84,6 +84,7 @@ func TestFullServer(t *testing.T) {
 		}
 		holds[kind] = h
 	}
+	inner := reenter(t, c, holds)
 	if err := admin.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -113,11 +114,47 @@ func TestFullServer(t *testing.T) {
 			t.Errorf("%s held through 3 leases on a full server: %v", kind, err)
 		}
 	}
+	for kind, h := range inner {
+		if err := h.release(); err != nil {
+			t.Errorf("%s's inner count released on a full server: %v", kind, err)
+		}
+	}
 	for kind, h := range holds {
 		if err := h.release(); err != nil {
 			t.Errorf("%s released on a full server: %v", kind, err)
 		}
 	}
+}
+
+// reenter takes a second count of the lock, write lock and read lock held,
+// through their holds' contexts.
+func reenter(t *testing.T, c redis.UniversalClient, holds map[string]held) map[string]held {
+	t.Helper()
+	mu := lock.New(c, "full:lock", lock.WithWatchdogTimeout(fullLease))
+	w := rwlock.New(c, "full:write lock", rwlock.WithWatchdogTimeout(fullLease))
+	r := rwlock.New(c, "full:read lock", rwlock.WithWatchdogTimeout(fullLease))
+	inner := map[string]held{}
+	for kind, take := range map[string]func() (context.Context, func(context.Context) error, error){
+		"lock": func() (context.Context, func(context.Context) error, error) {
+			h, err := mu.TryLock(holds["lock"].ctx)
+			return h, mu.Unlock, err
+		},
+		"write lock": func() (context.Context, func(context.Context) error, error) {
+			h, err := w.TryLock(holds["write lock"].ctx)
+			return h, w.Unlock, err
+		},
+		"read lock": func() (context.Context, func(context.Context) error, error) {
+			h, err := r.TryRLock(holds["read lock"].ctx)
+			return h, r.RUnlock, err
+		},
+	} {
+		h, release, err := take()
+		if err != nil {
+			t.Fatalf("%s re-entered before the server filled: %v", kind, err)
+		}
+		inner[kind] = held{kind, h, func() error { return release(h) }}
+	}
+	return inner
 }
 
 func requireOOM(t *testing.T, what, name string, f func(ctx context.Context, name string) (held, error)) {

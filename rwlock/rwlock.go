@@ -351,7 +351,7 @@ func (rw *RWMutex) releaseOnce(ctx context.Context, s access, ownerID, latch, ac
 			res = vals[0]
 		}
 	}
-	if err == nil && res >= 1 { // 2: released, waiters not told
+	if err == nil && res == 1 {
 		rw.hub.Release(rw.channel)
 	}
 	return res, err

@@ -36,12 +36,14 @@ if count == nil then
   return -1
 end
 if count > 1 then
-  local no = not fair and may({{'pexpire', KEYS[1]}, {'set', KEYS[3]}})
+  local no = not fair and may({{'hincrby', KEYS[1]}, {'set', KEYS[3]}})
   if no then
     return no
   end
-  redis.call('hincrby', KEYS[1], ARGV[3], -1)
+  -- PEXPIRE first: a full server refuses only a first write that may grow
+  -- memory, such as HINCRBY
   redis.call('pexpire', KEYS[1], ARGV[2])
+  redis.call('hincrby', KEYS[1], ARGV[3], -1)
   redis.call('set', KEYS[3], 0, 'px', ARGV[5])
   return 0
 end

@@ -55,9 +55,9 @@ if mode == 'read' then
   for i = 1, #fields, 2 do
     local f, n = fields[i], tonumber(fields[i + 1])
     if f == ARGV[1] then
-      n = c - 1
+      n = c > 1 and c - 1 or nil -- its last count goes: counted in left
     end
-    if f ~= 'mode' and n ~= nil and n > 0 then
+    if f ~= 'mode' and n ~= nil then
       local last = -2
       for j = 1, n do
         local p = redis.call('pttl', KEYS[4] .. ':' .. f .. ':rwlock_timeout:' .. j)
@@ -73,11 +73,12 @@ if mode == 'read' then
 end
 local freed = left - #gone <= 1
 
--- Only what runs after the first write is asked (may): a refusal before it
+-- Only what runs after the first write, a DEL (a full server refuses only a
+-- first write that may grow memory), is asked (may): a refusal before it
 -- changes nothing. The notice goes first, the latch last.
 local lease = KEYS[3] .. ':' .. c
-local no = may({{'set', KEYS[5]}, KEYS[6] and {'del', KEYS[6]} or false}, freed and {} or {{'del', lease},
-  longest > 0 and {'pexpire', KEYS[1]}, #gone > 0 and c > 1 and {'hdel', KEYS[1]}})
+local no = may({{'set', KEYS[5]}, KEYS[6] and {'del', KEYS[6]} or false}, freed and {} or
+  {{c > 1 and 'hincrby' or 'hdel', KEYS[1]}, longest > 0 and {'pexpire', KEYS[1]}, #gone > 0 and {'hdel', KEYS[1]}})
 if no then
   return no
 end
@@ -89,18 +90,18 @@ if freed then
   end
   redis.call('del', KEYS[1], KEYS[3] .. ':' .. c)
 else
+  redis.call('del', lease)
   if c > 1 then
     redis.call('hincrby', KEYS[1], ARGV[1], -1)
   else
     redis.call('hdel', KEYS[1], ARGV[1])
   end
-  if #gone > 0 then
-    redis.call('hdel', KEYS[1], unpack(gone))
+  for _, f in ipairs(gone) do
+    redis.call('hdel', KEYS[1], f)
   end
   if longest > 0 then
     redis.call('pexpire', KEYS[1], longest)
   end
-  redis.call('del', lease)
 end
 if KEYS[6] then
   redis.call('del', KEYS[6])

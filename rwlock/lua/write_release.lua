@@ -47,25 +47,25 @@ if c == nil then
   return {-1}
 end
 if c > 1 then
-  local no = may({{'set', KEYS[3]}, KEYS[7] and {'del', KEYS[7]} or false})
+  local no = may({{'set', KEYS[3]}, {'hincrby', KEYS[1]}})
   if no then
     return no
   end
+  -- a DEL first (the latch is absent): a full server refuses only a first
+  -- write that may grow memory, such as HINCRBY
+  redis.call('del', KEYS[7] or KEYS[3])
   redis.call('hincrby', KEYS[1], ARGV[1], -1)
-  if KEYS[7] then
-    redis.call('del', KEYS[7])
-  end
   redis.call('set', KEYS[3], 0, 'px', ARGV[3])
   return {0}
 end
 -- What the release leaves, read before any write: the writer's own reads,
 -- and this process's readers to hand the read lock to unless a writer waits
--- (lapsed writer marks are left to writers).
+-- (lapsed writer marks go after the first write).
 local kept = #fields > 4 -- mode, this write, and more
-local readers = {}
+local readers, now = {}, nil
 if #ARGV >= 4 then
   local t = redis.call('time')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   if redis.call('zcount', KEYS[4], '(' .. now, '+inf') == 0 then
     local counts = {}
     for i = 4, #ARGV, 2 do
@@ -77,12 +77,18 @@ if #ARGV >= 4 then
 end
 local longest = #readers > 0 and kept and redis.call('pttl', KEYS[1]) or 0
 
--- Only what runs after the first write is asked (may): the counter's SET
--- for a hand-off, else the hash's HDEL or DEL. The notice goes first.
-local handing = #readers > 0 and {{'set', KEYS[6] .. ':' .. readers[1][1] .. ':rwlock_timeout:' .. readers[1][3]},
-  {'hdel', KEYS[1]}, {'hincrby', KEYS[1]}, {'pexpire', KEYS[1]}}
-local no = may({{'set', KEYS[3]}, KEYS[7] and {'del', KEYS[7]} or false}, handing or {},
-  (handing or kept) and {{'hset', KEYS[1]}} or {})
+-- Only what runs after the first write, the hash's HDEL or DEL (a full
+-- server refuses only a first write that may grow memory), is asked (may).
+-- The notice goes first.
+local handing = #readers > 0 and fenced(KEYS[5])
+if handing then
+  for _, x in ipairs({{'set', KEYS[6] .. ':' .. readers[1][1] .. ':rwlock_timeout:' .. readers[1][3]},
+    {'hincrby', KEYS[1]}, {'pexpire', KEYS[1]}}) do
+    handing[#handing + 1] = x
+  end
+end
+local no = may({{'set', KEYS[3]}, KEYS[7] and {'del', KEYS[7]} or false, now and {'zremrangebyscore', KEYS[4]} or false},
+  handing or {}, (handing or kept) and {{'hset', KEYS[1]}} or {})
 if no then
   return no
 end
@@ -91,25 +97,26 @@ if ARGV[2] == 'spublish' then
 else
   redis.call('publish', KEYS[2], 1)
 end
-local out = {1}
-for _ = 1, #readers do
-  out[#out + 1] = fence(KEYS[5])
-end
-for _, r in ipairs(readers) do
-  redis.call('set', KEYS[6] .. ':' .. r[1] .. ':rwlock_timeout:' .. r[3], 1, 'px', r[2])
-  longest = math.max(longest, r[2])
-end
 if #readers == 0 and not kept then
   redis.call('del', KEYS[1])
 else
   redis.call('hdel', KEYS[1], ARGV[1])
-  for _, r in ipairs(readers) do
-    redis.call('hincrby', KEYS[1], r[1], 1)
-  end
-  if #readers > 0 then
-    redis.call('pexpire', KEYS[1], longest)
-  end
+end
+local out = {1}
+for _, r in ipairs(readers) do
+  out[#out + 1] = fence(KEYS[5])
+  redis.call('set', KEYS[6] .. ':' .. r[1] .. ':rwlock_timeout:' .. r[3], 1, 'px', r[2])
+  redis.call('hincrby', KEYS[1], r[1], 1)
+  longest = math.max(longest, r[2])
+end
+if #readers > 0 then
+  redis.call('pexpire', KEYS[1], longest)
+end
+if #readers > 0 or kept then
   redis.call('hset', KEYS[1], 'mode', 'read')
+end
+if now then
+  redis.call('zremrangebyscore', KEYS[4], '-inf', now)
 end
 if KEYS[7] then
   redis.call('del', KEYS[7])
