@@ -46,9 +46,9 @@ func TestReadReleasePurgesCrashedReaders(t *testing.T) {
 	})
 }
 
-// A read release reads first and makes its first write one that changes
-// nothing if refused (a DEL); it asks about the writes after that one
-// before it, so a refusal anywhere changes nothing and names the command.
+// A read release reads first, and asks about the writes after its first
+// one (a DEL) before that one: a refusal anywhere changes nothing and
+// names the command.
 func TestReadReleaseRefusedChangesNothing(t *testing.T) {
 	ctx := ctxT(t)
 	env := redistest.Backends()[1].New(t) // Redis 7's selectors: a redis-server
