@@ -67,9 +67,10 @@ func takers(c redis.UniversalClient) map[string]func(ctx context.Context, name s
 
 // TestFullServer: a server at maxmemory with noeviction refuses what
 // would grow its memory. Holds taken before it filled are renewed through
-// 3 leases and released, re-entered ones one count at a time; every new acquisition of every kind fails with
-// Redis's OOM reply, and writes nothing, on a fresh name and, for a read
-// lock, a semaphore and a re-entry, on one already held.
+// 3 leases and released, re-entered ones one count at a time; every new
+// acquisition of every kind fails with Redis's OOM reply, and writes
+// nothing, on a fresh name and, for a read lock, a semaphore and a
+// re-entry, on one already held.
 func TestFullServer(t *testing.T) {
 	srv := redistest.StartServer(t)
 	admin := srv.Client(t)
