@@ -28,12 +28,11 @@ if KEYS[7] and redis.call('exists', KEYS[7]) == 0 then
   return {-2}
 end
 local fields = redis.call('hgetall', KEYS[1]) -- a write hold's hash is small
-local c
+local h = {}
 for i = 1, #fields, 2 do
-  if fields[i] == ARGV[1] then
-    c = tonumber(fields[i + 1])
-  end
+  h[fields[i]] = tonumber(fields[i + 1])
 end
+local c = h[ARGV[1]]
 if c == nil then
   if KEYS[7] then
     -- its latch goes: a resend must not read that as "did not count"
@@ -70,7 +69,7 @@ if #ARGV >= 4 then
     local counts = {}
     for i = 4, #ARGV, 2 do
       local owner = ARGV[i]
-      counts[owner] = (counts[owner] or tonumber(redis.call('hget', KEYS[1], owner)) or 0) + 1
+      counts[owner] = (counts[owner] or h[owner] or 0) + 1
       readers[#readers + 1] = {owner, tonumber(ARGV[i + 1]), counts[owner]}
     end
   end
