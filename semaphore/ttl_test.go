@@ -217,3 +217,28 @@ func TestRefusedAcquisitionWritesNothing(t *testing.T) {
 			"nothing written")
 	})
 }
+
+// TestHashLostUnderPermitsKeepsTheBound: the hash was lost (evicted) under
+// live permits and written again with used alone, as a release's settle
+// does; a try that does not fit must not record the size with used 0,
+// which would let more permits in than the size.
+func TestHashLostUnderPermitsKeepsTheBound(t *testing.T) {
+	each(t, func(t *testing.T, env *env) {
+		ctx := ctxT(t)
+		s := semaphore.New(env.Universal, "lost-hash", 3)
+		held, err := s.Acquire(ctx, 2)
+		require.NoError(t, err)
+		require.NoError(t, env.Universal.Del(ctx, "lost-hash").Err())
+		require.NoError(t, env.Universal.HSet(ctx, "lost-hash", "used", 2).Err())
+
+		_, err = s.TryAcquire(ctx, 2)
+		require.ErrorIs(t, err, semaphore.ErrNotAcquired, "1 of 3 free")
+		one, err := s.TryAcquire(ctx, 1)
+		require.NoError(t, err)
+		_, err = s.TryAcquire(ctx, 1)
+		require.ErrorIs(t, err, semaphore.ErrNotAcquired, "3 of 3 held")
+		require.EqualValues(t, 0, available(t, s))
+		require.NoError(t, s.Release(one))
+		require.NoError(t, s.Release(held))
+	})
+}

@@ -20,13 +20,8 @@
 -- Redis records another size, {-3, size} when n exceeds it, {-4, kind} when
 -- another kind holds the name (nothing written); or may's NOPERM error.
 local S = {hash = KEYS[1], permits = KEYS[2], weights = KEYS[3], waiters = KEYS[4], marks = KEYS[5]}
-local no = may(kept(S), {{'zscore', KEYS[2]}, {'zadd', KEYS[2]}, {'hset', KEYS[3]}, {'zscore', KEYS[4]},
-  {'zadd', KEYS[4]}, {'zcard', KEYS[4]}, {'hset', KEYS[5]}, ARGV[5] ~= '' and {ARGV[6], KEYS[6]}})
-if no then
-  return no
-end
 local now = server_ms()
-local n, lease = tonumber(ARGV[2]), tonumber(ARGV[4])
+local n, lease, id, waiter = tonumber(ARGV[2]), tonumber(ARGV[4]), ARGV[3], ARGV[5]
 
 load(S)
 local other = other_kind(S)
@@ -40,48 +35,71 @@ end
 if n > size then
   return {-3, size} -- before anything is written: a hash without TTL would stay
 end
-if S.size == nil then
-  redis.call('hset', KEYS[1], 'size', size, 'used', 0)
-else
-  S.grow = S.size
-end
 S.cap = size
-
-local used = purge(S, now)
+local used = scan(S, now)
 -- an earlier run (its reply lost) took the permits: their lease runs from
 -- this run, as the caller measures it, lest another take them (docs/edges.md)
-if redis.call('zscore', KEYS[2], ARGV[3]) ~= false then
-  redis.call('zadd', KEYS[2], now + lease, ARGV[3])
-  settle(S, now, used) -- what purge dropped counts
-  return {1, size - used}
-end
-
-local first = S.head == nil or S.head == ARGV[5]
+local held = not S.fresh and tonumber(redis.call('zscore', KEYS[2], id) or 0) > now
 -- n <= size - used, not used + n <= size: numbers are doubles, and the
 -- sum may pass 2^53 where it is no longer exact
-if first and n <= size - used then
-  redis.call('zadd', KEYS[2], now + lease, ARGV[3])
-  redis.call('hset', KEYS[3], ARGV[3], n)
-  if ARGV[5] ~= '' then
-    redis.call('zrem', KEYS[4], ARGV[5])
-    redis.call('hdel', KEYS[5], ARGV[5])
-    -- the next waiter may fit in what is left: it is waiting for a message
-    if used + n < size and redis.call('zcard', KEYS[4]) > 0 then
-      tell(ARGV[6], KEYS[6], 0) -- untold (Redis 6, refused), it tries by its mark's third
+local take = not held and (S.head == nil or S.head == waiter) and n <= size - used
+local marked = not held and not take and waiter ~= ''
+
+-- The first write is one a full server refuses (OOM), lest a purge's HDEL
+-- or ZREM, let through, let the permit or mark in after it.
+local W = {}
+if S.size == nil then
+  S.stored = take and used + n or used
+  W[1] = {'hset', KEYS[1], 'size', size, 'used', S.stored}
+end
+if held or take then
+  W[#W + 1] = {'zadd', KEYS[2], now + lease, id}
+  S.last = now + lease
+  for i, e in ipairs(S.expired) do
+    if e == id then
+      table.remove(S.expired, i) -- its lapsed permit is taken anew, not purged
+      break
     end
   end
-  settle(S, now, used + n)
-  return {1, size - used - n}
-end
-
-if ARGV[5] ~= '' then
-  if redis.call('zscore', KEYS[4], ARGV[5]) == false then
-    redis.call('zadd', KEYS[4], now, ARGV[5])
+elseif marked then
+  W[#W + 1] = {'hset', KEYS[5], waiter, now + tonumber(ARGV[7])}
+  -- not in line, or its lapsed place at the head lost: it joins at the end
+  local join = redis.call('zscore', KEYS[4], waiter) == false
+  for _, e in ipairs(S.lapsed) do
+    join = join or e == waiter
   end
-  redis.call('hset', KEYS[5], ARGV[5], now + tonumber(ARGV[7]))
-  settle(S, now, used, tonumber(ARGV[7])) -- the keys outlive the mark
-else
-  settle(S, now, used)
+  if join then
+    W[#W + 1] = {'zadd', KEYS[4], now, waiter}
+  end
+  S.keep = waiter -- written anew, not purged
+  S.mark = tonumber(ARGV[7]) -- the keys outlive the mark
+end
+purge(S, W)
+S.last = math.max(S.last or now, held and latest(S, now, {[id] = true}, 1) or latest(S, now))
+
+local more = false
+if take then
+  W[#W + 1] = {'hset', KEYS[3], id, n}
+  S.live = S.live + 1
+  used = used + n
+  if S.head == waiter then
+    W[#W + 1] = {'zrem', KEYS[4], waiter}
+    W[#W + 1] = {'hdel', KEYS[5], waiter}
+    S.gone = S.gone + 1
+    -- the next waiter may fit in what is left: it is waiting for a message
+    more = used < size and redis.call('zcard', KEYS[4]) > S.at + 1
+  end
+end
+settle(S, W, now, used)
+local no = run(W, {more and {ARGV[6], KEYS[6]}})
+if no then
+  return no
+end
+if more then
+  tell(ARGV[6], KEYS[6], 0) -- untold (Redis 6, refused), it tries by its mark's third
+end
+if held or take then
+  return {1, size - used}
 end
 -- try again by then at the latest: the mark is refreshed in time
 local ttl = math.floor(tonumber(ARGV[7]) / 3)

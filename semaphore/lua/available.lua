@@ -22,12 +22,15 @@ end
 if size ~= tonumber(ARGV[1]) and ARGV[2] ~= 'recorded' then
   return {-2, size}
 end
-local no = may(kept(S))
+local now = server_ms()
+local used = scan(S, now)
+local W = {}
+purge(S, W)
+S.last = latest(S, now)
+settle(S, W, now, used)
+local no = run(W)
 if no then
   return no
 end
-local now = server_ms()
-local used = purge(S, now)
-settle(S, now, used)
 -- after a Resize below what is held, nothing is free (not a negative count)
 return {1, math.max(size - used, 0)}

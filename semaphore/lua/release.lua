@@ -17,11 +17,7 @@
 -- permits; free: permits left, -1 unknown), {2, served, free} with the waiters
 -- not told (Redis 6), {-1, 0, -1} when not held, or may's NOPERM error.
 local S = {hash = KEYS[1], permits = KEYS[2], weights = KEYS[3], waiters = KEYS[6], marks = KEYS[7]}
-local no = may(kept(S), {{'get', KEYS[5]}, {'zscore', KEYS[2]}, {'zadd', KEYS[2]}, {'hset', KEYS[3]}, {'zcard', KEYS[6]},
-  {ARGV[2], KEYS[4]}, {'set', KEYS[5]}})
-if no then
-  return no
-end
+local me = ARGV[1]
 local done = redis.call('get', KEYS[5])
 if done ~= false then
   -- an earlier run released it, and served the offered waiters holding permits
@@ -36,57 +32,80 @@ if done ~= false then
 end
 local now = server_ms()
 load(S)
+local score = tonumber(redis.call('zscore', KEYS[2], me) or 0)
 if other_kind(S) then
   -- the hash is another kind's (ours was lost under the permit, and the
   -- name taken): the permit goes, the other's hash is left as it is
-  local res = redis.call('zrem', KEYS[2], ARGV[1]) == 1 and 1 or -1
-  redis.call('hdel', KEYS[3], ARGV[1])
-  return {res, 0, -1}
+  return run({{'zrem', KEYS[2], me}, {'hdel', KEYS[3], me}}) or {score > 0 and 1 or -1, 0, -1}
 end
-local used = purge(S, now)
-if redis.call('zscore', KEYS[2], ARGV[1]) == false then
-  redis.call('hdel', KEYS[3], ARGV[1])
-  settle(S, now, used)
-  return {-1, 0, -1}
+local used = scan(S, now)
+-- its weight goes first: a full server lets that write through, and then
+-- the rest, the hand-off's ZADD and HSET included (docs/edges.md)
+local W = {{'hdel', KEYS[3], me}}
+if score <= now then
+  purge(S, W)
+  S.last = latest(S, now)
+  settle(S, W, now, used)
+  return run(W) or {-1, 0, -1}
 end
-local n = tonumber(redis.call('hget', KEYS[3], ARGV[1])) or 0
--- its weight goes first: a full server lets that write through, and then the
--- rest, the hand-off's ZADD and HSET included (docs/edges.md)
-redis.call('hdel', KEYS[3], ARGV[1])
-used = used - n
-if used < 0 then used = 0 end
+local n = tonumber(redis.call('hget', KEYS[3], me))
+S.unweighed = S.unweighed + (n and 1 or 0)
+n = n or 0
+used = math.max(used - n, 0)
+purge(S, W)
+S.live = S.live - 1
 
 local size = S.size or 0
-local served = 0
-local head = S.head
+local served, granted, last = 0, 0, now
+local moved, m = {[me] = true}, 1 -- permits removed or moved, for latest
+local head, at = S.head, S.at
 for i = 4, #ARGV, 3 do
-  local id, want = ARGV[i], tonumber(ARGV[i + 1])
+  local id, want, expiry = ARGV[i], tonumber(ARGV[i + 1]), now + tonumber(ARGV[i + 2])
   -- a waiter that took this permit with its own try (this release came late)
   -- is counted already; its lease runs from this run (docs/edges.md)
-  if redis.call('zscore', KEYS[2], id) ~= false then
-    redis.call('zadd', KEYS[2], now + tonumber(ARGV[i + 2]), id)
+  if tonumber(redis.call('zscore', KEYS[2], id) or 0) > now then
+    W[#W + 1] = {'zadd', KEYS[2], expiry, id}
+    moved[id], m = true, m + 1
   else
     if i > 4 then
-      head = head_of_line(S, now) -- a lapsed waiter the last one served uncovered goes too
+      -- a lapsed waiter the last one served uncovered goes too
+      local k = #S.lapsed
+      head, at = live_from(S, now, at)
+      for j = k + 1, #S.lapsed do
+        W[#W + 1] = {'hdel', KEYS[7], S.lapsed[j]}
+        W[#W + 1] = {'zrem', KEYS[6], S.lapsed[j]}
+      end
     end
     -- want <= size - used, not used + want <= size: see acquire.lua
     if not ((head == nil or head == id) and want <= size - used) then
       break
     end
-    redis.call('zadd', KEYS[2], now + tonumber(ARGV[i + 2]), id)
-    redis.call('hset', KEYS[3], id, want)
-    redis.call('zrem', KEYS[6], id)
-    redis.call('hdel', KEYS[7], id)
-    used = used + want
+    W[#W + 1] = {'zadd', KEYS[2], expiry, id}
+    W[#W + 1] = {'hset', KEYS[3], id, want}
+    if head == id then
+      W[#W + 1] = {'zrem', KEYS[6], id}
+      W[#W + 1] = {'hdel', KEYS[7], id}
+      S.gone, at = S.gone + 1, at + 1
+    end
+    used, granted = used + want, granted + 1
   end
+  last = math.max(last, expiry)
   served = served + 1
 end
 -- removed after the hand-off, so that the permits key never empties between
--- (settle gives the weights a TTL again if the hand-off made them anew)
-redis.call('zrem', KEYS[2], ARGV[1])
-settle(S, now, used)
+W[#W + 1] = {'zrem', KEYS[2], me}
+S.last = math.max(last, latest(S, now, moved, m))
+-- the hand-off of the last permit writes the weights anew: settle gives them a TTL
+S.fresh = S.fresh or S.live == 0
+S.live = S.live + granted
+settle(S, W, now, used)
 local free = math.max(size - used, 0)
 -- the other waiters, here and elsewhere, try for what is left
+local wake = served == 0 or free > 0
+local no = run(W, {wake and {ARGV[2], KEYS[4]}, {'set', KEYS[5]}})
+if no then
+  return no
+end
 local res = 1
 if served == 0 or (free > 0 and redis.call('zcard', KEYS[6]) > 0) then
   res = tell(ARGV[2], KEYS[4], n) and 1 or 2

@@ -14,10 +14,6 @@
 -- kind holds the name (nothing written), or may's NOPERM error. Waiters left
 -- untold (Redis 6) try again by their marks' third.
 local S = {hash = KEYS[1], permits = KEYS[3], weights = KEYS[4], waiters = KEYS[5], marks = KEYS[6]}
-local no = may(kept(S), {{ARGV[2], KEYS[2]}})
-if no then
-  return no
-end
 load(S)
 local other = other_kind(S)
 if other then
@@ -25,10 +21,16 @@ if other then
 end
 local old = S.size or 0
 local now = server_ms()
-local used = purge(S, now)
+local used = scan(S, now)
 -- kept: until when the record stays, whatever comes and goes (settle)
 S.kept = now + tonumber(ARGV[3])
-redis.call('hset', KEYS[1], 'size', ARGV[1], 'kept', S.kept)
-settle(S, now, used)
+local W = {{'hset', KEYS[1], 'size', ARGV[1], 'kept', S.kept}}
+purge(S, W)
+S.last = latest(S, now)
+settle(S, W, now, used)
+local no = run(W, {{ARGV[2], KEYS[2]}})
+if no then
+  return no
+end
 tell(ARGV[2], KEYS[2], 0)
 return old

@@ -10,19 +10,23 @@
 -- ARGV[2]  publish command
 -- Returns 1 when a mark was removed, 0 when none was, or may's NOPERM error.
 -- Waiters left untold (Redis 6) try again by their marks' third.
-local S = {hash = KEYS[4], permits = KEYS[5], weights = KEYS[6], waiters = KEYS[1], marks = KEYS[2]}
-local no = may(kept(S), {{ARGV[2], KEYS[3]}})
-if no then
-  return no
-end
-redis.call('hdel', KEYS[2], ARGV[1])
-local removed = redis.call('zrem', KEYS[1], ARGV[1])
+local S = {hash = KEYS[4], permits = KEYS[5], weights = KEYS[6], waiters = KEYS[1], marks = KEYS[2], out = ARGV[1]}
+local listed = redis.call('zscore', KEYS[1], ARGV[1]) ~= false
+local W = {{'hdel', KEYS[2], ARGV[1]}, {'zrem', KEYS[1], ARGV[1]}}
 local now = server_ms()
 load(S)
 if not other_kind(S) then -- another kind's hash is left as it is
-  settle(S, now, purge(S, now))
+  local used = scan(S, now)
+  S.gone = S.gone + (listed and 1 or 0)
+  purge(S, W)
+  S.last = latest(S, now)
+  settle(S, W, now, used)
 end
-if removed == 1 then
+local no = run(W, {listed and {ARGV[2], KEYS[3]}})
+if no then
+  return no
+end
+if listed then
   tell(ARGV[2], KEYS[3], 0)
   return 1
 end

@@ -220,7 +220,8 @@ func TestMinimalACLRunsRedlock(t *testing.T) {
 // restart), UNSUBSCRIBE (an idle subscription, later), what only a
 // waiter that gives up (LREM), a refused replica sync (LPUSH), a re-entry
 // through a latch (the acquire latch of an rwlock) or a write release that
-// hands the read lock to local readers (ZCOUNT) runs,
+// hands the read lock to local readers (ZCOUNT) runs, a semaphore's line
+// whose marks have no TTL (HVALS),
 // the holder label's key (a label that cannot be written is left out, by
 // design: it only informs), and the patterns of names with a hash tag.
 func optional(p minacl.Primitive, rule string) bool {
@@ -232,8 +233,8 @@ func optional(p minacl.Primitive, rule string) bool {
 		return p == minacl.FairLock
 	case "+zcount", "~relock_acquire_latch:{app:*":
 		return p == minacl.RWLock
-	case "+hexists":
-		return p == minacl.Semaphore // ForceRelease of a semaphore already gone
+	case "+hexists", "+hvals":
+		return p == minacl.Semaphore // ForceRelease of a semaphore already gone; marks without a TTL
 	}
 	return (rule[0] == '~' || rule[0] == '&') && strings.Contains(rule, ":app:")
 }
