@@ -17,16 +17,9 @@
 -- ARGV[6]  fair lock: '1' when a release may write the first waiter's hold
 -- Returns 1 when released (key deleted, message published), 2 when a fair
 -- lock's waiters were not told (Redis 6), 0 when a count remains, -1 when the
--- owner does not hold the lock, or may's NOPERM error. A lock's release reads
--- first and asks may only about the writes after its first (docs/edges.md).
+-- owner does not hold the lock, or may's NOPERM error. A release reads first
+-- and asks may only about the writes after its first (docs/edges.md).
 local fair = KEYS[4] ~= nil
-if fair then
-  local no = may({{'get', KEYS[3]}, {'hget', KEYS[1]}, {'hincrby', KEYS[1]}, {'pexpire', KEYS[1]}, {'set', KEYS[3]},
-    {'del', KEYS[1]}}, woken(ARGV[4], KEYS[2], KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7]))
-  if no then
-    return no
-  end
-end
 local done = redis.call('get', KEYS[3])
 if done ~= false then
   return tonumber(done)
@@ -36,7 +29,7 @@ if count == nil then
   return -1
 end
 if count > 1 then
-  local no = not fair and may({{'hincrby', KEYS[1]}, {'set', KEYS[3]}})
+  local no = may({{'hincrby', KEYS[1]}, {'set', KEYS[3]}})
   if no then
     return no
   end
@@ -48,6 +41,10 @@ if count > 1 then
   return 0
 end
 if fair then
+  local no = may({{'set', KEYS[3]}}, woken(ARGV[4], KEYS[2], KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7]))
+  if no then
+    return no
+  end
   redis.call('del', KEYS[1])
   local res = wake(ARGV[4], KEYS[2], ARGV[1], KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[6]) and 1 or 2
   redis.call('set', KEYS[3], res, 'px', ARGV[5])

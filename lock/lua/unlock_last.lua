@@ -18,12 +18,6 @@
 -- when more than one count is held (unchanged: unlock.lua decrements), or a
 -- refusal's error. A lock's PUBLISH runs before its DEL (docs/edges.md).
 local fair = KEYS[5] ~= nil
-if fair then
-  local no = may(woken(ARGV[3], KEYS[2], KEYS[1], KEYS[5], KEYS[6], KEYS[3], KEYS[7]))
-  if no then
-    return no
-  end
-end
 local count = redis.call('hget', KEYS[1], ARGV[2])
 if count == false then
   if redis.call('exists', KEYS[3]) == 0 or redis.call('hexists', KEYS[4], ARGV[2]) == 1 then
@@ -35,6 +29,10 @@ if tonumber(count) > 1 then
   return -2
 end
 if fair then
+  local no = may(woken(ARGV[3], KEYS[2], KEYS[1], KEYS[5], KEYS[6], KEYS[3], KEYS[7]))
+  if no then
+    return no
+  end
   redis.call('del', KEYS[1])
   return wake(ARGV[3], KEYS[2], ARGV[1], KEYS[1], KEYS[5], KEYS[6], KEYS[3], KEYS[7], ARGV[4]) and 1 or 2
 end
