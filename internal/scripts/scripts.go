@@ -34,7 +34,8 @@ var libFS embed.FS
 func NewLib(fsys fs.FS, file string) Lib { return Lib{src: mustRead(fsys, file)} }
 
 // Checks defines may (the permission checks a script makes before its
-// first write) and tell (a publish that reports a refusal).
+// first write), run (a planned list of writes, checked by may, then run)
+// and tell (a publish that reports a refusal).
 var Checks = Lib{src: mustRead(libFS, "lua/acl.lua")}
 
 // Tokens defines fence(counter key), drawing a lock's next token,

@@ -17,10 +17,6 @@
 -- freed, {2, 0, ''} when freed but the first waiter not told (Redis 6),
 -- {-1, 0, ''} when the releaser does not hold the lock, {-2, 0, ''} when it
 -- holds more than one count (unchanged), or may's NOPERM error.
-local no = may({{'hget', KEYS[1]}, {'hexists', KEYS[1]}, {'del', KEYS[1]}}, woken(ARGV[3], KEYS[5], KEYS[1], KEYS[3], KEYS[4], KEYS[2], KEYS[6]))
-if no then
-  return no
-end
 local owner, lease = {}, {}
 for i = 5, #ARGV, 3 do
   owner[ARGV[i]], lease[ARGV[i]] = ARGV[i + 1], ARGV[i + 2]
@@ -37,18 +33,25 @@ end
 if tonumber(count) > 1 then
   return {-2, 0, ''}
 end
-redis.call('del', KEYS[1])
+-- read first, then write what was planned (may checks it beforehand)
+local W = {{'del', KEYS[1]}}
 local at = now()
-local first = head(KEYS[3], KEYS[4], at, KEYS[6])
+local first, gone = line(KEYS[3], KEYS[4], at)
+drop(W, gone, KEYS[3], KEYS[4], KEYS[6])
 if first and lease[first] then
-  redis.call('lpop', KEYS[3])
-  redis.call('zrem', KEYS[4], first)
-  redis.call('hdel', KEYS[6], first)
-  redis.call('hset', KEYS[1], owner[first], 1)
-  redis.call('pexpire', KEYS[1], lease[first])
-  return {1, fence(KEYS[2]), first}
+  local token = grant(W, KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], first, owner[first], lease[first])
+  return run(W, {{ARGV[3], KEYS[5]}}) or {1, token, first}
 end
-if first and not serve(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], ARGV[3], KEYS[5], ARGV[2], first, at, ARGV[4]) then
+local ch, msg
+if first then
+  ch = KEYS[5] .. ':' .. first
+  msg = served(W, KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], ARGV[2], first, at, ARGV[4])
+end
+local no = run(W, {{ARGV[3], KEYS[5]}}) -- asked even when nobody waits, as unlock.lua
+if no then
+  return no
+end
+if ch and not tell(ARGV[3], ch, msg) then
   return {2, 0, ''}
 end
 return {0, 0, ''}

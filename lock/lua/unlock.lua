@@ -41,12 +41,15 @@ if count > 1 then
   return 0
 end
 if fair then
-  local no = may({{'set', KEYS[3]}}, woken(ARGV[4], KEYS[2], KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7]))
+  local W = {{'del', KEYS[1]}}
+  local ch, msg = waking(W, KEYS[2], ARGV[1], KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[6])
+  -- the channel is asked about even when nobody waits: a user who may not
+  -- publish learns it at the first release
+  local no = run(W, {{ARGV[4], KEYS[2]}, {'set', KEYS[3]}})
   if no then
     return no
   end
-  redis.call('del', KEYS[1])
-  local res = wake(ARGV[4], KEYS[2], ARGV[1], KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[6]) and 1 or 2
+  local res = (not ch or tell(ARGV[4], ch, msg)) and 1 or 2
   redis.call('set', KEYS[3], res, 'px', ARGV[5])
   return res
 end

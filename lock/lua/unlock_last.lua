@@ -29,12 +29,13 @@ if tonumber(count) > 1 then
   return -2
 end
 if fair then
-  local no = may(woken(ARGV[3], KEYS[2], KEYS[1], KEYS[5], KEYS[6], KEYS[3], KEYS[7]))
+  local W = {{'del', KEYS[1]}}
+  local ch, msg = waking(W, KEYS[2], ARGV[1], KEYS[1], KEYS[5], KEYS[6], KEYS[3], KEYS[7], ARGV[4])
+  local no = run(W, {{ARGV[3], KEYS[2]}}) -- asked even when nobody waits, as unlock.lua
   if no then
     return no
   end
-  redis.call('del', KEYS[1])
-  return wake(ARGV[3], KEYS[2], ARGV[1], KEYS[1], KEYS[5], KEYS[6], KEYS[3], KEYS[7], ARGV[4]) and 1 or 2
+  return (not ch or tell(ARGV[3], ch, msg)) and 1 or 2
 end
 if ARGV[3] == 'spublish' then
   redis.call('spublish', KEYS[2], ARGV[1])

@@ -190,16 +190,3 @@ local function settle(S, W, now, used)
   W[#W + 1] = {'pexpire', S.waiters, marks - now}
   W[#W + 1] = {'pexpire', S.marks, marks - now}
 end
-
--- run asks may about every write of W and the checks the script makes
--- after it (a publish, a latch), then runs W in order; nil, or may's error.
-local function run(W, ...)
-  local no = may(W, ...)
-  if no then
-    return no
-  end
-  for i = 1, #W do
-    redis.call(unpack(W[i]))
-  end
-  return nil
-end

@@ -39,3 +39,17 @@ end
 local function tell(cmd, channel, message)
   return type(redis.pcall(cmd, channel, message)) ~= 'table'
 end
+
+-- run asks may about every write of W (each {command, key, ...}, in order)
+-- and about the checks a script makes after it (a publish, a latch), then
+-- runs W: nil, or may's error with nothing written.
+local function run(W, ...)
+  local no = may(W, ...)
+  if no then
+    return no
+  end
+  for i = 1, #W do
+    redis.call(unpack(W[i]))
+  end
+  return nil
+end
