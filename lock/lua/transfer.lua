@@ -8,11 +8,8 @@
 -- ARGV[3]  next owner's lease in milliseconds
 -- Returns {1, token} when handed over (the next owner's token), {-1, 0} when
 -- the owner does not hold the lock, {-2, 0} when it holds more than one
--- count (nothing changed: unlock.lua decrements), or may's NOPERM error.
-local no = may({{'hget', KEYS[1]}, {'hexists', KEYS[1]}, {'del', KEYS[1]}, {'hset', KEYS[1]}, {'pexpire', KEYS[1]}}, fenced(KEYS[2]))
-if no then
-  return no
-end
+-- count (nothing changed: unlock.lua decrements), or a refusal's error.
+-- It reads first and asks may only about the writes after its first.
 local count = redis.call('hget', KEYS[1], ARGV[1])
 if count == false then
   if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
@@ -23,7 +20,13 @@ end
 if tonumber(count) > 1 then
   return {-2, 0}
 end
+local token = draw(KEYS[2])
+-- the DEL first, which a full server lets through; may asks about the rest
+local no = may({{'hset', KEYS[1]}, {'pexpire', KEYS[1]}, {'set', KEYS[2]}})
+if no then
+  return no
+end
 redis.call('del', KEYS[1])
 redis.call('hset', KEYS[1], ARGV[2], 1)
 redis.call('pexpire', KEYS[1], ARGV[3])
-return {1, fence(KEYS[2])}
+return {1, keep(KEYS[2], token, false)}
