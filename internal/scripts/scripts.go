@@ -33,9 +33,8 @@ var libFS embed.FS
 // NewLib reads a Lib from fsys (an embed.FS); a missing file panics.
 func NewLib(fsys fs.FS, file string) Lib { return Lib{src: mustRead(fsys, file)} }
 
-// Checks defines may (the permission checks a script makes before its
-// first write), run (a planned list of writes, checked by may, then run)
-// and tell (a publish that reports a refusal).
+// Checks defines may (the ACL checks made before a script's first write),
+// run (planned writes, checked, then run) and tell (a refusable publish).
 var Checks = Lib{src: mustRead(libFS, "lua/acl.lua")}
 
 // Tokens defines fence(counter key), drawing a lock's next token,

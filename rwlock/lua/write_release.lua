@@ -79,15 +79,10 @@ local longest = #readers > 0 and kept and redis.call('pttl', KEYS[1]) or 0
 -- Only what runs after the first write, the hash's HDEL or DEL (a full
 -- server refuses only a first write that may grow memory), is asked (may).
 -- The notice goes first.
-local handing = #readers > 0 and fenced(KEYS[5])
-if handing then
-  for _, x in ipairs({{'set', KEYS[6] .. ':' .. readers[1][1] .. ':rwlock_timeout:' .. readers[1][3]},
-    {'hincrby', KEYS[1]}, {'pexpire', KEYS[1]}}) do
-    handing[#handing + 1] = x
-  end
-end
+local handing = #readers > 0
 local no = may({{'set', KEYS[3]}, KEYS[7] and {'del', KEYS[7]} or false, now and {'zremrangebyscore', KEYS[4]} or false},
-  handing or {}, (handing or kept) and {{'hset', KEYS[1]}} or {})
+  handing and fenced(KEYS[5]) or {}, handing and {{'set', KEYS[6] .. ':' .. readers[1][1] .. ':rwlock_timeout:' .. readers[1][3]},
+  {'hincrby', KEYS[1]}, {'pexpire', KEYS[1]}} or {}, (handing or kept) and {{'hset', KEYS[1]}} or {})
 if no then
   return no
 end

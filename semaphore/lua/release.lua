@@ -68,13 +68,8 @@ for i = 4, #ARGV, 3 do
     moved[id], m = true, m + 1
   else
     if i > 4 then
-      -- a lapsed waiter the last one served uncovered goes too
-      local k = #S.lapsed
-      head, at = live_from(S, now, at)
-      for j = k + 1, #S.lapsed do
-        W[#W + 1] = {'hdel', KEYS[7], S.lapsed[j]}
-        W[#W + 1] = {'zrem', KEYS[6], S.lapsed[j]}
-      end
+      head, at = live_from(S, now, at) -- a lapsed waiter the last one served uncovered goes too
+      unline(S, W)
     end
     -- want <= size - used, not used + want <= size: see acquire.lua
     if not ((head == nil or head == id) and want <= size - used) then

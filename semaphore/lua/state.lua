@@ -114,8 +114,20 @@ local function many(W, cmd, key, ids)
   end
 end
 
--- purge plans the removal of what scan found lapsed; S.keep, a waiter the
--- script writes anew, stays.
+-- unline plans the removal of the lapsed waiters live_from found since
+-- unline last ran; S.keep, a waiter the script writes anew, stays.
+local function unline(S, W)
+  for i = (S.unlined or 0) + 1, #S.lapsed do
+    local id = S.lapsed[i]
+    if id ~= S.keep then
+      W[#W + 1] = {'hdel', S.marks, id}
+      W[#W + 1] = {'zrem', S.waiters, id}
+    end
+  end
+  S.unlined = #S.lapsed
+end
+
+-- purge plans the removal of what scan found lapsed.
 local function purge(S, W)
   if S.fresh then
     W[#W + 1] = {'del', S.weights}
@@ -123,12 +135,7 @@ local function purge(S, W)
     many(W, 'hdel', S.weights, S.expired)
   end
   many(W, 'zrem', S.permits, S.expired)
-  for _, id in ipairs(S.lapsed) do
-    if id ~= S.keep then
-      W[#W + 1] = {'hdel', S.marks, id}
-      W[#W + 1] = {'zrem', S.waiters, id}
-    end
-  end
+  unline(S, W)
 end
 
 -- settle plans what records used and gives the keys their TTL: the latest
